@@ -1,0 +1,37 @@
+use crate::{AvatarUrl, ContactId, PhoneNumber, Timestamp, Username};
+
+/// A user of the service: whoever holds an access token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contact {
+    pub id: ContactId,
+    pub username: Username,
+    pub phone_number: PhoneNumber,
+    pub avatar_url: AvatarUrl,
+    /// Time of the latest authenticated request; starts at `created_at`.
+    pub last_active_at: Timestamp,
+    pub created_at: Timestamp,
+}
+
+impl Contact {
+    /// How often `last_active_at` is written at most: it is a hint, not an
+    /// audit log, and writing it on every request would make reads write.
+    pub const ACTIVITY_RESOLUTION_SECS: i64 = 60;
+
+    /// Whether a request at `now` should record activity.
+    pub fn activity_is_stale(&self, now: Timestamp) -> bool {
+        now.micros() - self.last_active_at.micros() >= Self::ACTIVITY_RESOLUTION_SECS * 1_000_000
+    }
+}
+
+/// The attributes a contact may change about themself. `None`: unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ContactProfilePatch {
+    pub phone_number: Option<PhoneNumber>,
+    pub avatar_url: Option<AvatarUrl>,
+}
+
+impl ContactProfilePatch {
+    pub fn is_empty(&self) -> bool {
+        self.phone_number.is_none() && self.avatar_url.is_none()
+    }
+}

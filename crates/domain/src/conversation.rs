@@ -1,0 +1,293 @@
+use crate::{ContactId, ConversationId, DomainError, GroupId, Message, MessageId, Timestamp};
+
+/// How far in the future `archived_at` may lie. Enough for clock skew; small
+/// enough that a value in milliseconds is caught as an error.
+pub const ARCHIVE_FUTURE_TOLERANCE_SECS: i64 = 60;
+
+/// Who a conversation is between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConversationKind {
+    /// Two members: the creator and the contact it was opened with.
+    Direct { peer_id: ContactId },
+    /// The members of a group, as they are at the time of each request.
+    Group { group_id: GroupId },
+}
+
+/// A conversation's shared state: the same for every member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conversation {
+    pub id: ConversationId,
+    pub kind: ConversationKind,
+    pub creator_id: ContactId,
+    pub pinned_message_id: Option<MessageId>,
+    /// `created_at` of the latest message; `None` until the first one.
+    pub last_active_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+}
+
+impl Conversation {
+    /// A new direct conversation between `creator` and `peer`.
+    pub fn new_direct(
+        id: ConversationId,
+        creator: ContactId,
+        peer: ContactId,
+        now: Timestamp,
+    ) -> Result<Self, DomainError> {
+        if creator == peer {
+            return Err(DomainError::invalid(
+                "contact_id",
+                "must be another contact than yourself",
+            ));
+        }
+        Ok(Self::fresh(id, ConversationKind::Direct { peer_id: peer }, creator, now))
+    }
+
+    /// A new conversation of a group the creator belongs to.
+    pub fn new_group(
+        id: ConversationId,
+        creator: ContactId,
+        group_id: GroupId,
+        now: Timestamp,
+    ) -> Self {
+        Self::fresh(id, ConversationKind::Group { group_id }, creator, now)
+    }
+
+    fn fresh(
+        id: ConversationId,
+        kind: ConversationKind,
+        creator_id: ContactId,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id,
+            kind,
+            creator_id,
+            pinned_message_id: None,
+            last_active_at: None,
+            created_at: now,
+        }
+    }
+
+    pub fn group_id(&self) -> Option<GroupId> {
+        match self.kind {
+            ConversationKind::Group { group_id } => Some(group_id),
+            ConversationKind::Direct { .. } => None,
+        }
+    }
+
+    /// The two members of a direct conversation.
+    pub fn direct_members(&self) -> Option<[ContactId; 2]> {
+        match self.kind {
+            ConversationKind::Direct { peer_id } => Some([self.creator_id, peer_id]),
+            ConversationKind::Group { .. } => None,
+        }
+    }
+
+    /// The other member as seen by `viewer` (direct conversations only).
+    pub fn other_member(&self, viewer: ContactId) -> Option<ContactId> {
+        self.direct_members()
+            .map(|[a, b]| if a == viewer { b } else { a })
+    }
+
+    /// Checks that `message` may become this conversation's pinned message.
+    pub fn check_pin(&self, message: &Message) -> Result<MessageId, DomainError> {
+        if message.conversation_id != self.id {
+            return Err(DomainError::invalid(
+                "pinned_message_id",
+                "must be a message of this conversation",
+            ));
+        }
+        Ok(message.id)
+    }
+
+    /// Checks that `archived_at` may be set to `at`: not before the
+    /// conversation was created, and not more than a minute ahead of `now`.
+    pub fn check_archive(&self, at: Timestamp, now: Timestamp) -> Result<Timestamp, DomainError> {
+        if at.secs() < self.created_at.secs() {
+            return Err(DomainError::invalid(
+                "archived_at",
+                "must not be before the conversation's created_at",
+            ));
+        }
+        if at.secs() > now.secs() + ARCHIVE_FUTURE_TOLERANCE_SECS {
+            return Err(DomainError::invalid(
+                "archived_at",
+                "must be Unix seconds not more than 60 seconds in the future",
+            ));
+        }
+        Ok(at)
+    }
+
+    /// Who may delete: either member of a direct conversation; for a group
+    /// conversation its creator or an owner of the group.
+    pub fn check_delete(&self, by: ContactId, by_is_group_owner: bool) -> Result<(), DomainError> {
+        match self.kind {
+            ConversationKind::Direct { .. } => Ok(()),
+            ConversationKind::Group { .. } if by == self.creator_id || by_is_group_owner => Ok(()),
+            ConversationKind::Group { .. } => Err(DomainError::Forbidden(
+                "only the conversation's creator or a group owner may delete a group conversation",
+            )),
+        }
+    }
+}
+
+/// One member's own view of a conversation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemberState {
+    pub is_pinned: bool,
+    pub is_muted: bool,
+    pub archived_at: Option<Timestamp>,
+    pub last_opened_at: Option<Timestamp>,
+}
+
+impl MemberState {
+    /// The state after `patch`: only submitted attributes change.
+    pub fn patched(self, patch: &MemberStatePatch) -> Self {
+        Self {
+            is_pinned: patch.is_pinned.unwrap_or(self.is_pinned),
+            is_muted: patch.is_muted.unwrap_or(self.is_muted),
+            archived_at: patch.archived_at.unwrap_or(self.archived_at),
+            last_opened_at: self.last_opened_at,
+        }
+    }
+}
+
+/// A change to a member's own state. `None` leaves an attribute as it is;
+/// `archived_at: Some(None)` unarchives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemberStatePatch {
+    pub is_pinned: Option<bool>,
+    pub is_muted: Option<bool>,
+    pub archived_at: Option<Option<Timestamp>>,
+}
+
+impl MemberStatePatch {
+    pub fn is_empty(&self) -> bool {
+        self.is_pinned.is_none() && self.is_muted.is_none() && self.archived_at.is_none()
+    }
+}
+
+/// A change to the shared pinned message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinnedMessageChange {
+    Pin(MessageId),
+    Unpin,
+}
+
+/// A conversation as one member sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationView {
+    pub conversation: Conversation,
+    pub viewer: ContactId,
+    pub state: MemberState,
+}
+
+impl ConversationView {
+    /// `contact_id` of the wire object: the other member, `None` for groups.
+    pub fn contact_id(&self) -> Option<ContactId> {
+        self.conversation.other_member(self.viewer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use uuid::Uuid;
+
+    fn cid(n: u128) -> ContactId {
+        ContactId::from_uuid(Uuid::from_u128(n))
+    }
+
+    fn direct(now: Timestamp) -> Conversation {
+        Conversation::new_direct(ConversationId::from_uuid(Uuid::from_u128(9)), cid(1), cid(2), now)
+            .expect("distinct members")
+    }
+
+    #[test]
+    fn direct_needs_another_contact() {
+        let err = Conversation::new_direct(
+            ConversationId::from_uuid(Uuid::from_u128(9)),
+            cid(1),
+            cid(1),
+            Timestamp::from_secs(0),
+        );
+        assert!(matches!(err, Err(DomainError::Invalid { field: "contact_id", .. })));
+    }
+
+    #[test]
+    fn new_conversation_defaults() {
+        let c = direct(Timestamp::from_secs(100));
+        assert_eq!(c.pinned_message_id, None);
+        assert_eq!(c.last_active_at, None);
+        assert_eq!(MemberState::default().is_pinned, false);
+        assert_eq!(MemberState::default().archived_at, None);
+    }
+
+    #[test]
+    fn each_member_sees_the_other() {
+        let c = direct(Timestamp::from_secs(100));
+        assert_eq!(c.other_member(cid(1)), Some(cid(2)));
+        assert_eq!(c.other_member(cid(2)), Some(cid(1)));
+        let g = Conversation::new_group(
+            ConversationId::from_uuid(Uuid::from_u128(9)),
+            cid(1),
+            GroupId::from_uuid(Uuid::from_u128(5)),
+            Timestamp::from_secs(0),
+        );
+        assert_eq!(g.other_member(cid(1)), None);
+        assert!(g.group_id().is_some());
+    }
+
+    #[test]
+    fn archive_window() {
+        let c = direct(Timestamp::from_secs(1_000));
+        let now = Timestamp::from_secs(2_000);
+        assert!(c.check_archive(Timestamp::from_secs(1_000), now).is_ok());
+        assert!(c.check_archive(Timestamp::from_secs(2_060), now).is_ok());
+        assert!(c.check_archive(Timestamp::from_secs(999), now).is_err());
+        assert!(c.check_archive(Timestamp::from_secs(2_061), now).is_err());
+        // A millisecond value is far in the future.
+        assert!(c.check_archive(Timestamp::from_secs(2_000_000), now).is_err());
+    }
+
+    #[test]
+    fn patch_changes_only_submitted_attributes() {
+        let s = MemberState {
+            is_pinned: true,
+            is_muted: false,
+            archived_at: Some(Timestamp::from_secs(5)),
+            last_opened_at: Some(Timestamp::from_secs(6)),
+        };
+        let p = MemberStatePatch {
+            is_muted: Some(true),
+            ..Default::default()
+        };
+        let n = s.patched(&p);
+        assert!(n.is_pinned && n.is_muted);
+        assert_eq!(n.archived_at, s.archived_at);
+        let unarchive = MemberStatePatch {
+            archived_at: Some(None),
+            ..Default::default()
+        };
+        assert_eq!(s.patched(&unarchive).archived_at, None);
+        assert!(MemberStatePatch::default().is_empty());
+    }
+
+    #[test]
+    fn delete_rights() {
+        let c = direct(Timestamp::from_secs(0));
+        assert!(c.check_delete(cid(2), false).is_ok());
+        let g = Conversation::new_group(
+            ConversationId::from_uuid(Uuid::from_u128(9)),
+            cid(1),
+            GroupId::from_uuid(Uuid::from_u128(5)),
+            Timestamp::from_secs(0),
+        );
+        assert!(g.check_delete(cid(1), false).is_ok());
+        assert!(g.check_delete(cid(3), true).is_ok());
+        assert_eq!(
+            g.check_delete(cid(3), false).map_err(|e| matches!(e, DomainError::Forbidden(_))),
+            Err(true)
+        );
+    }
+}

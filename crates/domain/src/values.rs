@@ -1,0 +1,373 @@
+//! Validated value objects. Each can only be built through `new`, which checks
+//! the invariant, so a value that exists is a valid one.
+
+use crate::DomainError;
+
+fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
+macro_rules! string_value {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+            pub fn into_inner(self) -> String {
+                self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+string_value!(
+    /// The text of a message: 1 to 4096 characters, not only white space, no
+    /// NUL. Line breaks and tabs are allowed.
+    MessageText
+);
+impl MessageText {
+    pub const MAX_CHARS: usize = 4096;
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        if raw.trim().is_empty() {
+            return Err(DomainError::invalid(
+                "message",
+                "must not be empty or only white space",
+            ));
+        }
+        if raw.chars().count() > Self::MAX_CHARS {
+            return Err(DomainError::invalid(
+                "message",
+                "must be at most 4096 characters",
+            ));
+        }
+        if raw.contains('\0') {
+            return Err(DomainError::invalid(
+                "message",
+                "must not contain NUL characters",
+            ));
+        }
+        Ok(Self(raw))
+    }
+}
+
+string_value!(
+    /// A username: 1 to 32 of `A-Z a-z 0-9 _ . -`; unique case-insensitively.
+    Username
+);
+impl Username {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        let ok_len = (1..=32).contains(&raw.len());
+        let ok_chars = raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+        if !ok_len || !ok_chars {
+            return Err(DomainError::invalid(
+                "username",
+                "must be 1 to 32 characters of A-Z a-z 0-9 _ . -",
+            ));
+        }
+        Ok(Self(raw))
+    }
+    /// The key under which uniqueness is enforced.
+    pub fn folded(&self) -> String {
+        self.0.to_ascii_lowercase()
+    }
+    /// Whether `other` names the same user (case-insensitive).
+    pub fn matches(&self, other: &str) -> bool {
+        self.0.eq_ignore_ascii_case(other)
+    }
+}
+
+string_value!(
+    /// A phone number in E.164 form: `+` then 2 to 15 digits.
+    PhoneNumber
+);
+impl PhoneNumber {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        let digits = raw.strip_prefix('+').unwrap_or("");
+        if !(2..=15).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(DomainError::invalid(
+                "phone_number",
+                "must be in E.164 form: + then 2 to 15 digits",
+            ));
+        }
+        Ok(Self(raw))
+    }
+}
+
+/// Checks an absolute http(s) URL without pulling a URL parser into the
+/// domain: scheme, a non-empty host, no white space or control characters.
+fn is_http_url(raw: &str) -> bool {
+    let lower = raw.get(..8).unwrap_or(raw).to_ascii_lowercase();
+    let rest = if lower.starts_with("https://") {
+        &raw[8..]
+    } else if lower.starts_with("http://") {
+        &raw[7..]
+    } else {
+        return false;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = host.rsplit('@').next().unwrap_or("");
+    !host.is_empty()
+        && !host.starts_with(':')
+        && !raw.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+string_value!(
+    /// An avatar URL: empty (no avatar) or an http(s) URL of at most 2048
+    /// characters.
+    AvatarUrl
+);
+impl AvatarUrl {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        Self::for_field("avatar_url", raw)
+    }
+    /// Same rule, reported against another field name.
+    pub fn for_field(field: &'static str, raw: String) -> Result<Self, DomainError> {
+        if raw.is_empty() || (raw.len() <= 2048 && is_http_url(&raw)) {
+            Ok(Self(raw))
+        } else {
+            Err(DomainError::invalid(
+                field,
+                "must be empty or an http or https URL of at most 2048 characters",
+            ))
+        }
+    }
+    pub fn none() -> Self {
+        Self(String::new())
+    }
+}
+
+string_value!(
+    /// Where an attachment's bytes live: an http(s) URL, at most 2048 chars.
+    FileUrl
+);
+impl FileUrl {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        if raw.len() <= 2048 && is_http_url(&raw) {
+            Ok(Self(raw))
+        } else {
+            Err(DomainError::invalid(
+                "file_url",
+                "must be an http or https URL of at most 2048 characters",
+            ))
+        }
+    }
+}
+
+string_value!(
+    /// An attachment's file name: 1 to 255 characters, no `/`, no control
+    /// characters.
+    Filename
+);
+impl Filename {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        let n = raw.chars().count();
+        if n == 0 || n > 255 || raw.contains('/') || has_control(&raw) {
+            return Err(DomainError::invalid(
+                "filename",
+                "must be 1 to 255 characters without / or control characters",
+            ));
+        }
+        Ok(Self(raw))
+    }
+}
+
+string_value!(
+    /// A MIME type `type/subtype` (RFC 6838 token characters, at most 255).
+    FileType
+);
+impl FileType {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        fn token(s: &str) -> bool {
+            !s.is_empty()
+                && s.bytes().all(|b| {
+                    b.is_ascii_alphanumeric()
+                        || matches!(b, b'!' | b'#' | b'$' | b'&' | b'-' | b'^' | b'_' | b'.' | b'+')
+                })
+        }
+        let ok = raw.len() <= 255
+            && matches!(raw.split_once('/'), Some((t, s)) if token(t) && token(s));
+        if ok {
+            Ok(Self(raw))
+        } else {
+            Err(DomainError::invalid(
+                "file_type",
+                "must be a MIME type of the form type/subtype",
+            ))
+        }
+    }
+    pub fn octet_stream() -> Self {
+        Self("application/octet-stream".to_owned())
+    }
+}
+
+/// An attachment's size in bytes (>= 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileSize(i64);
+impl FileSize {
+    pub fn new(bytes: i64) -> Result<Self, DomainError> {
+        if bytes < 0 {
+            return Err(DomainError::invalid(
+                "file_size",
+                "must be an integer of at least 0",
+            ));
+        }
+        Ok(Self(bytes))
+    }
+    pub const fn bytes(self) -> i64 {
+        self.0
+    }
+}
+
+string_value!(
+    /// A reaction name: 1 to 64 of `a-z 0-9 _ + -`.
+    ReactionName
+);
+impl ReactionName {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        let ok = (1..=64).contains(&raw.len())
+            && raw.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'+' | b'-')
+            });
+        if ok {
+            Ok(Self(raw))
+        } else {
+            Err(DomainError::invalid(
+                "reactions",
+                "reaction names are 1 to 64 characters of a-z 0-9 _ + -",
+            ))
+        }
+    }
+}
+
+string_value!(
+    /// A group's name: 1 to 100 characters, not only white space.
+    GroupName
+);
+impl GroupName {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        let n = raw.chars().count();
+        if raw.trim().is_empty() || n > 100 || has_control(&raw) {
+            return Err(DomainError::invalid(
+                "name",
+                "must be 1 to 100 characters, not only white space, without control characters",
+            ));
+        }
+        Ok(Self(raw))
+    }
+}
+
+string_value!(
+    /// A group's description: at most 1000 characters (may be empty), no NUL.
+    GroupDescription
+);
+impl GroupDescription {
+    pub fn new(raw: String) -> Result<Self, DomainError> {
+        if raw.chars().count() > 1000 || raw.contains('\0') {
+            return Err(DomainError::invalid(
+                "description",
+                "must be at most 1000 characters without NUL",
+            ));
+        }
+        Ok(Self(raw))
+    }
+    pub fn empty() -> Self {
+        Self(String::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_text_rules() {
+        assert!(MessageText::new("hi".into()).is_ok());
+        assert!(MessageText::new(" \n\t ".into()).is_err());
+        assert!(MessageText::new(String::new()).is_err());
+        assert!(MessageText::new("é".repeat(4096)).is_ok());
+        assert!(MessageText::new("é".repeat(4097)).is_err());
+        assert!(MessageText::new("a\0b".into()).is_err());
+    }
+
+    #[test]
+    fn username_rules() {
+        assert!(Username::new("Alice_1.x-y".into()).is_ok());
+        assert!(Username::new("a".repeat(32)).is_ok());
+        assert!(Username::new("a".repeat(33)).is_err());
+        assert!(Username::new(String::new()).is_err());
+        assert!(Username::new("al ice".into()).is_err());
+        assert!(Username::new("alicé".into()).is_err());
+        let u = Username::new("Alice".into()).expect("valid");
+        assert!(u.matches("aLICE"));
+        assert_eq!(u.folded(), "alice");
+    }
+
+    #[test]
+    fn phone_rules() {
+        assert!(PhoneNumber::new("+15550100".into()).is_ok());
+        assert!(PhoneNumber::new("15550100".into()).is_err());
+        assert!(PhoneNumber::new("+1555010a".into()).is_err());
+        assert!(PhoneNumber::new("+1234567890123456".into()).is_err());
+    }
+
+    #[test]
+    fn url_rules() {
+        assert!(FileUrl::new("https://x.example/a.png".into()).is_ok());
+        assert!(FileUrl::new("HTTP://x.example".into()).is_ok());
+        assert!(FileUrl::new("ftp://x.example/a".into()).is_err());
+        assert!(FileUrl::new("https://".into()).is_err());
+        assert!(FileUrl::new("https://a b".into()).is_err());
+        assert!(FileUrl::new(format!("https://x.example/{}", "a".repeat(2048))).is_err());
+        assert!(AvatarUrl::new(String::new()).is_ok());
+        assert!(AvatarUrl::new("javascript:alert(1)".into()).is_err());
+    }
+
+    #[test]
+    fn attachment_field_rules() {
+        assert!(Filename::new("report.pdf".into()).is_ok());
+        assert!(Filename::new("a/b".into()).is_err());
+        assert!(Filename::new("a\nb".into()).is_err());
+        assert!(Filename::new("x".repeat(256)).is_err());
+        assert!(FileType::new("image/png".into()).is_ok());
+        assert!(FileType::new("application/vnd.api+json".into()).is_ok());
+        assert!(FileType::new("image".into()).is_err());
+        assert!(FileType::new("image/".into()).is_err());
+        assert!(FileType::new("a b/c".into()).is_err());
+        assert!(FileSize::new(0).is_ok());
+        assert!(FileSize::new(-1).is_err());
+    }
+
+    #[test]
+    fn reaction_name_rules() {
+        assert!(ReactionName::new("thumbs_up+1".into()).is_ok());
+        assert!(ReactionName::new("Like".into()).is_err());
+        assert!(ReactionName::new(String::new()).is_err());
+        assert!(ReactionName::new("a".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn group_name_rules() {
+        assert!(GroupName::new("Team".into()).is_ok());
+        assert!(GroupName::new("  ".into()).is_err());
+        assert!(GroupName::new("x".repeat(101)).is_err());
+        assert!(GroupDescription::new(String::new()).is_ok());
+    }
+}

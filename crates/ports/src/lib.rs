@@ -1,0 +1,333 @@
+//! confab's ports: the storage traits the use cases need, plus the clock and
+//! the id generator, so that the service can be tested with mocks (feature
+//! `mocks`) and run on any store.
+//!
+//! Depends only on the domain. Never on diesel, actix or any adapter.
+//!
+//! Every storage method is one unit of work: it commits entirely or not at
+//! all. Visibility ("is the viewer a member?") is answered by the store in the
+//! same query that loads the data, so that a membership change is seen at once.
+
+use async_trait::async_trait;
+use confab_domain::{
+    AvatarUrl, Contact, ContactId, ContactProfilePatch, Conversation, ConversationId,
+    ConversationView, DomainError, Group, GroupDescription, GroupId, GroupName, MemberStatePatch,
+    Message, MessageId, MessageText, NewAttachment, AttachmentId, Page, Paged,
+    PinnedMessageChange, ReactionName, Timestamp,
+};
+use uuid::Uuid;
+
+/// Why a store call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The target of a write does not exist (any more).
+    #[error("not found")]
+    NotFound,
+    /// A uniqueness rule refused the write (e.g. a username taken in any case).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// A page cursor names an item that is not in the list being paged.
+    #[error("cursor is not in the list")]
+    CursorNotFound,
+    /// A domain rule that must be checked atomically with the write refused it
+    /// (e.g. the 33rd reaction name, the 11th attachment, a pinned message
+    /// that is not in the conversation).
+    #[error(transparent)]
+    Rule(#[from] DomainError),
+    /// The database cannot be reached (connection refused, pool timed out).
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else. The message is for the log, never for a client.
+    #[error("store failure: {0}")]
+    Other(String),
+}
+
+/// The current time. A port so tests can pin it.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+}
+
+/// New identifiers (UUIDv7 in production: time-ordered, unguessable enough
+/// for ids, never secrets).
+#[cfg_attr(feature = "mocks", mockall::automock)]
+pub trait IdGenerator: Send + Sync {
+    fn new_id(&self) -> Uuid;
+}
+
+/// Contacts: the users of the service.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+#[async_trait]
+pub trait ContactStore: Send + Sync {
+    /// Stores a new contact.
+    /// # Errors
+    /// - MUST return `Conflict` when the username is taken in any letter case.
+    async fn create_contact(&self, contact: Contact) -> Result<Contact, StoreError>;
+    /// The contact with this id, if any.
+    async fn contact(&self, id: ContactId) -> Result<Option<Contact>, StoreError>;
+    /// The contact with this username compared case-insensitively, if any.
+    async fn contact_by_username(&self, username: &str) -> Result<Option<Contact>, StoreError>;
+    /// Changes the submitted profile attributes; returns the contact.
+    /// # Errors
+    /// - MUST return `NotFound` when the contact does not exist.
+    async fn update_contact(
+        &self,
+        id: ContactId,
+        patch: ContactProfilePatch,
+    ) -> Result<Contact, StoreError>;
+    /// Records activity: sets `last_active_at` to `at` if it is later.
+    async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError>;
+}
+
+/// A token to store. Only the hash of the secret is ever stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewToken {
+    pub id: Uuid,
+    pub contact_id: ContactId,
+    /// Lowercase hex SHA-256 of the secret.
+    pub hash: String,
+    pub created_at: Timestamp,
+    pub expires_at: Option<Timestamp>,
+}
+
+/// Access tokens.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+#[async_trait]
+pub trait TokenStore: Send + Sync {
+    /// # Errors
+    /// - MUST return `NotFound` when the contact does not exist.
+    async fn insert_token(&self, token: NewToken) -> Result<(), StoreError>;
+    /// The contact holding the token with this hash, when that token is
+    /// neither revoked nor expired at `now`.
+    async fn contact_for_token(
+        &self,
+        hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<Contact>, StoreError>;
+    /// Revokes every live token of the contact; returns how many.
+    async fn revoke_tokens(&self, contact_id: ContactId, at: Timestamp)
+        -> Result<u64, StoreError>;
+}
+
+/// Filters of the conversation list; `None` filters nothing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConversationFilter {
+    pub muted: Option<bool>,
+    pub archived: Option<bool>,
+    pub pinned: Option<bool>,
+    pub group_id: Option<GroupId>,
+}
+
+/// Conversations and each member's own state in them.
+///
+/// A contact is a member of a direct conversation when it is its creator or
+/// its peer, and of a group conversation while it is a member of the group.
+/// Per-member state a member never changed reads as `MemberState::default()`.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+#[async_trait]
+pub trait ConversationStore: Send + Sync {
+    /// Stores a new conversation.
+    /// # Errors
+    /// - MUST return `NotFound` when the peer contact or the group does not exist.
+    async fn create_conversation(&self, conversation: Conversation) -> Result<(), StoreError>;
+    /// The conversation as `viewer` sees it; `None` when it does not exist or
+    /// `viewer` is not a member.
+    async fn conversation_for(
+        &self,
+        viewer: ContactId,
+        id: ConversationId,
+    ) -> Result<Option<ConversationView>, StoreError>;
+    /// The viewer's conversations, latest activity first
+    /// (`COALESCE(last_active_at, created_at)` desc, then id desc).
+    /// # Errors
+    /// - MUST return `CursorNotFound` when the cursor is not in this filtered list.
+    async fn list_conversations(
+        &self,
+        viewer: ContactId,
+        filter: ConversationFilter,
+        page: Page<ConversationId>,
+    ) -> Result<Paged<ConversationView>, StoreError>;
+    /// Opens the conversation for `viewer` at `at`, in one transaction: the
+    /// viewer's `last_opened_at` becomes `at`, and every message from another
+    /// sender whose `read_at` is null gets `read_at = at`.
+    /// # Errors
+    /// - MUST return `NotFound` when it does not exist or viewer is not a member.
+    async fn open_conversation(
+        &self,
+        viewer: ContactId,
+        id: ConversationId,
+        at: Timestamp,
+    ) -> Result<ConversationView, StoreError>;
+    /// Changes the shared pinned message (if given) and the viewer's own
+    /// state, in one transaction; returns the new view.
+    /// # Errors
+    /// - MUST return `NotFound` when it does not exist or viewer is not a member.
+    /// - MUST return `Rule(Invalid{field: "pinned_message_id"})` when the
+    ///   message to pin is not (any more) in this conversation.
+    async fn update_conversation(
+        &self,
+        viewer: ContactId,
+        id: ConversationId,
+        pinned: Option<PinnedMessageChange>,
+        patch: MemberStatePatch,
+    ) -> Result<ConversationView, StoreError>;
+    /// Deletes the conversation with all its messages, their reactions and
+    /// attachments, and every member's state.
+    /// # Errors
+    /// - MUST return `NotFound` when it does not exist.
+    async fn delete_conversation(&self, id: ConversationId) -> Result<(), StoreError>;
+}
+
+/// A message to append.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    pub id: MessageId,
+    pub conversation_id: ConversationId,
+    pub sender_id: ContactId,
+    pub text: MessageText,
+    pub attachments: Vec<(AttachmentId, NewAttachment)>,
+    pub created_at: Timestamp,
+}
+
+/// Changes to a message, applied together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageChange {
+    pub text: Option<MessageText>,
+    /// Reactions added in the name of `reactor`; ones it has already are skipped.
+    pub add_reactions: Vec<ReactionName>,
+    pub reactor: ContactId,
+    /// Appended after the existing attachments, in this order.
+    pub add_attachments: Vec<(AttachmentId, NewAttachment)>,
+    /// Becomes `updated_at` if anything actually changed.
+    pub at: Timestamp,
+}
+
+/// Messages with their reactions and attachments.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+#[async_trait]
+pub trait MessageStore: Send + Sync {
+    /// Appends a message with its attachments and sets the conversation's
+    /// `last_active_at` to the message's `created_at`, in one transaction.
+    /// # Errors
+    /// - MUST return `NotFound` when the conversation does not exist.
+    async fn append_message(&self, message: NewMessage) -> Result<Message, StoreError>;
+    /// The message with this id, whoever may see it; `None` if none.
+    async fn message(&self, id: MessageId) -> Result<Option<Message>, StoreError>;
+    /// Messages of the viewer's conversations (or of one of them), newest
+    /// first (`created_at` desc, then id desc). Senders, reactions and
+    /// attachments of a page are loaded with a fixed number of queries.
+    /// # Errors
+    /// - MUST return `CursorNotFound` when the cursor is not in this list.
+    async fn list_messages(
+        &self,
+        viewer: ContactId,
+        conversation: Option<ConversationId>,
+        page: Page<MessageId>,
+    ) -> Result<Paged<Message>, StoreError>;
+    /// Applies `change` in one transaction and sets `updated_at` when
+    /// anything changed (new text differing from the old, a reaction or an
+    /// attachment added).
+    /// # Errors
+    /// - MUST return `NotFound` when the message does not exist.
+    /// - MUST return `Rule(..)` when the message would have more than 32
+    ///   distinct reaction names or more than 10 attachments.
+    async fn update_message(
+        &self,
+        id: MessageId,
+        change: MessageChange,
+    ) -> Result<Message, StoreError>;
+    /// Removes `reactor`'s reaction `name` (no error if it has none); sets
+    /// `updated_at = at` if one was removed.
+    /// # Errors
+    /// - MUST return `NotFound` when the message does not exist.
+    async fn remove_reaction(
+        &self,
+        id: MessageId,
+        reactor: ContactId,
+        name: ReactionName,
+        at: Timestamp,
+    ) -> Result<Message, StoreError>;
+    /// Deletes the message with its reactions and attachments; a conversation
+    /// that had it pinned gets `pinned_message_id = null`.
+    /// # Errors
+    /// - MUST return `NotFound` when it does not exist.
+    async fn delete_message(&self, id: MessageId) -> Result<(), StoreError>;
+}
+
+/// A group to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewGroup {
+    pub id: GroupId,
+    pub name: GroupName,
+    pub description: GroupDescription,
+    pub avatar_url: AvatarUrl,
+    /// Becomes the owner and first member.
+    pub created_by: ContactId,
+    /// Further members (duplicates and the creator are ignored).
+    pub member_ids: Vec<ContactId>,
+    pub created_at: Timestamp,
+}
+
+/// Changes to a group, applied together.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupChange {
+    pub name: Option<GroupName>,
+    pub description: Option<GroupDescription>,
+    pub avatar_url: Option<AvatarUrl>,
+    /// Added as members (ones already in are skipped).
+    pub add: Vec<ContactId>,
+    /// Removed (ones not in are skipped).
+    pub remove: Vec<ContactId>,
+}
+
+/// Groups and their members.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+#[async_trait]
+pub trait GroupStore: Send + Sync {
+    /// # Errors
+    /// - MUST return `Rule(Invalid{field: "contact_ids"})` when a member id
+    ///   is not an existing contact.
+    async fn create_group(&self, group: NewGroup, at: Timestamp) -> Result<Group, StoreError>;
+    /// The group with its members, when `viewer` is a member; else `None`.
+    async fn group_for(&self, viewer: ContactId, id: GroupId)
+        -> Result<Option<Group>, StoreError>;
+    /// The viewer's groups, newest first (`created_at` desc, id desc).
+    /// # Errors
+    /// - MUST return `CursorNotFound` when the cursor is not in this list.
+    async fn list_groups(
+        &self,
+        viewer: ContactId,
+        page: Page<GroupId>,
+    ) -> Result<Paged<Group>, StoreError>;
+    /// # Errors
+    /// - MUST return `NotFound` when the group does not exist.
+    /// - MUST return `Rule(Invalid{field: "add_contact_ids"})` when an added
+    ///   id is not an existing contact.
+    async fn update_group(
+        &self,
+        id: GroupId,
+        change: GroupChange,
+        at: Timestamp,
+    ) -> Result<Group, StoreError>;
+    /// Deletes the group with its conversations and their messages.
+    /// # Errors
+    /// - MUST return `NotFound` when it does not exist.
+    async fn delete_group(&self, id: GroupId) -> Result<(), StoreError>;
+}
+
+/// Whether the store answers at all (for `/readyz`).
+#[cfg_attr(feature = "mocks", mockall::automock)]
+#[async_trait]
+pub trait HealthCheck: Send + Sync {
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// Everything a store adapter provides.
+pub trait Store:
+    ContactStore + TokenStore + ConversationStore + MessageStore + GroupStore + HealthCheck
+{
+}
+impl<T> Store for T where
+    T: ContactStore + TokenStore + ConversationStore + MessageStore + GroupStore + HealthCheck
+{
+}

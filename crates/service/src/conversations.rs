@@ -1,0 +1,188 @@
+//! Conversations: create, list, open, update (pin, mute, archive, pinned
+//! message), delete.
+
+use confab_domain::{
+    Contact, ContactId, Conversation, ConversationId, ConversationView, GroupId, MemberStatePatch, MessageId,
+    Page, Paged, PinnedMessageChange, Timestamp,
+};
+use confab_ports::ConversationFilter;
+
+use crate::error::page_error;
+use crate::{Confab, ServiceError};
+
+/// Who a new conversation is with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConversationTarget {
+    Contact(ContactId),
+    Group(GroupId),
+}
+
+impl Confab {
+    /// The conversation as the caller sees it, or 404.
+    pub(crate) async fn visible_conversation(
+        &self,
+        caller: &Contact,
+        id: ConversationId,
+        param: Option<&'static str>,
+    ) -> Result<ConversationView, ServiceError> {
+        self.ports
+            .conversations
+            .conversation_for(caller.id, id)
+            .await?
+            .ok_or(ServiceError::NotFound { param })
+    }
+
+    pub async fn list_conversations(
+        &self,
+        caller: &Contact,
+        filter: ConversationFilter,
+        page: Page<ConversationId>,
+    ) -> Result<Paged<ConversationView>, ServiceError> {
+        if let Some(group_id) = filter.group_id {
+            // A foreign group is 404, like everywhere else.
+            self.ports
+                .groups
+                .group_for(caller.id, group_id)
+                .await?
+                .ok_or(ServiceError::not_found_param("group_id"))?;
+        }
+        self.ports
+            .conversations
+            .list_conversations(caller.id, filter, page)
+            .await
+            .map_err(|e| page_error(&page, e))
+    }
+
+    /// Creates a conversation with a contact or a group.
+    pub async fn create_conversation(
+        &self,
+        caller: &Contact,
+        target: ConversationTarget,
+    ) -> Result<ConversationView, ServiceError> {
+        let id = ConversationId::from_uuid(self.new_uuid());
+        let now = self.now();
+        let conversation = match target {
+            ConversationTarget::Contact(peer) => {
+                // Validate before looking up, so "yourself" is a 400.
+                let c = Conversation::new_direct(id, caller.id, peer, now)?;
+                self.ports
+                    .contacts
+                    .contact(peer)
+                    .await?
+                    .ok_or(ServiceError::not_found_param("contact_id"))?;
+                c
+            }
+            ConversationTarget::Group(group_id) => {
+                self.ports
+                    .groups
+                    .group_for(caller.id, group_id)
+                    .await?
+                    .ok_or(ServiceError::not_found_param("group_id"))?;
+                Conversation::new_group(id, caller.id, group_id, now)
+            }
+        };
+        let param = match target {
+            ConversationTarget::Contact(_) => "contact_id",
+            ConversationTarget::Group(_) => "group_id",
+        };
+        self.ports
+            .conversations
+            .create_conversation(conversation.clone())
+            .await
+            .map_err(|e| match e {
+                // The peer or group vanished between the check and the write.
+                confab_ports::StoreError::NotFound => ServiceError::not_found_param(param),
+                e => e.into(),
+            })?;
+        Ok(ConversationView {
+            conversation,
+            viewer: caller.id,
+            state: Default::default(),
+        })
+    }
+
+    /// Opens the conversation: the caller's `last_opened_at` becomes now and
+    /// messages from others become read.
+    pub async fn open_conversation(
+        &self,
+        caller: &Contact,
+        id: ConversationId,
+    ) -> Result<ConversationView, ServiceError> {
+        Ok(self
+            .ports
+            .conversations
+            .open_conversation(caller.id, id, self.now())
+            .await?)
+    }
+
+    /// Changes the pinned message (shared) and the caller's own pin, mute
+    /// and archive state. Only submitted attributes change.
+    pub async fn update_conversation(
+        &self,
+        caller: &Contact,
+        id: ConversationId,
+        pinned: Option<Option<MessageId>>,
+        is_pinned: Option<bool>,
+        is_muted: Option<bool>,
+        archived_at: Option<Option<Timestamp>>,
+    ) -> Result<ConversationView, ServiceError> {
+        let view = self.visible_conversation(caller, id, None).await?;
+        let now = self.now();
+        let archived_at = match archived_at {
+            Some(Some(at)) => Some(Some(view.conversation.check_archive(at, now)?)),
+            other => other,
+        };
+        let pinned = match pinned {
+            None => None,
+            Some(None) => Some(PinnedMessageChange::Unpin),
+            Some(Some(message_id)) => {
+                let not_here = || ServiceError::Invalid {
+                    param: "pinned_message_id",
+                    reason: "must be a message of this conversation".into(),
+                };
+                let message = self
+                    .ports
+                    .messages
+                    .message(message_id)
+                    .await?
+                    .ok_or_else(not_here)?;
+                Some(PinnedMessageChange::Pin(
+                    view.conversation.check_pin(&message)?,
+                ))
+            }
+        };
+        let patch = MemberStatePatch {
+            is_pinned,
+            is_muted,
+            archived_at,
+        };
+        if pinned.is_none() && patch.is_empty() {
+            return Ok(view);
+        }
+        Ok(self
+            .ports
+            .conversations
+            .update_conversation(caller.id, id, pinned, patch)
+            .await?)
+    }
+
+    /// Deletes the conversation and all its messages.
+    pub async fn delete_conversation(
+        &self,
+        caller: &Contact,
+        id: ConversationId,
+    ) -> Result<(), ServiceError> {
+        let view = self.visible_conversation(caller, id, None).await?;
+        let is_group_owner = match view.conversation.group_id() {
+            Some(group_id) => self
+                .ports
+                .groups
+                .group_for(caller.id, group_id)
+                .await?
+                .is_some_and(|g| g.is_owner(caller.id)),
+            None => false,
+        };
+        view.conversation.check_delete(caller.id, is_group_owner)?;
+        Ok(self.ports.conversations.delete_conversation(id).await?)
+    }
+}

@@ -1,0 +1,114 @@
+//! Groups: the members that group conversations are shared by.
+
+use confab_domain::{
+    AvatarUrl, Contact, ContactId, Group, GroupDescription, GroupId, GroupName, Page, Paged,
+};
+use confab_ports::{GroupChange, NewGroup};
+
+use crate::error::page_error;
+use crate::{Confab, ServiceError};
+
+/// A group to create, parsed into domain values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewGroupRequest {
+    pub name: GroupName,
+    pub description: Option<GroupDescription>,
+    pub avatar_url: Option<AvatarUrl>,
+    pub contact_ids: Vec<ContactId>,
+}
+
+/// Changes to a group; empty fields change nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupUpdate {
+    pub name: Option<GroupName>,
+    pub description: Option<GroupDescription>,
+    pub avatar_url: Option<AvatarUrl>,
+    pub add_contact_ids: Vec<ContactId>,
+    pub remove_contact_ids: Vec<ContactId>,
+}
+
+impl Confab {
+    async fn visible_group(&self, caller: &Contact, id: GroupId) -> Result<Group, ServiceError> {
+        self.ports
+            .groups
+            .group_for(caller.id, id)
+            .await?
+            .ok_or(ServiceError::not_found())
+    }
+
+    pub async fn list_groups(
+        &self,
+        caller: &Contact,
+        page: Page<GroupId>,
+    ) -> Result<Paged<Group>, ServiceError> {
+        self.ports
+            .groups
+            .list_groups(caller.id, page)
+            .await
+            .map_err(|e| page_error(&page, e))
+    }
+
+    pub async fn group(&self, caller: &Contact, id: GroupId) -> Result<Group, ServiceError> {
+        self.visible_group(caller, id).await
+    }
+
+    /// Creates a group; the caller becomes its owner and first member.
+    pub async fn create_group(
+        &self,
+        caller: &Contact,
+        request: NewGroupRequest,
+    ) -> Result<Group, ServiceError> {
+        let now = self.now();
+        let group = NewGroup {
+            id: GroupId::from_uuid(self.new_uuid()),
+            name: request.name,
+            description: request.description.unwrap_or_else(GroupDescription::empty),
+            avatar_url: request.avatar_url.unwrap_or_else(AvatarUrl::none),
+            created_by: caller.id,
+            member_ids: request.contact_ids,
+            created_at: now,
+        };
+        Ok(self.ports.groups.create_group(group, now).await?)
+    }
+
+    /// Owners change anything; a member may only remove themself.
+    pub async fn update_group(
+        &self,
+        caller: &Contact,
+        id: GroupId,
+        update: GroupUpdate,
+    ) -> Result<Group, ServiceError> {
+        let group = self.visible_group(caller, id).await?;
+        let changes_details =
+            update.name.is_some() || update.description.is_some() || update.avatar_url.is_some();
+        if !changes_details
+            && update.add_contact_ids.is_empty()
+            && update.remove_contact_ids.is_empty()
+        {
+            return Ok(group);
+        }
+        group.check_update(
+            caller.id,
+            changes_details,
+            &update.add_contact_ids,
+            &update.remove_contact_ids,
+        )?;
+        let change = GroupChange {
+            name: update.name,
+            description: update.description,
+            avatar_url: update.avatar_url,
+            add: update.add_contact_ids,
+            remove: update.remove_contact_ids,
+        };
+        // A member who removed themself gets the group as it is now, without
+        // them: the last view they will have of it.
+        Ok(self.ports.groups.update_group(id, change, self.now()).await?)
+    }
+
+    /// Deletes the group with its conversations (owner only).
+    pub async fn delete_group(&self, caller: &Contact, id: GroupId) -> Result<(), ServiceError> {
+        let group = self.visible_group(caller, id).await?;
+        group.check_delete(caller.id)?;
+        Ok(self.ports.groups.delete_group(id).await?)
+    }
+}

@@ -1,0 +1,109 @@
+//! confab's use cases: who may do what, in which order. Each public method of
+//! [`Confab`] is one operation of the API, taking the authenticated caller.
+//!
+//! Depends on the domain and the ports only. Never on diesel, actix or a
+//! store adapter: the server wires a store in at startup, tests wire mocks.
+//!
+//! Rules of thumb kept everywhere:
+//! - what the caller may not see answers `NotFound`, exactly like what does
+//!   not exist (no existence oracle);
+//! - inputs are validated before anything is written, and each write is one
+//!   store call (one transaction), so a refused request changed nothing.
+
+mod auth;
+mod contacts;
+mod conversations;
+mod error;
+mod groups;
+mod messages;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use confab_domain::Timestamp;
+use confab_ports::{Clock, IdGenerator, Store};
+use uuid::Uuid;
+
+pub use conversations::ConversationTarget;
+pub use error::ServiceError;
+pub use groups::{GroupUpdate, NewGroupRequest};
+pub use messages::{MessageUpdate, SendMessage};
+
+/// The ports the service runs on. Each is a separate trait object so tests
+/// can mock them one by one; in production they are all the same store.
+#[derive(Clone)]
+pub struct Ports {
+    pub contacts: Arc<dyn confab_ports::ContactStore>,
+    pub tokens: Arc<dyn confab_ports::TokenStore>,
+    pub conversations: Arc<dyn confab_ports::ConversationStore>,
+    pub messages: Arc<dyn confab_ports::MessageStore>,
+    pub groups: Arc<dyn confab_ports::GroupStore>,
+    pub health: Arc<dyn confab_ports::HealthCheck>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdGenerator>,
+}
+
+impl Ports {
+    /// All storage ports served by one store, with the system clock and
+    /// UUIDv7 ids.
+    pub fn from_store<S: Store + 'static>(store: S) -> Self {
+        let store = Arc::new(store);
+        Self {
+            contacts: store.clone(),
+            tokens: store.clone(),
+            conversations: store.clone(),
+            messages: store.clone(),
+            groups: store.clone(),
+            health: store,
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(UuidV7),
+        }
+    }
+}
+
+/// The application: every use case.
+#[derive(Clone)]
+pub struct Confab {
+    ports: Ports,
+}
+
+impl Confab {
+    pub fn new(ports: Ports) -> Self {
+        Self { ports }
+    }
+
+    fn now(&self) -> Timestamp {
+        self.ports.clock.now()
+    }
+
+    fn new_uuid(&self) -> Uuid {
+        self.ports.ids.new_id()
+    }
+
+    /// Whether the store answers (for readiness probes).
+    pub async fn ready(&self) -> Result<(), ServiceError> {
+        Ok(self.ports.health.ping().await?)
+    }
+}
+
+/// The wall clock, in microseconds.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        let micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+        Timestamp::from_micros(micros)
+    }
+}
+
+/// Time-ordered UUIDv7 ids.
+pub struct UuidV7;
+
+impl IdGenerator for UuidV7 {
+    fn new_id(&self) -> Uuid {
+        Uuid::now_v7()
+    }
+}

@@ -1,0 +1,165 @@
+//! Messages: send, list, read, edit / react / attach, unreact, delete.
+
+use confab_domain::{
+    check_attachment_count, AttachmentId, Contact, ConversationId, Message, MessageId,
+    MessageText, NewAttachment, Page, Paged, ReactionName,
+};
+use confab_ports::{MessageChange, NewMessage, StoreError};
+
+use crate::error::page_error;
+use crate::{Confab, ServiceError};
+
+/// A message to send, already parsed into domain values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SendMessage {
+    pub conversation_id: ConversationId,
+    pub text: MessageText,
+    pub attachments: Vec<NewAttachment>,
+}
+
+/// The attributes of a message update; empty fields change nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MessageUpdate {
+    pub text: Option<MessageText>,
+    /// `reactions[<name>][]=<username>` pairs, in the order submitted.
+    pub reactions: Vec<(ReactionName, Vec<String>)>,
+    pub attachments: Vec<NewAttachment>,
+}
+
+impl MessageUpdate {
+    pub fn is_empty(&self) -> bool {
+        self.text.is_none() && self.reactions.is_empty() && self.attachments.is_empty()
+    }
+}
+
+impl Confab {
+    fn with_ids(&self, attachments: Vec<NewAttachment>) -> Vec<(AttachmentId, NewAttachment)> {
+        attachments
+            .into_iter()
+            .map(|a| (AttachmentId::from_uuid(self.new_uuid()), a))
+            .collect()
+    }
+
+    /// The message, when the caller is a member of its conversation.
+    async fn visible_message(&self, caller: &Contact, id: MessageId) -> Result<Message, ServiceError> {
+        let message = self
+            .ports
+            .messages
+            .message(id)
+            .await?
+            .ok_or(ServiceError::not_found())?;
+        self.visible_conversation(caller, message.conversation_id, None)
+            .await?;
+        Ok(message)
+    }
+
+    pub async fn send_message(
+        &self,
+        caller: &Contact,
+        send: SendMessage,
+    ) -> Result<Message, ServiceError> {
+        check_attachment_count(send.attachments.len())?;
+        self.visible_conversation(caller, send.conversation_id, Some("conversation_id"))
+            .await?;
+        let message = NewMessage {
+            id: MessageId::from_uuid(self.new_uuid()),
+            conversation_id: send.conversation_id,
+            sender_id: caller.id,
+            text: send.text,
+            attachments: self.with_ids(send.attachments),
+            created_at: self.now(),
+        };
+        self.ports
+            .messages
+            .append_message(message)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => ServiceError::not_found_param("conversation_id"),
+                e => e.into(),
+            })
+    }
+
+    pub async fn list_messages(
+        &self,
+        caller: &Contact,
+        conversation_id: Option<ConversationId>,
+        page: Page<MessageId>,
+    ) -> Result<Paged<Message>, ServiceError> {
+        if let Some(id) = conversation_id {
+            self.visible_conversation(caller, id, Some("conversation_id"))
+                .await?;
+        }
+        self.ports
+            .messages
+            .list_messages(caller.id, conversation_id, page)
+            .await
+            .map_err(|e| page_error(&page, e))
+    }
+
+    pub async fn message(&self, caller: &Contact, id: MessageId) -> Result<Message, ServiceError> {
+        self.visible_message(caller, id).await
+    }
+
+    /// Edits the text (sender only), adds the caller's reactions (any
+    /// member, own name only) and appends attachments (sender only), all or
+    /// nothing.
+    pub async fn update_message(
+        &self,
+        caller: &Contact,
+        id: MessageId,
+        update: MessageUpdate,
+    ) -> Result<Message, ServiceError> {
+        let message = self.visible_message(caller, id).await?;
+        if update.is_empty() {
+            return Ok(message);
+        }
+        if update.text.is_some() {
+            message.check_edit(caller.id)?;
+        }
+        if !update.attachments.is_empty() {
+            message.check_attach(caller.id, update.attachments.len())?;
+        }
+        let add_reactions = message.plan_reactions(caller, &update.reactions)?;
+        let unchanged_text = update.text.as_ref().is_none_or(|t| *t == message.text);
+        if unchanged_text && add_reactions.is_empty() && update.attachments.is_empty() {
+            return Ok(message);
+        }
+        let change = MessageChange {
+            text: update.text,
+            add_reactions,
+            reactor: caller.id,
+            add_attachments: self.with_ids(update.attachments),
+            at: self.now(),
+        };
+        Ok(self.ports.messages.update_message(id, change).await?)
+    }
+
+    /// Takes back the caller's own reaction `name` (no error if none).
+    pub async fn remove_reaction(
+        &self,
+        caller: &Contact,
+        id: MessageId,
+        name: ReactionName,
+    ) -> Result<Message, ServiceError> {
+        let message = self.visible_message(caller, id).await?;
+        let has_it = message
+            .reactions
+            .iter()
+            .any(|r| r.name == name && r.reactors.iter().any(|x| x.contact_id == caller.id));
+        if !has_it {
+            return Ok(message);
+        }
+        Ok(self
+            .ports
+            .messages
+            .remove_reaction(id, caller.id, name, self.now())
+            .await?)
+    }
+
+    /// Deletes the message (sender only), permanently.
+    pub async fn delete_message(&self, caller: &Contact, id: MessageId) -> Result<(), ServiceError> {
+        let message = self.visible_message(caller, id).await?;
+        message.check_delete(caller.id)?;
+        Ok(self.ports.messages.delete_message(id).await?)
+    }
+}
