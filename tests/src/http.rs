@@ -1,0 +1,271 @@
+//! The black-box HTTP harness: the real application on a real socket (port
+//! 0) against a fresh database made for the test, driven with a real HTTP
+//! client.
+
+use std::net::TcpListener;
+
+use confab_server::startup::{open_service, Application, Database};
+use confab_service::Confab;
+use reqwest::header::{HeaderMap, CONTENT_TYPE};
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use crate::db::{Backend, TestDb};
+
+/// A running server with its own database. Dropping it drops the database.
+pub struct TestApp {
+    pub base_url: String,
+    pub client: reqwest::Client,
+    pub service: Confab,
+    pub backend: Backend,
+    _db: TestDb,
+}
+
+/// A contact with a live token.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub id: String,
+    pub username: String,
+    pub token: String,
+}
+
+/// What came back: status, headers, and the body (parsed as JSON when it is
+/// JSON, `Value::Null` when empty, else the raw text as a JSON string).
+#[derive(Debug)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub raw: String,
+}
+
+impl Resp {
+    /// Asserts the status, printing the body when it differs.
+    #[track_caller]
+    pub fn expect(&self, status: u16) -> &Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            self.raw
+        );
+        &self.body
+    }
+
+    /// Asserts an error response in the contract's shape.
+    #[track_caller]
+    pub fn expect_error(&self, status: u16, code: &str, param: Option<&str>) {
+        self.expect(status);
+        assert_eq!(self.body["code"], code, "body: {}", self.raw);
+        let want_type = if status >= 500 { "api_error" } else { "invalid_request" };
+        assert_eq!(self.body["type"], want_type, "body: {}", self.raw);
+        assert!(self.body["message"].is_string(), "body: {}", self.raw);
+        match param {
+            Some(p) => assert_eq!(self.body["param"], p, "body: {}", self.raw),
+            None => assert!(self.body["param"].is_null(), "body: {}", self.raw),
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+impl TestApp {
+    /// Starts the application on `backend` with a fresh database.
+    pub async fn spawn(backend: Backend) -> TestApp {
+        let db = match backend {
+            Backend::Postgres => TestDb::postgres(),
+            Backend::Sqlite => TestDb::sqlite(),
+        };
+        let url = db.url.clone();
+        let service = tokio::task::spawn_blocking(move || {
+            let database = Database::from_env_value(Some(&url)).expect("database url");
+            open_service(&database).expect("open store")
+        })
+        .await
+        .expect("join");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let app = Application::build(service.clone(), listener)
+            .await
+            .expect("build app");
+        tokio::spawn(app.run_until_stopped());
+        TestApp {
+            base_url: format!("http://127.0.0.1:{port}"),
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            service,
+            backend,
+            _db: db,
+        }
+    }
+
+    /// Creates a contact and a token for it, the way the operator's CLI does.
+    pub async fn user(&self, username: &str) -> User {
+        let contact = self
+            .service
+            .create_contact(username, "+15550100", None)
+            .await
+            .expect("create contact");
+        let token = self
+            .service
+            .issue_token(username, None)
+            .await
+            .expect("issue token");
+        User {
+            id: contact.id.to_string(),
+            username: username.to_owned(),
+            token,
+        }
+    }
+
+    /// Sends a request; `body` is (content type, bytes).
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<(&str, Vec<u8>)>,
+        headers: &[(&str, &str)],
+    ) -> Resp {
+        let mut req = self.client.request(method, format!("{}{}", self.base_url, path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some((content_type, bytes)) = body {
+            req = req.header(CONTENT_TYPE, content_type).body(bytes);
+        }
+        let resp = req.send().await.expect("request sent");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let raw = resp.text().await.expect("body read");
+        let body = if raw.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&raw).unwrap_or_else(|_| Value::String(raw.clone()))
+        };
+        Resp {
+            status,
+            headers,
+            body,
+            raw,
+        }
+    }
+
+    pub async fn get(&self, user: &User, path: &str) -> Resp {
+        self.send(Method::GET, path, Some(&user.token), None, &[]).await
+    }
+
+    pub async fn delete(&self, user: &User, path: &str) -> Resp {
+        self.send(Method::DELETE, path, Some(&user.token), None, &[])
+            .await
+    }
+
+    /// A form-encoded body; keys are sent as given (brackets raw), values
+    /// percent-encoded.
+    pub async fn form(&self, method: Method, user: &User, path: &str, pairs: &[(&str, &str)]) -> Resp {
+        self.send(
+            method,
+            path,
+            Some(&user.token),
+            Some(("application/x-www-form-urlencoded", encode_form(pairs).into_bytes())),
+            &[],
+        )
+        .await
+    }
+
+    pub async fn post(&self, user: &User, path: &str, pairs: &[(&str, &str)]) -> Resp {
+        self.form(Method::POST, user, path, pairs).await
+    }
+
+    pub async fn put(&self, user: &User, path: &str, pairs: &[(&str, &str)]) -> Resp {
+        self.form(Method::PUT, user, path, pairs).await
+    }
+
+    pub async fn json(&self, method: Method, user: &User, path: &str, body: &Value) -> Resp {
+        self.send(
+            method,
+            path,
+            Some(&user.token),
+            Some(("application/json", body.to_string().into_bytes())),
+            &[],
+        )
+        .await
+    }
+
+    /// Creates a direct conversation between `a` and `b`; returns its id.
+    pub async fn direct(&self, a: &User, b: &User) -> String {
+        let r = self
+            .post(a, "/v1/conversations", &[("contact_id", &b.id)])
+            .await;
+        r.expect(201)["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Sends a message; returns the message object.
+    pub async fn send_message(&self, from: &User, conversation: &str, text: &str) -> Value {
+        let r = self
+            .post(
+                from,
+                "/v1/messages",
+                &[("conversation_id", conversation), ("message", text)],
+            )
+            .await;
+        r.expect(201).clone()
+    }
+}
+
+/// Encodes pairs as `application/x-www-form-urlencoded`, leaving `[` and `]`
+/// in keys raw (the bracket notation clients most often send).
+pub fn encode_form(pairs: &[(&str, &str)]) -> String {
+    fn enc(s: &str, keep_brackets: bool) -> String {
+        let mut out = String::new();
+        for b in s.bytes() {
+            match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'*' => {
+                    out.push(b as char)
+                }
+                b'[' | b']' if keep_brackets => out.push(b as char),
+                b' ' => out.push('+'),
+                _ => out.push_str(&format!("%{b:02X}")),
+            }
+        }
+        out
+    }
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", enc(k, true), enc(v, false)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Generates one `#[tokio::test]` per backend for each listed async test
+/// function taking a `TestApp`.
+#[macro_export]
+macro_rules! both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::http::TestApp::spawn($crate::db::Backend::Postgres).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let app = $crate::http::TestApp::spawn($crate::db::Backend::Sqlite).await;
+                    super::$name(app).await;
+                }
+            )*
+        }
+    };
+}

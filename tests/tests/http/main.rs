@@ -1,0 +1,9 @@
+//! Black-box HTTP suite: every test runs against the real server on both
+//! stores (PostgreSQL and SQLite), each with a fresh database.
+//! One test binary (modules below) keeps link time down.
+
+mod contacts;
+mod conversations;
+mod groups;
+mod messages;
+mod wire;
