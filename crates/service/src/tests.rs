@@ -1,1 +1,623 @@
+//! Unit tests of the use cases with every port mocked: each rule of who may
+//! do what, and that a refused request never reaches a write.
 
+use std::sync::Arc;
+
+use confab_domain::{
+    AvatarUrl, Contact, ContactId, Conversation, ConversationId, ConversationView, Cursor,
+    DomainError, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupRole,
+    MemberState, Message, MessageId, MessageText, Page, PageLimit, PhoneNumber, ReactionName,
+    Timestamp, Username,
+};
+use confab_ports::{
+    MockClock, MockContactStore, MockConversationStore, MockGroupStore, MockHealthCheck,
+    MockIdGenerator, MockMessageStore, MockTokenStore, StoreError,
+};
+use mockall::predicate::eq;
+use uuid::Uuid;
+
+use crate::{Confab, ConversationTarget, MessageUpdate, Ports, SendMessage, ServiceError};
+
+const NOW: i64 = 1_700_000_000;
+
+/// Mocks with no expectations: any call not set up fails the test.
+struct Mocks {
+    contacts: MockContactStore,
+    tokens: MockTokenStore,
+    conversations: MockConversationStore,
+    messages: MockMessageStore,
+    groups: MockGroupStore,
+}
+
+impl Mocks {
+    fn new() -> Self {
+        Self {
+            contacts: MockContactStore::new(),
+            tokens: MockTokenStore::new(),
+            conversations: MockConversationStore::new(),
+            messages: MockMessageStore::new(),
+            groups: MockGroupStore::new(),
+        }
+    }
+
+    fn service(self) -> Confab {
+        let mut clock = MockClock::new();
+        clock
+            .expect_now()
+            .returning(|| Timestamp::from_secs(NOW));
+        let mut ids = MockIdGenerator::new();
+        ids.expect_new_id().returning(|| Uuid::from_u128(0xABCD));
+        Confab::new(Ports {
+            contacts: Arc::new(self.contacts),
+            tokens: Arc::new(self.tokens),
+            conversations: Arc::new(self.conversations),
+            messages: Arc::new(self.messages),
+            groups: Arc::new(self.groups),
+            health: Arc::new(MockHealthCheck::new()),
+            clock: Arc::new(clock),
+            ids: Arc::new(ids),
+        })
+    }
+}
+
+fn contact(n: u128, name: &str) -> Contact {
+    Contact {
+        id: ContactId::from_uuid(Uuid::from_u128(n)),
+        username: Username::new(name.into()).expect("valid"),
+        phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
+        avatar_url: AvatarUrl::none(),
+        last_active_at: Timestamp::from_secs(NOW),
+        created_at: Timestamp::from_secs(NOW - 100),
+    }
+}
+
+fn alice() -> Contact {
+    contact(1, "alice")
+}
+fn bob() -> Contact {
+    contact(2, "bob")
+}
+
+fn conv_id() -> ConversationId {
+    ConversationId::from_uuid(Uuid::from_u128(100))
+}
+fn msg_id() -> MessageId {
+    MessageId::from_uuid(Uuid::from_u128(200))
+}
+
+fn direct() -> Conversation {
+    Conversation::new_direct(conv_id(), alice().id, bob().id, Timestamp::from_secs(NOW - 50))
+        .expect("valid")
+}
+
+fn view(of: &Contact) -> ConversationView {
+    ConversationView {
+        conversation: direct(),
+        viewer: of.id,
+        state: MemberState::default(),
+    }
+}
+
+fn message_from(sender: Contact) -> Message {
+    Message {
+        id: msg_id(),
+        conversation_id: conv_id(),
+        sender,
+        text: MessageText::new("hello".into()).expect("valid"),
+        reactions: vec![],
+        attachments: vec![],
+        read_at: None,
+        created_at: Timestamp::from_secs(NOW - 10),
+        updated_at: None,
+    }
+}
+
+/// The message exists and `viewer` is a member of its conversation.
+fn visible_message(m: &mut Mocks, sender: Contact, viewer: &Contact) {
+    let msg = message_from(sender);
+    m.messages
+        .expect_message()
+        .with(eq(msg_id()))
+        .returning(move |_| Ok(Some(msg.clone())));
+    let v = view(viewer);
+    m.conversations
+        .expect_conversation_for()
+        .with(eq(viewer.id), eq(conv_id()))
+        .returning(move |_, _| Ok(Some(v.clone())));
+}
+
+fn text(s: &str) -> MessageText {
+    MessageText::new(s.into()).expect("valid")
+}
+
+#[tokio::test]
+async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
+    let mut m = Mocks::new();
+    let msg = message_from(alice());
+    m.messages
+        .expect_message()
+        .returning(move |_| Ok(Some(msg.clone())));
+    m.conversations
+        .expect_conversation_for()
+        .returning(|_, _| Ok(None));
+    let carol = contact(3, "carol");
+    let svc = m.service();
+    assert!(matches!(
+        svc.message(&carol, msg_id()).await,
+        Err(ServiceError::NotFound { param: None })
+    ));
+    let update = MessageUpdate {
+        text: Some(text("mine now")),
+        ..Default::default()
+    };
+    assert!(matches!(
+        svc.update_message(&carol, msg_id(), update).await,
+        Err(ServiceError::NotFound { .. })
+    ));
+    assert!(matches!(
+        svc.delete_message(&carol, msg_id()).await,
+        Err(ServiceError::NotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn sending_into_a_foreign_conversation_is_not_found_naming_the_param() {
+    let mut m = Mocks::new();
+    m.conversations
+        .expect_conversation_for()
+        .returning(|_, _| Ok(None));
+    let svc = m.service();
+    let send = SendMessage {
+        conversation_id: conv_id(),
+        text: text("hi"),
+        attachments: vec![],
+    };
+    assert!(matches!(
+        svc.send_message(&contact(3, "carol"), send).await,
+        Err(ServiceError::NotFound {
+            param: Some("conversation_id")
+        })
+    ));
+}
+
+#[tokio::test]
+async fn send_appends_as_the_caller_at_now() {
+    let mut m = Mocks::new();
+    let v = view(&bob());
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    m.messages
+        .expect_append_message()
+        .withf(|n| {
+            n.sender_id == bob().id
+                && n.conversation_id == conv_id()
+                && n.created_at == Timestamp::from_secs(NOW)
+        })
+        .times(1)
+        .returning(|_| Ok(message_from(bob())));
+    let svc = m.service();
+    let send = SendMessage {
+        conversation_id: conv_id(),
+        text: text("hi"),
+        attachments: vec![],
+    };
+    assert!(svc.send_message(&bob(), send).await.is_ok());
+}
+
+#[tokio::test]
+async fn only_the_sender_edits() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    let svc = m.service();
+    let update = MessageUpdate {
+        text: Some(text("edited")),
+        ..Default::default()
+    };
+    assert!(matches!(
+        svc.update_message(&bob(), msg_id(), update).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn sender_edit_reaches_the_store_with_now() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &alice());
+    m.messages
+        .expect_update_message()
+        .withf(|id, c| {
+            *id == msg_id()
+                && c.text.as_ref().map(MessageText::as_str) == Some("edited")
+                && c.at == Timestamp::from_secs(NOW)
+        })
+        .times(1)
+        .returning(|_, _| Ok(message_from(alice())));
+    let update = MessageUpdate {
+        text: Some(text("edited")),
+        ..Default::default()
+    };
+    assert!(m.service().update_message(&alice(), msg_id(), update).await.is_ok());
+}
+
+#[tokio::test]
+async fn only_the_sender_attaches() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    let update = MessageUpdate {
+        attachments: vec![confab_domain::NewAttachment {
+            filename: confab_domain::Filename::new("a.txt".into()).expect("valid"),
+            file_url: confab_domain::FileUrl::new("https://x.example/a".into()).expect("valid"),
+            file_type: confab_domain::FileType::octet_stream(),
+            file_size: None,
+        }],
+        ..Default::default()
+    };
+    assert!(matches!(
+        m.service().update_message(&bob(), msg_id(), update).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn reacting_in_someone_elses_name_is_forbidden() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    let update = MessageUpdate {
+        reactions: vec![(
+            ReactionName::new("like".into()).expect("valid"),
+            vec!["alice".into()],
+        )],
+        ..Default::default()
+    };
+    assert!(matches!(
+        m.service().update_message(&bob(), msg_id(), update).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn any_member_reacts_in_own_name() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    m.messages
+        .expect_update_message()
+        .withf(|_, c| c.reactor == bob().id && c.add_reactions.len() == 1 && c.text.is_none())
+        .times(1)
+        .returning(|_, _| Ok(message_from(alice())));
+    let update = MessageUpdate {
+        reactions: vec![(
+            ReactionName::new("like".into()).expect("valid"),
+            vec!["bob".into()],
+        )],
+        ..Default::default()
+    };
+    assert!(m.service().update_message(&bob(), msg_id(), update).await.is_ok());
+}
+
+#[tokio::test]
+async fn empty_update_returns_the_message_without_writing() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &alice());
+    let got = m
+        .service()
+        .update_message(&alice(), msg_id(), MessageUpdate::default())
+        .await
+        .expect("ok");
+    assert_eq!(got.updated_at, None);
+}
+
+#[tokio::test]
+async fn only_the_sender_deletes() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    assert!(matches!(
+        m.service().delete_message(&bob(), msg_id()).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_cursor_not_in_the_list_names_its_parameter() {
+    let mut m = Mocks::new();
+    m.messages
+        .expect_list_messages()
+        .returning(|_, _, _| Err(StoreError::CursorNotFound));
+    let svc = m.service();
+    let page = Page {
+        limit: PageLimit::default(),
+        cursor: Some(Cursor::Before(msg_id())),
+    };
+    assert!(matches!(
+        svc.list_messages(&alice(), None, page).await,
+        Err(ServiceError::Invalid {
+            param: "ending_before",
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn conversation_with_yourself_is_invalid_before_any_lookup() {
+    let svc = Mocks::new().service();
+    assert!(matches!(
+        svc.create_conversation(&alice(), ConversationTarget::Contact(alice().id))
+            .await,
+        Err(ServiceError::Invalid {
+            param: "contact_id",
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn conversation_with_an_unknown_contact_is_not_found() {
+    let mut m = Mocks::new();
+    m.contacts.expect_contact().returning(|_| Ok(None));
+    assert!(matches!(
+        m.service()
+            .create_conversation(&alice(), ConversationTarget::Contact(bob().id))
+            .await,
+        Err(ServiceError::NotFound {
+            param: Some("contact_id")
+        })
+    ));
+}
+
+#[tokio::test]
+async fn conversation_with_a_foreign_group_is_not_found() {
+    let mut m = Mocks::new();
+    m.groups.expect_group_for().returning(|_, _| Ok(None));
+    let gid = GroupId::from_uuid(Uuid::from_u128(7));
+    assert!(matches!(
+        m.service()
+            .create_conversation(&alice(), ConversationTarget::Group(gid))
+            .await,
+        Err(ServiceError::NotFound {
+            param: Some("group_id")
+        })
+    ));
+}
+
+#[tokio::test]
+async fn archive_in_milliseconds_is_refused_without_writing() {
+    let mut m = Mocks::new();
+    let v = view(&alice());
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    let at = Some(Some(Timestamp::from_secs(NOW * 1000)));
+    assert!(matches!(
+        m.service()
+            .update_conversation(&alice(), conv_id(), None, None, None, at)
+            .await,
+        Err(ServiceError::Invalid {
+            param: "archived_at",
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn pinning_a_message_of_another_conversation_is_invalid() {
+    let mut m = Mocks::new();
+    let v = view(&alice());
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    let mut other = message_from(alice());
+    other.conversation_id = ConversationId::from_uuid(Uuid::from_u128(999));
+    m.messages
+        .expect_message()
+        .returning(move |_| Ok(Some(other.clone())));
+    assert!(matches!(
+        m.service()
+            .update_conversation(&alice(), conv_id(), Some(Some(msg_id())), None, None, None)
+            .await,
+        Err(ServiceError::Invalid {
+            param: "pinned_message_id",
+            ..
+        })
+    ));
+}
+
+#[tokio::test]
+async fn per_member_changes_go_to_the_store_for_the_caller() {
+    let mut m = Mocks::new();
+    let v = view(&bob());
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    let v2 = view(&bob());
+    m.conversations
+        .expect_update_conversation()
+        .withf(|viewer, _, pinned, patch| {
+            *viewer == bob().id
+                && pinned.is_none()
+                && patch.is_muted == Some(true)
+                && patch.is_pinned.is_none()
+                && patch.archived_at.is_none()
+        })
+        .times(1)
+        .returning(move |_, _, _, _| Ok(v2.clone()));
+    assert!(m
+        .service()
+        .update_conversation(&bob(), conv_id(), None, None, Some(true), None)
+        .await
+        .is_ok());
+}
+
+fn group_with(owner: &Contact, member: &Contact) -> Group {
+    Group {
+        id: GroupId::from_uuid(Uuid::from_u128(7)),
+        name: GroupName::new("team".into()).expect("valid"),
+        description: GroupDescription::empty(),
+        avatar_url: AvatarUrl::none(),
+        created_by: owner.id,
+        created_at: Timestamp::from_secs(NOW - 1000),
+        members: vec![
+            GroupMember {
+                contact: owner.clone(),
+                role: GroupRole::Owner,
+            },
+            GroupMember {
+                contact: member.clone(),
+                role: GroupRole::Member,
+            },
+        ],
+    }
+}
+
+fn group_conversation_view(creator: &Contact, viewer: &Contact) -> ConversationView {
+    ConversationView {
+        conversation: Conversation::new_group(
+            conv_id(),
+            creator.id,
+            GroupId::from_uuid(Uuid::from_u128(7)),
+            Timestamp::from_secs(NOW - 50),
+        ),
+        viewer: viewer.id,
+        state: MemberState::default(),
+    }
+}
+
+#[tokio::test]
+async fn a_plain_member_may_not_delete_someone_elses_group_conversation() {
+    let carol = contact(3, "carol");
+    let mut m = Mocks::new();
+    let v = group_conversation_view(&bob(), &carol);
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    let g = Group {
+        members: vec![
+            GroupMember {
+                contact: alice(),
+                role: GroupRole::Owner,
+            },
+            GroupMember {
+                contact: bob(),
+                role: GroupRole::Member,
+            },
+            GroupMember {
+                contact: carol.clone(),
+                role: GroupRole::Member,
+            },
+        ],
+        ..group_with(&alice(), &bob())
+    };
+    m.groups
+        .expect_group_for()
+        .returning(move |_, _| Ok(Some(g.clone())));
+    assert!(matches!(
+        m.service().delete_conversation(&carol, conv_id()).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_group_owner_may_delete_a_members_group_conversation() {
+    let mut m = Mocks::new();
+    let v = group_conversation_view(&bob(), &alice());
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    let g = group_with(&alice(), &bob());
+    m.groups
+        .expect_group_for()
+        .returning(move |_, _| Ok(Some(g.clone())));
+    m.conversations
+        .expect_delete_conversation()
+        .with(eq(conv_id()))
+        .times(1)
+        .returning(|_| Ok(()));
+    assert!(m.service().delete_conversation(&alice(), conv_id()).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_member_may_only_remove_themself_from_a_group() {
+    let mut m = Mocks::new();
+    let g = group_with(&alice(), &bob());
+    m.groups
+        .expect_group_for()
+        .returning(move |_, _| Ok(Some(g.clone())));
+    let update = crate::GroupUpdate {
+        remove_contact_ids: vec![alice().id],
+        ..Default::default()
+    };
+    assert!(matches!(
+        m.service()
+            .update_group(&bob(), GroupId::from_uuid(Uuid::from_u128(7)), update)
+            .await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn revoked_or_unknown_token_is_unauthorized() {
+    let mut m = Mocks::new();
+    m.tokens
+        .expect_contact_for_token()
+        .returning(|_, _| Ok(None));
+    let svc = m.service();
+    assert!(matches!(
+        svc.authenticate("cfb_0000").await,
+        Err(ServiceError::Unauthorized)
+    ));
+    // Not even looked up: wrong shape.
+    assert!(matches!(
+        svc.authenticate("Basic abc").await,
+        Err(ServiceError::Unauthorized)
+    ));
+}
+
+#[tokio::test]
+async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_minute() {
+    let token = "cfb_secret";
+    let hash = crate::auth::token_hash_for_tests(token);
+    assert_ne!(hash, token);
+    assert_eq!(hash.len(), 64);
+    let mut m = Mocks::new();
+    let mut stale = alice();
+    stale.last_active_at = Timestamp::from_secs(NOW - 61);
+    m.tokens
+        .expect_contact_for_token()
+        .with(eq(hash), eq(Timestamp::from_secs(NOW)))
+        .returning(move |_, _| Ok(Some(stale.clone())));
+    m.contacts
+        .expect_touch_contact()
+        .with(eq(alice().id), eq(Timestamp::from_secs(NOW)))
+        .times(1)
+        .returning(|_, _| Ok(()));
+    let who = m.service().authenticate(token).await.expect("authenticated");
+    assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+
+    // Fresh activity: no write.
+    let mut m = Mocks::new();
+    m.tokens
+        .expect_contact_for_token()
+        .returning(|_, _| Ok(Some(alice())));
+    assert!(m.service().authenticate(token).await.is_ok());
+}
+
+#[tokio::test]
+async fn duplicate_username_is_a_conflict() {
+    let mut m = Mocks::new();
+    m.contacts
+        .expect_contact_by_username()
+        .with(eq("ALICE"))
+        .returning(|_| Ok(Some(alice())));
+    assert!(matches!(
+        m.service().create_contact("ALICE", "+15550100", None).await,
+        Err(ServiceError::Conflict(_))
+    ));
+}
+
+#[tokio::test]
+async fn store_rule_errors_surface_as_invalid() {
+    let e: ServiceError =
+        StoreError::Rule(DomainError::invalid("reactions", "too many")).into();
+    assert!(matches!(e, ServiceError::Invalid { param: "reactions", .. }));
+    let e: ServiceError = StoreError::Unavailable("down".into()).into();
+    assert!(matches!(e, ServiceError::Unavailable(_)));
+}
