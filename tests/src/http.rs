@@ -57,7 +57,11 @@ impl Resp {
     pub fn expect_error(&self, status: u16, code: &str, param: Option<&str>) {
         self.expect(status);
         assert_eq!(self.body["code"], code, "body: {}", self.raw);
-        let want_type = if status >= 500 { "api_error" } else { "invalid_request" };
+        let want_type = if status >= 500 {
+            "api_error"
+        } else {
+            "invalid_request"
+        };
         assert_eq!(self.body["type"], want_type, "body: {}", self.raw);
         assert!(self.body["message"].is_string(), "body: {}", self.raw);
         match param {
@@ -131,7 +135,9 @@ impl TestApp {
         body: Option<(&str, Vec<u8>)>,
         headers: &[(&str, &str)],
     ) -> Resp {
-        let mut req = self.client.request(method, format!("{}{}", self.base_url, path));
+        let mut req = self
+            .client
+            .request(method, format!("{}{}", self.base_url, path));
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
@@ -159,7 +165,8 @@ impl TestApp {
     }
 
     pub async fn get(&self, user: &User, path: &str) -> Resp {
-        self.send(Method::GET, path, Some(&user.token), None, &[]).await
+        self.send(Method::GET, path, Some(&user.token), None, &[])
+            .await
     }
 
     pub async fn delete(&self, user: &User, path: &str) -> Resp {
@@ -169,12 +176,21 @@ impl TestApp {
 
     /// A form-encoded body; keys are sent as given (brackets raw), values
     /// percent-encoded.
-    pub async fn form(&self, method: Method, user: &User, path: &str, pairs: &[(&str, &str)]) -> Resp {
+    pub async fn form(
+        &self,
+        method: Method,
+        user: &User,
+        path: &str,
+        pairs: &[(&str, &str)],
+    ) -> Resp {
         self.send(
             method,
             path,
             Some(&user.token),
-            Some(("application/x-www-form-urlencoded", encode_form(pairs).into_bytes())),
+            Some((
+                "application/x-www-form-urlencoded",
+                encode_form(pairs).into_bytes(),
+            )),
             &[],
         )
         .await

@@ -39,7 +39,12 @@ impl Conversation {
                 "must be another contact than yourself",
             ));
         }
-        Ok(Self::fresh(id, ConversationKind::Direct { peer_id: peer }, creator, now))
+        Ok(Self::fresh(
+            id,
+            ConversationKind::Direct { peer_id: peer },
+            creator,
+            now,
+        ))
     }
 
     /// A new conversation of a group the creator belongs to.
@@ -199,8 +204,13 @@ mod tests {
     }
 
     fn direct(now: Timestamp) -> Conversation {
-        Conversation::new_direct(ConversationId::from_uuid(Uuid::from_u128(9)), cid(1), cid(2), now)
-            .expect("distinct members")
+        Conversation::new_direct(
+            ConversationId::from_uuid(Uuid::from_u128(9)),
+            cid(1),
+            cid(2),
+            now,
+        )
+        .expect("distinct members")
     }
 
     #[test]
@@ -211,7 +221,13 @@ mod tests {
             cid(1),
             Timestamp::from_secs(0),
         );
-        assert!(matches!(err, Err(DomainError::Invalid { field: "contact_id", .. })));
+        assert!(matches!(
+            err,
+            Err(DomainError::Invalid {
+                field: "contact_id",
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -219,7 +235,7 @@ mod tests {
         let c = direct(Timestamp::from_secs(100));
         assert_eq!(c.pinned_message_id, None);
         assert_eq!(c.last_active_at, None);
-        assert_eq!(MemberState::default().is_pinned, false);
+        assert!(!MemberState::default().is_pinned);
         assert_eq!(MemberState::default().archived_at, None);
     }
 
@@ -247,7 +263,9 @@ mod tests {
         assert!(c.check_archive(Timestamp::from_secs(999), now).is_err());
         assert!(c.check_archive(Timestamp::from_secs(2_061), now).is_err());
         // A millisecond value is far in the future.
-        assert!(c.check_archive(Timestamp::from_secs(2_000_000), now).is_err());
+        assert!(c
+            .check_archive(Timestamp::from_secs(2_000_000), now)
+            .is_err());
     }
 
     #[test]
@@ -286,7 +304,8 @@ mod tests {
         assert!(g.check_delete(cid(1), false).is_ok());
         assert!(g.check_delete(cid(3), true).is_ok());
         assert_eq!(
-            g.check_delete(cid(3), false).map_err(|e| matches!(e, DomainError::Forbidden(_))),
+            g.check_delete(cid(3), false)
+                .map_err(|e| matches!(e, DomainError::Forbidden(_))),
             Err(true)
         );
     }

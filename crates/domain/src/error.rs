@@ -6,10 +6,7 @@ use thiserror::Error;
 pub enum DomainError {
     /// A value does not satisfy its type's invariant.
     #[error("{field} {reason}")]
-    Invalid {
-        field: &'static str,
-        reason: String,
-    },
+    Invalid { field: &'static str, reason: String },
     /// The actor may see the thing but may not do this to it.
     #[error("{0}")]
     Forbidden(&'static str),

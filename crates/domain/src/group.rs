@@ -80,7 +80,7 @@ impl Group {
         if owners_left == 0 {
             return Err(DomainError::invalid(
                 "remove_contact_ids",
-                "the last owner cannot leave the group; delete it instead",
+                "must not remove the group's last owner; delete the group instead",
             ));
         }
         Ok(())
@@ -90,7 +90,9 @@ impl Group {
         if self.is_owner(by) {
             Ok(())
         } else {
-            Err(DomainError::Forbidden("only a group owner may delete the group"))
+            Err(DomainError::Forbidden(
+                "only a group owner may delete the group",
+            ))
         }
     }
 }
@@ -152,7 +154,10 @@ mod tests {
                 Err(DomainError::Forbidden(_))
             ));
         }
-        assert!(matches!(g.check_delete(c(2)), Err(DomainError::Forbidden(_))));
+        assert!(matches!(
+            g.check_delete(c(2)),
+            Err(DomainError::Forbidden(_))
+        ));
     }
 
     #[test]

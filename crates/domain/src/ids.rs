@@ -67,9 +67,16 @@ mod tests {
     #[test]
     fn parses_only_canonical_lowercase_form() {
         let id = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
-        assert_eq!(id.parse::<MessageId>().map(|m| m.to_string()), Ok(id.to_owned()));
-        assert!("0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B".parse::<MessageId>().is_err());
-        assert!("0190a1b2c3d47e5f8a9b0c1d2e3f4a5b".parse::<MessageId>().is_err());
+        assert_eq!(
+            id.parse::<MessageId>().map(|m| m.to_string()),
+            Ok(id.to_owned())
+        );
+        assert!("0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B"
+            .parse::<MessageId>()
+            .is_err());
+        assert!("0190a1b2c3d47e5f8a9b0c1d2e3f4a5b"
+            .parse::<MessageId>()
+            .is_err());
         assert!("nope".parse::<MessageId>().is_err());
     }
 }

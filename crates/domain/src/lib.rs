@@ -6,15 +6,15 @@
 //! no actix. Other services reuse it as it is. It must never depend on any
 //! other confab crate.
 
-mod error;
-mod ids;
-mod time;
-mod values;
 mod contact;
 mod conversation;
+mod error;
 mod group;
+mod ids;
 mod message;
 mod page;
+mod time;
+mod values;
 
 pub use contact::{Contact, ContactProfilePatch};
 pub use conversation::{
@@ -25,8 +25,8 @@ pub use error::DomainError;
 pub use group::{Group, GroupMember, GroupRole};
 pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId};
 pub use message::{
-    check_attachment_count, Attachment, Message, NewAttachment, Reaction, Reactor, MAX_ATTACHMENTS,
-    MAX_REACTION_NAMES,
+    check_attachment_count, check_reaction_name_count, Attachment, Message, NewAttachment,
+    Reaction, Reactor, MAX_ATTACHMENTS, MAX_REACTION_NAMES,
 };
 pub use page::{Cursor, Page, PageLimit, Paged};
 pub use time::Timestamp;

@@ -101,7 +101,7 @@ impl Message {
             if usernames.is_empty() {
                 return Err(DomainError::invalid(
                     "reactions",
-                    "each reaction must list the caller's username",
+                    "must list the caller's own username for each reaction",
                 ));
             }
             if usernames.iter().any(|u| !by.username.matches(u)) {
@@ -121,14 +121,20 @@ impl Message {
             .iter()
             .filter(|n| !self.reactions.iter().any(|r| &r.name == *n))
             .count();
-        if self.reactions.len() + new_names > MAX_REACTION_NAMES {
-            return Err(DomainError::invalid(
-                "reactions",
-                "a message has at most 32 distinct reaction names",
-            ));
-        }
+        check_reaction_name_count(self.reactions.len() + new_names)?;
         Ok(adding)
     }
+}
+
+/// A message carries at most [`MAX_REACTION_NAMES`] distinct reaction names.
+pub fn check_reaction_name_count(total: usize) -> Result<(), DomainError> {
+    if total > MAX_REACTION_NAMES {
+        return Err(DomainError::invalid(
+            "reactions",
+            "must not bring a message to more than 32 distinct reaction names",
+        ));
+    }
+    Ok(())
 }
 
 /// A message carries at most [`MAX_ATTACHMENTS`] attachments.
@@ -136,7 +142,7 @@ pub fn check_attachment_count(total: usize) -> Result<(), DomainError> {
     if total > MAX_ATTACHMENTS {
         return Err(DomainError::invalid(
             "attachments",
-            "a message has at most 10 attachments",
+            "must not bring a message to more than 10 attachments",
         ));
     }
     Ok(())
@@ -195,11 +201,20 @@ mod tests {
         let bob = contact(2, "bob");
         let m = message(alice.clone());
         assert!(m.check_edit(alice.id).is_ok());
-        assert!(matches!(m.check_edit(bob.id), Err(DomainError::Forbidden(_))));
+        assert!(matches!(
+            m.check_edit(bob.id),
+            Err(DomainError::Forbidden(_))
+        ));
         assert!(m.check_delete(alice.id).is_ok());
-        assert!(matches!(m.check_delete(bob.id), Err(DomainError::Forbidden(_))));
+        assert!(matches!(
+            m.check_delete(bob.id),
+            Err(DomainError::Forbidden(_))
+        ));
         assert!(m.check_attach(alice.id, 10).is_ok());
-        assert!(matches!(m.check_attach(bob.id, 1), Err(DomainError::Forbidden(_))));
+        assert!(matches!(
+            m.check_attach(bob.id, 1),
+            Err(DomainError::Forbidden(_))
+        ));
     }
 
     #[test]
@@ -211,7 +226,10 @@ mod tests {
         assert!(m.check_attach(alice.id, 1).is_ok());
         assert!(matches!(
             m.check_attach(alice.id, 2),
-            Err(DomainError::Invalid { field: "attachments", .. })
+            Err(DomainError::Invalid {
+                field: "attachments",
+                ..
+            })
         ));
     }
 
@@ -244,7 +262,10 @@ mod tests {
         }];
         let plan = m.plan_reactions(
             &bob,
-            &[(rn("like"), vec!["bob".into()]), (rn("heart"), vec!["bob".into()])],
+            &[
+                (rn("like"), vec!["bob".into()]),
+                (rn("heart"), vec!["bob".into()]),
+            ],
         );
         assert_eq!(plan, Ok(vec![rn("heart")]));
         // alice may still add "like": same name, another reactor.
@@ -269,10 +290,15 @@ mod tests {
             .collect();
         let bob = contact(2, "bob");
         // Joining an existing name is fine; a 33rd name is not.
-        assert!(m.plan_reactions(&bob, &[(rn("r3"), vec!["bob".into()])]).is_ok());
+        assert!(m
+            .plan_reactions(&bob, &[(rn("r3"), vec!["bob".into()])])
+            .is_ok());
         assert!(matches!(
             m.plan_reactions(&bob, &[(rn("new"), vec!["bob".into()])]),
-            Err(DomainError::Invalid { field: "reactions", .. })
+            Err(DomainError::Invalid {
+                field: "reactions",
+                ..
+            })
         ));
     }
 }

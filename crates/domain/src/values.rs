@@ -199,11 +199,14 @@ impl FileType {
             !s.is_empty()
                 && s.bytes().all(|b| {
                     b.is_ascii_alphanumeric()
-                        || matches!(b, b'!' | b'#' | b'$' | b'&' | b'-' | b'^' | b'_' | b'.' | b'+')
+                        || matches!(
+                            b,
+                            b'!' | b'#' | b'$' | b'&' | b'-' | b'^' | b'_' | b'.' | b'+'
+                        )
                 })
         }
-        let ok = raw.len() <= 255
-            && matches!(raw.split_once('/'), Some((t, s)) if token(t) && token(s));
+        let ok =
+            raw.len() <= 255 && matches!(raw.split_once('/'), Some((t, s)) if token(t) && token(s));
         if ok {
             Ok(Self(raw))
         } else {
@@ -251,7 +254,7 @@ impl ReactionName {
         } else {
             Err(DomainError::invalid(
                 "reactions",
-                "reaction names are 1 to 64 characters of a-z 0-9 _ + -",
+                "must be reaction names of 1 to 64 characters of a-z 0-9 _ + -",
             ))
         }
     }

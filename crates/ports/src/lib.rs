@@ -10,10 +10,10 @@
 
 use async_trait::async_trait;
 use confab_domain::{
-    AvatarUrl, Contact, ContactId, ContactProfilePatch, Conversation, ConversationId,
+    AttachmentId, AvatarUrl, Contact, ContactId, ContactProfilePatch, Conversation, ConversationId,
     ConversationView, DomainError, Group, GroupDescription, GroupId, GroupName, MemberStatePatch,
-    Message, MessageId, MessageText, NewAttachment, AttachmentId, Page, Paged,
-    PinnedMessageChange, ReactionName, Timestamp,
+    Message, MessageId, MessageText, NewAttachment, Page, Paged, PinnedMessageChange, ReactionName,
+    Timestamp,
 };
 use uuid::Uuid;
 
@@ -105,8 +105,7 @@ pub trait TokenStore: Send + Sync {
         now: Timestamp,
     ) -> Result<Option<Contact>, StoreError>;
     /// Revokes every live token of the contact; returns how many.
-    async fn revoke_tokens(&self, contact_id: ContactId, at: Timestamp)
-        -> Result<u64, StoreError>;
+    async fn revoke_tokens(&self, contact_id: ContactId, at: Timestamp) -> Result<u64, StoreError>;
 }
 
 /// Filters of the conversation list; `None` filters nothing.
@@ -289,8 +288,7 @@ pub trait GroupStore: Send + Sync {
     ///   is not an existing contact.
     async fn create_group(&self, group: NewGroup, at: Timestamp) -> Result<Group, StoreError>;
     /// The group with its members, when `viewer` is a member; else `None`.
-    async fn group_for(&self, viewer: ContactId, id: GroupId)
-        -> Result<Option<Group>, StoreError>;
+    async fn group_for(&self, viewer: ContactId, id: GroupId) -> Result<Option<Group>, StoreError>;
     /// The viewer's groups, newest first (`created_at` desc, id desc).
     /// # Errors
     /// - MUST return `CursorNotFound` when the cursor is not in this list.

@@ -130,4 +130,3 @@ impl Confab {
 pub(crate) fn token_hash_for_tests(token: &str) -> String {
     hash_token(token)
 }
-

@@ -2,8 +2,8 @@
 //! message), delete.
 
 use confab_domain::{
-    Contact, ContactId, Conversation, ConversationId, ConversationView, GroupId, MemberStatePatch, MessageId,
-    Page, Paged, PinnedMessageChange, Timestamp,
+    Contact, ContactId, Conversation, ConversationId, ConversationView, GroupId, MemberStatePatch,
+    MessageId, Page, Paged, PinnedMessageChange, Timestamp,
 };
 use confab_ports::ConversationFilter;
 

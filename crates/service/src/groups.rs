@@ -102,7 +102,11 @@ impl Confab {
         };
         // A member who removed themself gets the group as it is now, without
         // them: the last view they will have of it.
-        Ok(self.ports.groups.update_group(id, change, self.now()).await?)
+        Ok(self
+            .ports
+            .groups
+            .update_group(id, change, self.now())
+            .await?)
     }
 
     /// Deletes the group with its conversations (owner only).

@@ -1,8 +1,8 @@
 //! Messages: send, list, read, edit / react / attach, unreact, delete.
 
 use confab_domain::{
-    check_attachment_count, AttachmentId, Contact, ConversationId, Message, MessageId,
-    MessageText, NewAttachment, Page, Paged, ReactionName,
+    check_attachment_count, AttachmentId, Contact, ConversationId, Message, MessageId, MessageText,
+    NewAttachment, Page, Paged, ReactionName,
 };
 use confab_ports::{MessageChange, NewMessage, StoreError};
 
@@ -41,7 +41,11 @@ impl Confab {
     }
 
     /// The message, when the caller is a member of its conversation.
-    async fn visible_message(&self, caller: &Contact, id: MessageId) -> Result<Message, ServiceError> {
+    async fn visible_message(
+        &self,
+        caller: &Contact,
+        id: MessageId,
+    ) -> Result<Message, ServiceError> {
         let message = self
             .ports
             .messages
@@ -157,7 +161,11 @@ impl Confab {
     }
 
     /// Deletes the message (sender only), permanently.
-    pub async fn delete_message(&self, caller: &Contact, id: MessageId) -> Result<(), ServiceError> {
+    pub async fn delete_message(
+        &self,
+        caller: &Contact,
+        id: MessageId,
+    ) -> Result<(), ServiceError> {
         let message = self.visible_message(caller, id).await?;
         message.check_delete(caller.id)?;
         Ok(self.ports.messages.delete_message(id).await?)

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use confab_domain::{
     AvatarUrl, Contact, ContactId, Conversation, ConversationId, ConversationView, Cursor,
-    DomainError, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupRole,
-    MemberState, Message, MessageId, MessageText, Page, PageLimit, PhoneNumber, ReactionName,
-    Timestamp, Username,
+    DomainError, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupRole, MemberState,
+    Message, MessageId, MessageText, Page, PageLimit, PhoneNumber, ReactionName, Timestamp,
+    Username,
 };
 use confab_ports::{
     MockClock, MockContactStore, MockConversationStore, MockGroupStore, MockHealthCheck,
@@ -42,9 +42,7 @@ impl Mocks {
 
     fn service(self) -> Confab {
         let mut clock = MockClock::new();
-        clock
-            .expect_now()
-            .returning(|| Timestamp::from_secs(NOW));
+        clock.expect_now().returning(|| Timestamp::from_secs(NOW));
         let mut ids = MockIdGenerator::new();
         ids.expect_new_id().returning(|| Uuid::from_u128(0xABCD));
         Confab::new(Ports {
@@ -86,8 +84,13 @@ fn msg_id() -> MessageId {
 }
 
 fn direct() -> Conversation {
-    Conversation::new_direct(conv_id(), alice().id, bob().id, Timestamp::from_secs(NOW - 50))
-        .expect("valid")
+    Conversation::new_direct(
+        conv_id(),
+        alice().id,
+        bob().id,
+        Timestamp::from_secs(NOW - 50),
+    )
+    .expect("valid")
 }
 
 fn view(of: &Contact) -> ConversationView {
@@ -237,7 +240,11 @@ async fn sender_edit_reaches_the_store_with_now() {
         text: Some(text("edited")),
         ..Default::default()
     };
-    assert!(m.service().update_message(&alice(), msg_id(), update).await.is_ok());
+    assert!(m
+        .service()
+        .update_message(&alice(), msg_id(), update)
+        .await
+        .is_ok());
 }
 
 #[tokio::test]
@@ -292,7 +299,11 @@ async fn any_member_reacts_in_own_name() {
         )],
         ..Default::default()
     };
-    assert!(m.service().update_message(&bob(), msg_id(), update).await.is_ok());
+    assert!(m
+        .service()
+        .update_message(&bob(), msg_id(), update)
+        .await
+        .is_ok());
 }
 
 #[tokio::test]
@@ -531,7 +542,11 @@ async fn a_group_owner_may_delete_a_members_group_conversation() {
         .with(eq(conv_id()))
         .times(1)
         .returning(|_| Ok(()));
-    assert!(m.service().delete_conversation(&alice(), conv_id()).await.is_ok());
+    assert!(m
+        .service()
+        .delete_conversation(&alice(), conv_id())
+        .await
+        .is_ok());
 }
 
 #[tokio::test]
@@ -589,7 +604,11 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
         .with(eq(alice().id), eq(Timestamp::from_secs(NOW)))
         .times(1)
         .returning(|_, _| Ok(()));
-    let who = m.service().authenticate(token).await.expect("authenticated");
+    let who = m
+        .service()
+        .authenticate(token)
+        .await
+        .expect("authenticated");
     assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
 
     // Fresh activity: no write.
@@ -615,9 +634,14 @@ async fn duplicate_username_is_a_conflict() {
 
 #[tokio::test]
 async fn store_rule_errors_surface_as_invalid() {
-    let e: ServiceError =
-        StoreError::Rule(DomainError::invalid("reactions", "too many")).into();
-    assert!(matches!(e, ServiceError::Invalid { param: "reactions", .. }));
+    let e: ServiceError = StoreError::Rule(DomainError::invalid("reactions", "too many")).into();
+    assert!(matches!(
+        e,
+        ServiceError::Invalid {
+            param: "reactions",
+            ..
+        }
+    ));
     let e: ServiceError = StoreError::Unavailable("down".into()).into();
     assert!(matches!(e, ServiceError::Unavailable(_)));
 }

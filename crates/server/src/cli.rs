@@ -1,0 +1,282 @@
+//! The `confab` command line: serve, migrate, and the operator's contact and
+//! token management. Scripts rely on these forms and outputs:
+//! - `contact create` prints the contact as JSON (the API's contact object)
+//!   on stdout;
+//! - `token issue` prints the token alone on stdout;
+//! - everything else reports on stderr; failures exit non-zero with
+//!   `error: ...` on stderr.
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context};
+use clap::{Parser, Subcommand};
+use confab_service::{Confab, ServiceError};
+
+use crate::config::Settings;
+use crate::dto::ContactDto;
+use crate::startup::{open_service, Application};
+use crate::telemetry;
+
+/// confab: a chat service with a JSON HTTP API.
+///
+/// Reads DATABASE_URL (unset: the SQLite file confab.db; postgres://... for
+/// PostgreSQL) and, for `serve`, CONFAB_LISTEN (default 127.0.0.1:8080).
+#[derive(Debug, Parser)]
+#[command(name = "confab", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Apply pending migrations and serve the HTTP API (the default).
+    Serve,
+    /// Apply pending migrations and exit.
+    Migrate,
+    /// Manage contacts (the users of the service).
+    #[command(subcommand)]
+    Contact(ContactCommand),
+    /// Manage access tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum ContactCommand {
+    /// Create a contact; prints it as JSON on stdout.
+    Create {
+        /// 1 to 32 of A-Z a-z 0-9 _ . - (unique in any letter case).
+        #[arg(long)]
+        username: String,
+        /// E.164: + then 2 to 15 digits.
+        #[arg(long)]
+        phone_number: String,
+        /// An http(s) URL.
+        #[arg(long)]
+        avatar_url: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Issue a token for a contact; prints the token alone on stdout.
+    Issue {
+        #[arg(long)]
+        username: String,
+        /// Lifetime such as 90s, 15m, 12h, 30d or 2w (default: no expiry).
+        #[arg(long, value_parser = parse_duration)]
+        expires_in: Option<i64>,
+    },
+    /// Revoke every live token of a contact.
+    Revoke {
+        #[arg(long)]
+        username: String,
+    },
+}
+
+/// `90s`, `15m`, `12h`, `30d`, `2w` -> seconds (positive).
+fn parse_duration(raw: &str) -> Result<i64, String> {
+    let error = || {
+        format!("{raw:?} is not a duration: use a whole number and a unit s, m, h, d or w, e.g. 90s, 15m, 12h, 30d")
+    };
+    let unit = raw.chars().last().ok_or_else(error)?;
+    let unit_secs: i64 = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        'w' => 604_800,
+        _ => return Err(error()),
+    };
+    let digits = &raw[..raw.len() - unit.len_utf8()];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(error());
+    }
+    let n: i64 = digits.parse().map_err(|_| error())?;
+    if n == 0 {
+        return Err(format!("{raw:?}: the duration must be positive"));
+    }
+    n.checked_mul(unit_secs)
+        .filter(|secs| *secs <= 100 * 365 * 86_400)
+        .ok_or_else(|| format!("{raw:?}: the duration must be at most 100 years"))
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let command = cli.command.unwrap_or(Command::Serve);
+    // The operator's one-shot commands keep stderr quiet unless asked.
+    telemetry::init(match command {
+        Command::Serve => "info",
+        _ => "warn",
+    });
+    match run(command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<()> {
+    let settings = Settings::from_env()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let database = settings.database.clone();
+        let service = tokio::task::spawn_blocking(move || open_service(&database))
+            .await
+            .context("opening the database panicked")??;
+        match command {
+            Command::Serve => serve(service, &settings).await,
+            Command::Migrate => {
+                eprintln!("migrations are up to date");
+                Ok(())
+            }
+            Command::Contact(ContactCommand::Create {
+                username,
+                phone_number,
+                avatar_url,
+            }) => {
+                let contact = service
+                    .create_contact(&username, &phone_number, avatar_url.as_deref())
+                    .await
+                    .map_err(|e| cli_error(e, &username))?;
+                println!("{}", serde_json::to_string(&ContactDto::from(&contact))?);
+                Ok(())
+            }
+            Command::Token(TokenCommand::Issue {
+                username,
+                expires_in,
+            }) => {
+                let token = service
+                    .issue_token(&username, expires_in)
+                    .await
+                    .map_err(|e| cli_error(e, &username))?;
+                println!("{token}");
+                Ok(())
+            }
+            Command::Token(TokenCommand::Revoke { username }) => {
+                let count = service
+                    .revoke_tokens(&username)
+                    .await
+                    .map_err(|e| cli_error(e, &username))?;
+                eprintln!("revoked {count} token(s) of {username}");
+                Ok(())
+            }
+        }
+    })
+}
+
+async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(settings.listen)
+        .with_context(|| format!("cannot listen on {} (CONFAB_LISTEN)", settings.listen))?;
+    let app = Application::build(service, listener).await?;
+    tracing::info!(address = %settings.listen, "confab is serving");
+    app.run_until_stopped().await.context("the server failed")
+}
+
+/// A service error as the operator should read it, options named as flags.
+fn cli_error(e: ServiceError, username: &str) -> anyhow::Error {
+    match e {
+        ServiceError::Invalid { param, reason } => {
+            anyhow!("invalid --{}: {param} {reason}", param.replace('_', "-"))
+        }
+        ServiceError::NotFound { .. } => anyhow!("there is no contact with username {username:?}"),
+        ServiceError::Conflict(what) => anyhow!("{what}"),
+        other => anyhow!("{other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(90));
+        assert_eq!(parse_duration("15m"), Ok(900));
+        assert_eq!(parse_duration("12h"), Ok(43_200));
+        assert_eq!(parse_duration("30d"), Ok(2_592_000));
+        assert_eq!(parse_duration("2w"), Ok(1_209_600));
+        for bad in [
+            "",
+            "30",
+            "d",
+            "-1d",
+            "1.5h",
+            "0s",
+            "30x",
+            "1 d",
+            "99999999999999999999d",
+            "é",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn command_line_forms() {
+        Cli::command().debug_assert();
+        let parse = |args: &[&str]| Cli::try_parse_from(args).map(|c| c.command);
+        assert!(matches!(parse(&["confab"]), Ok(None)));
+        assert!(matches!(
+            parse(&["confab", "serve"]),
+            Ok(Some(Command::Serve))
+        ));
+        assert!(matches!(
+            parse(&["confab", "migrate"]),
+            Ok(Some(Command::Migrate))
+        ));
+        assert!(matches!(
+            parse(&[
+                "confab",
+                "contact",
+                "create",
+                "--username",
+                "alice",
+                "--phone-number",
+                "+15550100"
+            ]),
+            Ok(Some(Command::Contact(ContactCommand::Create {
+                avatar_url: None,
+                ..
+            })))
+        ));
+        assert!(matches!(
+            parse(&[
+                "confab",
+                "token",
+                "issue",
+                "--username",
+                "alice",
+                "--expires-in",
+                "30d"
+            ]),
+            Ok(Some(Command::Token(TokenCommand::Issue {
+                expires_in: Some(2_592_000),
+                ..
+            })))
+        ));
+        assert!(matches!(
+            parse(&["confab", "token", "revoke", "--username", "alice"]),
+            Ok(Some(Command::Token(TokenCommand::Revoke { .. })))
+        ));
+        assert!(parse(&[
+            "confab",
+            "token",
+            "issue",
+            "--username",
+            "a",
+            "--expires-in",
+            "soon"
+        ])
+        .is_err());
+    }
+}

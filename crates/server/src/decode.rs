@@ -1,0 +1,526 @@
+//! Request attributes, form-encoded or JSON, decoded into one tree (a JSON
+//! object) so that every endpoint reads its parameters the same way.
+//!
+//! Form keys use bracket notation, raw or percent-encoded:
+//! - `a=1`: a scalar (given twice: an error);
+//! - `a[]=1&a[]=2`: an array of strings, in the order given;
+//! - `a[x][]=1`, `a[x]=1`: objects, keys in the order first seen;
+//! - `a[0][x]=1&a[1][x]=2`: an array of objects; the indices only group
+//!   fields and order the items: they must be `0, 1, 2, ...` without gaps
+//!   (in any order), written without leading zeros.
+//!
+//! `[]` may only be the last segment. Form values are always strings; the
+//! typed accessors of [`crate::params`] parse them.
+
+use std::collections::BTreeMap;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+/// Why attributes could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    /// The bytes are not a valid body at all (400 `body_invalid`).
+    Body(String),
+    /// One parameter is given in conflicting ways (400 `parameter_invalid`).
+    Param { param: String, message: String },
+}
+
+fn body_err(message: impl Into<String>) -> DecodeError {
+    DecodeError::Body(message.into())
+}
+
+/// Decodes `application/x-www-form-urlencoded` bytes (a body or a query
+/// string) into a tree of strings, arrays and objects.
+pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
+    let mut root = Node::Map(Vec::new());
+    for pair in input.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
+        let (raw_key, raw_value) = match pair.iter().position(|b| *b == b'=') {
+            Some(i) => (&pair[..i], &pair[i + 1..]),
+            None => (pair, &b""[..]),
+        };
+        let key = percent_decode(raw_key)?;
+        let value = percent_decode(raw_value)?;
+        let path = parse_key(&key)?;
+        root.fill(&path, value, String::new())?;
+    }
+    match root.into_value("")? {
+        Value::Object(map) => Ok(map),
+        _ => Ok(Map::new()),
+    }
+}
+
+/// Decodes a JSON body, which must be an object. A key repeated within one
+/// object is refused rather than silently keeping the last value.
+pub fn decode_json(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
+    let Strict(value) = serde_json::from_slice(input)
+        .map_err(|e| body_err(format!("the body is not valid JSON: {e}")))?;
+    match value {
+        Value::Object(map) => Ok(map),
+        _ => Err(body_err("the JSON body must be an object")),
+    }
+}
+
+/// `+` is a space, `%XX` a byte; the result must be UTF-8. A `%` not
+/// followed by two hex digits is bad encoding.
+fn percent_decode(raw: &[u8]) -> Result<String, DecodeError> {
+    fn hex(b: u8) -> Option<u8> {
+        match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            b'A'..=b'F' => Some(b - b'A' + 10),
+            _ => None,
+        }
+    }
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hi = raw.get(i + 1).copied().and_then(hex);
+                let lo = raw.get(i + 2).copied().and_then(hex);
+                match (hi, lo) {
+                    (Some(h), Some(l)) => out.push(h * 16 + l),
+                    _ => return Err(body_err("bad percent-encoding in form data")),
+                }
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| body_err("form data is not valid UTF-8"))
+}
+
+/// One step of a bracket path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+    Push,
+}
+
+/// `name[a][0][]` -> `[Key(name), Key(a), Index(0), Push]`.
+fn parse_key(key: &str) -> Result<Vec<Seg>, DecodeError> {
+    let malformed = || body_err(format!("malformed parameter name {key:?}"));
+    let (name, mut rest) = match key.find(['[', ']']) {
+        Some(i) => key.split_at(i),
+        None => (key, ""),
+    };
+    if name.is_empty() {
+        return Err(malformed());
+    }
+    let mut path = vec![Seg::Key(name.to_owned())];
+    while !rest.is_empty() {
+        let inner_rest = rest.strip_prefix('[').ok_or_else(malformed)?;
+        let end = inner_rest.find(']').ok_or_else(malformed)?;
+        let inner = &inner_rest[..end];
+        if inner.contains('[') || path.last() == Some(&Seg::Push) {
+            return Err(malformed());
+        }
+        let seg = if inner.is_empty() {
+            Seg::Push
+        } else if inner.bytes().all(|b| b.is_ascii_digit()) {
+            if inner.len() > 1 && inner.starts_with('0') {
+                return Err(malformed());
+            }
+            Seg::Index(inner.parse().map_err(|_| malformed())?)
+        } else {
+            Seg::Key(inner.to_owned())
+        };
+        path.push(seg);
+        rest = &inner_rest[end + 1..];
+    }
+    Ok(path)
+}
+
+/// The tree while it is being built.
+#[derive(Debug)]
+enum Node {
+    /// A slot made for a child that is being filled.
+    Empty,
+    Leaf(String),
+    List(Vec<String>),
+    /// Keys in the order first seen.
+    Map(Vec<(String, Node)>),
+    Indexed(BTreeMap<usize, Node>),
+}
+
+fn child_name(here: &str, seg: &str) -> String {
+    if here.is_empty() {
+        seg.to_owned()
+    } else {
+        format!("{here}[{seg}]")
+    }
+}
+
+fn given_twice(here: String) -> DecodeError {
+    DecodeError::Param {
+        message: format!("{here} is given more than once or in conflicting forms"),
+        param: here,
+    }
+}
+
+impl Node {
+    /// Puts `value` at `path` below this node, which is named `here`.
+    fn fill(&mut self, path: &[Seg], value: String, here: String) -> Result<(), DecodeError> {
+        let Some((seg, rest)) = path.split_first() else {
+            return match self {
+                Node::Empty => {
+                    *self = Node::Leaf(value);
+                    Ok(())
+                }
+                _ => Err(given_twice(here)),
+            };
+        };
+        match seg {
+            Seg::Push => match self {
+                Node::Empty => {
+                    *self = Node::List(vec![value]);
+                    Ok(())
+                }
+                Node::List(items) => {
+                    items.push(value);
+                    Ok(())
+                }
+                _ => Err(given_twice(here)),
+            },
+            Seg::Key(key) => {
+                if matches!(self, Node::Empty) {
+                    *self = Node::Map(Vec::new());
+                }
+                let Node::Map(entries) = self else {
+                    return Err(given_twice(here));
+                };
+                let child = match entries.iter().position(|(k, _)| k == key) {
+                    Some(i) => &mut entries[i].1,
+                    None => {
+                        entries.push((key.clone(), Node::Empty));
+                        let last = entries.len() - 1;
+                        &mut entries[last].1
+                    }
+                };
+                child.fill(rest, value, child_name(&here, key))
+            }
+            Seg::Index(index) => {
+                if matches!(self, Node::Empty) {
+                    *self = Node::Indexed(BTreeMap::new());
+                }
+                let Node::Indexed(items) = self else {
+                    return Err(given_twice(here));
+                };
+                let name = child_name(&here, &index.to_string());
+                items
+                    .entry(*index)
+                    .or_insert(Node::Empty)
+                    .fill(rest, value, name)
+            }
+        }
+    }
+
+    fn into_value(self, here: &str) -> Result<Value, DecodeError> {
+        Ok(match self {
+            Node::Empty => Value::Null,
+            Node::Leaf(s) => Value::String(s),
+            Node::List(items) => Value::Array(items.into_iter().map(Value::String).collect()),
+            Node::Map(entries) => {
+                let mut map = Map::new();
+                for (key, node) in entries {
+                    let value = node.into_value(&child_name(here, &key))?;
+                    map.insert(key, value);
+                }
+                Value::Object(map)
+            }
+            Node::Indexed(items) => {
+                if items.keys().enumerate().any(|(i, k)| i != *k) {
+                    return Err(DecodeError::Param {
+                        param: here.to_owned(),
+                        message: format!("{here} indices must run 0, 1, 2, ... without gaps"),
+                    });
+                }
+                let mut list = Vec::with_capacity(items.len());
+                for (index, node) in items {
+                    list.push(node.into_value(&child_name(here, &index.to_string()))?);
+                }
+                Value::Array(list)
+            }
+        })
+    }
+}
+
+/// A JSON value whose objects have no repeated keys.
+struct Strict(Value);
+
+impl<'de> Deserialize<'de> for Strict {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StrictVisitor)
+    }
+}
+
+struct StrictVisitor;
+
+impl<'de> Visitor<'de> for StrictVisitor {
+    type Value = Strict;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Strict, E> {
+        Ok(Strict(Value::Bool(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Strict, E> {
+        Ok(Strict(Value::Number(v.into())))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Strict, E> {
+        Ok(Strict(Value::Number(v.into())))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Strict, E> {
+        Ok(Strict(
+            Number::from_f64(v).map_or(Value::Null, Value::Number),
+        ))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Strict, E> {
+        Ok(Strict(Value::String(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Strict, E> {
+        Ok(Strict(Value::String(v)))
+    }
+    fn visit_unit<E>(self) -> Result<Strict, E> {
+        Ok(Strict(Value::Null))
+    }
+    fn visit_none<E>(self) -> Result<Strict, E> {
+        Ok(Strict(Value::Null))
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Strict, D::Error> {
+        Strict::deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(item)) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Strict(Value::Array(items)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Strict, A::Error> {
+        let mut map = Map::new();
+        while let Some(key) = access.next_key::<String>()? {
+            if map.contains_key(&key) {
+                return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            let Strict(value) = access.next_value()?;
+            map.insert(key, value);
+        }
+        Ok(Strict(Value::Object(map)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn form(s: &str) -> Result<Value, DecodeError> {
+        decode_form(s.as_bytes()).map(Value::Object)
+    }
+
+    fn param_err(s: &str) -> String {
+        match form(s) {
+            Err(DecodeError::Param { param, .. }) => param,
+            other => panic!("expected a param error for {s:?}, got {other:?}"),
+        }
+    }
+
+    fn is_body_err(s: &str) -> bool {
+        matches!(form(s), Err(DecodeError::Body(_)))
+    }
+
+    /// Percent-encodes everything but unreserved characters, as a client
+    /// that encodes brackets would.
+    fn encoded(pairs: &[(&str, &str)]) -> String {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{}={}",
+                    form_urlencoded::byte_serialize(k.as_bytes()).collect::<String>(),
+                    form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
+    #[test]
+    fn scalars_and_plus_and_percent() {
+        assert_eq!(
+            form("message=hello+world%21&conversation_id=abc&empty=&bare").expect("ok"),
+            json!({"message": "hello world!", "conversation_id": "abc", "empty": "", "bare": ""})
+        );
+        assert_eq!(form("").expect("ok"), json!({}));
+        assert_eq!(form("&&a=1&").expect("ok"), json!({"a": "1"}));
+        assert_eq!(form("a=%C3%A9t%C3%A9").expect("ok"), json!({"a": "été"}));
+        // `=` in a value is kept.
+        assert_eq!(form("a=b=c").expect("ok"), json!({"a": "b=c"}));
+    }
+
+    #[test]
+    fn arrays_keep_order() {
+        assert_eq!(
+            form("contact_ids[]=b&contact_ids[]=a&contact_ids[]=b").expect("ok"),
+            json!({"contact_ids": ["b", "a", "b"]})
+        );
+    }
+
+    #[test]
+    fn objects_of_arrays_keep_insertion_order() {
+        assert_eq!(
+            form("reactions[like][]=alice&reactions[heart][]=carol&reactions[like][]=bob")
+                .expect("ok"),
+            json!({"reactions": {"like": ["alice", "bob"], "heart": ["carol"]}})
+        );
+        let v = form("reactions[zz][]=a&reactions[aa][]=b").expect("ok");
+        let keys: Vec<&String> = v["reactions"].as_object().expect("object").keys().collect();
+        assert_eq!(keys, ["zz", "aa"]);
+    }
+
+    #[test]
+    fn indexed_arrays_of_objects() {
+        assert_eq!(
+            form("attachments[1][file_url]=u1&attachments[0][file_url]=u0&attachments[0][filename]=f0")
+                .expect("ok"),
+            json!({"attachments": [{"file_url": "u0", "filename": "f0"}, {"file_url": "u1"}]})
+        );
+        assert_eq!(
+            param_err("attachments[0][a]=1&attachments[2][a]=1"),
+            "attachments"
+        );
+        assert_eq!(param_err("attachments[1][a]=1"), "attachments");
+        assert!(is_body_err("attachments[01][a]=1"));
+        assert!(is_body_err("attachments[99999999999999999999999][a]=1"));
+    }
+
+    #[test]
+    fn percent_encoded_brackets_decode_the_same() {
+        let pairs = [
+            ("reactions[like][]", "alice"),
+            ("attachments[0][file_url]", "https://x.example/a?b=c&d"),
+            ("attachments[0][filename]", "a b.png"),
+            ("contact_ids[]", "x"),
+        ];
+        let enc = encoded(&pairs);
+        assert!(enc.contains("%5B") && !enc.contains('['), "{enc}");
+        let raw = pairs
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{k}={}",
+                    form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("&");
+        assert_eq!(form(&enc).expect("encoded"), form(&raw).expect("raw"));
+        assert_eq!(
+            form(&enc).expect("ok"),
+            json!({"reactions": {"like": ["alice"]},
+                   "attachments": [{"file_url": "https://x.example/a?b=c&d", "filename": "a b.png"}],
+                   "contact_ids": ["x"]})
+        );
+        // Lowercase hex works too.
+        assert_eq!(form("a%5b%5d=1").expect("ok"), json!({"a": ["1"]}));
+    }
+
+    #[test]
+    fn duplicates_and_conflicts_name_the_param() {
+        assert_eq!(param_err("message=a&message=b"), "message");
+        assert_eq!(param_err("a=1&a[]=2"), "a");
+        assert_eq!(param_err("a[]=1&a=2"), "a");
+        assert_eq!(param_err("a[x]=1&a[]=2"), "a");
+        assert_eq!(param_err("a[0][x]=1&a[x]=2"), "a");
+        assert_eq!(
+            param_err("reactions[like]=a&reactions[like][]=b"),
+            "reactions[like]"
+        );
+        assert_eq!(
+            param_err("attachments[0][filename]=a&attachments[0][filename]=b"),
+            "attachments[0][filename]"
+        );
+    }
+
+    #[test]
+    fn bad_syntax_is_a_body_error() {
+        for bad in [
+            "=1",
+            "[a]=1",
+            "a]=1",
+            "a[=1",
+            "a[b=1",
+            "a[b]c=1",
+            "a[b][=1",
+            "a[[b]]=1",
+            "a[][x]=1",
+            "a[][]=1",
+            "a=%",
+            "a=%4",
+            "a=%zz",
+            "%5Ba%5D=1",
+        ] {
+            assert!(
+                is_body_err(bad),
+                "{bad:?} should be a body error, got {:?}",
+                form(bad)
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_body_error() {
+        assert!(is_body_err("a=%FF"));
+        assert!(is_body_err("a=%C3"));
+        assert!(matches!(decode_form(b"a=\xff"), Err(DecodeError::Body(_))));
+    }
+
+    #[test]
+    fn json_must_be_an_object_without_repeated_keys() {
+        assert_eq!(
+            Value::Object(
+                decode_json(br#"{"a": 1, "b": [true, null, 1.5], "c": {"d": "e"}}"#).expect("ok")
+            ),
+            json!({"a": 1, "b": [true, null, 1.5], "c": {"d": "e"}})
+        );
+        for bad in [
+            &b"[1]"[..],
+            b"\"x\"",
+            b"1",
+            b"null",
+            b"{",
+            b"{\"a\":1}x",
+            b"{\"a\":\"\xff\"}",
+        ] {
+            assert!(
+                matches!(decode_json(bad), Err(DecodeError::Body(_))),
+                "{bad:?}"
+            );
+        }
+        assert!(matches!(
+            decode_json(br#"{"a": 1, "a": 2}"#),
+            Err(DecodeError::Body(m)) if m.contains("duplicate key")
+        ));
+        assert!(matches!(
+            decode_json(br#"{"x": {"a": 1, "a": 2}}"#),
+            Err(DecodeError::Body(_))
+        ));
+    }
+
+    #[test]
+    fn json_and_form_give_the_same_tree_for_strings() {
+        let f = form("message=hi&attachments[0][file_url]=u&attachments[0][filename]=f&reactions[like][]=alice")
+            .expect("form");
+        let j = decode_json(
+            br#"{"message": "hi", "attachments": [{"file_url": "u", "filename": "f"}], "reactions": {"like": ["alice"]}}"#,
+        )
+        .expect("json");
+        assert_eq!(f, Value::Object(j));
+    }
+}

@@ -1,0 +1,327 @@
+//! The one error type of the HTTP layer. It alone knows status codes and the
+//! error body of the contract: `{"type", "code", "message", "param"}`.
+
+use std::fmt;
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use confab_domain::DomainError;
+use confab_service::ServiceError;
+use serde::Serialize;
+
+/// An error answer. Build it with the constructors below or `From` a
+/// service or domain error; actix turns it into the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    param: Option<String>,
+    /// For 405: the methods the path takes.
+    allow: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    code: &'static str,
+    message: &'a str,
+    param: Option<&'a str>,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            param: None,
+            allow: None,
+        }
+    }
+
+    fn with_param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    pub fn body_invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "body_invalid", message)
+    }
+
+    pub fn missing(param: &str) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "parameter_missing",
+            format!("{param} is required"),
+        )
+        .with_param(param)
+    }
+
+    /// `message` is the whole sentence, usually starting with the param.
+    pub fn invalid(param: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "parameter_invalid", message).with_param(param)
+    }
+
+    pub fn unknown(param: &str) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "parameter_unknown",
+            format!("{param} is not a parameter of this operation"),
+        )
+        .with_param(param)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid access token is required: Authorization: Bearer <token>",
+        )
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// Nothing there, or nothing the caller may see (the same answer).
+    pub fn not_found(param: Option<&str>) -> Self {
+        match param {
+            None => Self::new(StatusCode::NOT_FOUND, "not_found", "no such resource"),
+            Some(p) => Self::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("{p} does not name anything you can see"),
+            )
+            .with_param(p),
+        }
+    }
+
+    pub fn route_not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+    }
+
+    pub fn method_not_allowed(allow: &'static str) -> Self {
+        let mut error = Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("this path takes only {allow}"),
+        );
+        error.allow = Some(allow);
+        error
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    pub fn payload_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body must be at most {} KiB", limit / 1024),
+        )
+    }
+
+    pub fn unsupported_media_type() -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as application/x-www-form-urlencoded or application/json",
+        )
+    }
+
+    /// 503. The cause goes to the log only.
+    pub fn unavailable(cause: &dyn fmt::Display) -> Self {
+        tracing::error!(error = %cause, "the store is unavailable");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the service is temporarily unavailable; try again shortly",
+        )
+    }
+
+    /// 500. The cause goes to the log only.
+    pub fn internal(cause: &dyn fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "an internal error occurred",
+        )
+    }
+
+    /// The same shape for a status produced outside our handlers (actix's
+    /// own errors), so that no response ever has a non-JSON error body.
+    pub fn for_status(status: StatusCode) -> Self {
+        let code = match status.as_u16() {
+            400 => "body_invalid",
+            401 => return Self::unauthorized(),
+            403 => "forbidden",
+            404 => return Self::route_not_found(),
+            405 => "method_not_allowed",
+            409 => "conflict",
+            413 => return Self::payload_too_large(crate::params::BODY_LIMIT),
+            415 => return Self::unsupported_media_type(),
+            429 => "rate_limited",
+            503 => "unavailable",
+            s if s >= 500 => "internal_error",
+            _ => "invalid_request",
+        };
+        let message = status
+            .canonical_reason()
+            .unwrap_or("the request failed")
+            .to_owned();
+        Self::new(status, code, message)
+    }
+
+    /// The same error with another human message.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Prefixes the param for nested attributes: `file_url` inside
+    /// `attachments[0]` becomes `attachments[0][file_url]`.
+    pub fn nested_in(mut self, prefix: Option<&str>) -> Self {
+        if let (Some(prefix), Some(param)) = (prefix, self.param.as_ref()) {
+            let full = format!("{prefix}[{param}]");
+            self.message = self.message.replacen(param.as_str(), &full, 1);
+            self.param = Some(full);
+        }
+        self
+    }
+
+    #[cfg(test)]
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    #[cfg(test)]
+    pub fn param(&self) -> Option<&str> {
+        self.param.as_deref()
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let kind = if self.status.is_server_error() {
+            "api_error"
+        } else {
+            "invalid_request"
+        };
+        let mut response = HttpResponse::build(self.status);
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        if let Some(allow) = self.allow {
+            response.insert_header((header::ALLOW, HeaderValue::from_static(allow)));
+        }
+        response.json(ErrorBody {
+            kind,
+            code: self.code,
+            message: &self.message,
+            param: self.param.as_deref(),
+        })
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid { param, reason } => {
+                Self::invalid(param, format!("{param} {reason}"))
+            }
+            ServiceError::Unauthorized => Self::unauthorized(),
+            ServiceError::Forbidden(why) => Self::forbidden(why),
+            ServiceError::NotFound { param } => Self::not_found(param),
+            ServiceError::Conflict(what) => Self::conflict(what),
+            e @ ServiceError::Unavailable(_) => Self::unavailable(&e),
+            e @ ServiceError::Internal(_) => Self::internal(&e),
+        }
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        match e {
+            DomainError::Invalid { field, reason } => {
+                Self::invalid(field, format!("{field} {reason}"))
+            }
+            DomainError::Forbidden(why) => Self::forbidden(why),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::body::MessageBody;
+
+    fn body_of(e: &ApiError) -> serde_json::Value {
+        let bytes = e
+            .error_response()
+            .into_body()
+            .try_into_bytes()
+            .expect("sized body");
+        serde_json::from_slice(&bytes).expect("json body")
+    }
+
+    #[test]
+    fn body_has_the_contract_shape() {
+        let e = ApiError::from(DomainError::invalid(
+            "limit",
+            "must be an integer from 1 to 100",
+        ));
+        assert_eq!(
+            body_of(&e),
+            serde_json::json!({"type": "invalid_request", "code": "parameter_invalid",
+                "message": "limit must be an integer from 1 to 100", "param": "limit"})
+        );
+        let e = ApiError::from(ServiceError::Internal("secret detail".into()));
+        let body = body_of(&e);
+        assert_eq!(body["type"], "api_error");
+        assert!(!body.to_string().contains("secret"));
+    }
+
+    #[test]
+    fn unauthorized_and_405_carry_headers() {
+        let r = ApiError::unauthorized().error_response();
+        assert_eq!(
+            r.headers().get("www-authenticate").map(|v| v.as_bytes()),
+            Some(&b"Bearer"[..])
+        );
+        let r = ApiError::method_not_allowed("GET, POST").error_response();
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(
+            r.headers().get("allow").map(|v| v.as_bytes()),
+            Some(&b"GET, POST"[..])
+        );
+        assert_eq!(
+            r.headers().get("content-type").map(|v| v.as_bytes()),
+            Some(&b"application/json"[..])
+        );
+    }
+
+    #[test]
+    fn nested_params_are_prefixed() {
+        let e = ApiError::from(DomainError::invalid("file_url", "must be a URL"))
+            .nested_in(Some("attachments[0]"));
+        assert_eq!(e.param(), Some("attachments[0][file_url]"));
+        assert_eq!(e.to_string(), "attachments[0][file_url] must be a URL");
+    }
+}

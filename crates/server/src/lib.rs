@@ -1,0 +1,27 @@
+//! confab's HTTP server and command line (binary `confab`): the actix-web
+//! routes, the wire objects, request decoding, the one `ApiError`
+//! type, bearer authentication, configuration, telemetry and startup wiring.
+//!
+//! It adapts HTTP to the use cases of `confab-service` and nothing more:
+//! rules live in the domain and the service. Only [`startup`] names a store
+//! adapter; everything else sees the service alone. This is the outermost
+//! layer: no other confab crate may depend on it (the black-box tests
+//! excepted), and it never talks to a database except through the service.
+//!
+//! Modules: [`cli`] (the `confab` commands), [`config`] (environment ->
+//! `Settings`), [`startup`] (store, service, HTTP server), [`telemetry`]
+//! (logs); privately `routes` (thin handlers), `params` and `decode` (the one
+//! way request attributes are read), `dto` (wire objects), `error` and
+//! `auth`.
+
+pub mod cli;
+pub mod config;
+pub mod startup;
+pub mod telemetry;
+
+mod auth;
+mod decode;
+mod dto;
+mod error;
+mod params;
+mod routes;

@@ -1,0 +1,5 @@
+//! The `confab` binary: see `confab --help`.
+
+fn main() -> std::process::ExitCode {
+    confab_server::cli::main()
+}

@@ -1,0 +1,390 @@
+//! Row structs (private to the store) and their conversions into domain
+//! entities, plus the store's internal error type. Compiled into both SQL
+//! stores against their own `crate::backend` (see `README.md` beside this
+//! file).
+//!
+//! Domain values are rebuilt through their validating constructors: a stored
+//! value that no longer passes is reported as `StoreError::Other`, never
+//! smuggled into an entity.
+
+use confab_domain::{
+    Attachment, AttachmentId, AvatarUrl, Contact, ContactId, Conversation, ConversationId,
+    ConversationKind, DomainError, FileSize, FileType, FileUrl, Filename, GroupId, MemberState,
+    MessageId, PhoneNumber, Timestamp, Username,
+};
+use confab_ports::StoreError;
+use diesel::prelude::*;
+use uuid::Uuid;
+
+use crate::backend::{self, DbId};
+use crate::schema::{
+    attachments, contacts, conversation_states, conversations, group_members, groups, messages,
+    reactions, tokens,
+};
+
+/// Why a store operation failed, before it becomes a [`StoreError`]. Diesel's
+/// transaction functions need an error type built `From` diesel's errors.
+#[derive(Debug)]
+pub(crate) enum Error {
+    Db(diesel::result::Error),
+    /// No pooled connection could be had (database down, pool exhausted).
+    Pool(String),
+    Store(StoreError),
+}
+
+impl From<diesel::result::Error> for Error {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::Db(e)
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+impl From<DomainError> for Error {
+    fn from(e: DomainError) -> Self {
+        Self::Store(StoreError::Rule(e))
+    }
+}
+
+impl Error {
+    pub(crate) fn into_store(self) -> StoreError {
+        use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+        match self {
+            Self::Store(e) => e,
+            Self::Pool(msg) => StoreError::Unavailable(msg),
+            Self::Db(E::DatabaseError(Kind::UniqueViolation, info)) => {
+                StoreError::Conflict(info.message().to_owned())
+            }
+            // Every reference the ports take is to something that must exist
+            // (a conversation, a contact, a group): a foreign key refusing the
+            // write means it is gone, typically deleted concurrently.
+            Self::Db(E::DatabaseError(Kind::ForeignKeyViolation, _)) => StoreError::NotFound,
+            Self::Db(E::DatabaseError(
+                Kind::ClosedConnection | Kind::UnableToSendCommand,
+                info,
+            )) => StoreError::Unavailable(info.message().to_owned()),
+            Self::Db(E::NotFound) => StoreError::NotFound,
+            Self::Db(e) if backend::is_unavailable(&e) => StoreError::Unavailable(e.to_string()),
+            Self::Db(e) => StoreError::Other(e.to_string()),
+        }
+    }
+}
+
+/// A stored value that fails its domain invariant.
+pub(crate) fn corrupt(what: &str, e: DomainError) -> Error {
+    Error::Store(StoreError::Other(format!("stored {what} is invalid: {e}")))
+}
+
+/// Conversions between domain ids and the store's id column type.
+pub(crate) trait DbKey {
+    fn db(&self) -> DbId;
+}
+
+macro_rules! db_key {
+    ($($t:ty),*) => {$(
+        impl DbKey for $t {
+            fn db(&self) -> DbId {
+                backend::db_id(*self.as_uuid())
+            }
+        }
+    )*};
+}
+db_key!(ContactId, ConversationId, MessageId, GroupId, AttachmentId);
+
+impl DbKey for Uuid {
+    fn db(&self) -> DbId {
+        backend::db_id(*self)
+    }
+}
+
+pub(crate) fn contact_id(id: DbId) -> ContactId {
+    ContactId::from_uuid(backend::uuid_of(id))
+}
+pub(crate) fn conversation_id(id: DbId) -> ConversationId {
+    ConversationId::from_uuid(backend::uuid_of(id))
+}
+pub(crate) fn message_id(id: DbId) -> MessageId {
+    MessageId::from_uuid(backend::uuid_of(id))
+}
+pub(crate) fn group_id(id: DbId) -> GroupId {
+    GroupId::from_uuid(backend::uuid_of(id))
+}
+
+pub(crate) fn ts(micros: i64) -> Timestamp {
+    Timestamp::from_micros(micros)
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(
+    table_name = contacts,
+    check_for_backend(crate::backend::Db),
+    treat_none_as_default_value = false
+)]
+pub(crate) struct ContactRow {
+    pub id: DbId,
+    pub username: String,
+    pub username_folded: String,
+    pub phone_number: String,
+    pub avatar_url: String,
+    pub last_active_at: i64,
+    pub created_at: i64,
+}
+
+impl From<&Contact> for ContactRow {
+    fn from(c: &Contact) -> Self {
+        Self {
+            id: c.id.db(),
+            username: c.username.as_str().to_owned(),
+            username_folded: c.username.folded(),
+            phone_number: c.phone_number.as_str().to_owned(),
+            avatar_url: c.avatar_url.as_str().to_owned(),
+            last_active_at: c.last_active_at.micros(),
+            created_at: c.created_at.micros(),
+        }
+    }
+}
+
+impl TryFrom<ContactRow> for Contact {
+    type Error = Error;
+    fn try_from(r: ContactRow) -> Result<Self, Error> {
+        Ok(Self {
+            id: contact_id(r.id),
+            username: Username::new(r.username).map_err(|e| corrupt("username", e))?,
+            phone_number: PhoneNumber::new(r.phone_number)
+                .map_err(|e| corrupt("phone_number", e))?,
+            avatar_url: AvatarUrl::new(r.avatar_url).map_err(|e| corrupt("avatar_url", e))?,
+            last_active_at: ts(r.last_active_at),
+            created_at: ts(r.created_at),
+        })
+    }
+}
+
+/// The profile attributes a contact may change; `None` leaves a column alone.
+#[derive(AsChangeset)]
+#[diesel(table_name = contacts)]
+pub(crate) struct ContactChangeset {
+    pub phone_number: Option<String>,
+    pub avatar_url: Option<String>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = tokens, treat_none_as_default_value = false)]
+pub(crate) struct TokenRow {
+    pub id: DbId,
+    pub contact_id: DbId,
+    pub token_hash: String,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(
+    table_name = groups,
+    check_for_backend(crate::backend::Db),
+    treat_none_as_default_value = false
+)]
+pub(crate) struct GroupRow {
+    pub id: DbId,
+    pub name: String,
+    pub description: String,
+    pub avatar_url: String,
+    pub created_by: DbId,
+    pub created_at: i64,
+}
+
+#[derive(AsChangeset)]
+#[diesel(table_name = groups)]
+pub(crate) struct GroupChangeset {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub avatar_url: Option<String>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = group_members)]
+pub(crate) struct GroupMemberRow {
+    pub group_id: DbId,
+    pub contact_id: DbId,
+    pub role: &'static str,
+    pub seq: i64,
+    pub joined_at: i64,
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(
+    table_name = conversations,
+    check_for_backend(crate::backend::Db),
+    treat_none_as_default_value = false
+)]
+pub(crate) struct ConversationRow {
+    pub id: DbId,
+    pub group_id: Option<DbId>,
+    pub creator_id: DbId,
+    pub peer_id: Option<DbId>,
+    pub pinned_message_id: Option<DbId>,
+    pub last_active_at: Option<i64>,
+    pub activity_at: i64,
+    pub created_at: i64,
+}
+
+impl From<&Conversation> for ConversationRow {
+    fn from(c: &Conversation) -> Self {
+        let (group_id, peer_id) = match c.kind {
+            ConversationKind::Direct { peer_id } => (None, Some(peer_id.db())),
+            ConversationKind::Group { group_id } => (Some(group_id.db()), None),
+        };
+        Self {
+            id: c.id.db(),
+            group_id,
+            creator_id: c.creator_id.db(),
+            peer_id,
+            pinned_message_id: c.pinned_message_id.map(|m| m.db()),
+            last_active_at: c.last_active_at.map(Timestamp::micros),
+            activity_at: c.last_active_at.unwrap_or(c.created_at).micros(),
+            created_at: c.created_at.micros(),
+        }
+    }
+}
+
+impl TryFrom<ConversationRow> for Conversation {
+    type Error = Error;
+    fn try_from(r: ConversationRow) -> Result<Self, Error> {
+        let kind = match (r.group_id, r.peer_id) {
+            (Some(g), None) => ConversationKind::Group {
+                group_id: group_id(g),
+            },
+            (None, Some(p)) => ConversationKind::Direct {
+                peer_id: contact_id(p),
+            },
+            _ => {
+                return Err(Error::Store(StoreError::Other(format!(
+                    "conversation {} has neither exactly a group nor a peer",
+                    conversation_id(r.id)
+                ))))
+            }
+        };
+        Ok(Self {
+            id: conversation_id(r.id),
+            kind,
+            creator_id: contact_id(r.creator_id),
+            pinned_message_id: r.pinned_message_id.map(message_id),
+            last_active_at: r.last_active_at.map(ts),
+            created_at: ts(r.created_at),
+        })
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(
+    table_name = conversation_states,
+    check_for_backend(crate::backend::Db),
+    treat_none_as_default_value = false
+)]
+pub(crate) struct StateRow {
+    pub conversation_id: DbId,
+    pub contact_id: DbId,
+    pub is_pinned: bool,
+    pub is_muted: bool,
+    pub archived_at: Option<i64>,
+    pub last_opened_at: Option<i64>,
+}
+
+impl StateRow {
+    pub(crate) fn new(conversation: DbId, contact: DbId, state: MemberState) -> Self {
+        Self {
+            conversation_id: conversation,
+            contact_id: contact,
+            is_pinned: state.is_pinned,
+            is_muted: state.is_muted,
+            archived_at: state.archived_at.map(Timestamp::micros),
+            last_opened_at: state.last_opened_at.map(Timestamp::micros),
+        }
+    }
+}
+
+impl From<StateRow> for MemberState {
+    fn from(r: StateRow) -> Self {
+        Self {
+            is_pinned: r.is_pinned,
+            is_muted: r.is_muted,
+            archived_at: r.archived_at.map(ts),
+            last_opened_at: r.last_opened_at.map(ts),
+        }
+    }
+}
+
+/// A member's own attributes to change; `None` leaves a column alone and
+/// `archived_at: Some(None)` sets it to NULL.
+#[derive(AsChangeset)]
+#[diesel(table_name = conversation_states)]
+pub(crate) struct StateChangeset {
+    pub is_pinned: Option<bool>,
+    pub is_muted: Option<bool>,
+    pub archived_at: Option<Option<i64>>,
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(
+    table_name = messages,
+    check_for_backend(crate::backend::Db),
+    treat_none_as_default_value = false
+)]
+pub(crate) struct MessageRow {
+    pub id: DbId,
+    pub conversation_id: DbId,
+    pub sender_id: DbId,
+    pub body: String,
+    pub read_at: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: Option<i64>,
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = reactions)]
+pub(crate) struct NewReactionRow {
+    pub message_id: DbId,
+    pub name: String,
+    pub contact_id: DbId,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(
+    table_name = attachments,
+    check_for_backend(crate::backend::Db),
+    treat_none_as_default_value = false
+)]
+pub(crate) struct AttachmentRow {
+    pub id: DbId,
+    pub message_id: DbId,
+    pub seq: i32,
+    pub filename: String,
+    pub file_url: String,
+    pub file_type: String,
+    pub file_size: Option<i64>,
+    pub created_at: i64,
+}
+
+impl TryFrom<AttachmentRow> for Attachment {
+    type Error = Error;
+    fn try_from(r: AttachmentRow) -> Result<Self, Error> {
+        Ok(Self {
+            id: AttachmentId::from_uuid(backend::uuid_of(r.id)),
+            message_id: message_id(r.message_id),
+            filename: Filename::new(r.filename).map_err(|e| corrupt("filename", e))?,
+            file_url: FileUrl::new(r.file_url).map_err(|e| corrupt("file_url", e))?,
+            file_type: FileType::new(r.file_type).map_err(|e| corrupt("file_type", e))?,
+            file_size: r
+                .file_size
+                .map(FileSize::new)
+                .transpose()
+                .map_err(|e| corrupt("file_size", e))?,
+            created_at: ts(r.created_at),
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! The diesel schema, written once for both stores. It matches
+//! `migrations/{postgres,sqlite}/*/up.sql` column for column; the only
+//! difference between the two databases is the SQL type of ids, which each
+//! store names as `crate::backend::IdSql` (PostgreSQL `Uuid`, SQLite `Text`).
+//! Timestamps are `BigInt` microseconds since the Unix epoch in both.
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    contacts (id) {
+        id -> IdSql,
+        username -> Text,
+        username_folded -> Text,
+        phone_number -> Text,
+        avatar_url -> Text,
+        last_active_at -> BigInt,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    tokens (id) {
+        id -> IdSql,
+        contact_id -> IdSql,
+        token_hash -> Text,
+        created_at -> BigInt,
+        expires_at -> Nullable<BigInt>,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    groups (id) {
+        id -> IdSql,
+        name -> Text,
+        description -> Text,
+        avatar_url -> Text,
+        created_by -> IdSql,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    group_members (group_id, contact_id) {
+        group_id -> IdSql,
+        contact_id -> IdSql,
+        role -> Text,
+        seq -> BigInt,
+        joined_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    conversations (id) {
+        id -> IdSql,
+        group_id -> Nullable<IdSql>,
+        creator_id -> IdSql,
+        peer_id -> Nullable<IdSql>,
+        pinned_message_id -> Nullable<IdSql>,
+        last_active_at -> Nullable<BigInt>,
+        activity_at -> BigInt,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    conversation_states (conversation_id, contact_id) {
+        conversation_id -> IdSql,
+        contact_id -> IdSql,
+        is_pinned -> Bool,
+        is_muted -> Bool,
+        archived_at -> Nullable<BigInt>,
+        last_opened_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    messages (id) {
+        id -> IdSql,
+        conversation_id -> IdSql,
+        sender_id -> IdSql,
+        body -> Text,
+        read_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    reactions (seq) {
+        seq -> BigInt,
+        message_id -> IdSql,
+        name -> Text,
+        contact_id -> IdSql,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::backend::IdSql;
+
+    attachments (id) {
+        id -> IdSql,
+        message_id -> IdSql,
+        seq -> Integer,
+        filename -> Text,
+        file_url -> Text,
+        file_type -> Text,
+        file_size -> Nullable<BigInt>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::joinable!(tokens -> contacts (contact_id));
+diesel::joinable!(group_members -> groups (group_id));
+diesel::joinable!(group_members -> contacts (contact_id));
+diesel::joinable!(conversation_states -> conversations (conversation_id));
+diesel::joinable!(messages -> conversations (conversation_id));
+diesel::joinable!(reactions -> messages (message_id));
+diesel::joinable!(reactions -> contacts (contact_id));
+diesel::joinable!(attachments -> messages (message_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    contacts,
+    tokens,
+    groups,
+    group_members,
+    conversations,
+    conversation_states,
+    messages,
+    reactions,
+    attachments,
+);

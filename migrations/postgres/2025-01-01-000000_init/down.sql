@@ -1,0 +1,10 @@
+ALTER TABLE conversations DROP CONSTRAINT conversations_pinned_message_id_fkey;
+DROP TABLE attachments;
+DROP TABLE reactions;
+DROP TABLE messages;
+DROP TABLE conversation_states;
+DROP TABLE conversations;
+DROP TABLE group_members;
+DROP TABLE groups;
+DROP TABLE tokens;
+DROP TABLE contacts;

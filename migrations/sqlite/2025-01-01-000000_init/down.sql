@@ -1,0 +1,9 @@
+DROP TABLE attachments;
+DROP TABLE reactions;
+DROP TABLE messages;
+DROP TABLE conversation_states;
+DROP TABLE conversations;
+DROP TABLE group_members;
+DROP TABLE groups;
+DROP TABLE tokens;
+DROP TABLE contacts;
