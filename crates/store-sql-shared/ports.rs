@@ -19,6 +19,20 @@ use crate::queries as q;
 use crate::rows::Error;
 use crate::SqlStore;
 
+/// Makes `conn` count every statement it sends into `counter` (the store's
+/// `statements_run`). Called once per pooled connection.
+pub(crate) fn count_statements(
+    conn: &mut Conn,
+    counter: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    use diesel::connection::{Connection as _, InstrumentationEvent};
+    conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+        if matches!(event, InstrumentationEvent::StartQuery { .. }) {
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+}
+
 impl SqlStore {
     /// The one door to the database: runs `f` on tokio's blocking pool, in
     /// the caller's tracing span. `f` checks out its pooled connection itself,

@@ -98,3 +98,14 @@ impl diesel::r2d2::HandleError<diesel::r2d2::Error> for LogErrors {
         tracing::warn!(%error, "PostgreSQL connection error");
     }
 }
+
+/// Counts the statements every pooled connection sends.
+#[derive(Debug)]
+pub(crate) struct CountStatements(pub(crate) std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl diesel::r2d2::CustomizeConnection<Conn, diesel::r2d2::Error> for CountStatements {
+    fn on_acquire(&self, conn: &mut Conn) -> Result<(), diesel::r2d2::Error> {
+        crate::ports::count_statements(conn, self.0.clone());
+        Ok(())
+    }
+}

@@ -10,6 +10,8 @@
 //! Depends on the domain and the ports only: never on `confab-service` or
 //! `confab-server`, which name this crate only in their startup code.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -46,6 +48,9 @@ const MIN_IDLE: u32 = 2;
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool<ConnectionManager<PgConnection>>,
+    /// SQL statements sent over all pooled connections (see
+    /// [`PgStore::statements_run`]).
+    statements: Arc<AtomicU64>,
 }
 
 /// The name the shared code (`crates/store-sql-shared/`) knows this store by.
@@ -69,15 +74,24 @@ impl PgStore {
     /// recovers without a process restart.
     pub fn connect(database_url: &str) -> anyhow::Result<Self> {
         let manager = ConnectionManager::<PgConnection>::new(with_connect_timeout(database_url));
+        let statements = Arc::new(AtomicU64::new(0));
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(MIN_IDLE))
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(true)
             .error_handler(Box::new(backend::LogErrors))
+            .connection_customizer(Box::new(backend::CountStatements(statements.clone())))
             .build(manager)
             .context("cannot connect to PostgreSQL")?;
-        Ok(Self { pool })
+        Ok(Self { pool, statements })
+    }
+
+    /// How many SQL statements this store has sent since it was opened,
+    /// pool health checks included. Tests use it to show that a page costs
+    /// a fixed number of queries however many items it holds.
+    pub fn statements_run(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
     }
 
     /// Applies the embedded migrations that have not run yet.

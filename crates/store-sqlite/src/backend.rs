@@ -87,12 +87,14 @@ pub(crate) fn configure(conn: &mut Conn) -> QueryResult<()> {
     )
 }
 
-/// Applies [`configure`] to every connection the pool opens.
+/// Applies [`configure`] to every connection the pool opens, and counts the
+/// statements it sends into the shared counter.
 #[derive(Debug)]
-pub(crate) struct Pragmas;
+pub(crate) struct Pragmas(pub(crate) std::sync::Arc<std::sync::atomic::AtomicU64>);
 
 impl CustomizeConnection<Conn, diesel::r2d2::Error> for Pragmas {
     fn on_acquire(&self, conn: &mut Conn) -> Result<(), diesel::r2d2::Error> {
+        crate::ports::count_statements(conn, self.0.clone());
         configure(conn).map_err(diesel::r2d2::Error::QueryError)?;
         // A no-op on a file already in WAL mode; for ":memory:" it stays
         // "memory".

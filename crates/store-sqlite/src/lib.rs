@@ -10,6 +10,7 @@
 //! Depends on the domain and the ports only: never on `confab-service` or
 //! `confab-server`, which name this crate only in their startup code.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,6 +46,9 @@ pub struct SqliteStore {
     /// IMMEDIATE`, instead of polling SQLite's lock in its busy handler.
     /// Other processes (the CLI) still meet them at the busy timeout.
     writer: Arc<Mutex<()>>,
+    /// SQL statements sent over all pooled connections (see
+    /// [`SqliteStore::statements_run`]).
+    statements: Arc<AtomicU64>,
 }
 
 /// The name the shared code (`crates/store-sql-shared/`) knows this store by.
@@ -74,10 +78,11 @@ impl SqliteStore {
             conn.batch_execute("PRAGMA journal_mode = WAL;")
                 .context("cannot switch SQLite to WAL")?;
         }
+        let statements = Arc::new(AtomicU64::new(0));
         let builder = Pool::builder()
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(false)
-            .connection_customizer(Box::new(backend::Pragmas))
+            .connection_customizer(Box::new(backend::Pragmas(statements.clone())))
             .error_handler(Box::new(backend::LogErrors));
         let builder = if in_memory {
             // One connection that never closes: the database lives in it.
@@ -95,7 +100,15 @@ impl SqliteStore {
         Ok(Self {
             pool,
             writer: Arc::new(Mutex::new(())),
+            statements,
         })
+    }
+
+    /// How many SQL statements this store has sent since it was opened,
+    /// connection setup included. Tests use it to show that a page costs a
+    /// fixed number of queries however many items it holds.
+    pub fn statements_run(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
     }
 
     /// Applies the embedded migrations that have not run yet.
