@@ -1,0 +1,257 @@
+//! The operator's CLI, run as the real `confab` binary: the exact forms and
+//! outputs of API.md section 3 that scripts rely on, and a revocation seen by
+//! a running server.
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_confab");
+
+fn confab(db: &Path, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("DATABASE_URL", db)
+        .env_remove("CONFAB_LISTEN")
+        .output()
+        .expect("run confab")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("utf-8 stderr")
+}
+
+/// `GET path` with a bearer token over a plain socket; returns the status.
+fn get_status(port: u16, path: &str, token: &str) -> u16 {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("read");
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("status line")
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+fn serve(db: &Path, port: u16) -> Server {
+    let child = Command::new(BIN)
+        .arg("serve")
+        .env("DATABASE_URL", db)
+        .env("CONFAB_LISTEN", format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let server = Server(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "confab serve did not listen");
+        sleep(Duration::from_millis(50));
+    }
+    server
+}
+
+#[test]
+fn contact_create_prints_the_contact_as_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("c.db");
+    let out = confab(
+        &db,
+        &[
+            "contact",
+            "create",
+            "--username",
+            "alice",
+            "--phone-number",
+            "+15550100",
+            "--avatar-url",
+            "https://img.example/a.png",
+        ],
+    );
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON on stdout");
+    assert_eq!(v["username"], "alice");
+    assert_eq!(v["phone_number"], "+15550100");
+    assert_eq!(v["avatar_url"], "https://img.example/a.png");
+    assert_eq!(v["id"].as_str().map(str::len), Some(36));
+    assert!(v["created_at"].is_i64());
+    assert_eq!(v["last_active_at"], v["created_at"]);
+
+    // Without --avatar-url the avatar is an empty string, never null.
+    let out = confab(
+        &db,
+        &[
+            "contact",
+            "create",
+            "--username",
+            "bob",
+            "--phone-number",
+            "+15550101",
+        ],
+    );
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("JSON");
+    assert_eq!(v["avatar_url"], "");
+}
+
+#[test]
+fn duplicate_username_in_any_case_is_refused_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("c.db");
+    let args = |name: &'static str| {
+        [
+            "contact",
+            "create",
+            "--username",
+            name,
+            "--phone-number",
+            "+15550100",
+        ]
+    };
+    assert!(confab(&db, &args("alice")).status.success());
+    let out = confab(&db, &args("ALICE"));
+    assert!(!out.status.success());
+    assert!(stdout(&out).is_empty());
+    assert!(
+        stderr(&out).contains("ALICE is taken"),
+        "stderr: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("c.db");
+    let out = confab(
+        &db,
+        &[
+            "contact",
+            "create",
+            "--username",
+            "a b",
+            "--phone-number",
+            "+15550100",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("username"),
+        "stderr: {}",
+        stderr(&out)
+    );
+
+    let out = confab(&db, &["token", "issue", "--username", "nobody"]);
+    assert!(!out.status.success());
+    assert!(stdout(&out).is_empty());
+
+    let out = Command::new(BIN)
+        .arg("migrate")
+        .env("DATABASE_URL", "mysql://localhost/x")
+        .output()
+        .expect("run");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("DATABASE_URL"),
+        "stderr: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn token_issue_prints_the_token_alone_and_revoke_takes_effect_on_a_running_server() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("c.db");
+    assert!(confab(&db, &["migrate"]).status.success());
+    let created = confab(
+        &db,
+        &[
+            "contact",
+            "create",
+            "--username",
+            "alice",
+            "--phone-number",
+            "+15550100",
+        ],
+    );
+    assert!(created.status.success(), "stderr: {}", stderr(&created));
+
+    let out = confab(
+        &db,
+        &[
+            "token",
+            "issue",
+            "--username",
+            "alice",
+            "--expires-in",
+            "30d",
+        ],
+    );
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    let printed = stdout(&out);
+    let token = printed.trim_end_matches('\n');
+    assert!(
+        !token.contains(char::is_whitespace),
+        "only the token: {printed:?}"
+    );
+    assert!(token.len() >= 32, "at least 128 bits: {token}");
+
+    let port = free_port();
+    let _server = serve(&db, port);
+    assert_eq!(get_status(port, "/healthz", ""), 200);
+    assert_eq!(get_status(port, "/v1/contacts/me", token), 200);
+
+    let out = confab(&db, &["token", "revoke", "--username", "alice"]);
+    assert!(out.status.success(), "stderr: {}", stderr(&out));
+    // The contract allows 5 s; this server checks every request.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while get_status(port, "/v1/contacts/me", token) != 401 {
+        assert!(
+            Instant::now() < deadline,
+            "revoked token still accepted after 5 s"
+        );
+        sleep(Duration::from_millis(100));
+    }
+
+    let out = confab(
+        &db,
+        &[
+            "token",
+            "issue",
+            "--username",
+            "alice",
+            "--expires-in",
+            "soon",
+        ],
+    );
+    assert!(!out.status.success());
+}
