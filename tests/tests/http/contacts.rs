@@ -6,6 +6,8 @@ use confab_tests::http::TestApp;
 use reqwest::Method;
 use serde_json::{json, Value};
 
+use crate::support::{keys, now_secs};
+
 /// The fields of a contact object, sorted.
 const CONTACT_KEYS: [&str; 6] = [
     "avatar_url",
@@ -20,14 +22,7 @@ const CONTACT_KEYS: [&str; 6] = [
 /// string `avatar_url` and `phone_number` (never null) and integer times.
 #[track_caller]
 pub(crate) fn assert_contact_shape(v: &Value) {
-    let mut keys: Vec<&str> = v
-        .as_object()
-        .unwrap_or_else(|| panic!("contact is not an object: {v}"))
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
-    assert_eq!(keys, CONTACT_KEYS, "contact fields: {v}");
+    assert_eq!(keys(v), CONTACT_KEYS, "contact fields: {v}");
     assert!(v["id"].is_string(), "id: {v}");
     assert!(v["username"].is_string(), "username: {v}");
     assert!(v["phone_number"].is_string(), "phone_number: {v}");
@@ -390,13 +385,6 @@ async fn duplicate_username_is_a_conflict(app: TestApp) {
         .await
         .expect("a free username");
     assert_eq!(carol.username.as_str(), "alice2");
-}
-
-fn now_secs() -> i64 {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970");
-    i64::try_from(d.as_secs()).expect("seconds fit i64")
 }
 
 confab_tests::both_stores!(

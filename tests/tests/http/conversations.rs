@@ -3,45 +3,14 @@
 //! filters, per-member and shared state, delete with its messages, and
 //! outsiders who see nothing and change nothing.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use confab_tests::http::{Resp, TestApp, User};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-const UNKNOWN_ID: &str = "0190a5e0-0000-7000-8000-000000000000";
-
-fn now_secs() -> i64 {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after epoch");
-    i64::try_from(d.as_secs()).expect("seconds fit")
-}
-
-#[track_caller]
-fn assert_recent(v: &Value) -> i64 {
-    let t = v
-        .as_i64()
-        .unwrap_or_else(|| panic!("timestamp is not an integer: {v}"));
-    let now = now_secs();
-    assert!(
-        (now - 300..=now + 5).contains(&t),
-        "timestamp {t} is not Unix seconds close to now ({now})"
-    );
-    t
-}
-
-fn id_of(v: &Value) -> String {
-    v["id"].as_str().expect("object with an id").to_owned()
-}
-
-fn ids(data: &Value) -> Vec<String> {
-    data.as_array()
-        .expect("data array")
-        .iter()
-        .map(id_of)
-        .collect()
-}
+use crate::support::{
+    self, assert_recent, conversation_messages, data_ids, group_conversation, id_of, ids,
+    listed_conversation, new_group, now_secs, UNKNOWN_ID,
+};
 
 fn conv_path(id: &str) -> String {
     format!("/v1/conversations/{id}")
@@ -49,41 +18,7 @@ fn conv_path(id: &str) -> String {
 
 /// One page of `GET /v1/conversations?query`: (ids, has_more).
 async fn page(app: &TestApp, user: &User, query: &str) -> (Vec<String>, bool) {
-    let r = app.get(user, &format!("/v1/conversations?{query}")).await;
-    let body = r.expect(200);
-    let has_more = body["has_more"]
-        .as_bool()
-        .unwrap_or_else(|| panic!("has_more is not a boolean: {}", r.raw));
-    (ids(&body["data"]), has_more)
-}
-
-/// The conversation as `user` sees it in the list (which, unlike GET by id,
-/// does not open it).
-async fn listed(app: &TestApp, user: &User, id: &str) -> Value {
-    let r = app.get(user, "/v1/conversations?limit=100").await;
-    let data = r.expect(200)["data"].as_array().expect("data").clone();
-    data.into_iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("{id} not in the list of {}", user.username))
-}
-
-async fn messages_of(app: &TestApp, user: &User, conv: &str) -> Vec<Value> {
-    let r = app
-        .get(
-            user,
-            &format!("/v1/messages?conversation_id={conv}&limit=100"),
-        )
-        .await;
-    r.expect(200)["data"].as_array().expect("data").clone()
-}
-
-async fn make_group(app: &TestApp, owner: &User, members: &[&User]) -> String {
-    let mut pairs: Vec<(&str, &str)> = vec![("name", "A group")];
-    for m in members {
-        pairs.push(("contact_ids[]", &m.id));
-    }
-    let r = app.post(owner, "/v1/groups", &pairs).await;
-    id_of(r.expect(201))
+    support::page(app, user, &format!("/v1/conversations?{query}")).await
 }
 
 #[track_caller]
@@ -131,10 +66,10 @@ async fn create_direct_conversation(app: TestApp) {
     assert!(loc.ends_with(&conv_path(&id)), "Location {loc}");
 
     // Each member sees the other as contact_id; the rest is the same.
-    let bobs = listed(&app, &bob, &id).await;
+    let bobs = listed_conversation(&app, &bob, &id).await;
     assert_fresh_direct(&bobs, &alice);
     assert_eq!(bobs["created_at"], c["created_at"]);
-    assert_eq!(listed(&app, &alice, &id).await, c);
+    assert_eq!(listed_conversation(&app, &alice, &id).await, c);
 
     // Every POST creates a new conversation, also with the same contact,
     // and in JSON too.
@@ -158,8 +93,8 @@ async fn create_validates_the_target(app: TestApp) {
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;
     let carol = app.user("carol").await;
-    let theirs = make_group(&app, &bob, &[&carol]).await;
-    let mine = make_group(&app, &alice, &[&bob]).await;
+    let theirs = new_group(&app, &bob, "A group", &[&carol]).await;
+    let mine = new_group(&app, &alice, "A group", &[&bob]).await;
 
     let r = app
         .post(
@@ -257,7 +192,7 @@ async fn opening_reads_for_the_caller_only(app: TestApp) {
     let a1 = app.send_message(&alice, &conv, "from alice").await;
     let b1 = app.send_message(&bob, &conv, "from bob 1").await;
     let b2 = app.send_message(&bob, &conv, "from bob 2").await;
-    let before = listed(&app, &alice, &conv).await;
+    let before = listed_conversation(&app, &alice, &conv).await;
     assert!(before["last_opened_at"].is_null());
 
     let r = app.get(&alice, &conv_path(&conv)).await;
@@ -266,9 +201,9 @@ async fn opening_reads_for_the_caller_only(app: TestApp) {
     assert_eq!(opened["contact_id"], bob.id.as_str());
     assert_eq!(opened["last_active_at"], b2["created_at"]);
     assert_eq!(opened["created_at"], before["created_at"]);
-    assert_eq!(listed(&app, &alice, &conv).await, opened);
+    assert_eq!(listed_conversation(&app, &alice, &conv).await, opened);
     // Bob has not opened it.
-    assert!(listed(&app, &bob, &conv).await["last_opened_at"].is_null());
+    assert!(listed_conversation(&app, &bob, &conv).await["last_opened_at"].is_null());
 
     let msg = |m: &Value| format!("/v1/messages/{}", id_of(m));
     let got_b1 = app.get(&bob, &msg(&b1)).await.expect(200).clone();
@@ -302,7 +237,7 @@ async fn opening_reads_for_the_caller_only(app: TestApp) {
     );
     assert!(app.get(&alice, &msg(&b3)).await.expect(200)["read_at"].is_null());
     assert_eq!(
-        listed(&app, &alice, &conv).await["last_opened_at"],
+        listed_conversation(&app, &alice, &conv).await["last_opened_at"],
         alice_opened
     );
 
@@ -310,7 +245,7 @@ async fn opening_reads_for_the_caller_only(app: TestApp) {
     app.get(&alice, &conv_path(&conv)).await.expect(200);
     assert_recent(&app.get(&bob, &msg(&b3)).await.expect(200)["read_at"]);
     // The list of messages shows the same state.
-    let all = messages_of(&app, &alice, &conv).await;
+    let all = conversation_messages(&app, &alice, &conv).await;
     assert!(all.iter().all(|m| m["read_at"].is_i64()), "{all:?}");
 }
 
@@ -333,10 +268,10 @@ async fn list_orders_by_latest_activity(app: TestApp) {
     let (got, _) = page(&app, &alice, "").await;
     assert_eq!(got, vec![c1.clone(), c3.clone(), c2.clone()]);
     assert_eq!(
-        listed(&app, &alice, &c1).await["last_active_at"],
+        listed_conversation(&app, &alice, &c1).await["last_active_at"],
         m["created_at"]
     );
-    assert!(listed(&app, &alice, &c2).await["last_active_at"].is_null());
+    assert!(listed_conversation(&app, &alice, &c2).await["last_active_at"].is_null());
 
     app.send_message(&alice, &c2, "bump too").await;
     let (got, _) = page(&app, &alice, "").await;
@@ -507,25 +442,24 @@ async fn filters_are_per_member(app: TestApp) {
         .await
         .expect(200);
 
-    let v = |xs: &[&String]| xs.iter().map(|s| (*s).clone()).collect::<Vec<String>>();
     let cases: Vec<(&User, &str, Vec<String>)> = vec![
-        (&alice, "", v(&[&c4, &c3, &c2, &c1])),
-        (&alice, "muted=true", v(&[&c1])),
-        (&alice, "muted=1", v(&[&c1])),
-        (&alice, "muted=false", v(&[&c4, &c3, &c2])),
-        (&alice, "archived=true", v(&[&c2])),
-        (&alice, "archived=false", v(&[&c4, &c3, &c1])),
-        (&alice, "pinned=true", v(&[&c3])),
-        (&alice, "pinned=0", v(&[&c4, &c2, &c1])),
-        (&alice, "muted=true&pinned=true", v(&[])),
-        (&alice, "muted=false&archived=false", v(&[&c4, &c3])),
-        (&bob, "", v(&[&c4, &c3, &c2, &c1])),
-        (&bob, "muted=true", v(&[&c4])),
-        (&bob, "muted=false", v(&[&c3, &c2, &c1])),
-        (&bob, "archived=true", v(&[])),
-        (&bob, "archived=false", v(&[&c4, &c3, &c2, &c1])),
-        (&bob, "pinned=true", v(&[&c1])),
-        (&bob, "pinned=false", v(&[&c4, &c3, &c2])),
+        (&alice, "", ids(&[&c4, &c3, &c2, &c1])),
+        (&alice, "muted=true", ids(&[&c1])),
+        (&alice, "muted=1", ids(&[&c1])),
+        (&alice, "muted=false", ids(&[&c4, &c3, &c2])),
+        (&alice, "archived=true", ids(&[&c2])),
+        (&alice, "archived=false", ids(&[&c4, &c3, &c1])),
+        (&alice, "pinned=true", ids(&[&c3])),
+        (&alice, "pinned=0", ids(&[&c4, &c2, &c1])),
+        (&alice, "muted=true&pinned=true", ids(&[])),
+        (&alice, "muted=false&archived=false", ids(&[&c4, &c3])),
+        (&bob, "", ids(&[&c4, &c3, &c2, &c1])),
+        (&bob, "muted=true", ids(&[&c4])),
+        (&bob, "muted=false", ids(&[&c3, &c2, &c1])),
+        (&bob, "archived=true", ids(&[])),
+        (&bob, "archived=false", ids(&[&c4, &c3, &c2, &c1])),
+        (&bob, "pinned=true", ids(&[&c1])),
+        (&bob, "pinned=false", ids(&[&c4, &c3, &c2])),
     ];
     for (user, query, want) in cases {
         let (got, more) = page(&app, user, query).await;
@@ -534,7 +468,7 @@ async fn filters_are_per_member(app: TestApp) {
     }
     // Paging inside a filter.
     let (got, more) = page(&app, &alice, "muted=false&limit=2").await;
-    assert_eq!(got, v(&[&c4, &c3]));
+    assert_eq!(got, ids(&[&c4, &c3]));
     assert!(more);
     let (got, more) = page(
         &app,
@@ -542,15 +476,12 @@ async fn filters_are_per_member(app: TestApp) {
         &format!("muted=false&limit=2&starting_after={c3}"),
     )
     .await;
-    assert_eq!(got, v(&[&c2]));
+    assert_eq!(got, ids(&[&c2]));
     assert!(!more);
 
     // The group filter.
-    let group = make_group(&app, &alice, &[&bob]).await;
-    let r = app
-        .post(&bob, "/v1/conversations", &[("group_id", &group)])
-        .await;
-    let gc = id_of(r.expect(201));
+    let group = new_group(&app, &alice, "A group", &[&bob]).await;
+    let gc = group_conversation(&app, &bob, &group).await;
     let (got, _) = page(&app, &alice, &format!("group_id={group}")).await;
     assert_eq!(got, vec![gc.clone()]);
     let (got, _) = page(&app, &alice, "").await;
@@ -565,8 +496,8 @@ async fn update_changes_only_what_is_sent(app: TestApp) {
     let bob = app.user("bob").await;
     let conv = app.direct(&alice, &bob).await;
     let path = conv_path(&conv);
-    let start = listed(&app, &alice, &conv).await;
-    let bob_start = listed(&app, &bob, &conv).await;
+    let start = listed_conversation(&app, &alice, &conv).await;
+    let bob_start = listed_conversation(&app, &bob, &conv).await;
 
     let r = app.put(&alice, &path, &[("is_pinned", "true")]).await;
     let pinned = r.expect(200).clone();
@@ -588,10 +519,10 @@ async fn update_changes_only_what_is_sent(app: TestApp) {
     let r = app.put(&alice, &path, &[("is_pinned", "false")]).await;
     want["is_pinned"] = json!(false);
     assert_eq!(r.expect(200), &want);
-    assert_eq!(listed(&app, &alice, &conv).await, want);
+    assert_eq!(listed_conversation(&app, &alice, &conv).await, want);
 
     // Per-member: bob's view has not moved.
-    assert_eq!(listed(&app, &bob, &conv).await, bob_start);
+    assert_eq!(listed_conversation(&app, &bob, &conv).await, bob_start);
 
     // Bob's own changes leave alice's alone.
     let r = app
@@ -601,7 +532,7 @@ async fn update_changes_only_what_is_sent(app: TestApp) {
     assert_eq!(b["is_pinned"], true);
     assert_eq!(b["is_muted"], false);
     assert!(b["archived_at"].is_null());
-    assert_eq!(listed(&app, &alice, &conv).await, want);
+    assert_eq!(listed_conversation(&app, &alice, &conv).await, want);
 
     // A refused PUT changes nothing, not even its valid attributes.
     let r = app
@@ -620,7 +551,7 @@ async fn update_changes_only_what_is_sent(app: TestApp) {
         )
         .await;
     r.expect_error(400, "parameter_invalid", Some("pinned_message_id"));
-    assert_eq!(listed(&app, &alice, &conv).await, want);
+    assert_eq!(listed_conversation(&app, &alice, &conv).await, want);
 
     for key in [
         "id",
@@ -633,7 +564,7 @@ async fn update_changes_only_what_is_sent(app: TestApp) {
         let r = app.put(&alice, &path, &[(key, "1")]).await;
         r.expect_error(400, "parameter_unknown", Some(key));
     }
-    assert_eq!(listed(&app, &alice, &conv).await, want);
+    assert_eq!(listed_conversation(&app, &alice, &conv).await, want);
 }
 
 async fn archived_at_rules(app: TestApp) {
@@ -641,7 +572,7 @@ async fn archived_at_rules(app: TestApp) {
     let bob = app.user("bob").await;
     let conv = app.direct(&alice, &bob).await;
     let path = conv_path(&conv);
-    let created = listed(&app, &alice, &conv).await["created_at"]
+    let created = listed_conversation(&app, &alice, &conv).await["created_at"]
         .as_i64()
         .expect("created_at");
     let now = now_secs();
@@ -674,7 +605,7 @@ async fn archived_at_rules(app: TestApp) {
         .json(Method::PUT, &alice, &path, &json!({"archived_at": "later"}))
         .await;
     r.expect_error(400, "parameter_invalid", Some("archived_at"));
-    assert!(listed(&app, &alice, &conv).await["archived_at"].is_null());
+    assert!(listed_conversation(&app, &alice, &conv).await["archived_at"].is_null());
 
     // The creation second itself, now, and a little ahead are fine.
     let r = app
@@ -689,7 +620,7 @@ async fn archived_at_rules(app: TestApp) {
         .json(Method::PUT, &alice, &path, &json!({"archived_at": now}))
         .await;
     assert_eq!(r.expect(200)["archived_at"], now);
-    assert!(listed(&app, &bob, &conv).await["archived_at"].is_null());
+    assert!(listed_conversation(&app, &bob, &conv).await["archived_at"].is_null());
     assert_eq!(
         page(&app, &alice, "archived=true").await.0,
         vec![conv.clone()]
@@ -698,7 +629,7 @@ async fn archived_at_rules(app: TestApp) {
     // Empty string unarchives.
     let r = app.put(&alice, &path, &[("archived_at", "")]).await;
     assert!(r.expect(200)["archived_at"].is_null(), "{}", r.raw);
-    assert!(listed(&app, &alice, &conv).await["archived_at"].is_null());
+    assert!(listed_conversation(&app, &alice, &conv).await["archived_at"].is_null());
     assert!(page(&app, &alice, "archived=true").await.0.is_empty());
 }
 
@@ -724,10 +655,10 @@ async fn pinned_message_is_shared(app: TestApp) {
         "pinning a message is not pinning the conversation"
     );
     assert_eq!(
-        listed(&app, &bob, &conv).await["pinned_message_id"],
+        listed_conversation(&app, &bob, &conv).await["pinned_message_id"],
         id_of(&m).as_str()
     );
-    assert!(listed(&app, &alice, &other).await["pinned_message_id"].is_null());
+    assert!(listed_conversation(&app, &alice, &other).await["pinned_message_id"].is_null());
 
     for bad in [
         id_of(&elsewhere),
@@ -740,7 +671,7 @@ async fn pinned_message_is_shared(app: TestApp) {
         r.expect_error(400, "parameter_invalid", Some("pinned_message_id"));
     }
     assert_eq!(
-        listed(&app, &alice, &conv).await["pinned_message_id"],
+        listed_conversation(&app, &alice, &conv).await["pinned_message_id"],
         id_of(&m).as_str()
     );
 
@@ -749,14 +680,14 @@ async fn pinned_message_is_shared(app: TestApp) {
         .await
         .expect(200);
     assert_eq!(
-        listed(&app, &alice, &conv).await["pinned_message_id"],
+        listed_conversation(&app, &alice, &conv).await["pinned_message_id"],
         id_of(&m).as_str()
     );
 
     // Bob unpins for both.
     let r = app.put(&bob, &path, &[("pinned_message_id", "")]).await;
     assert!(r.expect(200)["pinned_message_id"].is_null(), "{}", r.raw);
-    assert!(listed(&app, &alice, &conv).await["pinned_message_id"].is_null());
+    assert!(listed_conversation(&app, &alice, &conv).await["pinned_message_id"].is_null());
 
     // JSON works the same.
     let r = app
@@ -769,7 +700,7 @@ async fn pinned_message_is_shared(app: TestApp) {
         .await;
     assert_eq!(r.expect(200)["pinned_message_id"], id_of(&m).as_str());
     assert_eq!(
-        listed(&app, &alice, &conv).await["pinned_message_id"],
+        listed_conversation(&app, &alice, &conv).await["pinned_message_id"],
         id_of(&m).as_str()
     );
 }
@@ -811,7 +742,7 @@ async fn delete_by_either_member_takes_the_messages(app: TestApp) {
             .await;
         r.expect_error(404, "not_found", Some("conversation_id"));
         let r = app.get(u, "/v1/messages").await;
-        assert_eq!(ids(&r.expect(200)["data"]), vec![id_of(&k)]);
+        assert_eq!(data_ids(r.expect(200)), vec![id_of(&k)]);
         assert_eq!(page(&app, u, "").await.0, vec![kept.clone()]);
     }
     let r = app
@@ -853,10 +784,10 @@ async fn snapshot(
     conv: &str,
 ) -> (Value, Value, Vec<Value>, Vec<Value>) {
     (
-        listed(app, alice, conv).await,
-        listed(app, bob, conv).await,
-        messages_of(app, alice, conv).await,
-        messages_of(app, bob, conv).await,
+        listed_conversation(app, alice, conv).await,
+        listed_conversation(app, bob, conv).await,
+        conversation_messages(app, alice, conv).await,
+        conversation_messages(app, bob, conv).await,
     )
 }
 

@@ -8,39 +8,11 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::contacts::assert_contact_shape;
+use crate::support::{
+    data_ids, group_conversation, id_of, ids, keys, listed_conversation, new_group, now_secs, Case,
+};
 
 // ---------------------------------------------------------------- helpers
-
-/// Creates a group owned by `owner` with `members`; returns its id.
-async fn new_group(app: &TestApp, owner: &User, name: &str, members: &[&User]) -> String {
-    let mut pairs = vec![("name", name)];
-    for m in members {
-        pairs.push(("contact_ids[]", m.id.as_str()));
-    }
-    let r = app.post(owner, "/v1/groups", &pairs).await;
-    r.expect(201)["id"].as_str().expect("group id").to_owned()
-}
-
-/// Creates a conversation of the group as `user`; returns its id.
-async fn group_conversation(app: &TestApp, user: &User, group_id: &str) -> String {
-    let r = app
-        .post(user, "/v1/conversations", &[("group_id", group_id)])
-        .await;
-    r.expect(201)["id"]
-        .as_str()
-        .expect("conversation id")
-        .to_owned()
-}
-
-/// The ids in a list envelope's `data`, in order.
-fn data_ids(body: &Value) -> Vec<String> {
-    body["data"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no data array: {body}"))
-        .iter()
-        .map(|v| v["id"].as_str().expect("item id").to_owned())
-        .collect()
-}
 
 /// The member ids of a group object, sorted.
 fn member_ids(group: &Value) -> Vec<String> {
@@ -61,30 +33,21 @@ fn ids_of(users: &[&User]) -> Vec<String> {
     ids
 }
 
-/// A request body that must be refused: (pairs, code, param).
-type Case<'a> = (Vec<(&'a str, &'a str)>, &'a str, &'a str);
-
-/// Owned copies of ids, to compare with what a list returned.
-fn ids(list: &[&String]) -> Vec<String> {
-    list.iter().map(|s| (*s).clone()).collect()
+/// `by` adds `who` to the group, which must succeed; returns the group.
+async fn add_member(app: &TestApp, by: &User, group_id: &str, who: &User) -> Value {
+    let path = format!("/v1/groups/{group_id}");
+    let r = app.put(by, &path, &[("add_contact_ids[]", &who.id)]).await;
+    r.expect(200).clone()
 }
 
-fn keys(v: &Value) -> Vec<&str> {
-    let mut k: Vec<&str> = v
-        .as_object()
-        .unwrap_or_else(|| panic!("not an object: {v}"))
-        .keys()
-        .map(String::as_str)
-        .collect();
-    k.sort_unstable();
-    k
-}
-
-fn now_secs() -> i64 {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("clock after 1970");
-    i64::try_from(d.as_secs()).expect("seconds fit i64")
+/// `by` removes `who` (themself, to leave) from the group, which must
+/// succeed; returns the group.
+async fn remove_member(app: &TestApp, by: &User, group_id: &str, who: &User) -> Value {
+    let path = format!("/v1/groups/{group_id}");
+    let r = app
+        .put(by, &path, &[("remove_contact_ids[]", &who.id)])
+        .await;
+    r.expect(200).clone()
 }
 
 /// All of `user`'s conversations (one page of 100 is plenty here).
@@ -93,20 +56,6 @@ async fn conversation_ids(app: &TestApp, user: &User, query: &str) -> Vec<String
         .get(user, &format!("/v1/conversations?limit=100{query}"))
         .await;
     data_ids(r.expect(200))
-}
-
-/// The conversation as `user` sees it in the list (which, unlike GET, does
-/// not open it).
-async fn listed_conversation(app: &TestApp, user: &User, id: &str) -> Value {
-    let r = app.get(user, "/v1/conversations?limit=100").await;
-    let body = r.expect(200);
-    body["data"]
-        .as_array()
-        .expect("data")
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("{} does not list {id}: {body}", user.username))
-        .clone()
 }
 
 /// All messages `user` can see (one page of 100).
@@ -118,10 +67,6 @@ async fn all_message_ids(app: &TestApp, user: &User) -> Vec<String> {
 async fn group_ids(app: &TestApp, user: &User) -> Vec<String> {
     let r = app.get(user, "/v1/groups?limit=100").await;
     data_ids(r.expect(200))
-}
-
-fn id(v: &Value) -> String {
-    v["id"].as_str().expect("id").to_owned()
 }
 
 /// Records a failed expectation of the matrix instead of panicking, so that
@@ -169,7 +114,7 @@ async fn create_group_returns_the_group(app: TestApp) {
         ],
         "{group}"
     );
-    let gid = id(&group);
+    let gid = id_of(&group);
     assert_eq!(gid.len(), 36, "uuid-shaped id: {gid}");
     assert_eq!(gid, gid.to_lowercase());
     let location = r.header("location").expect("Location header");
@@ -454,7 +399,7 @@ async fn owner_updates_the_group(app: TestApp) {
         )
         .await;
     let original = r.expect(201).clone();
-    let gid = id(&original);
+    let gid = id_of(&original);
     let path = format!("/v1/groups/{gid}");
 
     // Only the submitted attributes change.
@@ -700,10 +645,10 @@ async fn delete_group_takes_its_conversations(app: TestApp) {
     let c2 = group_conversation(&app, &alice, &gid).await;
     let kept = group_conversation(&app, &alice, &other).await;
     let direct = app.direct(&alice, &bob).await;
-    let m1 = id(&app.send_message(&bob, &c1, "in c1").await);
-    let m2 = id(&app.send_message(&alice, &c2, "in c2").await);
-    let mk = id(&app.send_message(&bob, &kept, "kept").await);
-    let md = id(&app.send_message(&alice, &direct, "direct").await);
+    let m1 = id_of(&app.send_message(&bob, &c1, "in c1").await);
+    let m2 = id_of(&app.send_message(&alice, &c2, "in c2").await);
+    let mk = id_of(&app.send_message(&bob, &kept, "kept").await);
+    let md = id_of(&app.send_message(&alice, &direct, "direct").await);
 
     let r = app.delete(&alice, &format!("/v1/groups/{gid}")).await;
     r.expect(204);
@@ -760,7 +705,7 @@ async fn group_conversation_object(app: TestApp) {
         .post(&bob, "/v1/conversations", &[("group_id", &gid)])
         .await;
     let conv = r.expect(201).clone();
-    let cid = id(&conv);
+    let cid = id_of(&conv);
     let location = r.header("location").expect("Location header");
     assert!(
         location.ends_with(&format!("/v1/conversations/{cid}")),
@@ -922,9 +867,9 @@ async fn added_member_sees_everything_at_once(app: TestApp) {
     let gid = new_group(&app, &alice, "Team", &[&bob]).await;
     let c1 = group_conversation(&app, &alice, &gid).await;
     let c2 = group_conversation(&app, &bob, &gid).await;
-    let m1 = id(&app.send_message(&alice, &c1, "before carol").await);
-    let m2 = id(&app.send_message(&bob, &c1, "still before").await);
-    let m3 = id(&app.send_message(&bob, &c2, "other conversation").await);
+    let m1 = id_of(&app.send_message(&alice, &c1, "before carol").await);
+    let m2 = id_of(&app.send_message(&bob, &c1, "still before").await);
+    let m3 = id_of(&app.send_message(&bob, &c2, "other conversation").await);
 
     // Not a member yet: nothing is visible.
     app.get(&carol, &format!("/v1/conversations/{c1}"))
@@ -946,13 +891,7 @@ async fn added_member_sees_everything_at_once(app: TestApp) {
     assert!(conversation_ids(&app, &carol, "").await.is_empty());
     assert!(all_message_ids(&app, &carol).await.is_empty());
 
-    app.put(
-        &alice,
-        &format!("/v1/groups/{gid}"),
-        &[("add_contact_ids[]", &carol.id)],
-    )
-    .await
-    .expect(200);
+    add_member(&app, &alice, &gid, &carol).await;
 
     // At once: the group, all its conversations and all their messages.
     assert_eq!(group_ids(&app, &carol).await, ids(&[&gid]));
@@ -980,7 +919,7 @@ async fn added_member_sees_everything_at_once(app: TestApp) {
     assert!(conv["archived_at"].is_null());
 
     // And can take part: send, react, and the others see it.
-    let m4 = id(&app.send_message(&carol, &c1, "hi all").await);
+    let m4 = id_of(&app.send_message(&carol, &c1, "hi all").await);
     let r = app
         .put(
             &carol,
@@ -1006,10 +945,10 @@ async fn removed_member_loses_everything_at_once(app: TestApp) {
     let carol = app.user("carol").await;
     let gid = new_group(&app, &alice, "Team", &[&bob, &carol]).await;
     let c = group_conversation(&app, &carol, &gid).await;
-    let mb = id(&app.send_message(&bob, &c, "bob's words").await);
-    let mc = id(&app.send_message(&carol, &c, "carol's words").await);
+    let mb = id_of(&app.send_message(&bob, &c, "bob's words").await);
+    let mc = id_of(&app.send_message(&carol, &c, "carol's words").await);
     let direct = app.direct(&alice, &bob).await;
-    let md = id(&app.send_message(&alice, &direct, "direct").await);
+    let md = id_of(&app.send_message(&alice, &direct, "direct").await);
     app.put(
         &bob,
         &format!("/v1/conversations/{c}"),
@@ -1018,14 +957,8 @@ async fn removed_member_loses_everything_at_once(app: TestApp) {
     .await
     .expect(200);
 
-    let r = app
-        .put(
-            &alice,
-            &format!("/v1/groups/{gid}"),
-            &[("remove_contact_ids[]", &bob.id)],
-        )
-        .await;
-    assert_eq!(member_ids(r.expect(200)), ids_of(&[&alice, &carol]));
+    let g = remove_member(&app, &alice, &gid, &bob).await;
+    assert_eq!(member_ids(&g), ids_of(&[&alice, &carol]));
 
     // Every endpoint, at once.
     let conv = format!("/v1/conversations/{c}");
@@ -1104,13 +1037,7 @@ async fn removed_member_loses_everything_at_once(app: TestApp) {
     assert_eq!(seen["is_muted"], false);
 
     // Membership is live both ways: added back, he sees it all again.
-    app.put(
-        &alice,
-        &format!("/v1/groups/{gid}"),
-        &[("add_contact_ids[]", &bob.id)],
-    )
-    .await
-    .expect(200);
+    add_member(&app, &alice, &gid, &bob).await;
     let r = app.get(&bob, &conv).await;
     assert_eq!(r.expect(200)["group_id"], gid.as_str());
     let r = app
@@ -1119,13 +1046,7 @@ async fn removed_member_loses_everything_at_once(app: TestApp) {
     assert_eq!(data_ids(r.expect(200)), ids(&[&mc, &mb]));
 
     // Leaving by oneself works the same way.
-    app.put(
-        &bob,
-        &format!("/v1/groups/{gid}"),
-        &[("remove_contact_ids[]", &bob.id)],
-    )
-    .await
-    .expect(200);
+    remove_member(&app, &bob, &gid, &bob).await;
     app.get(&bob, &conv)
         .await
         .expect_error(404, "not_found", None);
@@ -1145,24 +1066,12 @@ async fn removed_creator_loses_the_conversation(app: TestApp) {
     let gid = new_group(&app, &alice, "Team", &[&bob, &carol]).await;
     let by_bob = group_conversation(&app, &bob, &gid).await;
     let by_carol = group_conversation(&app, &carol, &gid).await;
-    let mb = id(&app.send_message(&bob, &by_bob, "bob's").await);
-    let mc = id(&app.send_message(&carol, &by_carol, "carol's").await);
+    let mb = id_of(&app.send_message(&bob, &by_bob, "bob's").await);
+    let mc = id_of(&app.send_message(&carol, &by_carol, "carol's").await);
 
     // Bob is removed by the owner, carol leaves by herself.
-    app.put(
-        &alice,
-        &format!("/v1/groups/{gid}"),
-        &[("remove_contact_ids[]", &bob.id)],
-    )
-    .await
-    .expect(200);
-    app.put(
-        &carol,
-        &format!("/v1/groups/{gid}"),
-        &[("remove_contact_ids[]", &carol.id)],
-    )
-    .await
-    .expect(200);
+    remove_member(&app, &alice, &gid, &bob).await;
+    remove_member(&app, &carol, &gid, &carol).await;
 
     let mut failures = Vec::new();
     for (user, conv, msg) in [(&bob, &by_bob, &mb), (&carol, &by_carol, &mc)] {
@@ -1254,20 +1163,14 @@ async fn membership_changes_seen_by_another_member(app: TestApp) {
     let carol = app.user("carol").await;
     let gid = new_group(&app, &alice, "Team", &[&bob]).await;
     let c = group_conversation(&app, &bob, &gid).await;
-    let m1 = id(&app.send_message(&bob, &c, "just us").await);
+    let m1 = id_of(&app.send_message(&bob, &c, "just us").await);
 
     // Mid-conversation, the owner adds carol; bob sees her in the group and
     // her message in the conversation he is reading.
-    app.put(
-        &alice,
-        &format!("/v1/groups/{gid}"),
-        &[("add_contact_ids[]", &carol.id)],
-    )
-    .await
-    .expect(200);
+    add_member(&app, &alice, &gid, &carol).await;
     let r = app.get(&bob, &format!("/v1/groups/{gid}")).await;
     assert_eq!(member_ids(r.expect(200)), ids_of(&[&alice, &bob, &carol]));
-    let m2 = id(&app.send_message(&carol, &c, "hello, I'm new").await);
+    let m2 = id_of(&app.send_message(&carol, &c, "hello, I'm new").await);
     let r = app
         .get(&bob, &format!("/v1/messages?conversation_id={c}"))
         .await;
@@ -1283,16 +1186,10 @@ async fn membership_changes_seen_by_another_member(app: TestApp) {
     assert!(r.expect(200)["read_at"].is_i64(), "{}", r.raw);
 
     // Carol is removed; bob sees that too, and her words stay.
-    app.put(
-        &alice,
-        &format!("/v1/groups/{gid}"),
-        &[("remove_contact_ids[]", &carol.id)],
-    )
-    .await
-    .expect(200);
+    remove_member(&app, &alice, &gid, &carol).await;
     let r = app.get(&bob, &format!("/v1/groups/{gid}")).await;
     assert_eq!(member_ids(r.expect(200)), ids_of(&[&alice, &bob]));
-    let m3 = id(&app.send_message(&bob, &c, "she left").await);
+    let m3 = id_of(&app.send_message(&bob, &c, "she left").await);
     let r = app
         .get(&bob, &format!("/v1/messages?conversation_id={c}"))
         .await;
@@ -1311,7 +1208,7 @@ async fn per_member_state_is_independent(app: TestApp) {
     let gid = new_group(&app, &alice, "Team", &[&bob, &carol]).await;
     let c = group_conversation(&app, &alice, &gid).await;
     let path = format!("/v1/conversations/{c}");
-    let m1 = id(&app.send_message(&alice, &c, "from alice").await);
+    let m1 = id_of(&app.send_message(&alice, &c, "from alice").await);
 
     // Alice pins and mutes; bob archives; carol does nothing.
     let r = app
@@ -1422,7 +1319,7 @@ async fn per_member_state_is_independent(app: TestApp) {
 
     // Carol writes; nobody has opened since, so it is unread; bob's opening
     // reads it, carol's own opening would not.
-    let m2 = id(&app.send_message(&carol, &c, "from carol").await);
+    let m2 = id_of(&app.send_message(&carol, &c, "from carol").await);
     app.get(&carol, &path).await.expect(200);
     let r = app.get(&carol, &format!("/v1/messages/{m2}")).await;
     assert!(r.expect(200)["read_at"].is_null(), "{}", r.raw);
@@ -1441,7 +1338,7 @@ async fn delete_group_conversation_rights(app: TestApp) {
     // Bob's conversation: carol (a member) may not delete it, dave (an
     // outsider) does not see it, alice (owner) may.
     let by_bob = group_conversation(&app, &bob, &gid).await;
-    let m = id(&app.send_message(&carol, &by_bob, "mine").await);
+    let m = id_of(&app.send_message(&carol, &by_bob, "mine").await);
     app.delete(&carol, &format!("/v1/conversations/{by_bob}"))
         .await
         .expect_error(403, "forbidden", None);
@@ -1540,6 +1437,12 @@ enum Want {
     Invalid(&'static str),
 }
 
+/// A row of the matrix: `outsider` for the outsider, `member` alike for
+/// the member, the owner and the creator.
+const fn members(outsider: Want, member: Want) -> [Want; 4] {
+    [outsider, member, member, member]
+}
+
 struct Cast {
     owner: User,
     member: User,
@@ -1569,9 +1472,10 @@ struct Fixture {
 async fn fixture(app: &TestApp, cast: &Cast) -> Fixture {
     let group = new_group(app, &cast.owner, "Team", &[&cast.member, &cast.creator]).await;
     let conversation = group_conversation(app, &cast.creator, &group).await;
-    let message = id(&app
-        .send_message(&cast.creator, &conversation, "hello")
-        .await);
+    let message = id_of(
+        &app.send_message(&cast.creator, &conversation, "hello")
+            .await,
+    );
     Fixture {
         group,
         conversation,
@@ -1703,14 +1607,14 @@ async fn authorization_matrix(app: TestApp) {
         outsider: app.user("otto").await,
     };
     const NF: Want = NotFound(None);
+    const NF_GROUP: Want = NotFound(Some("group_id"));
+    const NF_CONV: Want = NotFound(Some("conversation_id"));
     // Columns: outsider, member, owner, creator (a member who made the
-    // conversation and sent the message).
+    // conversation and sent the message); `members` where all three member
+    // roles get the same answer.
     let table: [(Op, [Want; 4]); 19] = [
-        (GetGroup, [NF, Success(200), Success(200), Success(200)]),
-        (
-            ListGroups,
-            [Listed(false), Listed(true), Listed(true), Listed(true)],
-        ),
+        (GetGroup, members(NF, Success(200))),
+        (ListGroups, members(Listed(false), Listed(true))),
         (UpdateGroup, [NF, Forbidden, Success(200), Forbidden]),
         (
             LeaveGroup,
@@ -1722,66 +1626,22 @@ async fn authorization_matrix(app: TestApp) {
             ],
         ),
         (DeleteGroup, [NF, Forbidden, Success(204), Forbidden]),
-        (
-            CreateConversation,
-            [
-                NotFound(Some("group_id")),
-                Success(201),
-                Success(201),
-                Success(201),
-            ],
-        ),
-        (
-            ListGroupConversations,
-            [
-                NotFound(Some("group_id")),
-                Listed(true),
-                Listed(true),
-                Listed(true),
-            ],
-        ),
-        (
-            ListConversations,
-            [Listed(false), Listed(true), Listed(true), Listed(true)],
-        ),
-        (
-            GetConversation,
-            [NF, Success(200), Success(200), Success(200)],
-        ),
-        (
-            UpdateConversation,
-            [NF, Success(200), Success(200), Success(200)],
-        ),
+        (CreateConversation, members(NF_GROUP, Success(201))),
+        (ListGroupConversations, members(NF_GROUP, Listed(true))),
+        (ListConversations, members(Listed(false), Listed(true))),
+        (GetConversation, members(NF, Success(200))),
+        (UpdateConversation, members(NF, Success(200))),
         (
             DeleteConversation,
             [NF, Forbidden, Success(204), Success(204)],
         ),
-        (
-            SendMessage,
-            [
-                NotFound(Some("conversation_id")),
-                Success(201),
-                Success(201),
-                Success(201),
-            ],
-        ),
-        (
-            ListConversationMessages,
-            [
-                NotFound(Some("conversation_id")),
-                Listed(true),
-                Listed(true),
-                Listed(true),
-            ],
-        ),
-        (
-            ListAllMessages,
-            [Listed(false), Listed(true), Listed(true), Listed(true)],
-        ),
-        (GetMessage, [NF, Success(200), Success(200), Success(200)]),
+        (SendMessage, members(NF_CONV, Success(201))),
+        (ListConversationMessages, members(NF_CONV, Listed(true))),
+        (ListAllMessages, members(Listed(false), Listed(true))),
+        (GetMessage, members(NF, Success(200))),
         (EditMessage, [NF, Forbidden, Forbidden, Success(200)]),
-        (React, [NF, Success(200), Success(200), Success(200)]),
-        (Unreact, [NF, Success(200), Success(200), Success(200)]),
+        (React, members(NF, Success(200))),
+        (Unreact, members(NF, Success(200))),
         (DeleteMessage, [NF, Forbidden, Forbidden, Success(204)]),
     ];
     let mut failures = Vec::new();
@@ -1910,7 +1770,7 @@ async fn check_effect(
                 b["group_id"] == fx.group.as_str() && b["contact_id"].is_null(),
                 "{ctx}: {b}"
             );
-            let new_id = id(b);
+            let new_id = id_of(b);
             // Every member sees it.
             for u in [&cast.owner, &cast.member, &cast.creator] {
                 let path = format!("/v1/conversations/{new_id}");

@@ -6,4 +6,5 @@ mod contacts;
 mod conversations;
 mod groups;
 mod messages;
+mod support;
 mod wire;

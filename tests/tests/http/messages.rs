@@ -3,114 +3,41 @@
 //! sending at once.
 
 use std::collections::HashSet;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use confab_tests::http::{encode_form, TestApp, User};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-const UNKNOWN_ID: &str = "0190a5e0-0000-7000-8000-000000000000";
-
-fn now_secs() -> i64 {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after epoch");
-    i64::try_from(d.as_secs()).expect("seconds fit")
-}
-
-#[track_caller]
-fn assert_recent(v: &Value) -> i64 {
-    let t = v
-        .as_i64()
-        .unwrap_or_else(|| panic!("timestamp is not an integer: {v}"));
-    let now = now_secs();
-    assert!(
-        (now - 300..=now + 5).contains(&t),
-        "timestamp {t} is not Unix seconds close to now ({now})"
-    );
-    t
-}
-
-#[track_caller]
-fn assert_uuid(v: &Value) -> String {
-    let s = v
-        .as_str()
-        .unwrap_or_else(|| panic!("id is not a string: {v}"));
-    assert_eq!(s.len(), 36, "id {s:?}");
-    let u = uuid::Uuid::parse_str(s).unwrap_or_else(|_| panic!("id {s:?} is not a UUID"));
-    assert_eq!(
-        u.hyphenated().to_string(),
-        s,
-        "id {s:?} is not lowercase hyphenated"
-    );
-    s.to_owned()
-}
-
-fn id_of(v: &Value) -> String {
-    v["id"].as_str().expect("object with an id").to_owned()
-}
-
-fn ids(data: &Value) -> Vec<String> {
-    data.as_array()
-        .expect("data array")
-        .iter()
-        .map(id_of)
-        .collect()
-}
-
-async fn pair(app: &TestApp) -> (User, User, String) {
-    let alice = app.user("alice").await;
-    let bob = app.user("bob").await;
-    let conv = app.direct(&alice, &bob).await;
-    (alice, bob, conv)
-}
+use crate::support::{
+    self, assert_id, assert_recent, conversation_messages, group_conversation, id_of, keys,
+    new_group, pair, Case, UNKNOWN_ID,
+};
 
 /// A group conversation of alice (owner), bob and carol.
 async fn trio(app: &TestApp) -> (User, User, User, String) {
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;
     let carol = app.user("carol").await;
-    let g = app
-        .post(
-            &alice,
-            "/v1/groups",
-            &[
-                ("name", "Trio"),
-                ("contact_ids[]", &bob.id),
-                ("contact_ids[]", &carol.id),
-            ],
-        )
-        .await;
-    let group_id = id_of(g.expect(201));
-    let c = app
-        .post(&alice, "/v1/conversations", &[("group_id", &group_id)])
-        .await;
-    let conv = id_of(c.expect(201));
+    let group_id = new_group(app, &alice, "Trio", &[&bob, &carol]).await;
+    let conv = group_conversation(app, &alice, &group_id).await;
     (alice, bob, carol, conv)
 }
 
 /// One page of `GET /v1/messages` with the given query: (ids, has_more).
 async fn page(app: &TestApp, user: &User, query: &str) -> (Vec<String>, bool) {
-    let r = app.get(user, &format!("/v1/messages?{query}")).await;
-    let body = r.expect(200);
-    let has_more = body["has_more"]
-        .as_bool()
-        .unwrap_or_else(|| panic!("has_more is not a boolean: {}", r.raw));
-    (ids(&body["data"]), has_more)
-}
-
-async fn conversation_messages(app: &TestApp, user: &User, conv: &str) -> Vec<Value> {
-    let r = app
-        .get(
-            user,
-            &format!("/v1/messages?conversation_id={conv}&limit=100"),
-        )
-        .await;
-    r.expect(200)["data"].as_array().expect("data").clone()
+    support::page(app, user, &format!("/v1/messages?{query}")).await
 }
 
 fn message_path(m: &Value) -> String {
     format!("/v1/messages/{}", id_of(m))
+}
+
+/// `user` PUTs the reaction `pairs` to the message at `path`, which must
+/// succeed; returns the message's reactions after it.
+async fn react(app: &TestApp, user: &User, path: &str, pairs: &[(&str, &str)]) -> Value {
+    let r = app.put(user, path, pairs).await;
+    r.expect(200)["reactions"].clone()
 }
 
 // ---------------------------------------------------------------------- send
@@ -139,7 +66,7 @@ async fn send_returns_the_full_message(app: TestApp) {
     ] {
         assert!(obj.contains_key(key), "message lacks {key}: {m}");
     }
-    assert_uuid(&m["id"]);
+    assert_id(&m["id"]);
     assert_eq!(m["conversation_id"], conv.as_str());
     assert_eq!(m["message"], "Hello, Bob!");
     assert_eq!(m["reactions"], json!([]));
@@ -272,25 +199,20 @@ async fn send_with_attachments(app: TestApp) {
     let atts = m["attachments"].as_array().expect("attachments");
     assert_eq!(atts.len(), 2, "{m}");
     let a = &atts[0];
-    let keys: HashSet<&str> = a
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    let want: HashSet<&str> = [
-        "id",
-        "message_id",
-        "filename",
-        "file_url",
-        "file_type",
-        "file_size",
-        "created_at",
-    ]
-    .into_iter()
-    .collect();
-    assert_eq!(keys, want, "attachment fields");
-    assert_uuid(&a["id"]);
+    assert_eq!(
+        keys(a),
+        [
+            "created_at",
+            "file_size",
+            "file_type",
+            "file_url",
+            "filename",
+            "id",
+            "message_id",
+        ],
+        "attachment fields"
+    );
+    assert_id(&a["id"]);
     assert_eq!(a["message_id"], msg_id.as_str());
     assert_eq!(a["filename"], "a.bin");
     assert_eq!(a["file_url"], "https://files.example/a.bin");
@@ -358,8 +280,6 @@ async fn send_with_attachments(app: TestApp) {
 }
 
 /// Extra form pairs for attachment 1, the error code, the error param.
-type Case<'a> = (Vec<(&'a str, &'a str)>, &'a str, &'a str);
-
 async fn attachment_fields_are_validated(app: TestApp) {
     let (alice, _bob, conv) = pair(&app).await;
     let long_url = format!("https://files.example/{}", "x".repeat(2048));
@@ -826,18 +746,14 @@ async fn reactions_add_in_order(app: TestApp) {
     assert_recent(&after["updated_at"]);
     assert_eq!(after["message"], "react!");
 
-    let r = app
-        .put(&carol, &path, &[("reactions[heart][]", "carol")])
-        .await;
+    let heart = [("reactions[heart][]", "carol")];
     assert_eq!(
-        r.expect(200)["reactions"],
+        react(&app, &carol, &path, &heart).await,
         json!([{"like": ["bob"]}, {"heart": ["carol"]}])
     );
-    let r = app
-        .put(&alice, &path, &[("reactions[like][]", "alice")])
-        .await;
+    let like = [("reactions[like][]", "alice")];
     let full = json!([{"like": ["bob", "alice"]}, {"heart": ["carol"]}]);
-    assert_eq!(r.expect(200)["reactions"], full);
+    assert_eq!(react(&app, &alice, &path, &like).await, full);
     for u in [&alice, &bob, &carol] {
         assert_eq!(app.get(u, &path).await.expect(200)["reactions"], full);
     }
@@ -845,15 +761,9 @@ async fn reactions_add_in_order(app: TestApp) {
     // Several at once, by one caller: names in order of submission.
     let m2 = app.send_message(&bob, &conv, "more").await;
     let path2 = message_path(&m2);
-    let r = app
-        .put(
-            &carol,
-            &path2,
-            &[("reactions[tada][]", "carol"), ("reactions[+1][]", "carol")],
-        )
-        .await;
+    let both = [("reactions[tada][]", "carol"), ("reactions[+1][]", "carol")];
     assert_eq!(
-        r.expect(200)["reactions"],
+        react(&app, &carol, &path2, &both).await,
         json!([{"tada": ["carol"]}, {"+1": ["carol"]}])
     );
 }
@@ -874,15 +784,9 @@ async fn re_adding_a_reaction_changes_nothing(app: TestApp) {
     );
     assert_eq!(again, first);
     // Twice in one request is one reaction too.
-    let r = app
-        .put(
-            &alice,
-            &path,
-            &[("reactions[wow][]", "alice"), ("reactions[wow][]", "alice")],
-        )
-        .await;
+    let twice = [("reactions[wow][]", "alice"), ("reactions[wow][]", "alice")];
     assert_eq!(
-        r.expect(200)["reactions"],
+        react(&app, &alice, &path, &twice).await,
         json!([{"like": ["bob"]}, {"wow": ["alice"]}])
     );
 }
@@ -1056,15 +960,9 @@ async fn remove_own_reaction_only(app: TestApp) {
     let (alice, bob, carol, conv) = trio(&app).await;
     let m = app.send_message(&carol, &conv, "unreact").await;
     let path = message_path(&m);
-    app.put(&bob, &path, &[("reactions[like][]", "bob")])
-        .await
-        .expect(200);
-    app.put(&alice, &path, &[("reactions[like][]", "alice")])
-        .await
-        .expect(200);
-    app.put(&alice, &path, &[("reactions[heart][]", "alice")])
-        .await
-        .expect(200);
+    react(&app, &bob, &path, &[("reactions[like][]", "bob")]).await;
+    react(&app, &alice, &path, &[("reactions[like][]", "alice")]).await;
+    react(&app, &alice, &path, &[("reactions[heart][]", "alice")]).await;
 
     let r = app.delete(&bob, &format!("{path}/reactions/like")).await;
     let after = r.expect(200).clone();

@@ -2,21 +2,16 @@
 //! unknown parameters, booleans, ids, timestamps, success codes), the error
 //! body, and bearer authentication.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use confab_tests::http::{encode_form, Resp, TestApp, User};
 use reqwest::Method;
-use serde_json::{json, Value};
+use serde_json::json;
+
+use crate::support::{assert_id, assert_recent, pair, UNKNOWN_ID};
 
 const FORM: &str = "application/x-www-form-urlencoded";
 const JSON: &str = "application/json";
-
-fn now_secs() -> i64 {
-    let d = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after epoch");
-    i64::try_from(d.as_secs()).expect("seconds fit")
-}
 
 #[track_caller]
 fn assert_json_type(r: &Resp) {
@@ -35,33 +30,6 @@ fn assert_json_type(r: &Resp) {
     );
 }
 
-#[track_caller]
-fn assert_id(v: &Value) -> String {
-    let s = v
-        .as_str()
-        .unwrap_or_else(|| panic!("id is not a string: {v}"));
-    assert_eq!(s.len(), 36, "id {s:?} is not 36 characters");
-    assert_eq!(s, s.to_lowercase(), "id {s:?} is not lowercase");
-    let u = uuid::Uuid::parse_str(s).unwrap_or_else(|_| panic!("id {s:?} is not a UUID"));
-    assert_eq!(u.hyphenated().to_string(), s, "id {s:?} is not hyphenated");
-    assert_eq!(u.get_version_num(), 7, "id {s:?} is not a UUIDv7");
-    s.to_owned()
-}
-
-/// An integer number of Unix seconds within a few minutes of now.
-#[track_caller]
-fn assert_recent(v: &Value) -> i64 {
-    let t = v
-        .as_i64()
-        .unwrap_or_else(|| panic!("timestamp is not an integer: {v}"));
-    let now = now_secs();
-    assert!(
-        (now - 300..=now + 5).contains(&t),
-        "timestamp {t} is not Unix seconds close to now ({now})"
-    );
-    t
-}
-
 /// The path of a `Location` header (relative or absolute).
 #[track_caller]
 fn location_path(app: &TestApp, r: &Resp) -> String {
@@ -70,22 +38,27 @@ fn location_path(app: &TestApp, r: &Resp) -> String {
         .map_or(loc.clone(), str::to_owned)
 }
 
-async fn send_form(app: &TestApp, method: Method, user: &User, path: &str, body: &str) -> Resp {
+/// `user` sends `body` with the given content type.
+async fn send_body(
+    app: &TestApp,
+    method: Method,
+    user: &User,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> Resp {
     app.send(
         method,
         path,
         Some(&user.token),
-        Some((FORM, body.as_bytes().to_vec())),
+        Some((content_type, body)),
         &[],
     )
     .await
 }
 
-async fn pair(app: &TestApp) -> (User, User, String) {
-    let alice = app.user("alice").await;
-    let bob = app.user("bob").await;
-    let conv = app.direct(&alice, &bob).await;
-    (alice, bob, conv)
+async fn send_form(app: &TestApp, method: Method, user: &User, path: &str, body: &str) -> Resp {
+    send_body(app, method, user, path, FORM, body.as_bytes().to_vec()).await
 }
 
 // ---------------------------------------------------------------- responses
@@ -198,15 +171,15 @@ async fn wrong_method_is_405_with_allow(app: TestApp) {
 async fn other_body_types_are_415(app: TestApp) {
     let (alice, _bob, conv) = pair(&app).await;
     let text_body = format!("conversation_id={conv}&message=hi");
-    let r = app
-        .send(
-            Method::POST,
-            "/v1/messages",
-            Some(&alice.token),
-            Some(("text/plain", text_body.into_bytes())),
-            &[],
-        )
-        .await;
+    let r = send_body(
+        &app,
+        Method::POST,
+        &alice,
+        "/v1/messages",
+        "text/plain",
+        text_body.into_bytes(),
+    )
+    .await;
     r.expect_error(415, "unsupported_media_type", None);
     assert_json_type(&r);
 
@@ -215,30 +188,27 @@ async fn other_body_types_are_415(app: TestApp) {
         "--{boundary}\r\nContent-Disposition: form-data; name=\"conversation_id\"\r\n\r\n{conv}\r\n\
          --{boundary}\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nhi\r\n--{boundary}--\r\n"
     );
-    let r = app
-        .send(
-            Method::POST,
-            "/v1/messages",
-            Some(&alice.token),
-            Some((
-                &format!("multipart/form-data; boundary={boundary}"),
-                multipart.into_bytes(),
-            )),
-            &[],
-        )
-        .await;
+    let r = send_body(
+        &app,
+        Method::POST,
+        &alice,
+        "/v1/messages",
+        &format!("multipart/form-data; boundary={boundary}"),
+        multipart.into_bytes(),
+    )
+    .await;
     r.expect_error(415, "unsupported_media_type", None);
     assert_json_type(&r);
 
-    let r = app
-        .send(
-            Method::PUT,
-            &format!("/v1/conversations/{conv}"),
-            Some(&alice.token),
-            Some(("application/xml", b"<is_muted>true</is_muted>".to_vec())),
-            &[],
-        )
-        .await;
+    let r = send_body(
+        &app,
+        Method::PUT,
+        &alice,
+        &format!("/v1/conversations/{conv}"),
+        "application/xml",
+        b"<is_muted>true</is_muted>".to_vec(),
+    )
+    .await;
     r.expect_error(415, "unsupported_media_type", None);
 
     // Nothing was sent or changed.
@@ -256,15 +226,15 @@ async fn body_over_64_kib_is_413(app: TestApp) {
     assert_json_type(&r);
 
     let body = json!({"conversation_id": conv, "message": "b".repeat(70_000)}).to_string();
-    let r = app
-        .send(
-            Method::POST,
-            "/v1/messages",
-            Some(&alice.token),
-            Some((JSON, body.into_bytes())),
-            &[],
-        )
-        .await;
+    let r = send_body(
+        &app,
+        Method::POST,
+        &alice,
+        "/v1/messages",
+        JSON,
+        body.into_bytes(),
+    )
+    .await;
     r.expect_error(413, "payload_too_large", None);
 
     let list = app.get(&alice, "/v1/messages").await;
@@ -320,15 +290,7 @@ async fn undecodable_bodies_are_body_invalid(app: TestApp) {
     ];
     for body in json_bodies {
         let shown = String::from_utf8_lossy(&body).into_owned();
-        let r = app
-            .send(
-                Method::POST,
-                "/v1/messages",
-                Some(&alice.token),
-                Some((JSON, body)),
-                &[],
-            )
-            .await;
+        let r = send_body(&app, Method::POST, &alice, "/v1/messages", JSON, body).await;
         assert_eq!(r.status.as_u16(), 400, "body {shown:?} -> {}", r.raw);
         r.expect_error(400, "body_invalid", None);
         assert_json_type(&r);
@@ -340,15 +302,7 @@ async fn undecodable_bodies_are_body_invalid(app: TestApp) {
     let encoded = format!("conversation_id={conv}&message=h%FF%FEi").into_bytes();
     for body in [raw, encoded] {
         let shown = String::from_utf8_lossy(&body).into_owned();
-        let r = app
-            .send(
-                Method::POST,
-                "/v1/messages",
-                Some(&alice.token),
-                Some((FORM, body)),
-                &[],
-            )
-            .await;
+        let r = send_body(&app, Method::POST, &alice, "/v1/messages", FORM, body).await;
         assert_eq!(r.status.as_u16(), 400, "body {shown:?} -> {}", r.raw);
         r.expect_error(400, "body_invalid", None);
     }
@@ -513,9 +467,8 @@ async fn empty_body_means_no_attributes(app: TestApp) {
 
 async fn unknown_parameters_are_rejected(app: TestApp) {
     let (alice, _bob, conv) = pair(&app).await;
-    let other_id = "0190a5e0-0000-7000-8000-000000000000";
     for (key, value) in [
-        ("id", other_id),
+        ("id", UNKNOWN_ID),
         ("created_at", "1700000000"),
         ("contact", "x"),
         ("updated_at", "1700000000"),
@@ -535,7 +488,7 @@ async fn unknown_parameters_are_rejected(app: TestApp) {
             Method::POST,
             &alice,
             "/v1/messages",
-            &json!({"conversation_id": conv, "message": "hi", "contact": {"id": other_id}}),
+            &json!({"conversation_id": conv, "message": "hi", "contact": {"id": UNKNOWN_ID}}),
         )
         .await;
     r.expect_error(400, "parameter_unknown", Some("contact"));
@@ -549,7 +502,7 @@ async fn unknown_parameters_are_rejected(app: TestApp) {
         .put(
             &alice,
             &format!("/v1/conversations/{conv}"),
-            &[("contact_id", other_id)],
+            &[("contact_id", UNKNOWN_ID)],
         )
         .await;
     r.expect_error(400, "parameter_unknown", Some("contact_id"));
@@ -798,9 +751,7 @@ async fn malformed_path_ids_are_404(app: TestApp) {
     let r = app.delete(&alice, "/v1/messages/xyz/reactions/like").await;
     r.expect_error(404, "not_found", None);
     // A well-formed id that does not exist is 404 too.
-    let r = app
-        .get(&alice, "/v1/messages/0190a5e0-0000-7000-8000-000000000000")
-        .await;
+    let r = app.get(&alice, &format!("/v1/messages/{UNKNOWN_ID}")).await;
     r.expect_error(404, "not_found", None);
     // The message is still there.
     app.get(
