@@ -101,6 +101,11 @@ enum Seg {
     Push,
 }
 
+/// How many bracket segments a parameter name may have. The deepest the API
+/// takes is `attachments[0][file_url]`; the bound keeps a hostile name of
+/// thousands of segments from costing deep recursion and quadratic names.
+const MAX_SEGMENTS: usize = 8;
+
 /// `name[a][0][]` -> `[Key(name), Key(a), Index(0), Push]`.
 fn parse_key(key: &str) -> Result<Vec<Seg>, DecodeError> {
     let malformed = || body_err(format!("malformed parameter name {key:?}"));
@@ -130,6 +135,11 @@ fn parse_key(key: &str) -> Result<Vec<Seg>, DecodeError> {
             Seg::Key(inner.to_owned())
         };
         path.push(seg);
+        if path.len() > MAX_SEGMENTS {
+            return Err(body_err(format!(
+                "parameter names nest at most {MAX_SEGMENTS} levels deep"
+            )));
+        }
         rest = &inner_rest[end + 1..];
     }
     Ok(path)
@@ -349,6 +359,20 @@ mod tests {
             })
             .collect::<Vec<_>>()
             .join("&")
+    }
+
+    #[test]
+    fn hostile_nesting_is_a_body_error() {
+        let deep = format!("a{}=1", "[b]".repeat(20_000));
+        assert!(is_body_err(&deep));
+        let eight = format!("a{}=1", "[b]".repeat(MAX_SEGMENTS - 1));
+        assert!(form(&eight).is_ok());
+        // JSON nesting is bounded by serde_json's own recursion limit.
+        let json = format!("{{\"a\":{}1{}}}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(matches!(
+            decode_json(json.as_bytes()),
+            Err(DecodeError::Body(_))
+        ));
     }
 
     #[test]

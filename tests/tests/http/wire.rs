@@ -803,7 +803,22 @@ async fn ids_and_timestamps_have_the_wire_form(app: TestApp) {
     assert_recent(&a["created_at"]);
 }
 
+/// A parameter name nested thousands of levels deep (60 KiB of `[b]`) is a
+/// clear 400, and the server keeps serving: it once overflowed the stack.
+async fn hostile_nesting_is_body_invalid_and_the_server_survives(app: TestApp) {
+    let (alice, _bob, conv) = pair(&app).await;
+    let deep = format!("message{}=x", "[b]".repeat(20_000));
+    let r = send_form(&app, Method::POST, &alice, "/v1/messages", &deep).await;
+    r.expect_error(400, "body_invalid", None);
+    let q = format!("/v1/conversations?muted{}=1", "[b]".repeat(2_000));
+    app.get(&alice, &q)
+        .await
+        .expect_error(400, "body_invalid", None);
+    app.send_message(&alice, &conv, "still here").await;
+}
+
 confab_tests::both_stores!(
+    hostile_nesting_is_body_invalid_and_the_server_survives,
     responses_are_json_also_errors,
     unknown_route_is_json_404,
     wrong_method_is_405_with_allow,
