@@ -2364,6 +2364,9 @@ async fn page_of_messages_costs_a_fixed_number_of_statements(
     assert_eq!(loaded.attachments.len(), 2, "attachments loaded");
     assert_eq!(reactions_of(loaded).len(), 2, "reactions loaded");
     assert_eq!(loaded.reactions[0].reactors.len(), 3, "all reactors loaded");
+    println!(
+        "statements per page: 1 message {one}, 50 messages {many}; feed {one_all} / {many_all}"
+    );
     assert!(one > 0, "the counter counts");
     assert_eq!(
         one, many,
