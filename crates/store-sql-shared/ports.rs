@@ -198,8 +198,12 @@ impl MessageStore for SqlStore {
         self.write(move |c| q::append_message(c, message)).await
     }
 
-    async fn message(&self, id: MessageId) -> Result<Option<Message>, StoreError> {
-        self.read(move |c| q::message(c, id)).await
+    async fn message_for(
+        &self,
+        viewer: ContactId,
+        id: MessageId,
+    ) -> Result<Option<Message>, StoreError> {
+        self.read(move |c| q::message_for(c, viewer, id)).await
     }
 
     async fn list_messages(

@@ -763,8 +763,24 @@ pub(crate) fn append_message(conn: &mut Conn, message: NewMessage) -> Result<Mes
     load_message(conn, row.id)?.ok_or_else(not_found)
 }
 
-pub(crate) fn message(conn: &mut Conn, id: MessageId) -> Result<Option<Message>> {
-    load_message(conn, id.db())
+pub(crate) fn message_for(
+    conn: &mut Conn,
+    viewer: ContactId,
+    id: MessageId,
+) -> Result<Option<Message>> {
+    let v = viewer.db();
+    let rows: Vec<MessageRow> = messages::table
+        .find(id.db())
+        .filter(
+            messages::conversation_id.eq_any(
+                conversations::table
+                    .filter(visible_to!(v))
+                    .select(conversations::id),
+            ),
+        )
+        .select(MessageRow::as_select())
+        .load(conn)?;
+    Ok(hydrate(conn, rows)?.pop())
 }
 
 pub(crate) fn list_messages(

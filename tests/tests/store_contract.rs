@@ -888,7 +888,14 @@ async fn conversations_open_marks_others_messages_read(s: S) {
     assert_eq!(v.viewer, bob.id);
     let read = |id: MessageId| {
         let s = s.clone();
-        async move { s.message(id).await.expect("get").expect("some").read_at }
+        let alice = alice.id;
+        async move {
+            s.message_for(alice, id)
+                .await
+                .expect("get")
+                .expect("some")
+                .read_at
+        }
     };
     assert_eq!(read(from_alice.id).await, Some(at(10)));
     assert_eq!(read(from_bob.id).await, None, "own messages stay unread");
@@ -1162,7 +1169,7 @@ async fn conversations_delete_cascades(s: S) {
 
     s.delete_conversation(c.id).await.expect("delete");
     assert_eq!(s.conversation_for(alice.id, c.id).await.expect("get"), None);
-    assert_eq!(s.message(m.id).await.expect("get"), None);
+    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
     assert_eq!(all_messages(&s, &alice, None).await, vec![kept.id]);
     assert_eq!(list_convs(&s, &alice, no_filter()).await, vec![keep.id]);
     assert_err!(s.delete_conversation(c.id).await, StoreError::NotFound);
@@ -1171,7 +1178,11 @@ async fn conversations_delete_cascades(s: S) {
             .await,
         StoreError::NotFound
     );
-    assert!(s.message(kept.id).await.expect("get").is_some());
+    assert!(s
+        .message_for(alice.id, kept.id)
+        .await
+        .expect("get")
+        .is_some());
 }
 
 // ---------------------------------------------------------------------------
@@ -1205,9 +1216,12 @@ async fn messages_append_and_get(s: S) {
         assert_eq!(got.file_size, a.file_size);
         assert_eq!(got.created_at, m.created_at);
     }
-    assert_eq!(s.message(m.id).await.expect("get"), Some(m.clone()));
     assert_eq!(
-        s.message(MessageId::from_uuid(new_id()))
+        s.message_for(alice.id, m.id).await.expect("get"),
+        Some(m.clone())
+    );
+    assert_eq!(
+        s.message_for(alice.id, MessageId::from_uuid(new_id()))
             .await
             .expect("get"),
         None
@@ -1258,7 +1272,7 @@ async fn messages_append_and_get(s: S) {
             ..
         })
     );
-    assert_eq!(s.message(refused).await.expect("get"), None);
+    assert_eq!(s.message_for(alice.id, refused).await.expect("get"), None);
     let mut ten = new_message(&c, &alice, "ten", at(6));
     ten.attachments = (0..10).map(attachment).collect();
     assert_eq!(
@@ -1342,6 +1356,35 @@ async fn messages_list_only_visible_conversations(s: S) {
     );
     let nobody = contact(&s, "dave").await;
     assert_eq!(all_messages(&s, &nobody, None).await, vec![]);
+
+    // One message: visible to the members of its conversation only, and to
+    // a group's members only while they belong to it.
+    let seen = |viewer: ContactId, id: MessageId| {
+        let s = s.clone();
+        async move { s.message_for(viewer, id).await.expect("get").map(|m| m.id) }
+    };
+    assert_eq!(seen(alice.id, m1.id).await, Some(m1.id));
+    assert_eq!(seen(bob.id, m1.id).await, Some(m1.id));
+    assert_eq!(seen(carol.id, m1.id).await, None);
+    assert_eq!(seen(nobody.id, m4.id).await, None);
+    assert_eq!(seen(carol.id, m4.id).await, Some(m4.id));
+    assert_eq!(seen(alice.id, MessageId::from_uuid(new_id())).await, None);
+    let removed = GroupChange {
+        remove: vec![carol.id],
+        ..Default::default()
+    };
+    s.update_group(g.id, removed, at(7)).await.expect("remove");
+    assert_eq!(
+        seen(carol.id, m4.id).await,
+        None,
+        "the conversation's creator left the group"
+    );
+    let added = GroupChange {
+        add: vec![nobody.id],
+        ..Default::default()
+    };
+    s.update_group(g.id, added, at(8)).await.expect("add");
+    assert_eq!(seen(nobody.id, m4.id).await, Some(m4.id));
 }
 
 async fn messages_paging_both_ways(s: S) {
@@ -1565,7 +1608,10 @@ async fn messages_update_text_reactions_attachments(s: S) {
     assert_eq!(r.text.as_str(), "third");
     assert_eq!(r.updated_at, Some(at(10)));
     assert_eq!(r.reactions.len(), 2);
-    assert_eq!(s.message(m.id).await.expect("get"), Some(r.clone()));
+    assert_eq!(
+        s.message_for(alice.id, m.id).await.expect("get"),
+        Some(r.clone())
+    );
 
     // Lists show the same message.
     let listed = s
@@ -1626,7 +1672,11 @@ async fn messages_reaction_name_limit(s: S) {
             ..
         })
     );
-    let now = s.message(m.id).await.expect("get").expect("some");
+    let now = s
+        .message_for(alice.id, m.id)
+        .await
+        .expect("get")
+        .expect("some");
     assert_eq!(now, r);
 
     // Joining an existing name is still fine.
@@ -1683,7 +1733,7 @@ async fn messages_attachment_limit(s: S) {
             ..
         })
     );
-    assert_eq!(s.message(m.id).await.expect("get"), Some(r));
+    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), Some(r));
 }
 
 async fn messages_remove_reaction(s: S) {
@@ -1777,7 +1827,7 @@ async fn messages_delete_clears_pin(s: S) {
     .expect("pin");
 
     s.delete_message(m.id).await.expect("delete");
-    assert_eq!(s.message(m.id).await.expect("get"), None);
+    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
     assert_eq!(all_messages(&s, &bob, Some(c.id)).await, vec![other.id]);
     let v = s
         .conversation_for(bob.id, c.id)
@@ -1791,7 +1841,11 @@ async fn messages_delete_clears_pin(s: S) {
         StoreError::NotFound
     );
     // The other message and its conversation are untouched.
-    assert!(s.message(other.id).await.expect("get").is_some());
+    assert!(s
+        .message_for(alice.id, other.id)
+        .await
+        .expect("get")
+        .is_some());
     // Deleting a message that is not pinned leaves the pin alone.
     let third = send(&s, &c, &bob, "third", at(5)).await;
     s.update_conversation(
@@ -2079,7 +2133,7 @@ async fn groups_delete_cascades(s: S) {
         s.conversation_for(alice.id, gc.id).await.expect("get"),
         None
     );
-    assert_eq!(s.message(m.id).await.expect("get"), None);
+    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
     assert_eq!(list_convs(&s, &bob, no_filter()).await, vec![kc.id]);
     assert_eq!(all_messages(&s, &bob, None).await, vec![km.id]);
     let groups = s.list_groups(bob.id, page(10, None)).await.expect("list");

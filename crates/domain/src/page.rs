@@ -5,7 +5,6 @@ use crate::DomainError;
 pub struct PageLimit(u8);
 
 impl PageLimit {
-    pub const MAX: i64 = 100;
     pub const DEFAULT: u8 = 10;
     pub fn new(n: i64) -> Result<Self, DomainError> {
         match u8::try_from(n) {

@@ -210,8 +210,13 @@ pub trait MessageStore: Send + Sync {
     /// # Errors
     /// - MUST return `NotFound` when the conversation does not exist.
     async fn append_message(&self, message: NewMessage) -> Result<Message, StoreError>;
-    /// The message with this id, whoever may see it; `None` if none.
-    async fn message(&self, id: MessageId) -> Result<Option<Message>, StoreError>;
+    /// The message with this id, when `viewer` is a member of its
+    /// conversation (checked in the same query); else `None`.
+    async fn message_for(
+        &self,
+        viewer: ContactId,
+        id: MessageId,
+    ) -> Result<Option<Message>, StoreError>;
     /// Messages of the viewer's conversations (or of one of them), newest
     /// first (`created_at` desc, then id desc). Senders, reactions and
     /// attachments of a page are loaded with a fixed number of queries.

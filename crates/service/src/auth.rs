@@ -27,17 +27,6 @@ impl Confab {
         let username = Username::new(username.to_owned())?;
         let phone_number = PhoneNumber::new(phone_number.to_owned())?;
         let avatar_url = AvatarUrl::new(avatar_url.unwrap_or_default().to_owned())?;
-        if self
-            .ports
-            .contacts
-            .contact_by_username(username.as_str())
-            .await?
-            .is_some()
-        {
-            return Err(ServiceError::Conflict(format!(
-                "username {username} is taken"
-            )));
-        }
         let now = self.now();
         let contact = Contact {
             id: ContactId::from_uuid(self.new_uuid()),
@@ -47,6 +36,8 @@ impl Confab {
             last_active_at: now,
             created_at: now,
         };
+        // The store refuses a username taken in any letter case (Conflict),
+        // atomically: a lookup first would only race with it.
         Ok(self.ports.contacts.create_contact(contact).await?)
     }
 

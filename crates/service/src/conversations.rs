@@ -143,7 +143,7 @@ impl Confab {
                 let message = self
                     .ports
                     .messages
-                    .message(message_id)
+                    .message_for(caller.id, message_id)
                     .await?
                     .ok_or_else(not_here)?;
                 Some(PinnedMessageChange::Pin(

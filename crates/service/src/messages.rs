@@ -46,15 +46,12 @@ impl Confab {
         caller: &Contact,
         id: MessageId,
     ) -> Result<Message, ServiceError> {
-        let message = self
-            .ports
+        // Visibility is checked by the store in the same query.
+        self.ports
             .messages
-            .message(id)
+            .message_for(caller.id, id)
             .await?
-            .ok_or(ServiceError::not_found())?;
-        self.visible_conversation(caller, message.conversation_id, None)
-            .await?;
-        Ok(message)
+            .ok_or(ServiceError::not_found())
     }
 
     pub async fn send_message(

@@ -119,14 +119,9 @@ fn message_from(sender: Contact) -> Message {
 fn visible_message(m: &mut Mocks, sender: Contact, viewer: &Contact) {
     let msg = message_from(sender);
     m.messages
-        .expect_message()
-        .with(eq(msg_id()))
-        .returning(move |_| Ok(Some(msg.clone())));
-    let v = view(viewer);
-    m.conversations
-        .expect_conversation_for()
-        .with(eq(viewer.id), eq(conv_id()))
-        .returning(move |_, _| Ok(Some(v.clone())));
+        .expect_message_for()
+        .with(eq(viewer.id), eq(msg_id()))
+        .returning(move |_, _| Ok(Some(msg.clone())));
 }
 
 fn text(s: &str) -> MessageText {
@@ -136,14 +131,12 @@ fn text(s: &str) -> MessageText {
 #[tokio::test]
 async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
     let mut m = Mocks::new();
-    let msg = message_from(alice());
-    m.messages
-        .expect_message()
-        .returning(move |_| Ok(Some(msg.clone())));
-    m.conversations
-        .expect_conversation_for()
-        .returning(|_, _| Ok(None));
     let carol = contact(3, "carol");
+    // The store answers "not visible" exactly like "no such message".
+    m.messages
+        .expect_message_for()
+        .with(eq(carol.id), eq(msg_id()))
+        .returning(|_, _| Ok(None));
     let svc = m.service();
     assert!(matches!(
         svc.message(&carol, msg_id()).await,
@@ -419,8 +412,8 @@ async fn pinning_a_message_of_another_conversation_is_invalid() {
     let mut other = message_from(alice());
     other.conversation_id = ConversationId::from_uuid(Uuid::from_u128(999));
     m.messages
-        .expect_message()
-        .returning(move |_| Ok(Some(other.clone())));
+        .expect_message_for()
+        .returning(move |_, _| Ok(Some(other.clone())));
     assert!(matches!(
         m.service()
             .update_conversation(&alice(), conv_id(), Some(Some(msg_id())), None, None, None)
@@ -623,9 +616,15 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
 async fn duplicate_username_is_a_conflict() {
     let mut m = Mocks::new();
     m.contacts
-        .expect_contact_by_username()
-        .with(eq("ALICE"))
-        .returning(|_| Ok(Some(alice())));
+        .expect_create_contact()
+        .withf(|c| c.username.as_str() == "ALICE")
+        .times(1)
+        .returning(|c| {
+            Err(StoreError::Conflict(format!(
+                "username {} is taken",
+                c.username
+            )))
+        });
     assert!(matches!(
         m.service().create_contact("ALICE", "+15550100", None).await,
         Err(ServiceError::Conflict(_))
