@@ -259,29 +259,3 @@ pub fn encode_form(pairs: &[(&str, &str)]) -> String {
         .collect::<Vec<_>>()
         .join("&")
 }
-
-/// Generates one `#[tokio::test]` per backend for each listed async test
-/// function taking a `TestApp`.
-#[macro_export]
-macro_rules! both_stores {
-    ($($name:ident),* $(,)?) => {
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let app = $crate::http::TestApp::spawn($crate::db::Backend::Postgres).await;
-                    super::$name(app).await;
-                }
-            )*
-        }
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    let app = $crate::http::TestApp::spawn($crate::db::Backend::Sqlite).await;
-                    super::$name(app).await;
-                }
-            )*
-        }
-    };
-}

@@ -387,7 +387,8 @@ async fn duplicate_username_is_a_conflict(app: TestApp) {
     assert_eq!(carol.username.as_str(), "alice2");
 }
 
-confab_tests::both_stores!(
+confab_tests::on_both_stores!(
+    crate::support::on_server;
     me_is_the_callers_contact,
     update_me_changes_only_what_is_sent,
     update_me_validates,

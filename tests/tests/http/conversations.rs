@@ -943,7 +943,8 @@ async fn outsider_gets_404_and_changes_nothing(app: TestApp) {
     assert_eq!(first["attachments"].as_array().expect("list").len(), 1);
 }
 
-confab_tests::both_stores!(
+confab_tests::on_both_stores!(
+    crate::support::on_server;
     create_direct_conversation,
     create_validates_the_target,
     opening_reads_for_the_caller_only,

@@ -1155,7 +1155,8 @@ async fn concurrent_senders_lose_nothing(app: TestApp) {
     );
 }
 
-confab_tests::both_stores!(
+confab_tests::on_both_stores!(
+    crate::support::on_server;
     send_returns_the_full_message,
     send_validates_its_parameters,
     send_with_attachments,

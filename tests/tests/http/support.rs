@@ -1,10 +1,22 @@
 //! Helpers shared by the modules of the suite: ids, timestamps, lists, and
 //! the few fixtures every area needs.
 
+use std::future::Future;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use confab_tests::db::Backend;
 use confab_tests::http::{TestApp, User};
 use serde_json::Value;
+
+/// Runs `test` against a fresh server on `backend` (the runner
+/// `on_both_stores!` calls for each backend).
+pub(crate) async fn on_server<F, Fut>(backend: Backend, test: F)
+where
+    F: FnOnce(TestApp) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    test(TestApp::spawn(backend).await).await;
+}
 
 /// A well-formed id (a lowercase UUIDv7) that names nothing.
 pub(crate) const UNKNOWN_ID: &str = "0190a5e0-0000-7000-8000-000000000000";
@@ -147,3 +159,33 @@ pub(crate) async fn conversation_messages(app: &TestApp, user: &User, conv: &str
         .await;
     r.expect(200)["data"].as_array().expect("data").clone()
 }
+
+/// The member ids of a group object, sorted.
+pub(crate) fn member_ids(group: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = group["contacts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no contacts array: {group}"))
+        .iter()
+        .map(|c| c["id"].as_str().expect("contact id").to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The ids of `users`, sorted (to compare with `member_ids`).
+pub(crate) fn ids_of(users: &[&User]) -> Vec<String> {
+    let mut ids: Vec<String> = users.iter().map(|u| u.id.clone()).collect();
+    ids.sort();
+    ids
+}
+
+/// Records a failed expectation of the matrix instead of panicking, so that
+/// one run reports every wrong cell.
+macro_rules! check {
+    ($failures:expr, $cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            $failures.push(format!($($fmt)+));
+        }
+    };
+}
+pub(crate) use check;

@@ -817,7 +817,8 @@ async fn hostile_nesting_is_body_invalid_and_the_server_survives(app: TestApp) {
     app.send_message(&alice, &conv, "still here").await;
 }
 
-confab_tests::both_stores!(
+confab_tests::on_both_stores!(
+    crate::support::on_server;
     hostile_nesting_is_body_invalid_and_the_server_survives,
     responses_are_json_also_errors,
     unknown_route_is_json_404,

@@ -1,0 +1,16 @@
+//! The port contract suite: every test is written once against
+//! `Arc<dyn Store>` and runs unchanged on both stores
+//! (`<module>::postgres::*`, `<module>::sqlite::*`), each on a fresh
+//! database. It checks what `confab-ports` documents, including every error
+//! a method MUST return. One test binary (modules below) keeps link time
+//! down.
+
+mod concurrency;
+mod contacts;
+mod conversations;
+mod groups;
+mod messages;
+mod resilience;
+mod statements;
+mod support;
+mod tokens;

@@ -1,0 +1,703 @@
+//! Messages: append and get, order, visibility, paging, edits, reactions,
+//! attachments and deletion.
+
+use confab_domain::{
+    AttachmentId, ContactId, Conversation, ConversationId, Cursor, DomainError, FileType, FileUrl,
+    Filename, MemberStatePatch, MessageId, NewAttachment, PinnedMessageChange, ReactionName,
+};
+use confab_ports::{GroupChange, MessageChange, StoreError};
+use uuid::Uuid;
+
+use crate::support::{
+    all_messages, assert_err, at, at_us, attachment, change, contact, direct, group,
+    group_conversation, msg_ids, new_id, new_message, page, reactions_of, rn, send, text, S,
+};
+
+async fn messages_append_and_get(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let mut new = new_message(&c, &alice, "hello\nworld", at_us(2, 123_456));
+    new.attachments = vec![attachment(1), attachment(2), attachment(3)];
+    let wanted: Vec<(AttachmentId, NewAttachment)> = new.attachments.clone();
+    let m = s.append_message(new.clone()).await.expect("append");
+
+    assert_eq!(m.id, new.id);
+    assert_eq!(m.conversation_id, c.id);
+    assert_eq!(m.sender, alice);
+    assert_eq!(m.text.as_str(), "hello\nworld");
+    assert_eq!(m.reactions, vec![]);
+    assert_eq!(m.read_at, None);
+    assert_eq!(m.updated_at, None);
+    assert_eq!(m.created_at, at_us(2, 123_456));
+    assert_eq!(m.attachments.len(), 3);
+    for (got, (id, a)) in m.attachments.iter().zip(&wanted) {
+        assert_eq!(got.id, *id);
+        assert_eq!(got.message_id, m.id);
+        assert_eq!(got.filename, a.filename);
+        assert_eq!(got.file_url, a.file_url);
+        assert_eq!(got.file_type, a.file_type);
+        assert_eq!(got.file_size, a.file_size);
+        assert_eq!(got.created_at, m.created_at);
+    }
+    assert_eq!(
+        s.message_for(alice.id, m.id).await.expect("get"),
+        Some(m.clone())
+    );
+    assert_eq!(
+        s.message_for(alice.id, MessageId::from_uuid(new_id()))
+            .await
+            .expect("get"),
+        None
+    );
+
+    // A file without type and size.
+    let mut plain = new_message(&c, &bob, "file", at(3));
+    plain.attachments = vec![(
+        AttachmentId::from_uuid(new_id()),
+        NewAttachment {
+            filename: Filename::new("blob".into()).expect("filename"),
+            file_url: FileUrl::new("http://files.example/blob".into()).expect("url"),
+            file_type: FileType::octet_stream(),
+            file_size: None,
+        },
+    )];
+    let p = s.append_message(plain).await.expect("append");
+    assert_eq!(p.attachments[0].file_size, None);
+    assert_eq!(
+        p.attachments[0].file_type.as_str(),
+        "application/octet-stream"
+    );
+
+    let v = s
+        .conversation_for(bob.id, c.id)
+        .await
+        .expect("get")
+        .expect("some");
+    assert_eq!(v.conversation.last_active_at, Some(at(3)));
+
+    // The conversation must exist.
+    let ghost =
+        Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, bob.id, at(1))
+            .expect("direct");
+    assert_err!(
+        s.append_message(new_message(&ghost, &alice, "into the void", at(4)))
+            .await,
+        StoreError::NotFound
+    );
+    // At most 10 attachments, and nothing is stored when refused.
+    let mut too_many = new_message(&c, &alice, "eleven", at(5));
+    too_many.attachments = (0..11).map(attachment).collect();
+    let refused = too_many.id;
+    assert_err!(
+        s.append_message(too_many).await,
+        StoreError::Rule(DomainError::Invalid {
+            field: "attachments",
+            ..
+        })
+    );
+    assert_eq!(s.message_for(alice.id, refused).await.expect("get"), None);
+    let mut ten = new_message(&c, &alice, "ten", at(6));
+    ten.attachments = (0..10).map(attachment).collect();
+    assert_eq!(
+        s.append_message(ten).await.expect("ten").attachments.len(),
+        10
+    );
+}
+
+async fn messages_order_is_exact_within_a_second(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let with_id = |n: u128, micros: i64| {
+        let mut m = new_message(&c, &alice, "x", at_us(5, micros));
+        m.id = MessageId::from_uuid(Uuid::from_u128(n));
+        m
+    };
+    // Appended out of order; three share one microsecond.
+    let order = [
+        with_id(0x10, 500),
+        with_id(0x30, 10),
+        with_id(0x20, 999_999),
+        with_id(0x50, 10),
+        with_id(0x40, 10),
+        with_id(0x60, 0),
+    ];
+    for m in &order {
+        s.append_message(m.clone()).await.expect("append");
+    }
+    let id = |n: u128| MessageId::from_uuid(Uuid::from_u128(n));
+    let want = vec![id(0x20), id(0x10), id(0x50), id(0x40), id(0x30), id(0x60)];
+    assert_eq!(all_messages(&s, &alice, Some(c.id)).await, want);
+    assert_eq!(all_messages(&s, &bob, None).await, want);
+    // Last activity is the latest message, not the last appended one.
+    let v = s
+        .conversation_for(alice.id, c.id)
+        .await
+        .expect("get")
+        .expect("some");
+    assert_eq!(v.conversation.last_active_at, Some(at_us(5, 999_999)));
+}
+
+async fn messages_list_only_visible_conversations(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let carol = contact(&s, "carol").await;
+    let ab = direct(&s, &alice, &bob, at(1)).await;
+    let ac = direct(&s, &carol, &alice, at(1)).await;
+    let bc = direct(&s, &bob, &carol, at(1)).await;
+    let g = group(&s, &bob, &[&carol], at(1)).await;
+    let gc = group_conversation(&s, &carol, g.id, at(1)).await;
+    let m1 = send(&s, &ab, &alice, "1", at(2)).await;
+    let m2 = send(&s, &ac, &carol, "2", at(3)).await;
+    let m3 = send(&s, &bc, &bob, "3", at(4)).await;
+    let m4 = send(&s, &gc, &bob, "4", at(5)).await;
+    let m5 = send(&s, &ab, &bob, "5", at(6)).await;
+
+    assert_eq!(
+        all_messages(&s, &alice, None).await,
+        vec![m5.id, m2.id, m1.id]
+    );
+    assert_eq!(
+        all_messages(&s, &bob, None).await,
+        vec![m5.id, m4.id, m3.id, m1.id]
+    );
+    assert_eq!(
+        all_messages(&s, &carol, None).await,
+        vec![m4.id, m3.id, m2.id]
+    );
+    assert_eq!(
+        all_messages(&s, &alice, Some(ab.id)).await,
+        vec![m5.id, m1.id]
+    );
+    assert_eq!(all_messages(&s, &carol, Some(gc.id)).await, vec![m4.id]);
+    // Scoped to the viewer even when asked for a foreign conversation.
+    assert_eq!(all_messages(&s, &alice, Some(bc.id)).await, vec![]);
+    assert_eq!(all_messages(&s, &alice, Some(gc.id)).await, vec![]);
+    assert_eq!(
+        all_messages(&s, &alice, Some(ConversationId::from_uuid(new_id()))).await,
+        vec![]
+    );
+    let nobody = contact(&s, "dave").await;
+    assert_eq!(all_messages(&s, &nobody, None).await, vec![]);
+
+    // One message: visible to the members of its conversation only, and to
+    // a group's members only while they belong to it.
+    let seen = |viewer: ContactId, id: MessageId| {
+        let s = s.clone();
+        async move { s.message_for(viewer, id).await.expect("get").map(|m| m.id) }
+    };
+    assert_eq!(seen(alice.id, m1.id).await, Some(m1.id));
+    assert_eq!(seen(bob.id, m1.id).await, Some(m1.id));
+    assert_eq!(seen(carol.id, m1.id).await, None);
+    assert_eq!(seen(nobody.id, m4.id).await, None);
+    assert_eq!(seen(carol.id, m4.id).await, Some(m4.id));
+    assert_eq!(seen(alice.id, MessageId::from_uuid(new_id())).await, None);
+    let removed = GroupChange {
+        remove: vec![carol.id],
+        ..Default::default()
+    };
+    s.update_group(g.id, removed, at(7)).await.expect("remove");
+    assert_eq!(
+        seen(carol.id, m4.id).await,
+        None,
+        "the conversation's creator left the group"
+    );
+    let added = GroupChange {
+        add: vec![nobody.id],
+        ..Default::default()
+    };
+    s.update_group(g.id, added, at(8)).await.expect("add");
+    assert_eq!(seen(nobody.id, m4.id).await, Some(m4.id));
+}
+
+async fn messages_paging_both_ways(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let carol = contact(&s, "carol").await;
+    let c1 = direct(&s, &alice, &bob, at(1)).await;
+    let c2 = direct(&s, &alice, &carol, at(1)).await;
+    let hidden = direct(&s, &bob, &carol, at(1)).await;
+    // m[0] oldest .. m[6] newest; even ones in c1, odd ones in c2.
+    let mut m = Vec::new();
+    for i in 0..7 {
+        let conv = if i % 2 == 0 { &c1 } else { &c2 };
+        m.push(send(&s, conv, &alice, "x", at_us(10, i)).await.id);
+    }
+    let h = send(&s, &hidden, &bob, "not alice's", at(11)).await;
+
+    let list = |conv: Option<ConversationId>, limit: i64, cursor: Option<Cursor<MessageId>>| {
+        let s = s.clone();
+        let alice = alice.id;
+        async move {
+            let p = s
+                .list_messages(alice, conv, page(limit, cursor))
+                .await
+                .expect("list");
+            (msg_ids(&p), p.has_more)
+        }
+    };
+    // All of alice's: m6 m5 m4 m3 m2 m1 m0
+    assert_eq!(list(None, 3, None).await, (vec![m[6], m[5], m[4]], true));
+    assert_eq!(
+        list(None, 3, Some(Cursor::After(m[4]))).await,
+        (vec![m[3], m[2], m[1]], true)
+    );
+    assert_eq!(
+        list(None, 3, Some(Cursor::After(m[1]))).await,
+        (vec![m[0]], false)
+    );
+    assert_eq!(
+        list(None, 3, Some(Cursor::After(m[0]))).await,
+        (vec![], false)
+    );
+    assert_eq!(
+        list(None, 3, Some(Cursor::Before(m[0]))).await,
+        (vec![m[3], m[2], m[1]], true)
+    );
+    assert_eq!(
+        list(None, 3, Some(Cursor::Before(m[3]))).await,
+        (vec![m[6], m[5], m[4]], false)
+    );
+    assert_eq!(
+        list(None, 3, Some(Cursor::Before(m[5]))).await,
+        (vec![m[6]], false)
+    );
+    assert!(!list(None, 7, None).await.1);
+    assert!(list(None, 6, None).await.1);
+
+    // One conversation: c1 holds m6 m4 m2 m0.
+    assert_eq!(list(Some(c1.id), 2, None).await, (vec![m[6], m[4]], true));
+    assert_eq!(
+        list(Some(c1.id), 2, Some(Cursor::After(m[4]))).await,
+        (vec![m[2], m[0]], false)
+    );
+    assert_eq!(
+        list(Some(c1.id), 2, Some(Cursor::Before(m[0]))).await,
+        (vec![m[4], m[2]], true)
+    );
+    assert_eq!(
+        list(Some(c1.id), 2, Some(Cursor::Before(m[4]))).await,
+        (vec![m[6]], false)
+    );
+
+    // Cursors outside the list being paged.
+    for (conv, cursor) in [
+        (Some(c1.id), Cursor::After(m[1])),
+        (Some(c1.id), Cursor::Before(m[3])),
+        (None, Cursor::After(h.id)),
+        (None, Cursor::Before(h.id)),
+        (Some(hidden.id), Cursor::After(h.id)),
+        (None, Cursor::After(MessageId::from_uuid(new_id()))),
+    ] {
+        assert_err!(
+            s.list_messages(alice.id, conv, page(3, Some(cursor))).await,
+            StoreError::CursorNotFound
+        );
+    }
+}
+
+async fn messages_update_text_reactions_attachments(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let m = send(&s, &c, &alice, "first", at(2)).await;
+
+    // Nothing submitted, or the same text: no change, no updated_at.
+    let same = s
+        .update_message(m.id, change(&alice, at(3)))
+        .await
+        .expect("empty");
+    assert_eq!(same, m);
+    let same = s
+        .update_message(
+            m.id,
+            MessageChange {
+                text: Some(text("first")),
+                ..change(&alice, at(3))
+            },
+        )
+        .await
+        .expect("same text");
+    assert_eq!(same.updated_at, None);
+
+    let edited = s
+        .update_message(
+            m.id,
+            MessageChange {
+                text: Some(text("second")),
+                ..change(&alice, at(4))
+            },
+        )
+        .await
+        .expect("edit");
+    assert_eq!(edited.text.as_str(), "second");
+    assert_eq!(edited.updated_at, Some(at(4)));
+    assert_eq!(edited.created_at, m.created_at);
+
+    // Reactions: grouped by name in order of the first reaction, reactors in
+    // the order they reacted; one already had is skipped.
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_reactions: vec![rn("like")],
+                ..change(&bob, at(5))
+            },
+        )
+        .await
+        .expect("bob likes");
+    assert_eq!(r.updated_at, Some(at(5)));
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_reactions: vec![rn("heart"), rn("like"), rn("heart")],
+                ..change(&alice, at(6))
+            },
+        )
+        .await
+        .expect("alice reacts");
+    assert_eq!(
+        reactions_of(&r),
+        vec![
+            ("like".into(), vec!["bob".into(), "alice".into()]),
+            ("heart".into(), vec!["alice".into()]),
+        ]
+    );
+    assert_eq!(r.reactions[0].reactors[0].contact_id, bob.id);
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_reactions: vec![rn("like")],
+                ..change(&bob, at(7))
+            },
+        )
+        .await
+        .expect("bob likes again");
+    assert_eq!(
+        r.updated_at,
+        Some(at(6)),
+        "a duplicate reaction changes nothing"
+    );
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_reactions: vec![rn("like"), rn("heart")],
+                ..change(&bob, at(8))
+            },
+        )
+        .await
+        .expect("bob hearts");
+    assert_eq!(r.updated_at, Some(at(8)));
+    assert_eq!(
+        reactions_of(&r),
+        vec![
+            ("like".into(), vec!["bob".into(), "alice".into()]),
+            ("heart".into(), vec!["alice".into(), "bob".into()]),
+        ]
+    );
+
+    // Attachments are appended after the existing ones, in order.
+    let a1 = attachment(1);
+    let a2 = attachment(2);
+    let a3 = attachment(3);
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_attachments: vec![a1.clone(), a2.clone()],
+                ..change(&alice, at(9))
+            },
+        )
+        .await
+        .expect("attach");
+    assert_eq!(r.updated_at, Some(at(9)));
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_attachments: vec![a3.clone()],
+                text: Some(text("third")),
+                ..change(&alice, at(10))
+            },
+        )
+        .await
+        .expect("attach and edit");
+    let ids: Vec<AttachmentId> = r.attachments.iter().map(|a| a.id).collect();
+    assert_eq!(ids, vec![a1.0, a2.0, a3.0]);
+    assert_eq!(r.attachments[2].created_at, at(10));
+    assert_eq!(r.text.as_str(), "third");
+    assert_eq!(r.updated_at, Some(at(10)));
+    assert_eq!(r.reactions.len(), 2);
+    assert_eq!(
+        s.message_for(alice.id, m.id).await.expect("get"),
+        Some(r.clone())
+    );
+
+    // Lists show the same message.
+    let listed = s
+        .list_messages(bob.id, Some(c.id), page(10, None))
+        .await
+        .expect("list");
+    assert_eq!(listed.items, vec![r]);
+
+    assert_err!(
+        s.update_message(MessageId::from_uuid(new_id()), change(&alice, at(11)))
+            .await,
+        StoreError::NotFound
+    );
+}
+
+async fn messages_reaction_name_limit(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let m = send(&s, &c, &alice, "react", at(2)).await;
+    let names: Vec<ReactionName> = (0..31).map(|i| rn(&format!("r{i}"))).collect();
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_reactions: names,
+                ..change(&alice, at(3))
+            },
+        )
+        .await
+        .expect("31 names");
+    assert_eq!(r.reactions.len(), 31);
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_reactions: vec![rn("r31")],
+                ..change(&bob, at(4))
+            },
+        )
+        .await
+        .expect("the 32nd name");
+    assert_eq!(r.reactions.len(), 32);
+
+    // The 33rd name is refused, and nothing of the change is applied.
+    assert_err!(
+        s.update_message(
+            m.id,
+            MessageChange {
+                add_reactions: vec![rn("r0"), rn("r32")],
+                text: Some(text("changed")),
+                ..change(&bob, at(5))
+            },
+        )
+        .await,
+        StoreError::Rule(DomainError::Invalid {
+            field: "reactions",
+            ..
+        })
+    );
+    let now = s
+        .message_for(alice.id, m.id)
+        .await
+        .expect("get")
+        .expect("some");
+    assert_eq!(now, r);
+
+    // Joining an existing name is still fine.
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_reactions: vec![rn("r0"), rn("r5")],
+                ..change(&bob, at(6))
+            },
+        )
+        .await
+        .expect("join existing names");
+    assert_eq!(r.reactions.len(), 32);
+    assert_eq!(
+        reactions_of(&r)[0],
+        ("r0".into(), vec!["alice".into(), "bob".into()])
+    );
+}
+
+async fn messages_attachment_limit(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let mut new = new_message(&c, &alice, "files", at(2));
+    new.attachments = (0..9).map(attachment).collect();
+    let m = s.append_message(new).await.expect("9 attachments");
+
+    let tenth = attachment(9);
+    let r = s
+        .update_message(
+            m.id,
+            MessageChange {
+                add_attachments: vec![tenth.clone()],
+                ..change(&alice, at(3))
+            },
+        )
+        .await
+        .expect("the 10th");
+    assert_eq!(r.attachments.len(), 10);
+    assert_eq!(r.attachments[9].id, tenth.0);
+
+    assert_err!(
+        s.update_message(
+            m.id,
+            MessageChange {
+                add_attachments: vec![attachment(10)],
+                ..change(&alice, at(4))
+            },
+        )
+        .await,
+        StoreError::Rule(DomainError::Invalid {
+            field: "attachments",
+            ..
+        })
+    );
+    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), Some(r));
+}
+
+async fn messages_remove_reaction(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let m = send(&s, &c, &alice, "hi", at(2)).await;
+    s.update_message(
+        m.id,
+        MessageChange {
+            add_reactions: vec![rn("like"), rn("wave")],
+            ..change(&bob, at(3))
+        },
+    )
+    .await
+    .expect("bob");
+    s.update_message(
+        m.id,
+        MessageChange {
+            add_reactions: vec![rn("like")],
+            ..change(&alice, at(4))
+        },
+    )
+    .await
+    .expect("alice");
+
+    let r = s
+        .remove_reaction(m.id, bob.id, rn("like"), at(5))
+        .await
+        .expect("remove");
+    // Names follow their first remaining reaction: bob's "wave" now comes
+    // before alice's "like".
+    assert_eq!(
+        reactions_of(&r),
+        vec![
+            ("wave".into(), vec!["bob".into()]),
+            ("like".into(), vec!["alice".into()])
+        ]
+    );
+    assert_eq!(r.updated_at, Some(at(5)));
+    // Not having it is not an error, and changes nothing.
+    let r = s
+        .remove_reaction(m.id, bob.id, rn("like"), at(6))
+        .await
+        .expect("remove again");
+    assert_eq!(r.updated_at, Some(at(5)));
+    let r = s
+        .remove_reaction(m.id, alice.id, rn("nope"), at(6))
+        .await
+        .expect("never had it");
+    assert_eq!(r.updated_at, Some(at(5)));
+    // The last reactor of a name takes the name with them.
+    let r = s
+        .remove_reaction(m.id, alice.id, rn("like"), at(7))
+        .await
+        .expect("remove");
+    assert_eq!(reactions_of(&r), vec![("wave".into(), vec!["bob".into()])]);
+    assert_eq!(r.updated_at, Some(at(7)));
+
+    assert_err!(
+        s.remove_reaction(MessageId::from_uuid(new_id()), bob.id, rn("like"), at(8))
+            .await,
+        StoreError::NotFound
+    );
+}
+
+async fn messages_delete_clears_pin(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let mut new = new_message(&c, &alice, "pinned", at(2));
+    new.attachments = vec![attachment(1)];
+    let m = s.append_message(new).await.expect("append");
+    let other = send(&s, &c, &bob, "other", at(3)).await;
+    s.update_message(
+        m.id,
+        MessageChange {
+            add_reactions: vec![rn("like")],
+            ..change(&bob, at(4))
+        },
+    )
+    .await
+    .expect("react");
+    s.update_conversation(
+        alice.id,
+        c.id,
+        Some(PinnedMessageChange::Pin(m.id)),
+        MemberStatePatch::default(),
+    )
+    .await
+    .expect("pin");
+
+    s.delete_message(m.id).await.expect("delete");
+    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
+    assert_eq!(all_messages(&s, &bob, Some(c.id)).await, vec![other.id]);
+    let v = s
+        .conversation_for(bob.id, c.id)
+        .await
+        .expect("get")
+        .expect("some");
+    assert_eq!(v.conversation.pinned_message_id, None);
+    assert_err!(s.delete_message(m.id).await, StoreError::NotFound);
+    assert_err!(
+        s.delete_message(MessageId::from_uuid(new_id())).await,
+        StoreError::NotFound
+    );
+    // The other message and its conversation are untouched.
+    assert!(s
+        .message_for(alice.id, other.id)
+        .await
+        .expect("get")
+        .is_some());
+    // Deleting a message that is not pinned leaves the pin alone.
+    let third = send(&s, &c, &bob, "third", at(5)).await;
+    s.update_conversation(
+        alice.id,
+        c.id,
+        Some(PinnedMessageChange::Pin(third.id)),
+        MemberStatePatch::default(),
+    )
+    .await
+    .expect("pin");
+    s.delete_message(other.id).await.expect("delete");
+    let v = s
+        .conversation_for(bob.id, c.id)
+        .await
+        .expect("get")
+        .expect("some");
+    assert_eq!(v.conversation.pinned_message_id, Some(third.id));
+}
+
+confab_tests::on_both_stores!(
+    crate::support::on_store;
+    messages_append_and_get,
+    messages_order_is_exact_within_a_second,
+    messages_list_only_visible_conversations,
+    messages_paging_both_ways,
+    messages_update_text_reactions_attachments,
+    messages_reaction_name_limit,
+    messages_attachment_limit,
+    messages_remove_reaction,
+    messages_delete_clears_pin,
+);

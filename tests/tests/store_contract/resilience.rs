@@ -1,0 +1,127 @@
+//! Adapter-specific: PostgreSQL down and back, two SQLite stores on one
+//! file.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use confab_domain::Cursor;
+use confab_ports::StoreError;
+use confab_store_postgres::PgStore;
+use confab_store_sqlite::SqliteStore;
+use confab_tests::db::{postgres_admin_url, Backend};
+use diesel::connection::SimpleConnection as _;
+use diesel::{Connection as _, PgConnection};
+
+use crate::support::{assert_err, at, at_us, contact, direct, msg_ids, new_message, open, page, S};
+
+/// A database that cannot be reached fails fast instead of hanging requests.
+#[test]
+fn postgres_connect_fails_fast_when_the_database_is_down() {
+    let started = Instant::now();
+    let result = PgStore::connect("postgres://postgres@127.0.0.1:1/confab");
+    assert!(result.is_err());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+/// Runs one statement as the PostgreSQL superuser.
+async fn pg_admin(sql: String) {
+    tokio::task::spawn_blocking(move || {
+        let mut admin = PgConnection::establish(&postgres_admin_url()).expect("admin connection");
+        admin
+            .batch_execute(&sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    })
+    .await
+    .expect("join");
+}
+
+/// While the database refuses connections (its server connections killed,
+/// as in a restart), calls fail fast with `Unavailable`; once it is back,
+/// the same store works again without being rebuilt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_fails_fast_while_down_and_recovers() {
+    let (db, s) = open(Backend::Postgres).await;
+    let name = db
+        .postgres_name()
+        .expect("a PostgreSQL database")
+        .to_owned();
+    let alice = contact(&s, "alice").await;
+
+    pg_admin(format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false")).await;
+    pg_admin(format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    ))
+    .await;
+    let started = Instant::now();
+    assert_err!(s.ping().await, StoreError::Unavailable(_));
+    assert_err!(s.contact(alice.id).await, StoreError::Unavailable(_));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    pg_admin(format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true")).await;
+    s.ping().await.expect("recovered");
+    assert_eq!(s.contact(alice.id).await.expect("get"), Some(alice));
+    contact(&s, "bob").await;
+    drop(s);
+    drop(db);
+}
+
+/// Two stores on one SQLite file (as the server and the CLI would be) do not
+/// share the in-process writer queue: their writers meet at SQLite's lock,
+/// and `BEGIN IMMEDIATE` with the busy timeout still lets every one through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_writers_of_two_stores_on_one_file_all_succeed() {
+    let (db, first) = open(Backend::Sqlite).await;
+    let url = db.url.clone();
+    let second: S = tokio::task::spawn_blocking(move || {
+        Arc::new(SqliteStore::open(&url).expect("open again")) as S
+    })
+    .await
+    .expect("join");
+    let alice = contact(&first, "alice").await;
+    let bob = contact(&second, "bob").await;
+    let c = direct(&first, &alice, &bob, at(1)).await;
+
+    let mut tasks = Vec::new();
+    for w in 0..8_i64 {
+        for (store, sender) in [(&first, &alice), (&second, &bob)] {
+            let (s, c, sender) = (store.clone(), c.clone(), sender.clone());
+            tasks.push(tokio::spawn(async move {
+                for i in 0..10 {
+                    s.append_message(new_message(&c, &sender, "x", at_us(2, w * 100 + i)))
+                        .await
+                        .unwrap_or_else(|e| panic!("writer {w}: {e}"));
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.expect("writer");
+    }
+    let first_page = second
+        .list_messages(alice.id, Some(c.id), page(100, None))
+        .await
+        .expect("list");
+    assert!(first_page.has_more);
+    let last = first_page.items.last().map(|m| m.id).expect("messages");
+    let rest = first
+        .list_messages(bob.id, Some(c.id), page(100, Some(Cursor::After(last))))
+        .await
+        .expect("list");
+    assert!(!rest.has_more);
+    let mut ids = msg_ids(&first_page);
+    ids.extend(msg_ids(&rest));
+    assert_eq!(ids.len(), 160);
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 160, "each message once");
+    drop((first, second));
+    drop(db);
+}
