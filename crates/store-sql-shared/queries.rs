@@ -12,9 +12,9 @@ use std::collections::HashMap;
 use confab_domain::{
     check_attachment_count, check_reaction_name_count, AttachmentId, AvatarUrl, Contact, ContactId,
     ContactProfilePatch, Conversation, ConversationId, ConversationView, Cursor, DomainError,
-    FileSize, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupRole, MemberState,
-    MemberStatePatch, Message, MessageId, MessageText, NewAttachment, Page, Paged,
-    PinnedMessageChange, Reaction, ReactionName, Reactor, Timestamp, Username,
+    Field, FileSize, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupRole,
+    MemberState, MemberStatePatch, Message, MessageId, MessageText, NewAttachment, Page, Paged,
+    PinnedMessageChange, Reaction, ReactionName, Reactor, Rule, Timestamp, Username,
 };
 use confab_ports::{
     ConversationFilter, GroupChange, MessageChange, NewGroup, NewMessage, NewToken, StoreError,
@@ -551,9 +551,9 @@ pub(crate) fn update_conversation(
                 // Locked so that it cannot be deleted before this commits.
                 let message = backend::lock_message(conn, m.db())?;
                 if message.map(|r| r.conversation_id) != Some(c) {
-                    return Err(DomainError::invalid(
-                        "pinned_message_id",
-                        "must be a message of this conversation",
+                    return Err(DomainError::breaks(
+                        Field::PinnedMessage,
+                        Rule::OutsideConversation,
                     )
                     .into());
                 }
@@ -1006,9 +1006,7 @@ pub(crate) fn create_group(conn: &mut Conn, group: NewGroup, at: Timestamp) -> R
         .map(DbKey::db)
         .collect();
     if count_known_contacts(conn, &members)? != members.len() {
-        return Err(
-            DomainError::invalid("contact_ids", "must all be ids of existing contacts").into(),
-        );
+        return Err(DomainError::breaks(Field::Members, Rule::UnknownContacts).into());
     }
     let g = group.id.db();
     diesel::insert_into(groups::table)
@@ -1104,11 +1102,7 @@ pub(crate) fn update_group(
         .collect();
     if !adds.is_empty() {
         if count_known_contacts(conn, &adds)? != adds.len() {
-            return Err(DomainError::invalid(
-                "add_contact_ids",
-                "must all be ids of existing contacts",
-            )
-            .into());
+            return Err(DomainError::breaks(Field::AddedMembers, Rule::UnknownContacts).into());
         }
         let already: Vec<DbId> = group_members::table
             .filter(group_members::group_id.eq(g))

@@ -1,4 +1,6 @@
-use crate::{ContactId, ConversationId, DomainError, GroupId, Message, MessageId, Timestamp};
+use crate::{
+    ContactId, ConversationId, DomainError, Field, GroupId, Message, MessageId, Rule, Timestamp,
+};
 
 /// How far in the future `archived_at` may lie. Enough for clock skew; small
 /// enough that a value in milliseconds is caught as an error.
@@ -34,9 +36,9 @@ impl Conversation {
         now: Timestamp,
     ) -> Result<Self, DomainError> {
         if creator == peer {
-            return Err(DomainError::invalid(
-                "contact_id",
-                "must be another contact than yourself",
+            return Err(DomainError::breaks(
+                Field::Contact,
+                Rule::ConversationWithSelf,
             ));
         }
         Ok(Self::fresh(
@@ -97,9 +99,9 @@ impl Conversation {
     /// Checks that `message` may become this conversation's pinned message.
     pub fn check_pin(&self, message: &Message) -> Result<MessageId, DomainError> {
         if message.conversation_id != self.id {
-            return Err(DomainError::invalid(
-                "pinned_message_id",
-                "must be a message of this conversation",
+            return Err(DomainError::breaks(
+                Field::PinnedMessage,
+                Rule::OutsideConversation,
             ));
         }
         Ok(message.id)
@@ -109,15 +111,14 @@ impl Conversation {
     /// conversation was created, and not more than a minute ahead of `now`.
     pub fn check_archive(&self, at: Timestamp, now: Timestamp) -> Result<Timestamp, DomainError> {
         if at.secs() < self.created_at.secs() {
-            return Err(DomainError::invalid(
-                "archived_at",
-                "must not be before the conversation's created_at",
-            ));
+            return Err(DomainError::breaks(Field::ArchivedAt, Rule::BeforeCreation));
         }
         if at.secs() > now.secs() + ARCHIVE_FUTURE_TOLERANCE_SECS {
-            return Err(DomainError::invalid(
-                "archived_at",
-                "must be Unix seconds not more than 60 seconds in the future",
+            return Err(DomainError::breaks(
+                Field::ArchivedAt,
+                Rule::TooFarInFuture {
+                    tolerance_secs: ARCHIVE_FUTURE_TOLERANCE_SECS,
+                },
             ));
         }
         Ok(at)
@@ -188,7 +189,7 @@ pub struct ConversationView {
 }
 
 impl ConversationView {
-    /// `contact_id` of the wire object: the other member, `None` for groups.
+    /// The other member of a direct conversation; `None` for groups.
     pub fn contact_id(&self) -> Option<ContactId> {
         self.conversation.other_member(self.viewer)
     }
@@ -224,8 +225,8 @@ mod tests {
         assert!(matches!(
             err,
             Err(DomainError::Invalid {
-                field: "contact_id",
-                ..
+                field: Field::Contact,
+                rule: Rule::ConversationWithSelf
             })
         ));
     }

@@ -1,22 +1,198 @@
+use std::fmt;
+
 use thiserror::Error;
 
-/// Why a domain rule refused something. Each variant names the field it is
-/// about (when there is one) so that adapters can point at the input at fault.
+/// Why a domain rule refused something.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum DomainError {
-    /// A value does not satisfy its type's invariant.
-    #[error("{field} {reason}")]
-    Invalid { field: &'static str, reason: String },
+    /// An input breaks a rule: `field` names the input, `rule` the rule.
+    #[error("{field} {rule}")]
+    Invalid { field: Field, rule: Rule },
     /// The actor may see the thing but may not do this to it.
     #[error("{0}")]
     Forbidden(&'static str),
 }
 
 impl DomainError {
-    pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+    /// A value that breaks its type's own invariant, `rule` saying what it
+    /// must be ("must be at most 4096 characters").
+    pub const fn invalid(field: Field, rule: &'static str) -> Self {
         Self::Invalid {
             field,
-            reason: reason.into(),
+            rule: Rule::Invariant(rule),
         }
+    }
+
+    /// `field` breaks `rule`.
+    pub const fn breaks(field: Field, rule: Rule) -> Self {
+        Self::Invalid { field, rule }
+    }
+}
+
+/// The inputs of confab's operations, in the domain's words. Rules name the
+/// input they are about with it; each adapter maps it to its own names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// A message's text.
+    MessageText,
+    /// A message's attachments, as a whole.
+    Attachments,
+    /// Where an attachment's bytes live.
+    FileUrl,
+    /// An attachment's file name.
+    Filename,
+    /// An attachment's MIME type.
+    FileType,
+    /// An attachment's size in bytes.
+    FileSize,
+    /// Reactions to a message: their names and who reacted.
+    Reactions,
+    /// A contact's username.
+    Username,
+    /// A contact's phone number.
+    PhoneNumber,
+    /// A contact's or a group's avatar.
+    AvatarUrl,
+    /// A group's name.
+    GroupName,
+    /// A group's description.
+    GroupDescription,
+    /// The contacts a new group starts with.
+    Members,
+    /// The contacts to add to a group.
+    AddedMembers,
+    /// The contacts to remove from a group.
+    RemovedMembers,
+    /// The contact a direct conversation is with.
+    Contact,
+    /// The group a conversation belongs to.
+    Group,
+    /// The conversation a message belongs to.
+    Conversation,
+    /// A conversation's pinned message.
+    PinnedMessage,
+    /// When a member archived a conversation.
+    ArchivedAt,
+    /// How many items a page holds.
+    PageLimit,
+    /// The item a page starts after.
+    PageAfter,
+    /// The item a page ends before.
+    PageBefore,
+    /// How long a new access token stays valid.
+    TokenLifetime,
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::MessageText => "message text",
+            Self::Attachments => "attachments",
+            Self::FileUrl => "attachment file URL",
+            Self::Filename => "attachment filename",
+            Self::FileType => "attachment file type",
+            Self::FileSize => "attachment file size",
+            Self::Reactions => "reactions",
+            Self::Username => "username",
+            Self::PhoneNumber => "phone number",
+            Self::AvatarUrl => "avatar URL",
+            Self::GroupName => "group name",
+            Self::GroupDescription => "group description",
+            Self::Members => "group members",
+            Self::AddedMembers => "members to add",
+            Self::RemovedMembers => "members to remove",
+            Self::Contact => "contact",
+            Self::Group => "group",
+            Self::Conversation => "conversation",
+            Self::PinnedMessage => "pinned message",
+            Self::ArchivedAt => "archive time",
+            Self::PageLimit => "page size",
+            Self::PageAfter => "item to start the page after",
+            Self::PageBefore => "item to end the page before",
+            Self::TokenLifetime => "token lifetime",
+        })
+    }
+}
+
+/// The rules an input can break. Each reads as what the input must be, after
+/// the input's name: "attachments must not bring a message to more than 10
+/// attachments".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// A value's own invariant, in words ("must be at most 4096 characters").
+    Invariant(&'static str),
+    /// A message would carry more than `max` attachments.
+    TooManyAttachments { max: usize },
+    /// A message would carry more than `max` distinct reaction names.
+    TooManyReactionNames { max: usize },
+    /// A reaction was asked for without naming who reacts.
+    ReactionWithoutReactor,
+    /// A direct conversation with oneself.
+    ConversationWithSelf,
+    /// A message of another conversation (or one the caller cannot see).
+    OutsideConversation,
+    /// A time before the conversation was created.
+    BeforeCreation,
+    /// A time more than `tolerance_secs` ahead of now.
+    TooFarInFuture { tolerance_secs: i64 },
+    /// A change that would leave a group without an owner.
+    LastOwnerRemoved,
+    /// Contact ids of which some name no contact.
+    UnknownContacts,
+    /// A page cursor naming an item that is not in the list being paged.
+    CursorNotInList,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Invariant(rule) => f.write_str(rule),
+            Self::TooManyAttachments { max } => {
+                write!(f, "must not bring a message to more than {max} attachments")
+            }
+            Self::TooManyReactionNames { max } => write!(
+                f,
+                "must not bring a message to more than {max} distinct reaction names"
+            ),
+            Self::ReactionWithoutReactor => {
+                f.write_str("must list the caller's own username for each reaction")
+            }
+            Self::ConversationWithSelf => f.write_str("must be another contact than yourself"),
+            Self::OutsideConversation => f.write_str("must be a message of this conversation"),
+            Self::BeforeCreation => f.write_str("must not be before the conversation's created_at"),
+            Self::TooFarInFuture { tolerance_secs } => write!(
+                f,
+                "must be Unix seconds not more than {tolerance_secs} seconds in the future"
+            ),
+            Self::LastOwnerRemoved => {
+                f.write_str("must not remove the group's last owner; delete the group instead")
+            }
+            Self::UnknownContacts => f.write_str("must all be ids of existing contacts"),
+            Self::CursorNotInList => {
+                f.write_str("must be the id of an item in the list being paged")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_read_in_domain_words() {
+        assert_eq!(
+            DomainError::breaks(Field::Attachments, Rule::TooManyAttachments { max: 10 })
+                .to_string(),
+            "attachments must not bring a message to more than 10 attachments"
+        );
+        assert_eq!(
+            DomainError::breaks(Field::PinnedMessage, Rule::OutsideConversation).to_string(),
+            "pinned message must be a message of this conversation"
+        );
+        assert_eq!(
+            DomainError::invalid(Field::PageLimit, "must be an integer from 1 to 100").to_string(),
+            "page size must be an integer from 1 to 100"
+        );
     }
 }

@@ -1,5 +1,6 @@
 use crate::{
-    AvatarUrl, Contact, ContactId, DomainError, GroupDescription, GroupId, GroupName, Timestamp,
+    AvatarUrl, Contact, ContactId, DomainError, Field, GroupDescription, GroupId, GroupName, Rule,
+    Timestamp,
 };
 
 /// A member's role in a group.
@@ -78,9 +79,9 @@ impl Group {
             .filter(|m| m.role == GroupRole::Owner && !removes.contains(&m.contact.id))
             .count();
         if owners_left == 0 {
-            return Err(DomainError::invalid(
-                "remove_contact_ids",
-                "must not remove the group's last owner; delete the group instead",
+            return Err(DomainError::breaks(
+                Field::RemovedMembers,
+                Rule::LastOwnerRemoved,
             ));
         }
         Ok(())
@@ -165,7 +166,10 @@ mod tests {
         let g = group();
         assert!(matches!(
             g.check_update(c(1), false, &[], &[c(1)]),
-            Err(DomainError::Invalid { .. })
+            Err(DomainError::Invalid {
+                field: Field::RemovedMembers,
+                rule: Rule::LastOwnerRemoved
+            })
         ));
     }
 }

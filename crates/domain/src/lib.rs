@@ -21,7 +21,7 @@ pub use conversation::{
     Conversation, ConversationKind, ConversationView, MemberState, MemberStatePatch,
     PinnedMessageChange, ARCHIVE_FUTURE_TOLERANCE_SECS,
 };
-pub use error::DomainError;
+pub use error::{DomainError, Field, Rule};
 pub use group::{Group, GroupMember, GroupRole};
 pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId};
 pub use message::{

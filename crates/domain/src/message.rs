@@ -1,6 +1,6 @@
 use crate::{
-    AttachmentId, Contact, ContactId, ConversationId, DomainError, FileSize, FileType, FileUrl,
-    Filename, MessageId, MessageText, ReactionName, Timestamp, Username,
+    AttachmentId, Contact, ContactId, ConversationId, DomainError, Field, FileSize, FileType,
+    FileUrl, Filename, MessageId, MessageText, ReactionName, Rule, Timestamp, Username,
 };
 
 /// At most this many attachments on one message.
@@ -99,9 +99,9 @@ impl Message {
         let mut adding: Vec<ReactionName> = Vec::new();
         for (name, usernames) in requested {
             if usernames.is_empty() {
-                return Err(DomainError::invalid(
-                    "reactions",
-                    "must list the caller's own username for each reaction",
+                return Err(DomainError::breaks(
+                    Field::Reactions,
+                    Rule::ReactionWithoutReactor,
                 ));
             }
             if usernames.iter().any(|u| !by.username.matches(u)) {
@@ -129,9 +129,11 @@ impl Message {
 /// A message carries at most [`MAX_REACTION_NAMES`] distinct reaction names.
 pub fn check_reaction_name_count(total: usize) -> Result<(), DomainError> {
     if total > MAX_REACTION_NAMES {
-        return Err(DomainError::invalid(
-            "reactions",
-            "must not bring a message to more than 32 distinct reaction names",
+        return Err(DomainError::breaks(
+            Field::Reactions,
+            Rule::TooManyReactionNames {
+                max: MAX_REACTION_NAMES,
+            },
         ));
     }
     Ok(())
@@ -140,9 +142,11 @@ pub fn check_reaction_name_count(total: usize) -> Result<(), DomainError> {
 /// A message carries at most [`MAX_ATTACHMENTS`] attachments.
 pub fn check_attachment_count(total: usize) -> Result<(), DomainError> {
     if total > MAX_ATTACHMENTS {
-        return Err(DomainError::invalid(
-            "attachments",
-            "must not bring a message to more than 10 attachments",
+        return Err(DomainError::breaks(
+            Field::Attachments,
+            Rule::TooManyAttachments {
+                max: MAX_ATTACHMENTS,
+            },
         ));
     }
     Ok(())
@@ -227,8 +231,8 @@ mod tests {
         assert!(matches!(
             m.check_attach(alice.id, 2),
             Err(DomainError::Invalid {
-                field: "attachments",
-                ..
+                field: Field::Attachments,
+                rule: Rule::TooManyAttachments { max: 10 }
             })
         ));
     }
@@ -245,7 +249,13 @@ mod tests {
         let mixed = m.plan_reactions(&bob, &[(rn("like"), vec!["bob".into(), "alice".into()])]);
         assert!(matches!(mixed, Err(DomainError::Forbidden(_))));
         let empty = m.plan_reactions(&bob, &[(rn("like"), vec![])]);
-        assert!(matches!(empty, Err(DomainError::Invalid { .. })));
+        assert!(matches!(
+            empty,
+            Err(DomainError::Invalid {
+                field: Field::Reactions,
+                rule: Rule::ReactionWithoutReactor
+            })
+        ));
     }
 
     #[test]
@@ -296,8 +306,8 @@ mod tests {
         assert!(matches!(
             m.plan_reactions(&bob, &[(rn("new"), vec!["bob".into()])]),
             Err(DomainError::Invalid {
-                field: "reactions",
-                ..
+                field: Field::Reactions,
+                rule: Rule::TooManyReactionNames { max: 32 }
             })
         ));
     }

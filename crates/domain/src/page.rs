@@ -1,4 +1,4 @@
-use crate::DomainError;
+use crate::{DomainError, Field};
 
 /// How many items a page holds: 1 to 100, 10 by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,7 +10,7 @@ impl PageLimit {
         match u8::try_from(n) {
             Ok(v) if (1..=100).contains(&v) => Ok(Self(v)),
             _ => Err(DomainError::invalid(
-                "limit",
+                Field::PageLimit,
                 "must be an integer from 1 to 100",
             )),
         }
@@ -33,6 +33,16 @@ pub enum Cursor<Id> {
     After(Id),
     /// The page that precedes this item (items still in list order).
     Before(Id),
+}
+
+impl<Id> Cursor<Id> {
+    /// The input this cursor came from.
+    pub const fn field(&self) -> Field {
+        match self {
+            Self::After(_) => Field::PageAfter,
+            Self::Before(_) => Field::PageBefore,
+        }
+    }
 }
 
 /// A request for one page of a list.

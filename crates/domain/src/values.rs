@@ -1,7 +1,7 @@
 //! Validated value objects. Each can only be built through `new`, which checks
 //! the invariant, so a value that exists is a valid one.
 
-use crate::DomainError;
+use crate::{DomainError, Field};
 
 fn has_control(s: &str) -> bool {
     s.chars().any(char::is_control)
@@ -46,19 +46,19 @@ impl MessageText {
     pub fn new(raw: String) -> Result<Self, DomainError> {
         if raw.trim().is_empty() {
             return Err(DomainError::invalid(
-                "message",
+                Field::MessageText,
                 "must not be empty or only white space",
             ));
         }
         if raw.chars().count() > Self::MAX_CHARS {
             return Err(DomainError::invalid(
-                "message",
+                Field::MessageText,
                 "must be at most 4096 characters",
             ));
         }
         if raw.contains('\0') {
             return Err(DomainError::invalid(
-                "message",
+                Field::MessageText,
                 "must not contain NUL characters",
             ));
         }
@@ -78,7 +78,7 @@ impl Username {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
         if !ok_len || !ok_chars {
             return Err(DomainError::invalid(
-                "username",
+                Field::Username,
                 "must be 1 to 32 characters of A-Z a-z 0-9 _ . -",
             ));
         }
@@ -103,7 +103,7 @@ impl PhoneNumber {
         let digits = raw.strip_prefix('+').unwrap_or("");
         if !(2..=15).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
             return Err(DomainError::invalid(
-                "phone_number",
+                Field::PhoneNumber,
                 "must be in E.164 form: + then 2 to 15 digits",
             ));
         }
@@ -136,15 +136,11 @@ string_value!(
 );
 impl AvatarUrl {
     pub fn new(raw: String) -> Result<Self, DomainError> {
-        Self::for_field("avatar_url", raw)
-    }
-    /// Same rule, reported against another field name.
-    pub fn for_field(field: &'static str, raw: String) -> Result<Self, DomainError> {
         if raw.is_empty() || (raw.len() <= 2048 && is_http_url(&raw)) {
             Ok(Self(raw))
         } else {
             Err(DomainError::invalid(
-                field,
+                Field::AvatarUrl,
                 "must be empty or an http or https URL of at most 2048 characters",
             ))
         }
@@ -164,7 +160,7 @@ impl FileUrl {
             Ok(Self(raw))
         } else {
             Err(DomainError::invalid(
-                "file_url",
+                Field::FileUrl,
                 "must be an http or https URL of at most 2048 characters",
             ))
         }
@@ -181,7 +177,7 @@ impl Filename {
         let n = raw.chars().count();
         if n == 0 || n > 255 || raw.contains('/') || has_control(&raw) {
             return Err(DomainError::invalid(
-                "filename",
+                Field::Filename,
                 "must be 1 to 255 characters without / or control characters",
             ));
         }
@@ -211,7 +207,7 @@ impl FileType {
             Ok(Self(raw))
         } else {
             Err(DomainError::invalid(
-                "file_type",
+                Field::FileType,
                 "must be a MIME type of the form type/subtype",
             ))
         }
@@ -228,7 +224,7 @@ impl FileSize {
     pub fn new(bytes: i64) -> Result<Self, DomainError> {
         if bytes < 0 {
             return Err(DomainError::invalid(
-                "file_size",
+                Field::FileSize,
                 "must be an integer of at least 0",
             ));
         }
@@ -253,7 +249,7 @@ impl ReactionName {
             Ok(Self(raw))
         } else {
             Err(DomainError::invalid(
-                "reactions",
+                Field::Reactions,
                 "must be reaction names of 1 to 64 characters of a-z 0-9 _ + -",
             ))
         }
@@ -269,7 +265,7 @@ impl GroupName {
         let n = raw.chars().count();
         if raw.trim().is_empty() || n > 100 || has_control(&raw) {
             return Err(DomainError::invalid(
-                "name",
+                Field::GroupName,
                 "must be 1 to 100 characters, not only white space, without control characters",
             ));
         }
@@ -285,7 +281,7 @@ impl GroupDescription {
     pub fn new(raw: String) -> Result<Self, DomainError> {
         if raw.chars().count() > 1000 || raw.contains('\0') {
             return Err(DomainError::invalid(
-                "description",
+                Field::GroupDescription,
                 "must be at most 1000 characters without NUL",
             ));
         }

@@ -184,12 +184,14 @@ async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
 /// A service error as the operator should read it, options named as flags.
 fn cli_error(e: ServiceError, username: &str) -> anyhow::Error {
     match e {
-        ServiceError::Invalid { param, reason } => {
-            anyhow!("invalid --{}: {param} {reason}", param.replace('_', "-"))
+        ServiceError::Invalid { field, rule } => {
+            let param = crate::error::param(field);
+            anyhow!("invalid --{}: {param} {rule}", param.replace('_', "-"))
         }
         ServiceError::NotFound { .. } => anyhow!("there is no contact with username {username:?}"),
         ServiceError::Conflict(what) => anyhow!("{what}"),
-        other => anyhow!("{other}"),
+        // Keeps the chain of causes for the operator.
+        other => anyhow::Error::new(other),
     }
 }
 

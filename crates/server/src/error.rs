@@ -1,12 +1,14 @@
-//! The one error type of the HTTP layer. It alone knows status codes and the
-//! error body of the contract: `{"type", "code", "message", "param"}`.
+//! The one error type of the HTTP layer. It alone knows status codes, the
+//! error body of the contract (`{"type", "code", "message", "param"}`) and
+//! the request parameter each domain [`Field`] is read from.
 
+use std::error::Error;
 use std::fmt;
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use confab_domain::DomainError;
+use confab_domain::{DomainError, Field, Rule};
 use confab_service::ServiceError;
 use serde::Serialize;
 
@@ -133,9 +135,9 @@ impl ApiError {
         )
     }
 
-    /// 503. The cause goes to the log only.
-    pub fn unavailable(cause: &dyn fmt::Display) -> Self {
-        tracing::error!(error = %cause, "the store is unavailable");
+    /// 503. The cause, with its whole chain of sources, goes to the log only.
+    pub fn unavailable(cause: &(dyn Error + 'static)) -> Self {
+        tracing::error!(error = %Chain(cause), "the store is unavailable");
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
@@ -146,11 +148,27 @@ impl ApiError {
     /// 500. The cause goes to the log only.
     pub fn internal(cause: &dyn fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
+        Self::internal_response()
+    }
+
+    /// 500. The cause, with its whole chain of sources, goes to the log only.
+    pub fn internal_error(cause: &(dyn Error + 'static)) -> Self {
+        tracing::error!(error = %Chain(cause), "internal error");
+        Self::internal_response()
+    }
+
+    fn internal_response() -> Self {
         Self::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal_error",
             "an internal error occurred",
         )
+    }
+
+    /// 400 `parameter_invalid` for an input that breaks a rule.
+    fn breaks(field: Field, rule: Rule) -> Self {
+        let param = param(field);
+        Self::invalid(param, format!("{param} {rule}"))
     }
 
     /// The same shape for a status produced outside our handlers (actix's
@@ -240,18 +258,61 @@ impl ResponseError for ApiError {
     }
 }
 
+/// Writes an error and each of its sources: `a: b: c`.
+struct Chain<'a>(&'a (dyn Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        for cause in std::iter::successors(self.0.source(), |&e| e.source()) {
+            write!(f, ": {cause}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The request parameter a domain input is read from. Attributes of an
+/// attachment are named as inside one; [`ApiError::nested_in`] adds the
+/// `attachments[i]` prefix where the handler knows it.
+pub fn param(field: Field) -> &'static str {
+    match field {
+        Field::MessageText => "message",
+        Field::Attachments => "attachments",
+        Field::FileUrl => "file_url",
+        Field::Filename => "filename",
+        Field::FileType => "file_type",
+        Field::FileSize => "file_size",
+        Field::Reactions => "reactions",
+        Field::Username => "username",
+        Field::PhoneNumber => "phone_number",
+        Field::AvatarUrl => "avatar_url",
+        Field::GroupName => "name",
+        Field::GroupDescription => "description",
+        Field::Members => "contact_ids",
+        Field::AddedMembers => "add_contact_ids",
+        Field::RemovedMembers => "remove_contact_ids",
+        Field::Contact => "contact_id",
+        Field::Group => "group_id",
+        Field::Conversation => "conversation_id",
+        Field::PinnedMessage => "pinned_message_id",
+        Field::ArchivedAt => "archived_at",
+        Field::PageLimit => "limit",
+        Field::PageAfter => "starting_after",
+        Field::PageBefore => "ending_before",
+        Field::TokenLifetime => "expires_in",
+    }
+}
+
 impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         match e {
-            ServiceError::Invalid { param, reason } => {
-                Self::invalid(param, format!("{param} {reason}"))
-            }
+            ServiceError::Invalid { field, rule } => Self::breaks(field, rule),
             ServiceError::Unauthorized => Self::unauthorized(),
             ServiceError::Forbidden(why) => Self::forbidden(why),
-            ServiceError::NotFound { param } => Self::not_found(param),
+            ServiceError::NotFound { of } => Self::not_found(of.map(param)),
             ServiceError::Conflict(what) => Self::conflict(what),
             e @ ServiceError::Unavailable(_) => Self::unavailable(&e),
-            e @ ServiceError::Internal(_) => Self::internal(&e),
+            e @ ServiceError::Internal { .. } => Self::internal_error(&e),
         }
     }
 }
@@ -259,9 +320,7 @@ impl From<ServiceError> for ApiError {
 impl From<DomainError> for ApiError {
     fn from(e: DomainError) -> Self {
         match e {
-            DomainError::Invalid { field, reason } => {
-                Self::invalid(field, format!("{field} {reason}"))
-            }
+            DomainError::Invalid { field, rule } => Self::breaks(field, rule),
             DomainError::Forbidden(why) => Self::forbidden(why),
         }
     }
@@ -271,6 +330,7 @@ impl From<DomainError> for ApiError {
 mod tests {
     use super::*;
     use actix_web::body::MessageBody;
+    use confab_service::StoreError;
 
     fn body_of(e: &ApiError) -> serde_json::Value {
         let bytes = e
@@ -284,7 +344,7 @@ mod tests {
     #[test]
     fn body_has_the_contract_shape() {
         let e = ApiError::from(DomainError::invalid(
-            "limit",
+            Field::PageLimit,
             "must be an integer from 1 to 100",
         ));
         assert_eq!(
@@ -292,10 +352,18 @@ mod tests {
             serde_json::json!({"type": "invalid_request", "code": "parameter_invalid",
                 "message": "limit must be an integer from 1 to 100", "param": "limit"})
         );
-        let e = ApiError::from(ServiceError::Internal("secret detail".into()));
+        let e = ApiError::from(ServiceError::Internal {
+            what: "secret detail",
+            source: "more secret".into(),
+        });
         let body = body_of(&e);
         assert_eq!(body["type"], "api_error");
         assert!(!body.to_string().contains("secret"));
+        let e = ApiError::from(ServiceError::Unavailable(StoreError::Unavailable(
+            "secret host".into(),
+        )));
+        assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(!body_of(&e).to_string().contains("secret"));
     }
 
     #[test]
@@ -318,8 +386,114 @@ mod tests {
     }
 
     #[test]
+    fn fields_and_rules_become_params_and_messages() {
+        let cases = [
+            (
+                ServiceError::invalid(Field::PageBefore, Rule::CursorNotInList),
+                "ending_before",
+                "ending_before must be the id of an item in the list being paged",
+            ),
+            (
+                ServiceError::invalid(Field::PageAfter, Rule::CursorNotInList),
+                "starting_after",
+                "starting_after must be the id of an item in the list being paged",
+            ),
+            (
+                DomainError::breaks(Field::Attachments, Rule::TooManyAttachments { max: 10 })
+                    .into(),
+                "attachments",
+                "attachments must not bring a message to more than 10 attachments",
+            ),
+            (
+                DomainError::breaks(Field::PinnedMessage, Rule::OutsideConversation).into(),
+                "pinned_message_id",
+                "pinned_message_id must be a message of this conversation",
+            ),
+            (
+                DomainError::breaks(Field::RemovedMembers, Rule::LastOwnerRemoved).into(),
+                "remove_contact_ids",
+                "remove_contact_ids must not remove the group's last owner; delete the group instead",
+            ),
+            (
+                DomainError::breaks(
+                    Field::ArchivedAt,
+                    Rule::TooFarInFuture { tolerance_secs: 60 },
+                )
+                .into(),
+                "archived_at",
+                "archived_at must be Unix seconds not more than 60 seconds in the future",
+            ),
+            (
+                ServiceError::invalid(
+                    Field::TokenLifetime,
+                    Rule::Invariant("must be a positive duration"),
+                ),
+                "expires_in",
+                "expires_in must be a positive duration",
+            ),
+        ];
+        for (e, want_param, want_message) in cases {
+            let e = ApiError::from(e);
+            assert_eq!(e.code(), "parameter_invalid");
+            assert_eq!(e.param(), Some(want_param));
+            assert_eq!(e.to_string(), want_message);
+        }
+        let e = ApiError::from(ServiceError::not_found_of(Field::Conversation));
+        assert_eq!(e.status, StatusCode::NOT_FOUND);
+        assert_eq!(e.param(), Some("conversation_id"));
+        assert_eq!(
+            e.to_string(),
+            "conversation_id does not name anything you can see"
+        );
+        assert_eq!(ApiError::from(ServiceError::not_found()).param(), None);
+    }
+
+    #[test]
+    fn each_field_has_its_own_param() {
+        let fields = [
+            Field::MessageText,
+            Field::Attachments,
+            Field::FileUrl,
+            Field::Filename,
+            Field::FileType,
+            Field::FileSize,
+            Field::Reactions,
+            Field::Username,
+            Field::PhoneNumber,
+            Field::AvatarUrl,
+            Field::GroupName,
+            Field::GroupDescription,
+            Field::Members,
+            Field::AddedMembers,
+            Field::RemovedMembers,
+            Field::Contact,
+            Field::Group,
+            Field::Conversation,
+            Field::PinnedMessage,
+            Field::ArchivedAt,
+            Field::PageLimit,
+            Field::PageAfter,
+            Field::PageBefore,
+            Field::TokenLifetime,
+        ];
+        let params: std::collections::HashSet<_> = fields.iter().map(|f| param(*f)).collect();
+        assert_eq!(params.len(), fields.len());
+    }
+
+    #[test]
+    fn the_log_gets_the_whole_chain() {
+        let e = ServiceError::Internal {
+            what: "the store failed",
+            source: Box::new(StoreError::Other("disk full".into())),
+        };
+        let logged = Chain(&e).to_string();
+        assert!(logged.starts_with("the store failed: "), "{logged}");
+        assert!(logged.contains("disk full"), "{logged}");
+    }
+
+    #[test]
     fn nested_params_are_prefixed() {
-        let e = ApiError::from(DomainError::invalid("file_url", "must be a URL"))
+        let e = ApiError::from(DomainError::invalid(Field::FileUrl, "must be a URL"))
             .nested_in(Some("attachments[0]"));
         assert_eq!(e.param(), Some("attachments[0][file_url]"));
         assert_eq!(e.to_string(), "attachments[0][file_url] must be a URL");

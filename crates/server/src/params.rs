@@ -423,7 +423,7 @@ impl FromRequest for Params {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use confab_domain::MessageId;
+    use confab_domain::{Field, MessageId};
 
     fn form(s: &str) -> Params {
         Params::from_body(Some("application/x-www-form-urlencoded"), s.as_bytes()).expect("form")
@@ -616,7 +616,7 @@ mod tests {
             .optional_objects("attachments")
             .expect_err("object");
         assert_eq!(e.param(), Some("attachments"));
-        let domain = items[0].domain(DomainError::invalid("file_url", "must be a URL"));
+        let domain = items[0].domain(DomainError::invalid(Field::FileUrl, "must be a URL"));
         assert_eq!(domain.param(), Some("attachments[0][file_url]"));
     }
 

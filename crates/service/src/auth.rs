@@ -1,7 +1,7 @@
 //! Contacts and tokens as the operator manages them (CLI), and token
 //! authentication for every request.
 
-use confab_domain::{AvatarUrl, Contact, ContactId, PhoneNumber, Username};
+use confab_domain::{AvatarUrl, Contact, ContactId, Field, PhoneNumber, Rule, Username};
 use confab_ports::NewToken;
 use sha2::{Digest, Sha256};
 
@@ -46,7 +46,7 @@ impl Confab {
             .contacts
             .contact_by_username(username)
             .await?
-            .ok_or(ServiceError::not_found_param("username"))
+            .ok_or(ServiceError::not_found_of(Field::Username))
     }
 
     /// Issues a token for the contact; returns the secret, which is shown
@@ -58,16 +58,20 @@ impl Confab {
     ) -> Result<String, ServiceError> {
         if let Some(secs) = expires_in_secs {
             if secs <= 0 {
-                return Err(ServiceError::Invalid {
-                    param: "expires_in",
-                    reason: "must be a positive duration".into(),
-                });
+                return Err(ServiceError::invalid(
+                    Field::TokenLifetime,
+                    Rule::Invariant("must be a positive duration"),
+                ));
             }
         }
         let contact = self.contact_named(username).await?;
         let mut bytes = [0u8; 32];
-        getrandom::getrandom(&mut bytes)
-            .map_err(|e| ServiceError::Internal(format!("no randomness: {e}")))?;
+        getrandom::getrandom(&mut bytes).map_err(|e| ServiceError::Internal {
+            what: "no randomness for a token",
+            // getrandom::Error implements std's Error only with its
+            // "std" feature; its text is the whole cause anyway.
+            source: e.to_string().into(),
+        })?;
         let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let token = format!("{TOKEN_PREFIX}{secret}");
         let now = self.now();

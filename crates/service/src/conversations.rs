@@ -2,8 +2,8 @@
 //! message), delete.
 
 use confab_domain::{
-    Contact, ContactId, Conversation, ConversationId, ConversationView, GroupId, MemberStatePatch,
-    MessageId, Page, Paged, PinnedMessageChange, Timestamp,
+    Contact, ContactId, Conversation, ConversationId, ConversationView, Field, GroupId,
+    MemberStatePatch, MessageId, Page, Paged, PinnedMessageChange, Rule, Timestamp,
 };
 use confab_ports::ConversationFilter;
 
@@ -18,18 +18,18 @@ pub enum ConversationTarget {
 }
 
 impl Confab {
-    /// The conversation as the caller sees it, or 404.
+    /// The conversation as the caller sees it, or `NotFound` of `input`.
     pub(crate) async fn visible_conversation(
         &self,
         caller: &Contact,
         id: ConversationId,
-        param: Option<&'static str>,
+        input: Option<Field>,
     ) -> Result<ConversationView, ServiceError> {
         self.ports
             .conversations
             .conversation_for(caller.id, id)
             .await?
-            .ok_or(ServiceError::NotFound { param })
+            .ok_or(ServiceError::NotFound { of: input })
     }
 
     pub async fn list_conversations(
@@ -39,12 +39,12 @@ impl Confab {
         page: Page<ConversationId>,
     ) -> Result<Paged<ConversationView>, ServiceError> {
         if let Some(group_id) = filter.group_id {
-            // A foreign group is 404, like everywhere else.
+            // A foreign group is not found, like everywhere else.
             self.ports
                 .groups
                 .group_for(caller.id, group_id)
                 .await?
-                .ok_or(ServiceError::not_found_param("group_id"))?;
+                .ok_or(ServiceError::not_found_of(Field::Group))?;
         }
         self.ports
             .conversations
@@ -63,13 +63,13 @@ impl Confab {
         let now = self.now();
         let conversation = match target {
             ConversationTarget::Contact(peer) => {
-                // Validate before looking up, so "yourself" is a 400.
+                // Validate before looking up, so "yourself" is invalid, not unknown.
                 let c = Conversation::new_direct(id, caller.id, peer, now)?;
                 self.ports
                     .contacts
                     .contact(peer)
                     .await?
-                    .ok_or(ServiceError::not_found_param("contact_id"))?;
+                    .ok_or(ServiceError::not_found_of(Field::Contact))?;
                 c
             }
             ConversationTarget::Group(group_id) => {
@@ -77,13 +77,13 @@ impl Confab {
                     .groups
                     .group_for(caller.id, group_id)
                     .await?
-                    .ok_or(ServiceError::not_found_param("group_id"))?;
+                    .ok_or(ServiceError::not_found_of(Field::Group))?;
                 Conversation::new_group(id, caller.id, group_id, now)
             }
         };
-        let param = match target {
-            ConversationTarget::Contact(_) => "contact_id",
-            ConversationTarget::Group(_) => "group_id",
+        let input = match target {
+            ConversationTarget::Contact(_) => Field::Contact,
+            ConversationTarget::Group(_) => Field::Group,
         };
         self.ports
             .conversations
@@ -91,7 +91,7 @@ impl Confab {
             .await
             .map_err(|e| match e {
                 // The peer or group vanished between the check and the write.
-                confab_ports::StoreError::NotFound => ServiceError::not_found_param(param),
+                confab_ports::StoreError::NotFound => ServiceError::not_found_of(input),
                 e => e.into(),
             })?;
         Ok(ConversationView {
@@ -136,10 +136,8 @@ impl Confab {
             None => None,
             Some(None) => Some(PinnedMessageChange::Unpin),
             Some(Some(message_id)) => {
-                let not_here = || ServiceError::Invalid {
-                    param: "pinned_message_id",
-                    reason: "must be a message of this conversation".into(),
-                };
+                let not_here =
+                    || ServiceError::invalid(Field::PinnedMessage, Rule::OutsideConversation);
                 let message = self
                     .ports
                     .messages

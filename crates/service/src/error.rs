@@ -1,49 +1,60 @@
-use confab_domain::DomainError;
+use confab_domain::{DomainError, Field, Rule};
 use confab_ports::StoreError;
 
-/// Why a use case failed. The HTTP layer maps each variant to one status.
+/// What an unexpected failure was caused by.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a use case failed, in the domain's terms. Adapters decide how each
+/// variant is shown; the causes of `Unavailable` and `Internal` are for the
+/// operator, never for the caller.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
-    /// An input breaks a rule (400 `parameter_invalid`).
-    #[error("{param} {reason}")]
-    Invalid { param: &'static str, reason: String },
-    /// The caller is not authenticated (401).
+    /// An input breaks a rule of the domain or of the use case; the request
+    /// changed nothing.
+    #[error("{field} {rule}")]
+    Invalid { field: Field, rule: Rule },
+    /// The caller did not prove who they are.
     #[error("unauthorized")]
     Unauthorized,
-    /// The caller may see the thing but not do this (403).
+    /// The caller may see the thing but may not do this to it.
     #[error("{0}")]
     Forbidden(&'static str),
-    /// Nothing of that id visible to the caller (404); `param` names the
-    /// request parameter that held the id, when it was not the path.
+    /// Nothing of that id is visible to the caller (whether or not it
+    /// exists). `of` is the input that held the id; `None` when it is the
+    /// thing the operation acts on.
     #[error("not found")]
-    NotFound { param: Option<&'static str> },
-    /// A uniqueness rule refused it (409).
+    NotFound { of: Option<Field> },
+    /// A uniqueness rule refused it.
     #[error("{0}")]
     Conflict(String),
-    /// The store cannot be reached (503).
-    #[error("unavailable: {0}")]
-    Unavailable(String),
-    /// Anything else (500). The text goes to the log only.
-    #[error("internal: {0}")]
-    Internal(String),
+    /// The store cannot be reached; trying again later may succeed.
+    #[error("the store is unavailable")]
+    Unavailable(#[source] StoreError),
+    /// Anything else: a bug, or a failure nobody can act on but the operator.
+    #[error("{what}")]
+    Internal {
+        what: &'static str,
+        #[source]
+        source: BoxError,
+    },
 }
 
 impl ServiceError {
     pub const fn not_found() -> Self {
-        Self::NotFound { param: None }
+        Self::NotFound { of: None }
     }
-    pub const fn not_found_param(param: &'static str) -> Self {
-        Self::NotFound { param: Some(param) }
+    pub const fn not_found_of(field: Field) -> Self {
+        Self::NotFound { of: Some(field) }
+    }
+    pub const fn invalid(field: Field, rule: Rule) -> Self {
+        Self::Invalid { field, rule }
     }
 }
 
 impl From<DomainError> for ServiceError {
     fn from(e: DomainError) -> Self {
         match e {
-            DomainError::Invalid { field, reason } => Self::Invalid {
-                param: field,
-                reason,
-            },
+            DomainError::Invalid { field, rule } => Self::Invalid { field, rule },
             DomainError::Forbidden(why) => Self::Forbidden(why),
         }
     }
@@ -55,11 +66,17 @@ impl From<StoreError> for ServiceError {
             StoreError::NotFound => Self::not_found(),
             StoreError::Conflict(what) => Self::Conflict(what),
             StoreError::Rule(rule) => rule.into(),
-            StoreError::Unavailable(why) => Self::Unavailable(why),
+            e @ StoreError::Unavailable(_) => Self::Unavailable(e),
             // The service turns CursorNotFound into an error naming the
-            // cursor parameter before it gets here; reaching this is a bug.
-            StoreError::CursorNotFound => Self::Internal("unmapped cursor error".into()),
-            StoreError::Other(why) => Self::Internal(why),
+            // cursor before it gets here; reaching this is a bug.
+            e @ StoreError::CursorNotFound => Self::Internal {
+                what: "a store error was left unmapped",
+                source: Box::new(e),
+            },
+            e @ StoreError::Other(_) => Self::Internal {
+                what: "the store failed",
+                source: Box::new(e),
+            },
         }
     }
 }
@@ -67,13 +84,9 @@ impl From<StoreError> for ServiceError {
 /// Maps a store error of a paged list, naming the cursor that was not found.
 pub(crate) fn page_error<Id>(page: &confab_domain::Page<Id>, e: StoreError) -> ServiceError {
     match (e, page.cursor.as_ref()) {
-        (StoreError::CursorNotFound, Some(c)) => ServiceError::Invalid {
-            param: match c {
-                confab_domain::Cursor::After(_) => "starting_after",
-                confab_domain::Cursor::Before(_) => "ending_before",
-            },
-            reason: "must be the id of an item in the list being paged".into(),
-        },
+        (StoreError::CursorNotFound, Some(c)) => {
+            ServiceError::invalid(c.field(), Rule::CursorNotInList)
+        }
         (e, _) => e.into(),
     }
 }

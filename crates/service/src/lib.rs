@@ -25,8 +25,9 @@ use confab_domain::Timestamp;
 use confab_ports::{Clock, IdGenerator, Store};
 use uuid::Uuid;
 
+pub use confab_ports::{ConversationFilter, StoreError};
 pub use conversations::ConversationTarget;
-pub use error::ServiceError;
+pub use error::{BoxError, ServiceError};
 pub use groups::{GroupUpdate, NewGroupRequest};
 pub use messages::{MessageUpdate, SendMessage};
 

@@ -1,8 +1,8 @@
 //! Messages: send, list, read, edit / react / attach, unreact, delete.
 
 use confab_domain::{
-    check_attachment_count, AttachmentId, Contact, ConversationId, Message, MessageId, MessageText,
-    NewAttachment, Page, Paged, ReactionName,
+    check_attachment_count, AttachmentId, Contact, ConversationId, Field, Message, MessageId,
+    MessageText, NewAttachment, Page, Paged, ReactionName,
 };
 use confab_ports::{MessageChange, NewMessage, StoreError};
 
@@ -21,7 +21,8 @@ pub struct SendMessage {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MessageUpdate {
     pub text: Option<MessageText>,
-    /// `reactions[<name>][]=<username>` pairs, in the order submitted.
+    /// Reaction names, each with the usernames asked to react with it, in
+    /// the order submitted.
     pub reactions: Vec<(ReactionName, Vec<String>)>,
     pub attachments: Vec<NewAttachment>,
 }
@@ -60,7 +61,7 @@ impl Confab {
         send: SendMessage,
     ) -> Result<Message, ServiceError> {
         check_attachment_count(send.attachments.len())?;
-        self.visible_conversation(caller, send.conversation_id, Some("conversation_id"))
+        self.visible_conversation(caller, send.conversation_id, Some(Field::Conversation))
             .await?;
         let message = NewMessage {
             id: MessageId::from_uuid(self.new_uuid()),
@@ -75,7 +76,7 @@ impl Confab {
             .append_message(message)
             .await
             .map_err(|e| match e {
-                StoreError::NotFound => ServiceError::not_found_param("conversation_id"),
+                StoreError::NotFound => ServiceError::not_found_of(Field::Conversation),
                 e => e.into(),
             })
     }
@@ -87,7 +88,7 @@ impl Confab {
         page: Page<MessageId>,
     ) -> Result<Paged<Message>, ServiceError> {
         if let Some(id) = conversation_id {
-            self.visible_conversation(caller, id, Some("conversation_id"))
+            self.visible_conversation(caller, id, Some(Field::Conversation))
                 .await?;
         }
         self.ports

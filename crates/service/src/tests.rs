@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use confab_domain::{
     AvatarUrl, Contact, ContactId, Conversation, ConversationId, ConversationView, Cursor,
-    DomainError, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupRole, MemberState,
-    Message, MessageId, MessageText, Page, PageLimit, PhoneNumber, ReactionName, Timestamp,
-    Username,
+    DomainError, Field, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupRole,
+    MemberState, Message, MessageId, MessageText, Page, PageLimit, PhoneNumber, ReactionName, Rule,
+    Timestamp, Username,
 };
 use confab_ports::{
     MockClock, MockContactStore, MockConversationStore, MockGroupStore, MockHealthCheck,
@@ -140,7 +140,7 @@ async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
     let svc = m.service();
     assert!(matches!(
         svc.message(&carol, msg_id()).await,
-        Err(ServiceError::NotFound { param: None })
+        Err(ServiceError::NotFound { of: None })
     ));
     let update = MessageUpdate {
         text: Some(text("mine now")),
@@ -157,7 +157,7 @@ async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
 }
 
 #[tokio::test]
-async fn sending_into_a_foreign_conversation_is_not_found_naming_the_param() {
+async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversation() {
     let mut m = Mocks::new();
     m.conversations
         .expect_conversation_for()
@@ -171,7 +171,7 @@ async fn sending_into_a_foreign_conversation_is_not_found_naming_the_param() {
     assert!(matches!(
         svc.send_message(&contact(3, "carol"), send).await,
         Err(ServiceError::NotFound {
-            param: Some("conversation_id")
+            of: Some(Field::Conversation)
         })
     ));
 }
@@ -322,7 +322,7 @@ async fn only_the_sender_deletes() {
 }
 
 #[tokio::test]
-async fn a_cursor_not_in_the_list_names_its_parameter() {
+async fn a_cursor_not_in_the_list_names_its_side() {
     let mut m = Mocks::new();
     m.messages
         .expect_list_messages()
@@ -335,8 +335,8 @@ async fn a_cursor_not_in_the_list_names_its_parameter() {
     assert!(matches!(
         svc.list_messages(&alice(), None, page).await,
         Err(ServiceError::Invalid {
-            param: "ending_before",
-            ..
+            field: Field::PageBefore,
+            rule: Rule::CursorNotInList
         })
     ));
 }
@@ -348,8 +348,8 @@ async fn conversation_with_yourself_is_invalid_before_any_lookup() {
         svc.create_conversation(&alice(), ConversationTarget::Contact(alice().id))
             .await,
         Err(ServiceError::Invalid {
-            param: "contact_id",
-            ..
+            field: Field::Contact,
+            rule: Rule::ConversationWithSelf
         })
     ));
 }
@@ -363,7 +363,7 @@ async fn conversation_with_an_unknown_contact_is_not_found() {
             .create_conversation(&alice(), ConversationTarget::Contact(bob().id))
             .await,
         Err(ServiceError::NotFound {
-            param: Some("contact_id")
+            of: Some(Field::Contact)
         })
     ));
 }
@@ -378,7 +378,7 @@ async fn conversation_with_a_foreign_group_is_not_found() {
             .create_conversation(&alice(), ConversationTarget::Group(gid))
             .await,
         Err(ServiceError::NotFound {
-            param: Some("group_id")
+            of: Some(Field::Group)
         })
     ));
 }
@@ -396,8 +396,8 @@ async fn archive_in_milliseconds_is_refused_without_writing() {
             .update_conversation(&alice(), conv_id(), None, None, None, at)
             .await,
         Err(ServiceError::Invalid {
-            param: "archived_at",
-            ..
+            field: Field::ArchivedAt,
+            rule: Rule::TooFarInFuture { .. }
         })
     ));
 }
@@ -419,8 +419,8 @@ async fn pinning_a_message_of_another_conversation_is_invalid() {
             .update_conversation(&alice(), conv_id(), Some(Some(msg_id())), None, None, None)
             .await,
         Err(ServiceError::Invalid {
-            param: "pinned_message_id",
-            ..
+            field: Field::PinnedMessage,
+            rule: Rule::OutsideConversation
         })
     ));
 }
@@ -633,14 +633,36 @@ async fn duplicate_username_is_a_conflict() {
 
 #[tokio::test]
 async fn store_rule_errors_surface_as_invalid() {
-    let e: ServiceError = StoreError::Rule(DomainError::invalid("reactions", "too many")).into();
+    let e: ServiceError = StoreError::Rule(DomainError::breaks(
+        Field::Reactions,
+        Rule::TooManyReactionNames { max: 32 },
+    ))
+    .into();
     assert!(matches!(
         e,
         ServiceError::Invalid {
-            param: "reactions",
-            ..
+            field: Field::Reactions,
+            rule: Rule::TooManyReactionNames { max: 32 }
         }
     ));
     let e: ServiceError = StoreError::Unavailable("down".into()).into();
     assert!(matches!(e, ServiceError::Unavailable(_)));
+}
+
+/// Every message down the chain of `source()`s, the error's own excluded.
+fn causes(e: &dyn std::error::Error) -> Vec<String> {
+    std::iter::successors(e.source(), |&e| e.source())
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn store_failures_keep_their_cause() {
+    let e: ServiceError = StoreError::Unavailable("connection refused".into()).into();
+    assert!(matches!(e, ServiceError::Unavailable(_)));
+    assert!(causes(&e).iter().any(|c| c.contains("connection refused")));
+    let e: ServiceError = StoreError::Other("disk full".into()).into();
+    assert!(matches!(e, ServiceError::Internal { .. }));
+    assert!(causes(&e).iter().any(|c| c.contains("disk full")));
+    assert!(!e.to_string().contains("disk full"));
 }

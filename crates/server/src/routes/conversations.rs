@@ -2,8 +2,7 @@
 
 use actix_web::{web, HttpResponse};
 use confab_domain::{ContactId, ConversationId, GroupId, MessageId, Timestamp};
-use confab_ports::ConversationFilter;
-use confab_service::{Confab, ConversationTarget};
+use confab_service::{Confab, ConversationFilter, ConversationTarget};
 
 use super::{created, no_content, ok, path_id, resource};
 use crate::auth::Caller;
