@@ -2,7 +2,7 @@
 //! filters, paging, read state, pins, member state and deletion.
 
 use confab_domain::{
-    ContactId, Conversation, ConversationId, Cursor, DomainError, GroupId, MemberState,
+    ContactId, Conversation, ConversationId, Cursor, DomainError, Field, GroupId, MemberState,
     MemberStatePatch, MessageId, PinnedMessageChange,
 };
 use confab_ports::{ConversationFilter, GroupChange, MessageChange, StoreError};
@@ -501,7 +501,7 @@ async fn conversations_update_pin_and_member_state(s: S) {
             )
             .await,
             StoreError::Rule(DomainError::Invalid {
-                field: "pinned_message_id",
+                field: Field::PinnedMessage,
                 ..
             })
         );

@@ -1,7 +1,7 @@
 //! Groups: create and get, paging, members and details, deletion.
 
 use confab_domain::{
-    AvatarUrl, ContactId, Cursor, DomainError, Group, GroupDescription, GroupId, GroupName,
+    AvatarUrl, ContactId, Cursor, DomainError, Field, Group, GroupDescription, GroupId, GroupName,
     GroupRole,
 };
 use confab_ports::{GroupChange, NewGroup, StoreError};
@@ -70,7 +70,7 @@ async fn groups_create_and_get(s: S) {
     assert_err!(
         s.create_group(bad.clone(), at(9)).await,
         StoreError::Rule(DomainError::Invalid {
-            field: "contact_ids",
+            field: Field::Members,
             ..
         })
     );
@@ -196,7 +196,7 @@ async fn groups_update_members_and_details(s: S) {
         )
         .await,
         StoreError::Rule(DomainError::Invalid {
-            field: "add_contact_ids",
+            field: Field::AddedMembers,
             ..
         })
     );

@@ -2,8 +2,9 @@
 //! attachments and deletion.
 
 use confab_domain::{
-    AttachmentId, ContactId, Conversation, ConversationId, Cursor, DomainError, FileType, FileUrl,
-    Filename, MemberStatePatch, MessageId, NewAttachment, PinnedMessageChange, ReactionName,
+    AttachmentId, ContactId, Conversation, ConversationId, Cursor, DomainError, Field, FileType,
+    FileUrl, Filename, MemberStatePatch, MessageId, NewAttachment, PinnedMessageChange,
+    ReactionName,
 };
 use confab_ports::{GroupChange, MessageChange, StoreError};
 use uuid::Uuid;
@@ -92,7 +93,7 @@ async fn messages_append_and_get(s: S) {
     assert_err!(
         s.append_message(too_many).await,
         StoreError::Rule(DomainError::Invalid {
-            field: "attachments",
+            field: Field::Attachments,
             ..
         })
     );
@@ -492,7 +493,7 @@ async fn messages_reaction_name_limit(s: S) {
         )
         .await,
         StoreError::Rule(DomainError::Invalid {
-            field: "reactions",
+            field: Field::Reactions,
             ..
         })
     );
@@ -553,7 +554,7 @@ async fn messages_attachment_limit(s: S) {
         )
         .await,
         StoreError::Rule(DomainError::Invalid {
-            field: "attachments",
+            field: Field::Attachments,
             ..
         })
     );
