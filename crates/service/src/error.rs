@@ -55,11 +55,11 @@ impl From<StoreError> for ServiceError {
             StoreError::NotFound => Self::not_found(),
             StoreError::Conflict(what) => Self::Conflict(what),
             StoreError::Rule(rule) => rule.into(),
-            StoreError::Unavailable(why) => Self::Unavailable(why),
+            StoreError::Unavailable(why) => Self::Unavailable(why.to_string()),
             // The service turns CursorNotFound into an error naming the
             // cursor parameter before it gets here; reaching this is a bug.
             StoreError::CursorNotFound => Self::Internal("unmapped cursor error".into()),
-            StoreError::Other(why) => Self::Internal(why),
+            StoreError::Other(why) => Self::Internal(why.to_string()),
         }
     }
 }
