@@ -20,7 +20,7 @@ macro_rules! expand {
         use crate::queries::paging::{fetch_size, finish_page, keyset, seek};
         use crate::queries::{distinct_except, not_found};
         use crate::rows::{ConversationRow, DbKey, StateChangeset, StateRow};
-        use crate::schema::{conversation_states, conversations, group_members, groups, messages};
+        use crate::schema::{conversation_states, conversations, groups, messages};
         use crate::SqlBackend as _;
 
         fn to_view(

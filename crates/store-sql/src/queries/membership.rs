@@ -1,15 +1,16 @@
 //! Who sees what: the membership predicate every visible list and lookup is
 //! built on, and the existence checks of the write paths.
 //!
-//! The list macros build boxed queries; they are macros because diesel's
-//! expression types are unnameable. They expect the schema's tables and the
-//! backend's `Db` in scope where they are used.
+//! The list macros build boxed queries for the backend `Db` in scope where
+//! they are used; they are macros because diesel's expression types are
+//! unnameable.
 
 /// The predicate "`$viewer` is a member of this conversation": its creator or
 /// peer (direct only), or a current member of its group (live membership, a join,
 /// never a copy). A macro because diesel's expression types are unnameable.
 macro_rules! visible_to {
-    ($viewer:expr) => {
+    ($viewer:expr) => {{
+        use $crate::schema::{conversations, group_members};
         // A direct conversation's members are its creator and its peer; a
         // group conversation's are the group's members right now, so its
         // creator loses it on leaving the group.
@@ -25,7 +26,7 @@ macro_rules! visible_to {
                     .filter(group_members::contact_id.eq($viewer))
                     .select(group_members::group_id.nullable()),
             ))
-    };
+    }};
 }
 
 /// The viewer's conversations joined with the viewer's own state row (absent
@@ -33,8 +34,9 @@ macro_rules! visible_to {
 /// a boxed query.
 macro_rules! conversation_list {
     ($viewer:expr, $filter:expr) => {{
-        let viewer: DbId = $viewer;
-        let filter: &ConversationFilter = $filter;
+        use $crate::schema::{conversation_states, conversations};
+        let viewer: $crate::id::DbId = $viewer;
+        let filter: &confab_ports::ConversationFilter = $filter;
         let mut q = conversations::table
             .left_join(
                 conversation_states::table.on(conversation_states::conversation_id
@@ -75,7 +77,7 @@ macro_rules! conversation_list {
             };
         }
         if let Some(group) = filter.group_id {
-            q = q.filter(conversations::group_id.eq(group.db()));
+            q = q.filter(conversations::group_id.eq($crate::rows::DbKey::db(&group)));
         }
         q
     }};
@@ -84,8 +86,9 @@ macro_rules! conversation_list {
 /// Messages of the viewer's conversations (optionally of one), boxed.
 macro_rules! message_list {
     ($viewer:expr, $only:expr) => {{
-        let viewer: DbId = $viewer;
-        let only: Option<DbId> = $only;
+        use $crate::schema::{conversations, messages};
+        let viewer: $crate::id::DbId = $viewer;
+        let only: Option<$crate::id::DbId> = $only;
         let mut q = messages::table
             .filter(
                 messages::conversation_id.eq_any(
@@ -105,7 +108,8 @@ macro_rules! message_list {
 /// The groups the viewer belongs to, boxed.
 macro_rules! group_list {
     ($viewer:expr) => {{
-        let viewer: DbId = $viewer;
+        use $crate::schema::{group_members, groups};
+        let viewer: $crate::id::DbId = $viewer;
         groups::table
             .filter(
                 groups::id.eq_any(
@@ -129,7 +133,7 @@ macro_rules! expand {
         use super::{Conn, Result};
         use crate::id::DbId;
         use crate::queries::membership::visible_to;
-        use crate::schema::{contacts, conversations, group_members};
+        use crate::schema::{contacts, conversations};
 
         pub(super) fn is_member(conn: &mut Conn, viewer: DbId, conversation: DbId) -> Result<bool> {
             Ok(diesel::select(exists(

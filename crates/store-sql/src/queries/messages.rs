@@ -26,9 +26,7 @@ macro_rules! expand {
             contact_id, conversation_id, message_id, ts, AttachmentRow, ContactRow, DbKey,
             MessageRow,
         };
-        use crate::schema::{
-            attachments, contacts, conversations, group_members, messages, reactions,
-        };
+        use crate::schema::{attachments, contacts, conversations, messages, reactions};
 
         /// Loads senders, reactions (with the reactors' usernames) and attachments
         /// for all `rows` with one query each, and assembles the messages in order.
