@@ -17,6 +17,10 @@ use confab_domain::{
 };
 use uuid::Uuid;
 
+/// The cause of a [`StoreError`]: the database's or pool's own error, kept
+/// whole so that the log shows the full chain.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Why a store call failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -35,11 +39,12 @@ pub enum StoreError {
     #[error(transparent)]
     Rule(#[from] DomainError),
     /// The database cannot be reached (connection refused, pool timed out).
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
-    /// Anything else. The message is for the log, never for a client.
-    #[error("store failure: {0}")]
-    Other(String),
+    /// The source says why.
+    #[error("database unavailable")]
+    Unavailable(#[source] BoxError),
+    /// Anything else. The source is for the log, never for a client.
+    #[error("store failure")]
+    Other(#[source] BoxError),
 }
 
 /// The current time. A port so tests can pin it.

@@ -1,8 +1,7 @@
 use confab_domain::{DomainError, Field, Rule};
 use confab_ports::StoreError;
 
-/// What an unexpected failure was caused by.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use confab_ports::BoxError;
 
 /// Why a use case failed, in the domain's terms. Adapters decide how each
 /// variant is shown; the causes of `Unavailable` and `Internal` are for the

@@ -1,12 +1,12 @@
 //! The diesel schema, written once for both stores. It matches
 //! `migrations/{postgres,sqlite}/*/up.sql` column for column; the only
-//! difference between the two databases is the SQL type of ids, which each
-//! store names as `crate::backend::IdSql` (PostgreSQL `Uuid`, SQLite `Text`).
+//! difference between the two databases is how ids are stored, which
+//! [`IdSql`](crate::id::IdSql) hides (PostgreSQL `uuid`, SQLite `TEXT`).
 //! Timestamps are `BigInt` microseconds since the Unix epoch in both.
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     contacts (id) {
         id -> IdSql,
@@ -21,7 +21,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     tokens (id) {
         id -> IdSql,
@@ -35,7 +35,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     groups (id) {
         id -> IdSql,
@@ -49,7 +49,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     group_members (group_id, contact_id) {
         group_id -> IdSql,
@@ -62,7 +62,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     conversations (id) {
         id -> IdSql,
@@ -78,7 +78,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     conversation_states (conversation_id, contact_id) {
         conversation_id -> IdSql,
@@ -92,7 +92,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     messages (id) {
         id -> IdSql,
@@ -107,7 +107,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     reactions (seq) {
         seq -> BigInt,
@@ -120,7 +120,7 @@ diesel::table! {
 
 diesel::table! {
     use diesel::sql_types::*;
-    use crate::backend::IdSql;
+    use crate::id::IdSql;
 
     attachments (id) {
         id -> IdSql,

@@ -1,7 +1,5 @@
-//! Row structs (private to the store) and their conversions into domain
-//! entities, plus the store's internal error type. Compiled into both SQL
-//! stores against their own `crate::backend` (see `README.md` beside this
-//! file).
+//! Row structs (private to the stores) and their conversions into domain
+//! entities, the same for both databases.
 //!
 //! Domain values are rebuilt through their validating constructors: a stored
 //! value that no longer passes is reported as `StoreError::Other`, never
@@ -9,75 +7,18 @@
 
 use confab_domain::{
     Attachment, AttachmentId, AvatarUrl, Contact, ContactId, Conversation, ConversationId,
-    ConversationKind, DomainError, FileSize, FileType, FileUrl, Filename, GroupId, MemberState,
-    MessageId, PhoneNumber, Timestamp, Username,
+    ConversationKind, FileSize, FileType, FileUrl, Filename, GroupId, MemberState, MessageId,
+    PhoneNumber, Timestamp, Username,
 };
-use confab_ports::StoreError;
 use diesel::prelude::*;
 use uuid::Uuid;
 
-use crate::backend::{self, DbId};
+use crate::error::{corrupt, inconsistent, Error};
+use crate::id::DbId;
 use crate::schema::{
     attachments, contacts, conversation_states, conversations, group_members, groups, messages,
     reactions, tokens,
 };
-
-/// Why a store operation failed, before it becomes a [`StoreError`]. Diesel's
-/// transaction functions need an error type built `From` diesel's errors.
-#[derive(Debug)]
-pub(crate) enum Error {
-    Db(diesel::result::Error),
-    /// No pooled connection could be had (database down, pool exhausted).
-    Pool(String),
-    Store(StoreError),
-}
-
-impl From<diesel::result::Error> for Error {
-    fn from(e: diesel::result::Error) -> Self {
-        Self::Db(e)
-    }
-}
-
-impl From<StoreError> for Error {
-    fn from(e: StoreError) -> Self {
-        Self::Store(e)
-    }
-}
-
-impl From<DomainError> for Error {
-    fn from(e: DomainError) -> Self {
-        Self::Store(StoreError::Rule(e))
-    }
-}
-
-impl Error {
-    pub(crate) fn into_store(self) -> StoreError {
-        use diesel::result::{DatabaseErrorKind as Kind, Error as E};
-        match self {
-            Self::Store(e) => e,
-            Self::Pool(msg) => StoreError::Unavailable(msg),
-            Self::Db(E::DatabaseError(Kind::UniqueViolation, info)) => {
-                StoreError::Conflict(info.message().to_owned())
-            }
-            // Every reference the ports take is to something that must exist
-            // (a conversation, a contact, a group): a foreign key refusing the
-            // write means it is gone, typically deleted concurrently.
-            Self::Db(E::DatabaseError(Kind::ForeignKeyViolation, _)) => StoreError::NotFound,
-            Self::Db(E::DatabaseError(
-                Kind::ClosedConnection | Kind::UnableToSendCommand,
-                info,
-            )) => StoreError::Unavailable(info.message().to_owned()),
-            Self::Db(E::NotFound) => StoreError::NotFound,
-            Self::Db(e) if backend::is_unavailable(&e) => StoreError::Unavailable(e.to_string()),
-            Self::Db(e) => StoreError::Other(e.to_string()),
-        }
-    }
-}
-
-/// A stored value that fails its domain invariant.
-pub(crate) fn corrupt(what: &str, e: DomainError) -> Error {
-    Error::Store(StoreError::Other(format!("stored {what} is invalid: {e}")))
-}
 
 /// Conversions between domain ids and the store's id column type.
 pub(crate) trait DbKey {
@@ -88,7 +29,7 @@ macro_rules! db_key {
     ($($t:ty),*) => {$(
         impl DbKey for $t {
             fn db(&self) -> DbId {
-                backend::db_id(*self.as_uuid())
+                DbId::from(*self.as_uuid())
             }
         }
     )*};
@@ -97,21 +38,21 @@ db_key!(ContactId, ConversationId, MessageId, GroupId, AttachmentId);
 
 impl DbKey for Uuid {
     fn db(&self) -> DbId {
-        backend::db_id(*self)
+        DbId::from(*self)
     }
 }
 
 pub(crate) fn contact_id(id: DbId) -> ContactId {
-    ContactId::from_uuid(backend::uuid_of(id))
+    ContactId::from_uuid(id.uuid())
 }
 pub(crate) fn conversation_id(id: DbId) -> ConversationId {
-    ConversationId::from_uuid(backend::uuid_of(id))
+    ConversationId::from_uuid(id.uuid())
 }
 pub(crate) fn message_id(id: DbId) -> MessageId {
-    MessageId::from_uuid(backend::uuid_of(id))
+    MessageId::from_uuid(id.uuid())
 }
 pub(crate) fn group_id(id: DbId) -> GroupId {
-    GroupId::from_uuid(backend::uuid_of(id))
+    GroupId::from_uuid(id.uuid())
 }
 
 pub(crate) fn ts(micros: i64) -> Timestamp {
@@ -121,9 +62,10 @@ pub(crate) fn ts(micros: i64) -> Timestamp {
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(
     table_name = contacts,
-    check_for_backend(crate::backend::Db),
     treat_none_as_default_value = false
 )]
+#[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
+#[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
 pub(crate) struct ContactRow {
     pub id: DbId,
     pub username: String,
@@ -185,9 +127,10 @@ pub(crate) struct TokenRow {
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(
     table_name = groups,
-    check_for_backend(crate::backend::Db),
     treat_none_as_default_value = false
 )]
+#[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
+#[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
 pub(crate) struct GroupRow {
     pub id: DbId,
     pub name: String,
@@ -218,9 +161,10 @@ pub(crate) struct GroupMemberRow {
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(
     table_name = conversations,
-    check_for_backend(crate::backend::Db),
     treat_none_as_default_value = false
 )]
+#[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
+#[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
 pub(crate) struct ConversationRow {
     pub id: DbId,
     pub group_id: Option<DbId>,
@@ -262,10 +206,10 @@ impl TryFrom<ConversationRow> for Conversation {
                 peer_id: contact_id(p),
             },
             _ => {
-                return Err(Error::Store(StoreError::Other(format!(
+                return Err(inconsistent(format!(
                     "conversation {} has neither exactly a group nor a peer",
                     conversation_id(r.id)
-                ))))
+                )))
             }
         };
         Ok(Self {
@@ -282,9 +226,10 @@ impl TryFrom<ConversationRow> for Conversation {
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(
     table_name = conversation_states,
-    check_for_backend(crate::backend::Db),
     treat_none_as_default_value = false
 )]
+#[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
+#[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
 pub(crate) struct StateRow {
     pub conversation_id: DbId,
     pub contact_id: DbId,
@@ -331,9 +276,10 @@ pub(crate) struct StateChangeset {
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(
     table_name = messages,
-    check_for_backend(crate::backend::Db),
     treat_none_as_default_value = false
 )]
+#[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
+#[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
 pub(crate) struct MessageRow {
     pub id: DbId,
     pub conversation_id: DbId,
@@ -356,9 +302,10 @@ pub(crate) struct NewReactionRow {
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(
     table_name = attachments,
-    check_for_backend(crate::backend::Db),
     treat_none_as_default_value = false
 )]
+#[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
+#[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
 pub(crate) struct AttachmentRow {
     pub id: DbId,
     pub message_id: DbId,
@@ -374,7 +321,7 @@ impl TryFrom<AttachmentRow> for Attachment {
     type Error = Error;
     fn try_from(r: AttachmentRow) -> Result<Self, Error> {
         Ok(Self {
-            id: AttachmentId::from_uuid(backend::uuid_of(r.id)),
+            id: AttachmentId::from_uuid(r.id.uuid()),
             message_id: message_id(r.message_id),
             filename: Filename::new(r.filename).map_err(|e| corrupt("filename", e))?,
             file_url: FileUrl::new(r.file_url).map_err(|e| corrupt("file_url", e))?,

@@ -1,0 +1,45 @@
+//! [`SqlBackend`]: what each database supplies to the shared code.
+
+use diesel::r2d2::{ConnectionManager, PooledConnection, R2D2Connection};
+use diesel::QueryResult;
+
+use crate::error::Error;
+use crate::id::{DbId, IdColumn};
+use crate::rows::MessageRow;
+
+/// A pooled connection of backend `S`.
+pub(crate) type Pooled<S> = PooledConnection<ConnectionManager<<S as SqlBackend>::Conn>>;
+
+/// Everything that differs between the SQL databases, implemented by each
+/// store type (`PgStore`, `SqliteStore`). The schema, rows, queries and port
+/// implementations refer to the database only through this trait.
+///
+/// Crate-private: a new backend is a module of this crate, which is where the
+/// queries are instantiated for it (see the crate docs).
+pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
+    /// diesel's backend; it also says how ids are stored.
+    type Db: IdColumn;
+    /// The connection the pool hands out.
+    type Conn: R2D2Connection<Backend = Self::Db> + Send + 'static;
+
+    /// The message row, locked against concurrent writers until the
+    /// transaction ends.
+    fn lock_message(conn: &mut Self::Conn, id: DbId) -> QueryResult<Option<MessageRow>>;
+
+    /// Locks the group row until the transaction ends; false if there is none.
+    fn lock_group(conn: &mut Self::Conn, id: DbId) -> QueryResult<bool>;
+
+    /// Errors that mean "the database cannot be reached" beyond those diesel
+    /// classifies as a closed connection.
+    fn is_unavailable(e: &diesel::result::Error) -> bool;
+
+    /// A pooled connection, failing fast when the database is down.
+    fn checkout(&self) -> Result<Pooled<Self>, Error>;
+
+    /// Runs `f` in a transaction whose reads all see one snapshot.
+    fn read_tx<T>(&self, f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>) -> Result<T, Error>;
+
+    /// Runs `f` in a transaction that writes: it commits entirely or not at
+    /// all, and concurrent writers cannot make it fail half-way for a lock.
+    fn write_tx<T>(&self, f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>) -> Result<T, Error>;
+}

@@ -1,0 +1,78 @@
+//! The stores' internal error, before it becomes a [`StoreError`]. Diesel's
+//! transaction functions need an error type built `From` diesel's errors.
+
+use confab_domain::DomainError;
+use confab_ports::StoreError;
+
+use crate::SqlBackend;
+
+/// Why a store operation failed.
+#[derive(Debug)]
+pub(crate) enum Error {
+    Db(diesel::result::Error),
+    /// No pooled connection could be had (database down, pool exhausted).
+    Pool(diesel::r2d2::PoolError),
+    Store(StoreError),
+}
+
+impl From<diesel::result::Error> for Error {
+    fn from(e: diesel::result::Error) -> Self {
+        Self::Db(e)
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+impl From<DomainError> for Error {
+    fn from(e: DomainError) -> Self {
+        Self::Store(StoreError::Rule(e))
+    }
+}
+
+impl Error {
+    /// The port's error, keeping diesel's or the pool's error as its source.
+    pub(crate) fn into_store<S: SqlBackend>(self) -> StoreError {
+        use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+        match self {
+            Self::Store(e) => e,
+            Self::Pool(e) => StoreError::Unavailable(Box::new(e)),
+            Self::Db(E::DatabaseError(Kind::UniqueViolation, info)) => {
+                StoreError::Conflict(info.message().to_owned())
+            }
+            // Every reference the ports take is to something that must exist
+            // (a conversation, a contact, a group): a foreign key refusing the
+            // write means it is gone, typically deleted concurrently.
+            Self::Db(E::DatabaseError(Kind::ForeignKeyViolation, _)) => StoreError::NotFound,
+            Self::Db(
+                e @ E::DatabaseError(Kind::ClosedConnection | Kind::UnableToSendCommand, _),
+            ) => StoreError::Unavailable(Box::new(e)),
+            Self::Db(E::NotFound) => StoreError::NotFound,
+            Self::Db(e) if S::is_unavailable(&e) => StoreError::Unavailable(Box::new(e)),
+            Self::Db(e) => StoreError::Other(Box::new(e)),
+        }
+    }
+}
+
+/// A stored value that no longer passes its domain invariant.
+#[derive(Debug, thiserror::Error)]
+#[error("stored {what} is invalid")]
+pub(crate) struct Corrupt {
+    what: &'static str,
+    #[source]
+    source: DomainError,
+}
+
+/// A stored value that fails its domain invariant.
+pub(crate) fn corrupt(what: &'static str, e: DomainError) -> Error {
+    Error::Store(StoreError::Other(Box::new(Corrupt { what, source: e })))
+}
+
+/// A stored fact that breaks an invariant no single value carries (e.g. a
+/// message whose sender is missing).
+pub(crate) fn inconsistent(what: String) -> Error {
+    Error::Store(StoreError::Other(what.into()))
+}

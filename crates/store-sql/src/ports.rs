@@ -1,0 +1,234 @@
+//! The `confab-ports` implementations of both SQL stores, written once: each
+//! method runs one query function through the door ([`crate::door`]) in the
+//! right kind of transaction.
+
+/// Implements every storage port for `$store` (a [`crate::SqlBackend`]),
+/// expanded in the backend's module beside its `queries` instantiation.
+macro_rules! impl_ports {
+    ($store:ty) => {
+        use async_trait::async_trait;
+        use confab_domain::{
+            Contact, ContactId, ContactProfilePatch, Conversation, ConversationId,
+            ConversationView, Group, GroupId, MemberStatePatch, Message, MessageId, Page, Paged,
+            PinnedMessageChange, ReactionName, Timestamp,
+        };
+        use confab_ports::{
+            ContactStore, ConversationFilter, ConversationStore, GroupChange, GroupStore,
+            HealthCheck, MessageChange, MessageStore, NewGroup, NewMessage, NewToken, StoreError,
+            TokenStore,
+        };
+
+        use super::queries as q;
+        use crate::door::{query, read, write};
+
+        type Store = $store;
+
+        #[async_trait]
+        impl HealthCheck for Store {
+            async fn ping(&self) -> Result<(), StoreError> {
+                query(self, q::ping).await
+            }
+        }
+
+        #[async_trait]
+        impl ContactStore for Store {
+            async fn create_contact(&self, contact: Contact) -> Result<Contact, StoreError> {
+                write(self, move |c| q::create_contact(c, contact)).await
+            }
+
+            async fn contact(&self, id: ContactId) -> Result<Option<Contact>, StoreError> {
+                query(self, move |c| q::contact(c, id)).await
+            }
+
+            async fn contact_by_username(
+                &self,
+                username: &str,
+            ) -> Result<Option<Contact>, StoreError> {
+                let username = username.to_owned();
+                query(self, move |c| q::contact_by_username(c, &username)).await
+            }
+
+            async fn update_contact(
+                &self,
+                id: ContactId,
+                patch: ContactProfilePatch,
+            ) -> Result<Contact, StoreError> {
+                write(self, move |c| q::update_contact(c, id, patch)).await
+            }
+
+            async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError> {
+                write(self, move |c| q::touch_contact(c, id, at)).await
+            }
+        }
+
+        #[async_trait]
+        impl TokenStore for Store {
+            async fn insert_token(&self, token: NewToken) -> Result<(), StoreError> {
+                write(self, move |c| q::insert_token(c, token)).await
+            }
+
+            async fn contact_for_token(
+                &self,
+                hash: &str,
+                now: Timestamp,
+            ) -> Result<Option<Contact>, StoreError> {
+                let hash = hash.to_owned();
+                query(self, move |c| q::contact_for_token(c, &hash, now)).await
+            }
+
+            async fn revoke_tokens(
+                &self,
+                contact_id: ContactId,
+                at: Timestamp,
+            ) -> Result<u64, StoreError> {
+                write(self, move |c| q::revoke_tokens(c, contact_id, at)).await
+            }
+        }
+
+        #[async_trait]
+        impl ConversationStore for Store {
+            async fn create_conversation(
+                &self,
+                conversation: Conversation,
+            ) -> Result<(), StoreError> {
+                write(self, move |c| q::create_conversation(c, conversation)).await
+            }
+
+            async fn conversation_for(
+                &self,
+                viewer: ContactId,
+                id: ConversationId,
+            ) -> Result<Option<ConversationView>, StoreError> {
+                query(self, move |c| q::conversation_for(c, viewer, id)).await
+            }
+
+            async fn list_conversations(
+                &self,
+                viewer: ContactId,
+                filter: ConversationFilter,
+                page: Page<ConversationId>,
+            ) -> Result<Paged<ConversationView>, StoreError> {
+                read(self, move |c| {
+                    q::list_conversations(c, viewer, filter, page)
+                })
+                .await
+            }
+
+            async fn open_conversation(
+                &self,
+                viewer: ContactId,
+                id: ConversationId,
+                at: Timestamp,
+            ) -> Result<ConversationView, StoreError> {
+                write(self, move |c| q::open_conversation(c, viewer, id, at)).await
+            }
+
+            async fn update_conversation(
+                &self,
+                viewer: ContactId,
+                id: ConversationId,
+                pinned: Option<PinnedMessageChange>,
+                patch: MemberStatePatch,
+            ) -> Result<ConversationView, StoreError> {
+                write(self, move |c| {
+                    q::update_conversation(c, viewer, id, pinned, patch)
+                })
+                .await
+            }
+
+            async fn delete_conversation(&self, id: ConversationId) -> Result<(), StoreError> {
+                write(self, move |c| q::delete_conversation(c, id)).await
+            }
+        }
+
+        #[async_trait]
+        impl MessageStore for Store {
+            async fn append_message(&self, message: NewMessage) -> Result<Message, StoreError> {
+                write(self, move |c| q::append_message(c, message)).await
+            }
+
+            async fn message_for(
+                &self,
+                viewer: ContactId,
+                id: MessageId,
+            ) -> Result<Option<Message>, StoreError> {
+                read(self, move |c| q::message_for(c, viewer, id)).await
+            }
+
+            async fn list_messages(
+                &self,
+                viewer: ContactId,
+                conversation: Option<ConversationId>,
+                page: Page<MessageId>,
+            ) -> Result<Paged<Message>, StoreError> {
+                read(self, move |c| {
+                    q::list_messages(c, viewer, conversation, page)
+                })
+                .await
+            }
+
+            async fn update_message(
+                &self,
+                id: MessageId,
+                change: MessageChange,
+            ) -> Result<Message, StoreError> {
+                write(self, move |c| q::update_message(c, id, change)).await
+            }
+
+            async fn remove_reaction(
+                &self,
+                id: MessageId,
+                reactor: ContactId,
+                name: ReactionName,
+                at: Timestamp,
+            ) -> Result<Message, StoreError> {
+                write(self, move |c| q::remove_reaction(c, id, reactor, name, at)).await
+            }
+
+            async fn delete_message(&self, id: MessageId) -> Result<(), StoreError> {
+                write(self, move |c| q::delete_message(c, id)).await
+            }
+        }
+
+        #[async_trait]
+        impl GroupStore for Store {
+            async fn create_group(
+                &self,
+                group: NewGroup,
+                at: Timestamp,
+            ) -> Result<Group, StoreError> {
+                write(self, move |c| q::create_group(c, group, at)).await
+            }
+
+            async fn group_for(
+                &self,
+                viewer: ContactId,
+                id: GroupId,
+            ) -> Result<Option<Group>, StoreError> {
+                read(self, move |c| q::group_for(c, viewer, id)).await
+            }
+
+            async fn list_groups(
+                &self,
+                viewer: ContactId,
+                page: Page<GroupId>,
+            ) -> Result<Paged<Group>, StoreError> {
+                read(self, move |c| q::list_groups(c, viewer, page)).await
+            }
+
+            async fn update_group(
+                &self,
+                id: GroupId,
+                change: GroupChange,
+                at: Timestamp,
+            ) -> Result<Group, StoreError> {
+                write(self, move |c| q::update_group(c, id, change, at)).await
+            }
+
+            async fn delete_group(&self, id: GroupId) -> Result<(), StoreError> {
+                write(self, move |c| q::delete_group(c, id)).await
+            }
+        }
+    };
+}
+pub(crate) use impl_ports;

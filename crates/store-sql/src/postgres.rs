@@ -1,0 +1,246 @@
+//! The PostgreSQL store: its pool, migrations (`migrations/postgres`) and
+//! what is PostgreSQL's own ([`SqlBackend`]: native `uuid` ids, `FOR UPDATE`
+//! row locks, repeatable-read snapshots). The queries are the shared ones.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use diesel::connection::SimpleConnection as _;
+use diesel::deserialize;
+use diesel::pg::{Pg, PgConnection, PgValue};
+use diesel::prelude::*;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
+use diesel::serialize::{self, IsNull, Output};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness as _};
+use uuid::Uuid;
+
+use crate::backend::{Pooled, SqlBackend};
+use crate::door::{count_statements, LogErrors};
+use crate::error::Error;
+use crate::id::{DbId, IdColumn};
+use crate::rows::MessageRow;
+use crate::schema::{groups, messages};
+
+mod queries {
+    crate::queries::instantiate!(super::PgStore);
+}
+mod ports {
+    crate::ports::impl_ports!(super::PgStore);
+}
+
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+
+/// Serializes `migrate` across processes (e.g. several servers starting at
+/// once against one database).
+const MIGRATION_LOCK_KEY: i64 = 0x636f_6e66_6162_0001;
+
+/// How long a request waits for a pooled connection. A dead database must
+/// fail requests fast (503), not hang them.
+const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(2);
+/// libpq's own limit on establishing a connection, in seconds.
+const CONNECT_TIMEOUT_SECS: u32 = 2;
+const POOL_SIZE: u32 = 10;
+const MIN_IDLE: u32 = 2;
+
+/// The PostgreSQL store. Cloning is cheap: clones share one pool.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool<ConnectionManager<PgConnection>>,
+    /// SQL statements sent over all pooled connections (see
+    /// [`PgStore::statements_run`]).
+    statements: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password: never print it.
+        f.debug_struct("PgStore")
+            .field("pool", &self.pool.state())
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Builds the connection pool and checks that the database answers,
+    /// failing within a few seconds when it does not.
+    ///
+    /// Every checkout tests its connection (`SELECT 1`), so connections that
+    /// died with a PostgreSQL restart are replaced on the fly: the store
+    /// recovers without a process restart.
+    pub fn connect(database_url: &str) -> anyhow::Result<Self> {
+        let manager = ConnectionManager::<PgConnection>::new(with_connect_timeout(database_url));
+        let statements = Arc::new(AtomicU64::new(0));
+        let pool = Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(MIN_IDLE))
+            .connection_timeout(CHECKOUT_TIMEOUT)
+            .test_on_check_out(true)
+            .error_handler(Box::new(LogErrors("PostgreSQL")))
+            .connection_customizer(Box::new(CountStatements(statements.clone())))
+            .build(manager)
+            .context("cannot connect to PostgreSQL")?;
+        Ok(Self { pool, statements })
+    }
+
+    /// How many SQL statements this store has sent since it was opened,
+    /// pool health checks included. Tests use it to show that a page costs
+    /// a fixed number of queries however many items it holds.
+    pub fn statements_run(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
+    }
+
+    /// Applies the embedded migrations that have not run yet.
+    pub fn migrate(&self) -> anyhow::Result<()> {
+        let mut conn = self
+            .pool
+            .get()
+            .context("cannot connect to PostgreSQL to migrate")?;
+        let conn: &mut PgConnection = &mut conn;
+        conn.batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
+            .context("cannot take the migration lock")?;
+        let applied = conn
+            .run_pending_migrations(MIGRATIONS)
+            .map(|done| done.len())
+            .map_err(|e| anyhow::anyhow!("migration failed: {e}"));
+        let unlocked = conn
+            .batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
+            .context("cannot release the migration lock");
+        let applied = applied?;
+        unlocked?;
+        if applied > 0 {
+            tracing::info!(applied, "applied PostgreSQL migrations");
+        }
+        Ok(())
+    }
+}
+
+impl SqlBackend for PgStore {
+    type Db = Pg;
+    type Conn = PgConnection;
+
+    /// `SELECT ... FOR UPDATE`.
+    fn lock_message(conn: &mut PgConnection, id: DbId) -> QueryResult<Option<MessageRow>> {
+        messages::table
+            .find(id)
+            .select(MessageRow::as_select())
+            .for_update()
+            .first(conn)
+            .optional()
+    }
+
+    fn lock_group(conn: &mut PgConnection, id: DbId) -> QueryResult<bool> {
+        groups::table
+            .find(id)
+            .select(groups::id)
+            .for_update()
+            .first::<DbId>(conn)
+            .optional()
+            .map(|row| row.is_some())
+    }
+
+    fn is_unavailable(e: &diesel::result::Error) -> bool {
+        use diesel::result::{DatabaseErrorKind, Error as E};
+        match e {
+            E::DatabaseError(DatabaseErrorKind::Unknown, info) => {
+                let m = info.message();
+                // The server is shutting down or restarting (SQLSTATE 57P01..3).
+                m.contains("terminating connection")
+                    || m.contains("the database system is")
+                    || m.contains("server closed the connection")
+            }
+            _ => false,
+        }
+    }
+
+    fn checkout(&self) -> Result<Pooled<Self>, Error> {
+        self.pool.get().map_err(Error::Pool)
+    }
+
+    /// A read-only repeatable-read transaction.
+    fn read_tx<T>(
+        &self,
+        f: impl FnOnce(&mut PgConnection) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut conn = self.checkout()?;
+        conn.build_transaction()
+            .read_only()
+            .repeatable_read()
+            .run(f)
+    }
+
+    /// A read-committed transaction; the queries take the row locks they need.
+    fn write_tx<T>(
+        &self,
+        f: impl FnOnce(&mut PgConnection) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut pooled = self.checkout()?;
+        let conn: &mut PgConnection = &mut pooled;
+        conn.transaction(f)
+    }
+}
+
+/// Ids are native `uuid` values: 16 bytes on the wire.
+impl IdColumn for Pg {
+    fn write_id<'b>(id: &'b Uuid, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+        out.write_all(id.as_bytes())?;
+        Ok(IsNull::No)
+    }
+
+    fn read_id(value: PgValue<'_>) -> deserialize::Result<Uuid> {
+        Ok(Uuid::from_slice(value.as_bytes())?)
+    }
+}
+
+/// Counts the statements every pooled connection sends.
+#[derive(Debug)]
+struct CountStatements(Arc<AtomicU64>);
+
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for CountStatements {
+    fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        count_statements(conn, self.0.clone());
+        Ok(())
+    }
+}
+
+/// Adds libpq's `connect_timeout` unless the URL sets one, so that an
+/// unreachable host cannot stall connection attempts.
+fn with_connect_timeout(url: &str) -> String {
+    if url.contains("connect_timeout") {
+        return url.to_owned();
+    }
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        format!("{url}{sep}connect_timeout={CONNECT_TIMEOUT_SECS}")
+    } else {
+        // A `key=value` connection string.
+        format!("{url} connect_timeout={CONNECT_TIMEOUT_SECS}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_connect_timeout;
+
+    #[test]
+    fn connect_timeout_is_added_once() {
+        assert_eq!(
+            with_connect_timeout("postgres://u@h/db"),
+            "postgres://u@h/db?connect_timeout=2"
+        );
+        assert_eq!(
+            with_connect_timeout("postgres://u@h/db?sslmode=disable"),
+            "postgres://u@h/db?sslmode=disable&connect_timeout=2"
+        );
+        assert_eq!(
+            with_connect_timeout("postgres://u@h/db?connect_timeout=9"),
+            "postgres://u@h/db?connect_timeout=9"
+        );
+        assert_eq!(
+            with_connect_timeout("host=h dbname=db"),
+            "host=h dbname=db connect_timeout=2"
+        );
+    }
+}

@@ -1,0 +1,220 @@
+//! Conversations, seen by a viewer with the viewer's own state (pinned,
+//! muted, archived, last opened).
+
+/// Expands the functions of this file in a backend's `queries` module (see
+/// [`super::instantiate`]).
+macro_rules! expand {
+    () => {
+        use confab_domain::{
+            ContactId, Conversation, ConversationId, ConversationView, DomainError, Field,
+            MemberState, MemberStatePatch, Page, Paged, PinnedMessageChange, Rule, Timestamp,
+        };
+        use confab_ports::ConversationFilter;
+        use diesel::dsl::exists;
+        use diesel::prelude::*;
+
+        use super::membership::{contact_exists, is_member};
+        use super::{Backend, Conn, Db, Result};
+        use crate::id::DbId;
+        use crate::queries::membership::conversation_list;
+        use crate::queries::paging::{fetch_size, finish_page, keyset, seek};
+        use crate::queries::{distinct_except, not_found};
+        use crate::rows::{ConversationRow, DbKey, StateChangeset, StateRow};
+        use crate::schema::{conversation_states, conversations, groups, messages};
+        use crate::SqlBackend as _;
+
+        fn to_view(
+            viewer: ContactId,
+            row: ConversationRow,
+            state: Option<StateRow>,
+        ) -> Result<ConversationView> {
+            Ok(ConversationView {
+                conversation: Conversation::try_from(row)?,
+                viewer,
+                state: state.map(MemberState::from).unwrap_or_default(),
+            })
+        }
+
+        pub(crate) fn create_conversation(
+            conn: &mut Conn,
+            conversation: Conversation,
+        ) -> Result<()> {
+            let row = ConversationRow::from(&conversation);
+            let target_exists = match (row.peer_id, row.group_id) {
+                (Some(peer), _) => contact_exists(conn, peer)?,
+                (None, Some(group)) => {
+                    diesel::select(exists(groups::table.find(group))).get_result::<bool>(conn)?
+                }
+                (None, None) => false,
+            };
+            if !target_exists {
+                return Err(not_found());
+            }
+            diesel::insert_into(conversations::table)
+                .values(&row)
+                .execute(conn)?;
+            // Both members of a direct conversation get their state row now; a group
+            // member's row is made on its first change.
+            if let Some(members) = conversation.direct_members() {
+                let states: Vec<StateRow> = distinct_except(&members, None)
+                    .into_iter()
+                    .map(|m| StateRow::new(row.id, m.db(), MemberState::default()))
+                    .collect();
+                diesel::insert_into(conversation_states::table)
+                    .values(&states)
+                    .execute(conn)?;
+            }
+            Ok(())
+        }
+
+        pub(crate) fn conversation_for(
+            conn: &mut Conn,
+            viewer: ContactId,
+            id: ConversationId,
+        ) -> Result<Option<ConversationView>> {
+            let row: Option<(ConversationRow, Option<StateRow>)> =
+                conversation_list!(viewer.db(), &ConversationFilter::default())
+                    .filter(conversations::id.eq(id.db()))
+                    .select((
+                        ConversationRow::as_select(),
+                        Option::<StateRow>::as_select(),
+                    ))
+                    .first(conn)
+                    .optional()?;
+            row.map(|(c, s)| to_view(viewer, c, s)).transpose()
+        }
+
+        pub(crate) fn list_conversations(
+            conn: &mut Conn,
+            viewer: ContactId,
+            filter: ConversationFilter,
+            page: Page<ConversationId>,
+        ) -> Result<Paged<ConversationView>> {
+            let v = viewer.db();
+            let (limit, fetch) = fetch_size(&page);
+            let seek = seek(page.cursor, |id: ConversationId| {
+                Ok(conversation_list!(v, &filter)
+                    .filter(conversations::id.eq(id.db()))
+                    .select((conversations::activity_at, conversations::id))
+                    .first::<(i64, DbId)>(conn)
+                    .optional()?)
+            })?;
+            let backwards = seek.backwards();
+            let rows: Vec<(ConversationRow, Option<StateRow>)> = keyset!(
+                conversation_list!(v, &filter),
+                conversations::activity_at,
+                conversations::id,
+                seek
+            )
+            .select((
+                ConversationRow::as_select(),
+                Option::<StateRow>::as_select(),
+            ))
+            .limit(fetch)
+            .load(conn)?;
+            let (rows, has_more) = finish_page(rows, limit, backwards);
+            let items = rows
+                .into_iter()
+                .map(|(c, s)| to_view(viewer, c, s))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Paged { items, has_more })
+        }
+
+        pub(crate) fn open_conversation(
+            conn: &mut Conn,
+            viewer: ContactId,
+            id: ConversationId,
+            at: Timestamp,
+        ) -> Result<ConversationView> {
+            let (v, c) = (viewer.db(), id.db());
+            if !is_member(conn, v, c)? {
+                return Err(not_found());
+            }
+            let opened = MemberState {
+                last_opened_at: Some(at),
+                ..MemberState::default()
+            };
+            diesel::insert_into(conversation_states::table)
+                .values(&StateRow::new(c, v, opened))
+                .on_conflict((
+                    conversation_states::conversation_id,
+                    conversation_states::contact_id,
+                ))
+                .do_update()
+                .set(conversation_states::last_opened_at.eq(Some(at.micros())))
+                .execute(conn)?;
+            diesel::update(
+                messages::table
+                    .filter(messages::conversation_id.eq(c))
+                    .filter(messages::sender_id.ne(v))
+                    .filter(messages::read_at.is_null()),
+            )
+            .set(messages::read_at.eq(Some(at.micros())))
+            .execute(conn)?;
+            conversation_for(conn, viewer, id)?.ok_or_else(not_found)
+        }
+
+        pub(crate) fn update_conversation(
+            conn: &mut Conn,
+            viewer: ContactId,
+            id: ConversationId,
+            pinned: Option<PinnedMessageChange>,
+            patch: MemberStatePatch,
+        ) -> Result<ConversationView> {
+            let (v, c) = (viewer.db(), id.db());
+            if !is_member(conn, v, c)? {
+                return Err(not_found());
+            }
+            if let Some(change) = pinned {
+                let target = match change {
+                    PinnedMessageChange::Pin(m) => {
+                        // Locked so that it cannot be deleted before this commits.
+                        let message = Backend::lock_message(conn, m.db())?;
+                        if message.map(|r| r.conversation_id) != Some(c) {
+                            return Err(DomainError::breaks(
+                                Field::PinnedMessage,
+                                Rule::OutsideConversation,
+                            )
+                            .into());
+                        }
+                        Some(m.db())
+                    }
+                    PinnedMessageChange::Unpin => None,
+                };
+                diesel::update(conversations::table.find(c))
+                    .set(conversations::pinned_message_id.eq(target))
+                    .execute(conn)?;
+            }
+            if !patch.is_empty() {
+                // Only the submitted columns change, also when two requests race.
+                let changes = StateChangeset {
+                    is_pinned: patch.is_pinned,
+                    is_muted: patch.is_muted,
+                    archived_at: patch.archived_at.map(|a| a.map(Timestamp::micros)),
+                };
+                let fresh = MemberState::default().patched(&patch);
+                diesel::insert_into(conversation_states::table)
+                    .values(&StateRow::new(c, v, fresh))
+                    .on_conflict((
+                        conversation_states::conversation_id,
+                        conversation_states::contact_id,
+                    ))
+                    .do_update()
+                    .set(&changes)
+                    .execute(conn)?;
+            }
+            conversation_for(conn, viewer, id)?.ok_or_else(not_found)
+        }
+
+        pub(crate) fn delete_conversation(conn: &mut Conn, id: ConversationId) -> Result<()> {
+            // Messages, their reactions and attachments, and the members' states go
+            // with it (ON DELETE CASCADE).
+            let n = diesel::delete(conversations::table.find(id.db())).execute(conn)?;
+            if n == 0 {
+                return Err(not_found());
+            }
+            Ok(())
+        }
+    };
+}
+pub(crate) use expand;

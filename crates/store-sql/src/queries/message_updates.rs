@@ -1,0 +1,159 @@
+//! Changes to a message: new text, reactions added and removed,
+//! attachments added, each under the message's row lock so that the limits on
+//! reaction names and attachments hold under concurrency.
+
+/// Expands the functions of this file in a backend's `queries` module (see
+/// [`super::instantiate`]).
+macro_rules! expand {
+    () => {
+        use confab_domain::{
+            check_attachment_count, check_reaction_name_count, AttachmentId, ContactId, FileSize,
+            Message, MessageId, NewAttachment, ReactionName, Timestamp,
+        };
+        use confab_ports::MessageChange;
+        use diesel::prelude::*;
+
+        use super::messages::load_message;
+        use super::{Backend, Conn, Result};
+        use crate::id::DbId;
+        use crate::queries::not_found;
+        use crate::rows::{AttachmentRow, DbKey, NewReactionRow};
+        use crate::schema::{attachments, messages, reactions};
+        use crate::SqlBackend as _;
+
+        pub(super) fn insert_attachments(
+            conn: &mut Conn,
+            message: DbId,
+            first_seq: i32,
+            list: &[(AttachmentId, NewAttachment)],
+            at: Timestamp,
+        ) -> Result<()> {
+            if list.is_empty() {
+                return Ok(());
+            }
+            let rows: Vec<AttachmentRow> = list
+                .iter()
+                .zip(first_seq..)
+                .map(|((id, a), seq)| AttachmentRow {
+                    id: id.db(),
+                    message_id: message,
+                    seq,
+                    filename: a.filename.as_str().to_owned(),
+                    file_url: a.file_url.as_str().to_owned(),
+                    file_type: a.file_type.as_str().to_owned(),
+                    file_size: a.file_size.map(FileSize::bytes),
+                    created_at: at.micros(),
+                })
+                .collect();
+            diesel::insert_into(attachments::table)
+                .values(&rows)
+                .execute(conn)?;
+            Ok(())
+        }
+
+        pub(crate) fn update_message(
+            conn: &mut Conn,
+            id: MessageId,
+            change: MessageChange,
+        ) -> Result<Message> {
+            let m = id.db();
+            // The row lock serializes changes to one message, so that the limits on
+            // reaction names and attachments hold under concurrency.
+            let current = Backend::lock_message(conn, m)?.ok_or_else(not_found)?;
+            let at = change.at.micros();
+            let mut changed = false;
+
+            if let Some(text) = change.text {
+                if text.as_str() != current.body {
+                    diesel::update(messages::table.find(m))
+                        .set(messages::body.eq(text.into_inner()))
+                        .execute(conn)?;
+                    changed = true;
+                }
+            }
+
+            if !change.add_reactions.is_empty() {
+                let reactor = change.reactor.db();
+                let existing: Vec<(String, DbId)> = reactions::table
+                    .filter(reactions::message_id.eq(m))
+                    .select((reactions::name, reactions::contact_id))
+                    .load(conn)?;
+                let mut names: Vec<&str> = Vec::new();
+                for (name, _) in &existing {
+                    if !names.contains(&name.as_str()) {
+                        names.push(name);
+                    }
+                }
+                let mut new_rows: Vec<NewReactionRow> = Vec::new();
+                for name in &change.add_reactions {
+                    let has_it = existing
+                        .iter()
+                        .any(|(n, who)| n == name.as_str() && *who == reactor)
+                        || new_rows.iter().any(|r| r.name == name.as_str());
+                    if has_it {
+                        continue;
+                    }
+                    if !names.contains(&name.as_str()) {
+                        names.push(name.as_str());
+                    }
+                    new_rows.push(NewReactionRow {
+                        message_id: m,
+                        name: name.as_str().to_owned(),
+                        contact_id: reactor,
+                        created_at: at,
+                    });
+                }
+                check_reaction_name_count(names.len())?;
+                if !new_rows.is_empty() {
+                    diesel::insert_into(reactions::table)
+                        .values(&new_rows)
+                        .execute(conn)?;
+                    changed = true;
+                }
+            }
+
+            if !change.add_attachments.is_empty() {
+                let seqs: Vec<i32> = attachments::table
+                    .filter(attachments::message_id.eq(m))
+                    .select(attachments::seq)
+                    .load(conn)?;
+                check_attachment_count(seqs.len() + change.add_attachments.len())?;
+                let next = seqs.iter().max().map_or(0, |s| s + 1);
+                insert_attachments(conn, m, next, &change.add_attachments, change.at)?;
+                changed = true;
+            }
+
+            if changed {
+                diesel::update(messages::table.find(m))
+                    .set(messages::updated_at.eq(Some(at)))
+                    .execute(conn)?;
+            }
+            load_message(conn, m)?.ok_or_else(not_found)
+        }
+
+        pub(crate) fn remove_reaction(
+            conn: &mut Conn,
+            id: MessageId,
+            reactor: ContactId,
+            name: ReactionName,
+            at: Timestamp,
+        ) -> Result<Message> {
+            let m = id.db();
+            Backend::lock_message(conn, m)?.ok_or_else(not_found)?;
+            let removed = diesel::delete(
+                reactions::table
+                    .filter(reactions::message_id.eq(m))
+                    .filter(reactions::contact_id.eq(reactor.db()))
+                    .filter(reactions::name.eq(name.as_str())),
+            )
+            .execute(conn)?;
+            if removed > 0 {
+                diesel::update(messages::table.find(m))
+                    .set(messages::updated_at.eq(Some(at.micros())))
+                    .execute(conn)?;
+            }
+            load_message(conn, m)?.ok_or_else(not_found)
+        }
+    };
+}
+pub(crate) use expand;

@@ -1,0 +1,75 @@
+//! Keyset paging, the same for every list: a cursor is resolved to its
+//! item's sort key, and the page is the rows strictly after (or before) it.
+//! Lists fetch `limit + 1` rows to learn whether more lie beyond.
+
+use confab_domain::{Cursor, Page};
+use confab_ports::StoreError;
+
+use super::Result;
+use crate::error::Error;
+
+/// Where a page starts, resolved to the sort key of its cursor item.
+pub(crate) enum Seek<K> {
+    First,
+    After(K),
+    Before(K),
+}
+
+impl<K> Seek<K> {
+    pub(crate) fn backwards(&self) -> bool {
+        matches!(self, Self::Before(_))
+    }
+}
+
+/// Resolves a cursor to its item's sort key with `key_of`, which must look
+/// the item up in the very list being paged (same viewer, same filters).
+pub(crate) fn seek<Id, K>(
+    cursor: Option<Cursor<Id>>,
+    key_of: impl FnOnce(Id) -> Result<Option<K>>,
+) -> Result<Seek<K>> {
+    let missing = || Error::Store(StoreError::CursorNotFound);
+    Ok(match cursor {
+        None => Seek::First,
+        Some(Cursor::After(id)) => Seek::After(key_of(id)?.ok_or_else(missing)?),
+        Some(Cursor::Before(id)) => Seek::Before(key_of(id)?.ok_or_else(missing)?),
+    })
+}
+
+/// Rows fetched with `limit + 1`: cut to the page, learn `has_more`, and put a
+/// backwards page back into list order.
+pub(crate) fn finish_page<T>(mut rows: Vec<T>, limit: usize, backwards: bool) -> (Vec<T>, bool) {
+    let has_more = rows.len() > limit;
+    rows.truncate(limit);
+    if backwards {
+        rows.reverse();
+    }
+    (rows, has_more)
+}
+
+pub(crate) fn fetch_size<Id>(page: &Page<Id>) -> (usize, i64) {
+    let n = page.limit.get();
+    (usize::from(n), i64::from(n) + 1)
+}
+
+/// Orders a boxed list query by `($a, $b)` descending (every list's order)
+/// and applies a resolved [`Seek`]: strictly after the key in list order, or
+/// strictly before it, which runs in reverse order (the rows are turned
+/// back by [`finish_page`]). The tuple comparison is spelled out (both
+/// databases understand it), with a redundant bound on `$a` alone that lets
+/// the index scan start at the cursor instead of filtering its way there.
+macro_rules! keyset {
+    ($q:expr, $a:expr, $b:expr, $seek:expr) => {
+        match $seek {
+            $crate::queries::paging::Seek::First => $q.order(($a.desc(), $b.desc())),
+            $crate::queries::paging::Seek::After((ka, kb)) => $q
+                .filter($a.le(ka))
+                .filter($a.lt(ka).or($a.eq(ka).and($b.lt(kb))))
+                .order(($a.desc(), $b.desc())),
+            $crate::queries::paging::Seek::Before((ka, kb)) => $q
+                .filter($a.ge(ka))
+                .filter($a.gt(ka).or($a.eq(ka).and($b.gt(kb))))
+                .order(($a.asc(), $b.asc())),
+        }
+    };
+}
+pub(crate) use keyset;

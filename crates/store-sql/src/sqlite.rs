@@ -1,0 +1,232 @@
+//! The SQLite store, confab's embedded default: its pool, migrations
+//! (`migrations/sqlite`) and what is SQLite's own ([`SqlBackend`]: `TEXT`
+//! ids, WAL, `BEGIN IMMEDIATE` behind an in-process writer queue). The
+//! queries are the shared ones.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use diesel::connection::SimpleConnection as _;
+use diesel::deserialize;
+use diesel::prelude::*;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
+use diesel::serialize::{self, IsNull, Output};
+use diesel::sqlite::{Sqlite, SqliteConnection, SqliteValue};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness as _};
+use uuid::Uuid;
+
+use crate::backend::{Pooled, SqlBackend};
+use crate::door::{count_statements, LogErrors};
+use crate::error::Error;
+use crate::id::{DbId, IdColumn};
+use crate::rows::MessageRow;
+use crate::schema::{groups, messages};
+
+mod queries {
+    crate::queries::instantiate!(super::SqliteStore);
+}
+mod ports {
+    crate::ports::impl_ports!(super::SqliteStore);
+}
+
+const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+
+/// Readers run in parallel (WAL); writers take turns (see `write_tx`).
+const POOL_SIZE: u32 = 8;
+/// How long a request waits for a pooled connection.
+const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The SQLite store. Cloning is cheap: clones share one pool.
+#[derive(Clone)]
+pub struct SqliteStore {
+    pool: Pool<ConnectionManager<SqliteConnection>>,
+    /// Writers of this process queue here, in order, before `BEGIN
+    /// IMMEDIATE`, instead of polling SQLite's lock in its busy handler.
+    /// Other processes (the CLI) still meet them at the busy timeout.
+    writer: Arc<Mutex<()>>,
+    /// SQL statements sent over all pooled connections (see
+    /// [`SqliteStore::statements_run`]).
+    statements: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("pool", &self.pool.state())
+            .finish()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating it if missing) the database file at `path`.
+    ///
+    /// `":memory:"` gives a private in-memory database held by a single
+    /// connection (for experiments; every other path is a shared file).
+    pub fn open(path: &str) -> anyhow::Result<Self> {
+        let in_memory = path == ":memory:";
+        if !in_memory {
+            // WAL is a property of the file: switch it once, before a pool
+            // of connections races to do it.
+            let mut conn = SqliteConnection::establish(path)
+                .with_context(|| format!("cannot open SQLite database {path}"))?;
+            configure(&mut conn).context("cannot configure SQLite")?;
+            conn.batch_execute("PRAGMA journal_mode = WAL;")
+                .context("cannot switch SQLite to WAL")?;
+        }
+        let statements = Arc::new(AtomicU64::new(0));
+        let builder = Pool::builder()
+            .connection_timeout(CHECKOUT_TIMEOUT)
+            .test_on_check_out(false)
+            .connection_customizer(Box::new(Pragmas(statements.clone())))
+            .error_handler(Box::new(LogErrors("SQLite")));
+        let builder = if in_memory {
+            // One connection that never closes: the database lives in it.
+            builder
+                .max_size(1)
+                .min_idle(Some(1))
+                .idle_timeout(None)
+                .max_lifetime(None)
+        } else {
+            builder.max_size(POOL_SIZE).min_idle(Some(1))
+        };
+        let pool = builder
+            .build(ConnectionManager::new(path))
+            .with_context(|| format!("cannot open SQLite database {path}"))?;
+        Ok(Self {
+            pool,
+            writer: Arc::new(Mutex::new(())),
+            statements,
+        })
+    }
+
+    /// How many SQL statements this store has sent since it was opened,
+    /// connection setup included. Tests use it to show that a page costs a
+    /// fixed number of queries however many items it holds.
+    pub fn statements_run(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
+    }
+
+    /// Applies the embedded migrations that have not run yet.
+    pub fn migrate(&self) -> anyhow::Result<()> {
+        let _turn = self.writer_turn();
+        let mut conn = self
+            .pool
+            .get()
+            .context("cannot open SQLite database to migrate")?;
+        let conn: &mut SqliteConnection = &mut conn;
+        let applied = conn
+            .run_pending_migrations(MIGRATIONS)
+            .map_err(|e| anyhow::anyhow!("migration failed: {e}"))?
+            .len();
+        if applied > 0 {
+            tracing::info!(applied, "applied SQLite migrations");
+        }
+        Ok(())
+    }
+
+    /// This process's turn to write. The lock guards no data, so a panic
+    /// of a previous holder does not matter.
+    fn writer_turn(&self) -> MutexGuard<'_, ()> {
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl SqlBackend for SqliteStore {
+    type Db = Sqlite;
+    type Conn = SqliteConnection;
+
+    /// A plain `SELECT`: writes run in `BEGIN IMMEDIATE` transactions, which
+    /// already hold the database's write lock.
+    fn lock_message(conn: &mut SqliteConnection, id: DbId) -> QueryResult<Option<MessageRow>> {
+        messages::table
+            .find(id)
+            .select(MessageRow::as_select())
+            .first(conn)
+            .optional()
+    }
+
+    /// Whether the group exists (the write transaction holds the lock already).
+    fn lock_group(conn: &mut SqliteConnection, id: DbId) -> QueryResult<bool> {
+        diesel::select(diesel::dsl::exists(groups::table.find(id))).get_result(conn)
+    }
+
+    /// "database is locked" after the busy timeout: another process holds the
+    /// write lock for too long. The request may be retried.
+    fn is_unavailable(e: &diesel::result::Error) -> bool {
+        use diesel::result::Error as E;
+        match e {
+            E::DatabaseError(_, info) => {
+                let m = info.message();
+                m.contains("database is locked") || m.contains("database is busy")
+            }
+            _ => false,
+        }
+    }
+
+    fn checkout(&self) -> Result<Pooled<Self>, Error> {
+        self.pool.get().map_err(Error::Pool)
+    }
+
+    /// A deferred transaction: in WAL mode its reads see one snapshot.
+    fn read_tx<T>(
+        &self,
+        f: impl FnOnce(&mut SqliteConnection) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut pooled = self.checkout()?;
+        let conn: &mut SqliteConnection = &mut pooled;
+        conn.transaction(f)
+    }
+
+    /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction
+    /// never fails half-way for a lock (as a deferred one upgrading would);
+    /// concurrent writers wait their turn instead.
+    fn write_tx<T>(
+        &self,
+        f: impl FnOnce(&mut SqliteConnection) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let _turn = self.writer_turn();
+        let mut pooled = self.checkout()?;
+        let conn: &mut SqliteConnection = &mut pooled;
+        conn.immediate_transaction(f)
+    }
+}
+
+/// Ids are `TEXT`: lowercase hyphenated UUIDs.
+impl IdColumn for Sqlite {
+    fn write_id<'b>(id: &'b Uuid, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
+        out.set_value(id.hyphenated().to_string());
+        Ok(IsNull::No)
+    }
+
+    fn read_id(mut value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Uuid> {
+        Ok(Uuid::parse_str(value.read_text())?)
+    }
+}
+
+/// Per-connection settings. The busy timeout comes first so that the others
+/// wait for a lock instead of failing.
+fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
+    conn.batch_execute(
+        "PRAGMA busy_timeout = 10000;
+         PRAGMA foreign_keys = ON;
+         PRAGMA synchronous = NORMAL;",
+    )
+}
+
+/// Applies [`configure`] to every connection the pool opens, and counts the
+/// statements it sends into the shared counter.
+#[derive(Debug)]
+struct Pragmas(Arc<AtomicU64>);
+
+impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for Pragmas {
+    fn on_acquire(&self, conn: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
+        count_statements(conn, self.0.clone());
+        configure(conn).map_err(diesel::r2d2::Error::QueryError)?;
+        // A no-op on a file already in WAL mode; for ":memory:" it stays
+        // "memory".
+        conn.batch_execute("PRAGMA journal_mode = WAL;")
+            .map_err(diesel::r2d2::Error::QueryError)
+    }
+}
