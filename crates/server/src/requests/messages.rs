@@ -84,3 +84,58 @@ fn reactions(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+
+    fn send(body: &str) -> Result<SendMessageIn, ApiError> {
+        Params::from_body(Some("application/x-www-form-urlencoded"), body.as_bytes())
+            .expect("form")
+            .into_request()
+    }
+
+    #[test]
+    fn attachments_are_requests_of_their_own() {
+        let req = send(&format!(
+            "conversation_id={ID}&message=hi&attachments[0][file_url]=https://x.test/a&attachments[0][filename]=a.txt"
+        ))
+        .expect("ok");
+        assert_eq!(req.attachments.len(), 1);
+        assert_eq!(req.attachments[0].file_type, FileType::octet_stream());
+        assert_eq!(req.attachments[0].file_size, None);
+    }
+
+    #[test]
+    fn each_level_refuses_unknown_keys_before_judging_values() {
+        // Top level first, whatever the items hold.
+        let e = send("message=&attachments[0][x]=1&colour=blue").expect_err("top");
+        assert_eq!((e.code(), e.param()), ("parameter_unknown", Some("colour")));
+        // An item's unknown key before its own missing values...
+        let e = send(&format!(
+            "conversation_id={ID}&message=hi&attachments[0][x]=1"
+        ))
+        .expect_err("item");
+        assert_eq!(
+            (e.code(), e.param()),
+            ("parameter_unknown", Some("attachments[0][x]"))
+        );
+        // ...but after the values of the fields before `attachments`.
+        let e = send("message=hi&attachments[0][x]=1").expect_err("order");
+        assert_eq!(
+            (e.code(), e.param()),
+            ("parameter_missing", Some("conversation_id"))
+        );
+        // Items are judged one after another.
+        let e = send(&format!(
+            "conversation_id={ID}&message=hi&attachments[0][filename]=a&attachments[1][x]=1"
+        ))
+        .expect_err("first item");
+        assert_eq!(
+            (e.code(), e.param()),
+            ("parameter_missing", Some("attachments[0][file_url]"))
+        );
+    }
+}

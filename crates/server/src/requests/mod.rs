@@ -4,7 +4,9 @@
 //! keys the operation knows and the order their values are judged in, so the
 //! two cannot disagree. [`Params::into_request`] refuses every unknown key
 //! before [`FromParams::take`] judges any value, then refuses leftovers.
-//! Handlers receive the finished request through the [`Input`] extractor.
+//! Handlers receive the finished request through the [`Input`] extractor
+//! and destructure it whole, so that a key accepted but never passed on to
+//! the service is a compile error.
 
 pub mod contacts;
 pub mod conversations;
