@@ -347,8 +347,8 @@ impl Params {
         Ok(request)
     }
 
-    /// Refuses, before anything is read, the first key (in the order given)
-    /// that `knows` does not know.
+    /// Refuses, before anything is read, the first key (in the client's
+    /// order) that `knows` does not know.
     fn allow(&self, knows: impl Fn(&str) -> bool) -> Result<(), ApiError> {
         match self.entries.keys().find(|k| !knows(k.as_str())) {
             Some(key) => Err(ApiError::unknown(&self.name(key))),
