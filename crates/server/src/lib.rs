@@ -10,7 +10,8 @@
 //!
 //! Modules: [`cli`] (the `confab` commands), [`config`] (environment ->
 //! `Settings`), [`startup`] (store, service, HTTP server), [`telemetry`]
-//! (logs); privately `routes` (thin handlers), `params` and `decode` (the one
+//! (logs); privately `routes` (thin handlers), `requests` (one request type per
+//! operation), `params` and `decode` (the one
 //! way request attributes are read), `dto` (wire objects), `error` and
 //! `auth`.
 
@@ -24,4 +25,5 @@ mod decode;
 mod dto;
 mod error;
 mod params;
+mod requests;
 mod routes;

@@ -1,7 +1,9 @@
-//! The one way handlers read request attributes: [`Params`], extracted from
-//! the body (POST, PUT) or the query string (GET, DELETE), then taken key by
-//! key with typed accessors; [`Params::finish`] refuses every key left over,
-//! so nothing is ever mass-assigned.
+//! The raw attributes of a request: [`Params`], extracted from the body
+//! (POST, PUT) or the query string (GET, DELETE), read with typed accessors.
+//! Handlers never read them key by key: [`Params::into_request`] turns them
+//! into an operation's request type (see `crate::requests`), refusing every
+//! unknown key first and every key left over last, so nothing is ever
+//! mass-assigned.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,11 +12,12 @@ use std::str::FromStr;
 use actix_web::dev::Payload;
 use actix_web::http::{header, Method};
 use actix_web::{web, FromRequest, HttpRequest};
-use confab_domain::{Cursor, DomainError, Page, PageLimit};
+use confab_domain::DomainError;
 use serde_json::{Map, Value};
 
 use crate::decode::{decode_form, decode_json, DecodeError};
 use crate::error::ApiError;
+use crate::requests::FromParams;
 
 /// Largest request body accepted, in bytes (64 KiB).
 pub const BODY_LIMIT: usize = 64 * 1024;
@@ -141,6 +144,11 @@ impl Params {
         }
     }
 
+    pub fn required_bool(&mut self, key: &str) -> Result<bool, ApiError> {
+        self.optional_bool(key)?
+            .ok_or_else(|| ApiError::missing(&self.name(key)))
+    }
+
     fn int_of(&self, key: &str, value: &Value) -> Result<i64, ApiError> {
         let parsed = match (self.source, value) {
             (Source::Json, Value::Number(n)) => n.as_i64(),
@@ -155,6 +163,11 @@ impl Params {
             None => Ok(None),
             Some(v) => self.int_of(key, &v).map(Some),
         }
+    }
+
+    pub fn required_int(&mut self, key: &str) -> Result<i64, ApiError> {
+        self.optional_int(key)?
+            .ok_or_else(|| ApiError::missing(&self.name(key)))
     }
 
     /// `Some(None)` for an empty string or JSON `null` (clears the value).
@@ -323,39 +336,29 @@ impl Params {
         Ok(Some(out))
     }
 
-    /// `limit`, `starting_after` and `ending_before` of a list.
-    pub fn page<Id: FromStr>(&mut self) -> Result<Page<Id>, ApiError> {
-        let limit = match self.optional_int("limit") {
-            Ok(None) => PageLimit::default(),
-            Ok(Some(n)) => PageLimit::new(n).map_err(|e| self.domain(e))?,
-            // Keep the one message the contract shows for every bad limit.
-            Err(_) => PageLimit::new(0).map_err(|e| self.domain(e))?,
-        };
-        if self.has("starting_after") && self.has("ending_before") {
-            return Err(ApiError::invalid(
-                "ending_before",
-                "give at most one of starting_after and ending_before",
-            ));
-        }
-        let after = self.optional_id("starting_after", Malformed::Invalid)?;
-        let before = self.optional_id("ending_before", Malformed::Invalid)?;
-        let cursor = after.map(Cursor::After).or(before.map(Cursor::Before));
-        Ok(Page { limit, cursor })
+    /// The request `R`: every key `R` does not know is refused before any
+    /// value is judged, so that an unknown parameter is reported ahead of a
+    /// missing or invalid one; then `R` takes its values; then whatever it
+    /// left is refused.
+    pub fn into_request<R: FromParams>(mut self) -> Result<R, ApiError> {
+        self.allow(R::knows)?;
+        let request = R::take(&mut self)?;
+        self.finish()?;
+        Ok(request)
     }
 
-    /// Refuses, before anything is read, every key not in `keys` (the first
-    /// one in the order given), so that an unknown parameter is reported
-    /// ahead of a missing or invalid one.
-    pub fn allow(&self, keys: &[&str]) -> Result<(), ApiError> {
-        match self.entries.keys().find(|k| !keys.contains(&k.as_str())) {
+    /// Refuses, before anything is read, the first key (in the client's
+    /// order) that `knows` does not know.
+    fn allow(&self, knows: impl Fn(&str) -> bool) -> Result<(), ApiError> {
+        match self.entries.keys().find(|k| !knows(k.as_str())) {
             Some(key) => Err(ApiError::unknown(&self.name(key))),
             None => Ok(()),
         }
     }
 
-    /// Refuses whatever the handler did not take (a safety net behind
+    /// Refuses whatever the request did not take (a safety net behind
     /// [`Params::allow`]).
-    pub fn finish(self) -> Result<(), ApiError> {
+    fn finish(self) -> Result<(), ApiError> {
         match self.entries.keys().next() {
             Some(key) => Err(ApiError::unknown(&self.name(key))),
             None => Ok(()),
@@ -472,14 +475,16 @@ mod tests {
     #[test]
     fn unknown_keys_come_before_missing_ones() {
         let p = form("name=alice&username=x&colour=blue");
-        let e = p.allow(&["username"]).expect_err("unknown");
+        let e = p.allow(|k| k == "username").expect_err("unknown");
         assert_eq!((e.code(), e.param()), ("parameter_unknown", Some("name")));
-        assert!(form("username=x").allow(&["username", "limit"]).is_ok());
+        assert!(form("username=x")
+            .allow(|k| ["username", "limit"].contains(&k))
+            .is_ok());
         let items = form("a[0][x]=1&a[0][y]=2")
             .optional_objects("a")
             .expect("ok")
             .expect("some");
-        let e = items[0].allow(&["x"]).expect_err("nested");
+        let e = items[0].allow(|k| k == "x").expect_err("nested");
         assert_eq!(e.param(), Some("a[0][y]"));
     }
 
@@ -656,36 +661,6 @@ mod tests {
         ] {
             assert!(json(bad).optional_named_lists("r").is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn pages() {
-        let page: Page<MessageId> = form("").page().expect("default");
-        assert_eq!((page.limit.get(), page.cursor), (10, None));
-        let page: Page<MessageId> = form(&format!("limit=100&ending_before={ID}"))
-            .page()
-            .expect("page");
-        assert_eq!(page.limit.get(), 100);
-        assert!(matches!(page.cursor, Some(Cursor::Before(_))));
-        for bad in ["limit=0", "limit=101", "limit=x", "limit=", "limit=-1"] {
-            let e = form(bad).page::<MessageId>().expect_err(bad);
-            assert_eq!(e.param(), Some("limit"), "{bad}");
-            assert_eq!(e.to_string(), "limit must be an integer from 1 to 100");
-        }
-        let e = form(&format!("starting_after={ID}&ending_before={ID}"))
-            .page::<MessageId>()
-            .expect_err("both");
-        assert_eq!(
-            (e.code(), e.param()),
-            ("parameter_invalid", Some("ending_before"))
-        );
-        let e = form("starting_after=x")
-            .page::<MessageId>()
-            .expect_err("malformed");
-        assert_eq!(
-            (e.code(), e.param()),
-            ("parameter_invalid", Some("starting_after"))
-        );
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! `/v1/contacts`: oneself, another contact, and finding one by username.
 
 use actix_web::{web, HttpResponse};
-use confab_domain::{AvatarUrl, ContactId, ContactProfilePatch, PhoneNumber, Username};
+use confab_domain::{ContactId, ContactProfilePatch};
 use confab_service::Confab;
 
 use super::{ok, path_id, resource};
 use crate::auth::Caller;
 use crate::dto::{ContactDto, ListDto};
 use crate::error::ApiError;
-use crate::params::Params;
+use crate::requests::contacts::{FindContactsIn, UpdateMeIn};
+use crate::requests::{Input, NoParams};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     // `/contacts/me` before `/contacts/{id}`, which would match it too.
@@ -26,11 +27,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 async fn find(
     service: web::Data<Confab>,
     caller: Caller,
-    mut params: Params,
+    Input(req): Input<FindContactsIn>,
 ) -> Result<HttpResponse, ApiError> {
-    params.allow(&["username"])?;
-    let username = Username::new(params.required_str("username")?)?;
-    params.finish()?;
+    let FindContactsIn { username } = req;
     let found = service.find_contacts(&caller.0, username.as_str()).await?;
     Ok(ok(&ListDto {
         has_more: false,
@@ -39,8 +38,7 @@ async fn find(
 }
 
 #[tracing::instrument(level = "debug", skip_all)]
-async fn me(caller: Caller, params: Params) -> Result<HttpResponse, ApiError> {
-    params.finish()?;
+async fn me(caller: Caller, _: Input<NoParams>) -> Result<HttpResponse, ApiError> {
     Ok(ok(&ContactDto::from(&caller.0)))
 }
 
@@ -48,20 +46,16 @@ async fn me(caller: Caller, params: Params) -> Result<HttpResponse, ApiError> {
 async fn update_me(
     service: web::Data<Confab>,
     caller: Caller,
-    mut params: Params,
+    Input(req): Input<UpdateMeIn>,
 ) -> Result<HttpResponse, ApiError> {
-    params.allow(&["phone_number", "avatar_url"])?;
+    let UpdateMeIn {
+        phone_number,
+        avatar_url,
+    } = req;
     let patch = ContactProfilePatch {
-        phone_number: params
-            .optional_str("phone_number")?
-            .map(PhoneNumber::new)
-            .transpose()?,
-        avatar_url: params
-            .optional_str("avatar_url")?
-            .map(AvatarUrl::new)
-            .transpose()?,
+        phone_number,
+        avatar_url,
     };
-    params.finish()?;
     let contact = service.update_me(&caller.0, patch).await?;
     Ok(ok(&ContactDto::from(&contact)))
 }
@@ -71,9 +65,8 @@ async fn get(
     service: web::Data<Confab>,
     caller: Caller,
     path: web::Path<String>,
-    params: Params,
+    _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
-    params.finish()?;
     let id: ContactId = path_id(&path)?;
     let contact = service.contact(&caller.0, id).await?;
     Ok(ok(&ContactDto::from(&contact)))

@@ -1,14 +1,15 @@
 //! `/v1/groups`: the members group conversations are shared by.
 
 use actix_web::{web, HttpResponse};
-use confab_domain::{AvatarUrl, GroupDescription, GroupId, GroupName};
+use confab_domain::GroupId;
 use confab_service::{Confab, GroupUpdate, NewGroupRequest};
 
 use super::{created, no_content, ok, path_id, resource};
 use crate::auth::Caller;
 use crate::dto::{GroupDto, ListDto};
 use crate::error::ApiError;
-use crate::params::Params;
+use crate::requests::groups::{CreateGroupIn, ListGroupsIn, UpdateGroupIn};
+use crate::requests::{Input, NoParams};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -24,28 +25,13 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     );
 }
 
-/// `description` and `avatar_url`, shared by create and update.
-fn details(params: &mut Params) -> Result<(Option<GroupDescription>, Option<AvatarUrl>), ApiError> {
-    let description = params
-        .optional_str("description")?
-        .map(GroupDescription::new)
-        .transpose()?;
-    let avatar_url = params
-        .optional_str("avatar_url")?
-        .map(AvatarUrl::new)
-        .transpose()?;
-    Ok((description, avatar_url))
-}
-
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
     service: web::Data<Confab>,
     caller: Caller,
-    mut params: Params,
+    Input(req): Input<ListGroupsIn>,
 ) -> Result<HttpResponse, ApiError> {
-    params.allow(&["limit", "starting_after", "ending_before"])?;
-    let page = params.page::<GroupId>()?;
-    params.finish()?;
+    let ListGroupsIn { page } = req;
     let groups = service.list_groups(&caller.0, page).await?;
     Ok(ok(&ListDto::from_paged(groups, |g| GroupDto::from(&g))))
 }
@@ -54,13 +40,14 @@ async fn list(
 async fn create(
     service: web::Data<Confab>,
     caller: Caller,
-    mut params: Params,
+    Input(req): Input<CreateGroupIn>,
 ) -> Result<HttpResponse, ApiError> {
-    params.allow(&["name", "description", "avatar_url", "contact_ids"])?;
-    let name = GroupName::new(params.required_str("name")?)?;
-    let (description, avatar_url) = details(&mut params)?;
-    let contact_ids = params.id_list("contact_ids")?;
-    params.finish()?;
+    let CreateGroupIn {
+        name,
+        description,
+        avatar_url,
+        contact_ids,
+    } = req;
     let request = NewGroupRequest {
         name,
         description,
@@ -79,9 +66,8 @@ async fn get(
     service: web::Data<Confab>,
     caller: Caller,
     path: web::Path<String>,
-    params: Params,
+    _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
-    params.finish()?;
     let id: GroupId = path_id(&path)?;
     let group = service.group(&caller.0, id).await?;
     Ok(ok(&GroupDto::from(&group)))
@@ -92,23 +78,15 @@ async fn update(
     service: web::Data<Confab>,
     caller: Caller,
     path: web::Path<String>,
-    mut params: Params,
+    Input(req): Input<UpdateGroupIn>,
 ) -> Result<HttpResponse, ApiError> {
-    params.allow(&[
-        "name",
-        "description",
-        "avatar_url",
-        "add_contact_ids",
-        "remove_contact_ids",
-    ])?;
-    let name = params
-        .optional_str("name")?
-        .map(GroupName::new)
-        .transpose()?;
-    let (description, avatar_url) = details(&mut params)?;
-    let add_contact_ids = params.id_list("add_contact_ids")?;
-    let remove_contact_ids = params.id_list("remove_contact_ids")?;
-    params.finish()?;
+    let UpdateGroupIn {
+        name,
+        description,
+        avatar_url,
+        add_contact_ids,
+        remove_contact_ids,
+    } = req;
     let id: GroupId = path_id(&path)?;
     let update = GroupUpdate {
         name,
@@ -126,9 +104,8 @@ async fn delete(
     service: web::Data<Confab>,
     caller: Caller,
     path: web::Path<String>,
-    params: Params,
+    _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
-    params.finish()?;
     let id: GroupId = path_id(&path)?;
     service.delete_group(&caller.0, id).await?;
     Ok(no_content())

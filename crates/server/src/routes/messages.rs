@@ -1,17 +1,15 @@
 //! `/v1/messages`: list, send, get, edit / react / attach, unreact, delete.
 
 use actix_web::{web, HttpResponse};
-use confab_domain::{
-    check_attachment_count, ConversationId, FileSize, FileType, FileUrl, Filename, MessageId,
-    MessageText, NewAttachment, ReactionName,
-};
+use confab_domain::{MessageId, ReactionName};
 use confab_service::{Confab, MessageUpdate, SendMessage};
 
 use super::{created, no_content, ok, path_id, resource};
 use crate::auth::Caller;
 use crate::dto::{ListDto, MessageDto};
 use crate::error::ApiError;
-use crate::params::{Malformed, Params};
+use crate::requests::messages::{ListMessagesIn, SendMessageIn, UpdateMessageIn};
+use crate::requests::{Input, NoParams};
 
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -30,65 +28,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     );
 }
 
-/// `attachments[i][file_url|filename|file_type|file_size]`, at most 10.
-fn attachments(params: &mut Params) -> Result<Vec<NewAttachment>, ApiError> {
-    let Some(items) = params.optional_objects("attachments")? else {
-        return Ok(Vec::new());
-    };
-    check_attachment_count(items.len())?;
-    items
-        .into_iter()
-        .map(|mut item| {
-            item.allow(&["file_url", "filename", "file_type", "file_size"])?;
-            let file_url = item.required_str("file_url")?;
-            let file_url = FileUrl::new(file_url).map_err(|e| item.domain(e))?;
-            let filename = item.required_str("filename")?;
-            let filename = Filename::new(filename).map_err(|e| item.domain(e))?;
-            let file_type = match item.optional_str("file_type")? {
-                Some(t) => FileType::new(t).map_err(|e| item.domain(e))?,
-                None => FileType::octet_stream(),
-            };
-            let file_size = match item.optional_int("file_size")? {
-                Some(n) => Some(FileSize::new(n).map_err(|e| item.domain(e))?),
-                None => None,
-            };
-            item.finish()?;
-            Ok(NewAttachment {
-                filename,
-                file_url,
-                file_type,
-                file_size,
-            })
-        })
-        .collect()
-}
-
-/// `reactions[<name>][]=<username>`; a bad name is a 400 on `reactions`.
-fn reactions(params: &mut Params) -> Result<Vec<(ReactionName, Vec<String>)>, ApiError> {
-    params
-        .optional_named_lists("reactions")?
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(name, usernames)| Ok((ReactionName::new(name)?, usernames)))
-        .collect()
-}
-
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
     service: web::Data<Confab>,
     caller: Caller,
-    mut params: Params,
+    Input(req): Input<ListMessagesIn>,
 ) -> Result<HttpResponse, ApiError> {
-    params.allow(&[
-        "conversation_id",
-        "limit",
-        "starting_after",
-        "ending_before",
-    ])?;
-    let conversation_id: Option<ConversationId> =
-        params.optional_id("conversation_id", Malformed::NotFound)?;
-    let page = params.page::<MessageId>()?;
-    params.finish()?;
+    let ListMessagesIn {
+        conversation_id,
+        page,
+    } = req;
     let messages = service
         .list_messages(&caller.0, conversation_id, page)
         .await?;
@@ -99,13 +48,13 @@ async fn list(
 async fn send(
     service: web::Data<Confab>,
     caller: Caller,
-    mut params: Params,
+    Input(req): Input<SendMessageIn>,
 ) -> Result<HttpResponse, ApiError> {
-    params.allow(&["conversation_id", "message", "attachments"])?;
-    let conversation_id = params.required_id("conversation_id", Malformed::NotFound)?;
-    let text = MessageText::new(params.required_str("message")?)?;
-    let attachments = attachments(&mut params)?;
-    params.finish()?;
+    let SendMessageIn {
+        conversation_id,
+        message: text,
+        attachments,
+    } = req;
     let message = service
         .send_message(
             &caller.0,
@@ -127,9 +76,8 @@ async fn get(
     service: web::Data<Confab>,
     caller: Caller,
     path: web::Path<String>,
-    params: Params,
+    _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
-    params.finish()?;
     let id: MessageId = path_id(&path)?;
     let message = service.message(&caller.0, id).await?;
     Ok(ok(&MessageDto::from(&message)))
@@ -140,16 +88,13 @@ async fn update(
     service: web::Data<Confab>,
     caller: Caller,
     path: web::Path<String>,
-    mut params: Params,
+    Input(req): Input<UpdateMessageIn>,
 ) -> Result<HttpResponse, ApiError> {
-    params.allow(&["message", "reactions", "attachments"])?;
-    let text = params
-        .optional_str("message")?
-        .map(MessageText::new)
-        .transpose()?;
-    let reactions = reactions(&mut params)?;
-    let attachments = attachments(&mut params)?;
-    params.finish()?;
+    let UpdateMessageIn {
+        message: text,
+        reactions,
+        attachments,
+    } = req;
     let id: MessageId = path_id(&path)?;
     let update = MessageUpdate {
         text,
@@ -165,9 +110,8 @@ async fn delete(
     service: web::Data<Confab>,
     caller: Caller,
     path: web::Path<String>,
-    params: Params,
+    _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
-    params.finish()?;
     let id: MessageId = path_id(&path)?;
     service.delete_message(&caller.0, id).await?;
     Ok(no_content())
@@ -180,9 +124,8 @@ async fn unreact(
     service: web::Data<Confab>,
     caller: Caller,
     path: web::Path<(String, String)>,
-    params: Params,
+    _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
-    params.finish()?;
     let (id, name) = path.into_inner();
     let id: MessageId = path_id(&id)?;
     let name = ReactionName::new(name).map_err(|_| ApiError::not_found(None))?;

@@ -1,0 +1,33 @@
+//! Requests of `/v1/groups`.
+
+use confab_domain::{AvatarUrl, ContactId, GroupDescription, GroupId, GroupName, Page};
+
+use super::{ids, optional, request, text, Flatten};
+
+request! {
+    /// `GET /v1/groups`.
+    pub struct ListGroupsIn {
+        page: Page<GroupId> = Flatten,
+    }
+}
+
+request! {
+    /// `POST /v1/groups`.
+    pub struct CreateGroupIn {
+        name: GroupName = text(GroupName::new),
+        description: Option<GroupDescription> = optional(text(GroupDescription::new)),
+        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+        contact_ids: Vec<ContactId> = ids(),
+    }
+}
+
+request! {
+    /// `PUT /v1/groups/{id}`.
+    pub struct UpdateGroupIn {
+        name: Option<GroupName> = optional(text(GroupName::new)),
+        description: Option<GroupDescription> = optional(text(GroupDescription::new)),
+        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+        add_contact_ids: Vec<ContactId> = ids(),
+        remove_contact_ids: Vec<ContactId> = ids(),
+    }
+}
