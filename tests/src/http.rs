@@ -3,6 +3,7 @@
 //! client.
 
 use std::net::TcpListener;
+use std::time::{Duration, Instant};
 
 use confab_server::startup::{open_service, Application, Database};
 use confab_service::Confab;
@@ -123,6 +124,68 @@ impl TestApp {
             id: contact.id.to_string(),
             username: username.to_owned(),
             token,
+        }
+    }
+
+    /// Revokes every token of `user` (what `confab token revoke` does), waits
+    /// until the server refuses the old one (the contract allows 5 s), and
+    /// gives `user` a fresh token; returns the revoked one.
+    pub async fn revoke_and_reissue(&self, user: &mut User) -> String {
+        let old = user.token.clone();
+        self.send(Method::GET, "/v1/contacts/me", Some(&old), None, &[])
+            .await
+            .expect(200);
+        self.service
+            .revoke_tokens(&user.username)
+            .await
+            .expect("revoke tokens");
+        self.wait_refused(&old, Duration::from_secs(6)).await;
+        user.token = self
+            .service
+            .issue_token(&user.username, None)
+            .await
+            .expect("issue token");
+        old
+    }
+
+    /// A token of `user` that has expired: issued for one second (the
+    /// shortest the service issues), then waited out. `user`'s own token
+    /// stays valid.
+    pub async fn expired_token(&self, user: &User) -> String {
+        let issued = Instant::now();
+        let token = self
+            .service
+            .issue_token(&user.username, Some(1))
+            .await
+            .expect("issue token");
+        let accepted = self.wait_refused(&token, Duration::from_secs(5)).await;
+        // A token refused from the start would prove nothing about expiry.
+        assert!(
+            accepted || issued.elapsed() >= Duration::from_secs(1),
+            "a token valid for 1 s was refused at once"
+        );
+        token
+    }
+
+    /// Polls until `token` answers 401; returns whether it was accepted
+    /// before that.
+    async fn wait_refused(&self, token: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        let mut accepted = false;
+        loop {
+            let r = self
+                .send(Method::GET, "/v1/contacts/me", Some(token), None, &[])
+                .await;
+            if r.status == StatusCode::UNAUTHORIZED {
+                return accepted;
+            }
+            r.expect(200);
+            accepted = true;
+            assert!(
+                Instant::now() < deadline,
+                "token still accepted after {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
