@@ -37,7 +37,7 @@
 //! and each backend module expands them once against its own
 //! `<Store as SqlBackend>::Conn` and `::Db` (`queries::instantiate!`). The
 //! code is written, reviewed and changed once; each expansion is type-checked
-//! against its database; the contract suite (`tests/tests/store_contract.rs`)
+//! against its database; the contract suite (`tests/tests/store_contract/`)
 //! checks that the two behave alike.
 //!
 //! Rejected: two copies of the code (they drift); one source file compiled
