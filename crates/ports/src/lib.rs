@@ -166,8 +166,9 @@ pub trait ConversationStore: Send + Sync {
     /// state, in one transaction; returns the new view.
     /// # Errors
     /// - MUST return `NotFound` when it does not exist or viewer is not a member.
-    /// - MUST return `Rule(Invalid{field: "pinned_message_id"})` when the
-    ///   message to pin is not (any more) in this conversation.
+    /// - MUST return `Rule(Invalid { field: PinnedMessage, rule:
+    ///   OutsideConversation })` when the message to pin is not (any more) in
+    ///   this conversation.
     async fn update_conversation(
         &self,
         viewer: ContactId,
@@ -294,8 +295,8 @@ pub struct GroupChange {
 #[async_trait]
 pub trait GroupStore: Send + Sync {
     /// # Errors
-    /// - MUST return `Rule(Invalid{field: "contact_ids"})` when a member id
-    ///   is not an existing contact.
+    /// - MUST return `Rule(Invalid { field: Members, rule: UnknownContacts })`
+    ///   when a member id is not an existing contact.
     async fn create_group(&self, group: NewGroup, at: Timestamp) -> Result<Group, StoreError>;
     /// The group with its members, when `viewer` is a member; else `None`.
     async fn group_for(&self, viewer: ContactId, id: GroupId) -> Result<Option<Group>, StoreError>;
@@ -309,8 +310,8 @@ pub trait GroupStore: Send + Sync {
     ) -> Result<Paged<Group>, StoreError>;
     /// # Errors
     /// - MUST return `NotFound` when the group does not exist.
-    /// - MUST return `Rule(Invalid{field: "add_contact_ids"})` when an added
-    ///   id is not an existing contact.
+    /// - MUST return `Rule(Invalid { field: AddedMembers, rule:
+    ///   UnknownContacts })` when an added id is not an existing contact.
     async fn update_group(
         &self,
         id: GroupId,
