@@ -36,18 +36,55 @@ macro_rules! string_value {
     };
 }
 
+/// Whether `c` shows as something: not white space, not a control
+/// character, and not one of the characters that render as nothing (Unicode's
+/// format characters, category Cf, and the fillers and blanks that look
+/// empty). A message of only such characters would look empty to every
+/// reader, so it is refused like an empty one.
+fn is_visible(c: char) -> bool {
+    !(c.is_whitespace() || c.is_control() || is_invisible(c))
+}
+
+/// The characters that render as nothing, though neither white space nor
+/// control characters: Unicode 15's format characters (Cf) and the blank
+/// fillers (Hangul fillers, braille blank, combining grapheme joiner).
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'..='\u{1160}'
+            | '\u{17B4}'..='\u{17B5}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{206F}'
+            | '\u{2800}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{1BCA0}'..='\u{1BCA3}'
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E0FFF}'
+    )
+}
+
 string_value!(
-    /// The text of a message: 1 to 4096 characters, not only white space, no
-    /// NUL. Line breaks and tabs are allowed.
+    /// The text of a message: 1 to 4096 characters with at least one visible
+    /// one (not only white space or invisible format characters), no NUL.
+    /// Line breaks and tabs are allowed.
     MessageText
 );
 impl MessageText {
     pub const MAX_CHARS: usize = 4096;
     pub fn new(raw: String) -> Result<Self, DomainError> {
-        if raw.trim().is_empty() {
+        if !raw.chars().any(is_visible) {
             return Err(DomainError::invalid(
                 Field::MessageText,
-                "must not be empty or only white space",
+                "must hold at least one visible character (not only white space or invisible characters)",
             ));
         }
         if raw.chars().count() > Self::MAX_CHARS {
@@ -304,6 +341,25 @@ mod tests {
         assert!(MessageText::new("é".repeat(4096)).is_ok());
         assert!(MessageText::new("é".repeat(4097)).is_err());
         assert!(MessageText::new("a\0b".into()).is_err());
+        // Nothing a reader could see: zero-width space, joiners, BOM, soft
+        // hyphen, word joiner, Hangul filler, variation selector, tags.
+        for blank in [
+            "\u{200B}",
+            " \u{200B}\u{200C}\u{200D} ",
+            "\u{FEFF}",
+            "\u{00AD}\u{2060}",
+            "\u{3164}",
+            "\u{FE0F}",
+            "\u{E0041}\u{E007F}",
+            "\u{2028}\u{3000}",
+        ] {
+            assert!(MessageText::new(blank.into()).is_err(), "{blank:?}");
+        }
+        // One visible character among them is enough; emoji with joiners
+        // and variation selectors are text.
+        assert!(MessageText::new("\u{200B}a\u{200B}".into()).is_ok());
+        assert!(MessageText::new("\u{2764}\u{FE0F}".into()).is_ok());
+        assert!(MessageText::new("\u{1F469}\u{200D}\u{1F4BB}".into()).is_ok());
     }
 
     #[test]

@@ -123,7 +123,15 @@ async fn send_validates_its_parameters(app: TestApp) {
     assert_eq!(r.status.as_u16(), 400);
     assert_eq!(r.body["code"], "parameter_missing");
 
-    for bad in ["", " ", "   \n\t  ", "\u{3000}"] {
+    // Nothing visible: white space, zero-width and other format characters.
+    for bad in [
+        "",
+        " ",
+        "   \n\t  ",
+        "\u{3000}",
+        "\u{200B}",
+        " \u{200B}\u{2060}\u{FEFF} ",
+    ] {
         let r = app
             .post(
                 &alice,
@@ -706,7 +714,7 @@ async fn edit_by_sender_only(app: TestApp) {
     assert_eq!(unchanged, m);
 
     let too_long = "z".repeat(4097);
-    for bad in ["", "  ", too_long.as_str()] {
+    for bad in ["", "  ", "\u{200B}", too_long.as_str()] {
         let r = app.put(&alice, &path, &[("message", bad)]).await;
         r.expect_error(400, "parameter_invalid", Some("message"));
     }
