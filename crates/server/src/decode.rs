@@ -14,6 +14,8 @@
 
 use std::collections::BTreeMap;
 
+use indexmap::IndexMap;
+
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
@@ -33,7 +35,7 @@ fn body_err(message: impl Into<String>) -> DecodeError {
 /// Decodes `application/x-www-form-urlencoded` bytes (a body or a query
 /// string) into a tree of strings, arrays and objects.
 pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
-    let mut root = Node::Map(Vec::new());
+    let mut root = Node::Map(IndexMap::new());
     for pair in input.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
         let (raw_key, raw_value) = match pair.iter().position(|b| *b == b'=') {
             Some(i) => (&pair[..i], &pair[i + 1..]),
@@ -42,11 +44,19 @@ pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
         let key = percent_decode(raw_key)?;
         let value = percent_decode(raw_value)?;
         let path = parse_key(&key)?;
-        root.fill(&path, value, String::new())?;
+        root.fill(&path, 0, value)?;
     }
-    match root.into_value("")? {
-        Value::Object(map) => Ok(map),
-        _ => Ok(Map::new()),
+    match root.into_value() {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Ok(Map::new()),
+        Err(mut path) => {
+            path.reverse();
+            let here = name_of(&path);
+            Err(DecodeError::Param {
+                message: format!("{here} indices must run 0, 1, 2, ... without gaps"),
+                param: here,
+            })
+        }
     }
 }
 
@@ -152,17 +162,30 @@ enum Node {
     Empty,
     Leaf(String),
     List(Vec<String>),
-    /// Keys in the order first seen.
-    Map(Vec<(String, Node)>),
+    /// Keys in the order first seen, found by hash: a linear search per
+    /// pair made thousands of distinct keys cost quadratic time.
+    Map(IndexMap<String, Node>),
     Indexed(BTreeMap<usize, Node>),
 }
 
-fn child_name(here: &str, seg: &str) -> String {
-    if here.is_empty() {
-        seg.to_owned()
-    } else {
-        format!("{here}[{seg}]")
+/// The parameter name `path` spells, as the client wrote it:
+/// `attachments[0][file_url]`. Built only for an error: naming every node
+/// on the way down cost an allocation per pair and level.
+fn name_of(path: &[Seg]) -> String {
+    let mut name = String::new();
+    for seg in path {
+        let part = match seg {
+            Seg::Key(key) => key.clone(),
+            Seg::Index(index) => index.to_string(),
+            Seg::Push => continue,
+        };
+        if name.is_empty() {
+            name = part;
+        } else {
+            name = format!("{name}[{part}]");
+        }
     }
+    name
 }
 
 fn given_twice(here: String) -> DecodeError {
@@ -173,15 +196,17 @@ fn given_twice(here: String) -> DecodeError {
 }
 
 impl Node {
-    /// Puts `value` at `path` below this node, which is named `here`.
-    fn fill(&mut self, path: &[Seg], value: String, here: String) -> Result<(), DecodeError> {
-        let Some((seg, rest)) = path.split_first() else {
+    /// Puts `value` at `path[depth..]` below this node, which `path[..depth]`
+    /// names.
+    fn fill(&mut self, path: &[Seg], depth: usize, value: String) -> Result<(), DecodeError> {
+        let here = || name_of(&path[..depth]);
+        let Some(seg) = path.get(depth) else {
             return match self {
                 Node::Empty => {
                     *self = Node::Leaf(value);
                     Ok(())
                 }
-                _ => Err(given_twice(here)),
+                _ => Err(given_twice(here())),
             };
         };
         match seg {
@@ -194,64 +219,69 @@ impl Node {
                     items.push(value);
                     Ok(())
                 }
-                _ => Err(given_twice(here)),
+                _ => Err(given_twice(here())),
             },
             Seg::Key(key) => {
                 if matches!(self, Node::Empty) {
-                    *self = Node::Map(Vec::new());
+                    *self = Node::Map(IndexMap::new());
                 }
                 let Node::Map(entries) = self else {
-                    return Err(given_twice(here));
+                    return Err(given_twice(here()));
                 };
-                let child = match entries.iter().position(|(k, _)| k == key) {
-                    Some(i) => &mut entries[i].1,
-                    None => {
-                        entries.push((key.clone(), Node::Empty));
-                        let last = entries.len() - 1;
-                        &mut entries[last].1
-                    }
+                let child = match entries.get_index_of(key.as_str()) {
+                    Some(i) => &mut entries[i],
+                    None => entries.entry(key.clone()).or_insert(Node::Empty),
                 };
-                child.fill(rest, value, child_name(&here, key))
+                child.fill(path, depth + 1, value)
             }
             Seg::Index(index) => {
                 if matches!(self, Node::Empty) {
                     *self = Node::Indexed(BTreeMap::new());
                 }
                 let Node::Indexed(items) = self else {
-                    return Err(given_twice(here));
+                    return Err(given_twice(here()));
                 };
-                let name = child_name(&here, &index.to_string());
                 items
                     .entry(*index)
                     .or_insert(Node::Empty)
-                    .fill(rest, value, name)
+                    .fill(path, depth + 1, value)
             }
         }
     }
 
-    fn into_value(self, here: &str) -> Result<Value, DecodeError> {
+    /// The finished value. An error is the path, leaf first, of a list of
+    /// objects whose indices have a gap (each level adds its own segment on
+    /// the way up, so naming costs nothing unless there is an error).
+    fn into_value(self) -> Result<Value, Vec<Seg>> {
         Ok(match self {
             Node::Empty => Value::Null,
             Node::Leaf(s) => Value::String(s),
             Node::List(items) => Value::Array(items.into_iter().map(Value::String).collect()),
             Node::Map(entries) => {
-                let mut map = Map::new();
+                let mut map = Map::with_capacity(entries.len());
                 for (key, node) in entries {
-                    let value = node.into_value(&child_name(here, &key))?;
-                    map.insert(key, value);
+                    match node.into_value() {
+                        Ok(value) => {
+                            map.insert(key, value);
+                        }
+                        Err(mut path) => {
+                            path.push(Seg::Key(key));
+                            return Err(path);
+                        }
+                    }
                 }
                 Value::Object(map)
             }
             Node::Indexed(items) => {
                 if items.keys().enumerate().any(|(i, k)| i != *k) {
-                    return Err(DecodeError::Param {
-                        param: here.to_owned(),
-                        message: format!("{here} indices must run 0, 1, 2, ... without gaps"),
-                    });
+                    return Err(Vec::new());
                 }
                 let mut list = Vec::with_capacity(items.len());
                 for (index, node) in items {
-                    list.push(node.into_value(&child_name(here, &index.to_string()))?);
+                    list.push(node.into_value().map_err(|mut path| {
+                        path.push(Seg::Index(index));
+                        path
+                    })?);
                 }
                 Value::Array(list)
             }
