@@ -4,7 +4,7 @@
 
 use std::future::{ready, Ready};
 
-use actix_web::body::MessageBody;
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, AUTHORIZATION};
 use actix_web::middleware::Next;
@@ -29,21 +29,31 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// Authenticates every request it wraps, or answers 401.
+///
+/// A refusal is answered as a response, not returned as `Err`: an error
+/// leaves the middleware chain as `Err` and becomes a response only inside
+/// actix, past every outer middleware (the security headers among them).
 pub async fn require_token(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    match authenticate(&req).await {
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            Ok(next.call(req).await?.map_into_left_body())
+        }
+        Err(e) => Ok(req.error_response(e).map_into_right_body()),
+    }
+}
+
+async fn authenticate(req: &ServiceRequest) -> Result<Caller, ApiError> {
     let service = req
         .app_data::<web::Data<Confab>>()
-        .cloned()
         .ok_or_else(|| ApiError::internal(&"the service is not registered as app data"))?;
-    let token = bearer_token(req.headers())
-        .ok_or_else(ApiError::unauthorized)?
-        .to_owned();
-    let contact = service.authenticate(&token).await.map_err(ApiError::from)?;
+    let token = bearer_token(req.headers()).ok_or_else(ApiError::unauthorized)?;
+    let contact = service.authenticate(token).await.map_err(ApiError::from)?;
     tracing::Span::current().record("caller", tracing::field::display(contact.id));
-    req.extensions_mut().insert(Caller(contact));
-    next.call(req).await
+    Ok(Caller(contact))
 }
 
 impl FromRequest for Caller {
