@@ -11,8 +11,8 @@
 //! Modules: [`cli`] (the `confab` commands), [`config`] (environment ->
 //! `Settings`), [`startup`] (store, service, HTTP server), [`telemetry`]
 //! (logs); privately `routes` (thin handlers), `params` and `decode` (the one
-//! way request attributes are read), `dto` (wire objects), `error` and
-//! `auth`.
+//! way request attributes are read), `dto` (wire objects), `error`,
+//! `auth` and `ratelimit`.
 
 pub mod cli;
 pub mod config;
@@ -24,4 +24,5 @@ mod decode;
 mod dto;
 mod error;
 mod params;
+mod ratelimit;
 mod routes;

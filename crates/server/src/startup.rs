@@ -16,6 +16,8 @@ use tracing_actix_web::TracingLogger;
 
 pub use crate::config::Database;
 use crate::error::ApiError;
+use crate::ratelimit::Limiter;
+pub use crate::ratelimit::{Quota, RateLimits};
 use crate::routes;
 use crate::telemetry::RequestSpan;
 
@@ -51,16 +53,29 @@ pub struct Application {
 }
 
 impl Application {
-    /// Builds the server on `listener` (bind port 0 for a random port).
+    /// Builds the server on `listener` (bind port 0 for a random port),
+    /// with the default rate limits.
     pub async fn build(service: Confab, listener: TcpListener) -> anyhow::Result<Application> {
+        Self::build_with(service, listener, RateLimits::default()).await
+    }
+
+    /// Builds the server with these rate limits.
+    pub async fn build_with(
+        service: Confab,
+        listener: TcpListener,
+        limits: RateLimits,
+    ) -> anyhow::Result<Application> {
         let port = listener
             .local_addr()
             .context("the listener has no local address")?
             .port();
         let service = web::Data::new(service);
+        // One limiter for all workers: a budget is per server, not per thread.
+        let limiter = web::Data::new(Limiter::new(limits));
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(service.clone())
+                .app_data(limiter.clone())
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))
                 .wrap(ErrorHandlers::new().default_handler(json_error_body))

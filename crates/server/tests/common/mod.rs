@@ -5,7 +5,7 @@
 
 use std::net::TcpListener;
 
-use confab_server::startup::{open_service, Application, Database};
+use confab_server::startup::{open_service, Application, Database, RateLimits};
 use confab_service::Confab;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
@@ -33,6 +33,10 @@ impl Resp {
 impl TestApp {
     /// The application with its default settings.
     pub async fn spawn() -> TestApp {
+        Self::spawn_with(RateLimits::default()).await
+    }
+
+    pub async fn spawn_with(limits: RateLimits) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("confab.db").display().to_string();
         let service = tokio::task::spawn_blocking(move || {
@@ -42,7 +46,7 @@ impl TestApp {
         .expect("join");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        let app = Application::build(service.clone(), listener)
+        let app = Application::build_with(service.clone(), listener, limits)
             .await
             .expect("build app");
         tokio::spawn(app.run_until_stopped());
