@@ -35,7 +35,7 @@ fn body_err(message: impl Into<String>) -> DecodeError {
 /// Decodes `application/x-www-form-urlencoded` bytes (a body or a query
 /// string) into a tree of strings, arrays and objects.
 pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
-    let mut root = Node::Map(IndexMap::new());
+    let mut root = Node::Map(Box::default());
     for pair in input.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
         let (raw_key, raw_value) = match pair.iter().position(|b| *b == b'=') {
             Some(i) => (&pair[..i], &pair[i + 1..]),
@@ -43,8 +43,8 @@ pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
         };
         let key = percent_decode(raw_key)?;
         let value = percent_decode(raw_value)?;
-        let path = parse_key(&key)?;
-        root.fill(&path, 0, value)?;
+        let mut path = parse_key(key)?;
+        root.fill(&mut path, 0, value)?;
     }
     match root.into_value() {
         Ok(Value::Object(map)) => Ok(map),
@@ -82,6 +82,12 @@ fn percent_decode(raw: &[u8]) -> Result<String, DecodeError> {
             _ => None,
         }
     }
+    // Most keys and values need no decoding: validate and copy at once.
+    if !raw.iter().any(|b| matches!(b, b'%' | b'+')) {
+        return std::str::from_utf8(raw)
+            .map(str::to_owned)
+            .map_err(|_| body_err("form data is not valid UTF-8"));
+    }
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
     while i < raw.len() {
@@ -117,7 +123,15 @@ enum Seg {
 const MAX_SEGMENTS: usize = 8;
 
 /// `name[a][0][]` -> `[Key(name), Key(a), Index(0), Push]`.
-fn parse_key(key: &str) -> Result<Vec<Seg>, DecodeError> {
+fn parse_key(key: String) -> Result<Vec<Seg>, DecodeError> {
+    // The common plain name becomes its segment without a copy.
+    if !key.is_empty() && !key.contains(['[', ']']) {
+        return Ok(vec![Seg::Key(key)]);
+    }
+    parse_bracketed_key(&key)
+}
+
+fn parse_bracketed_key(key: &str) -> Result<Vec<Seg>, DecodeError> {
     let malformed = || body_err(format!("malformed parameter name {key:?}"));
     let (name, mut rest) = match key.find(['[', ']']) {
         Some(i) => key.split_at(i),
@@ -164,7 +178,9 @@ enum Node {
     List(Vec<String>),
     /// Keys in the order first seen, found by hash: a linear search per
     /// pair made thousands of distinct keys cost quadratic time.
-    Map(IndexMap<String, Node>),
+    /// Boxed: it is the largest variant, and a small node keeps a map of
+    /// thousands of entries small (less memory to fault in and copy).
+    Map(Box<IndexMap<String, Node>>),
     Indexed(BTreeMap<usize, Node>),
 }
 
@@ -198,9 +214,14 @@ fn given_twice(here: String) -> DecodeError {
 impl Node {
     /// Puts `value` at `path[depth..]` below this node, which `path[..depth]`
     /// names.
-    fn fill(&mut self, path: &[Seg], depth: usize, value: String) -> Result<(), DecodeError> {
-        let here = || name_of(&path[..depth]);
-        let Some(seg) = path.get(depth) else {
+    ///
+    /// A key that makes a new entry is moved out of `path` rather than
+    /// copied: below a new (empty) node nothing can conflict, so no error
+    /// will ever need that segment's name.
+    fn fill(&mut self, path: &mut [Seg], depth: usize, value: String) -> Result<(), DecodeError> {
+        let (above, below) = path.split_at_mut(depth);
+        let here = || name_of(above);
+        let Some(seg) = below.first_mut() else {
             return match self {
                 Node::Empty => {
                     *self = Node::Leaf(value);
@@ -223,14 +244,14 @@ impl Node {
             },
             Seg::Key(key) => {
                 if matches!(self, Node::Empty) {
-                    *self = Node::Map(IndexMap::new());
+                    *self = Node::Map(Box::default());
                 }
                 let Node::Map(entries) = self else {
                     return Err(given_twice(here()));
                 };
                 let child = match entries.get_index_of(key.as_str()) {
                     Some(i) => &mut entries[i],
-                    None => entries.entry(key.clone()).or_insert(Node::Empty),
+                    None => entries.entry(std::mem::take(key)).or_insert(Node::Empty),
                 };
                 child.fill(path, depth + 1, value)
             }
@@ -259,7 +280,7 @@ impl Node {
             Node::List(items) => Value::Array(items.into_iter().map(Value::String).collect()),
             Node::Map(entries) => {
                 let mut map = Map::with_capacity(entries.len());
-                for (key, node) in entries {
+                for (key, node) in *entries {
                     match node.into_value() {
                         Ok(value) => {
                             map.insert(key, value);
