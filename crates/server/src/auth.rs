@@ -4,15 +4,16 @@
 
 use std::future::{ready, Ready};
 
-use actix_web::body::MessageBody;
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, AUTHORIZATION};
 use actix_web::middleware::Next;
-use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError};
 use confab_domain::Contact;
-use confab_service::Confab;
+use confab_service::{Confab, ServiceError};
 
 use crate::error::ApiError;
+use crate::ratelimit::{Budget, Limiter, Verdict};
 
 /// The authenticated contact making the request.
 #[derive(Debug, Clone)]
@@ -28,22 +29,73 @@ fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .then_some(token)
 }
 
-/// Authenticates every request it wraps, or answers 401.
+/// Authenticates every request it wraps, or answers 401; applies the rate
+/// limits (see [`crate::ratelimit`]), answering 429.
+///
+/// A refusal is answered as a response, not returned as `Err`: an error
+/// leaves the middleware chain as `Err` and becomes a response only inside
+/// actix, past every outer middleware (the security headers among them).
 pub async fn require_token(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    match authenticate(&req).await {
+        Ok((caller, budget)) => {
+            req.extensions_mut().insert(caller);
+            let mut res = next.call(req).await?;
+            if let Some(budget) = budget {
+                budget.write(res.headers_mut(), false);
+            }
+            Ok(res.map_into_left_body())
+        }
+        Err(refusal) => Ok(req.into_response(refusal).map_into_right_body()),
+    }
+}
+
+/// The caller and what is left of their budget, or the refusal to send.
+async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), HttpResponse> {
     let service = req
         .app_data::<web::Data<Confab>>()
-        .cloned()
-        .ok_or_else(|| ApiError::internal(&"the service is not registered as app data"))?;
-    let token = bearer_token(req.headers())
-        .ok_or_else(ApiError::unauthorized)?
-        .to_owned();
-    let contact = service.authenticate(&token).await.map_err(ApiError::from)?;
+        .ok_or_else(|| ApiError::internal(&"the service is not registered as app data"))
+        .map_err(|e| e.error_response())?;
+    let limiter = req.app_data::<web::Data<Limiter>>();
+    // The peer itself, not a Forwarded header a client could forge.
+    let ip = req.peer_addr().map(|a| a.ip());
+    let anonymous = |refusal: ApiError| -> HttpResponse {
+        match (limiter, ip) {
+            (Some(limiter), Some(ip)) => match limiter.check_anonymous(ip) {
+                Verdict::Limited(budget) => too_many(&budget),
+                Verdict::Allowed(_) => refusal.error_response(),
+            },
+            _ => refusal.error_response(),
+        }
+    };
+    let Some(token) = bearer_token(req.headers()) else {
+        return Err(anonymous(ApiError::unauthorized()));
+    };
+    if let (Some(limiter), Some(ip)) = (limiter, ip) {
+        if let Some(budget) = limiter.blocked(ip) {
+            return Err(too_many(&budget));
+        }
+    }
+    let contact = match service.authenticate(token).await {
+        Ok(contact) => contact,
+        Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
+        Err(e) => return Err(ApiError::from(e).error_response()),
+    };
     tracing::Span::current().record("caller", tracing::field::display(contact.id));
-    req.extensions_mut().insert(Caller(contact));
-    next.call(req).await
+    let budget = match limiter.map(|l| l.check_token(token)) {
+        Some(Verdict::Limited(budget)) => return Err(too_many(&budget)),
+        Some(Verdict::Allowed(budget)) => budget,
+        None => None,
+    };
+    Ok((Caller(contact), budget))
+}
+
+fn too_many(budget: &Budget) -> HttpResponse {
+    let mut res = ApiError::rate_limited(budget.reset_secs).error_response();
+    budget.apply(&mut res, true);
+    res
 }
 
 impl FromRequest for Caller {

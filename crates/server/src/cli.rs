@@ -176,7 +176,7 @@ fn run(command: Command) -> anyhow::Result<()> {
 async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
     let listener = TcpListener::bind(settings.listen)
         .with_context(|| format!("cannot listen on {} (CONFAB_LISTEN)", settings.listen))?;
-    let app = Application::build(service, listener).await?;
+    let app = Application::build_with(service, listener, settings.rate_limits).await?;
     tracing::info!(address = %settings.listen, "confab is serving");
     app.run_until_stopped().await.context("the server failed")
 }

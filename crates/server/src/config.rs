@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 
 use anyhow::{bail, Context};
 
+use crate::ratelimit::{Quota, RateLimits};
+
 /// Where the data lives (`DATABASE_URL`).
 #[derive(Clone, PartialEq, Eq)]
 pub enum Database {
@@ -88,6 +90,10 @@ pub struct Settings {
     pub database: Database,
     /// `CONFAB_LISTEN`, default `127.0.0.1:8080`.
     pub listen: SocketAddr,
+    /// `CONFAB_RATE_LIMIT_PER_SECOND` / `_BURST` (per token) and
+    /// `CONFAB_RATE_LIMIT_ANON_PER_SECOND` / `_BURST` (per client address,
+    /// without a valid token); 0 turns a limit off.
+    pub rate_limits: RateLimits,
 }
 
 impl Settings {
@@ -104,7 +110,41 @@ impl Settings {
         let listen = listen_raw.trim().parse().with_context(|| {
             format!("CONFAB_LISTEN {listen_raw:?} is not an address like 127.0.0.1:8080")
         })?;
-        Ok(Settings { database, listen })
+        let number = |name: &str, default: u32| -> anyhow::Result<u32> {
+            match lookup(name) {
+                None => Ok(default),
+                Some(raw) => raw.trim().parse().with_context(|| {
+                    format!(
+                        "{name} {raw:?} is not a whole number from 0 to {} (0: no limit)",
+                        u32::MAX
+                    )
+                }),
+            }
+        };
+        let rate_limits = RateLimits {
+            per_token: Quota::new(
+                number(
+                    "CONFAB_RATE_LIMIT_PER_SECOND",
+                    RateLimits::DEFAULT_PER_SECOND,
+                )?,
+                number("CONFAB_RATE_LIMIT_BURST", RateLimits::DEFAULT_BURST)?,
+            ),
+            anonymous: Quota::new(
+                number(
+                    "CONFAB_RATE_LIMIT_ANON_PER_SECOND",
+                    RateLimits::DEFAULT_ANON_PER_SECOND,
+                )?,
+                number(
+                    "CONFAB_RATE_LIMIT_ANON_BURST",
+                    RateLimits::DEFAULT_ANON_BURST,
+                )?,
+            ),
+        };
+        Ok(Settings {
+            database,
+            listen,
+            rate_limits,
+        })
     }
 }
 
@@ -150,5 +190,33 @@ mod tests {
         let e = Settings::from_lookup(|k| (k == "CONFAB_LISTEN").then(|| "nope".to_owned()))
             .expect_err("bad listen");
         assert!(e.to_string().contains("CONFAB_LISTEN"));
+    }
+
+    #[test]
+    fn rate_limits_default_on_and_zero_is_off() {
+        let s = Settings::from_lookup(|_| None).expect("defaults");
+        assert_eq!(s.rate_limits, RateLimits::default());
+        assert!(s.rate_limits.per_token.is_some() && s.rate_limits.anonymous.is_some());
+        let s = Settings::from_lookup(|k| {
+            matches!(
+                k,
+                "CONFAB_RATE_LIMIT_PER_SECOND" | "CONFAB_RATE_LIMIT_ANON_BURST"
+            )
+            .then(|| "0".to_owned())
+        })
+        .expect("zeros");
+        assert_eq!(s.rate_limits, RateLimits::OFF);
+        let s =
+            Settings::from_lookup(|k| (k == "CONFAB_RATE_LIMIT_BURST").then(|| " 7 ".to_owned()))
+                .expect("burst");
+        assert_eq!(s.rate_limits.per_token, Quota::new(100, 7));
+        for name in [
+            "CONFAB_RATE_LIMIT_BURST",
+            "CONFAB_RATE_LIMIT_ANON_PER_SECOND",
+        ] {
+            let e = Settings::from_lookup(|k| (k == name).then(|| "-1".to_owned()))
+                .expect_err("negative");
+            assert!(e.to_string().contains(name), "{e}");
+        }
     }
 }

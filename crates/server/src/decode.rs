@@ -14,6 +14,8 @@
 
 use std::collections::BTreeMap;
 
+use indexmap::IndexMap;
+
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
@@ -33,7 +35,7 @@ fn body_err(message: impl Into<String>) -> DecodeError {
 /// Decodes `application/x-www-form-urlencoded` bytes (a body or a query
 /// string) into a tree of strings, arrays and objects.
 pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
-    let mut root = Node::Map(Vec::new());
+    let mut root = Node::Map(Box::default());
     for pair in input.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
         let (raw_key, raw_value) = match pair.iter().position(|b| *b == b'=') {
             Some(i) => (&pair[..i], &pair[i + 1..]),
@@ -41,12 +43,20 @@ pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
         };
         let key = percent_decode(raw_key)?;
         let value = percent_decode(raw_value)?;
-        let path = parse_key(&key)?;
-        root.fill(&path, value, String::new())?;
+        let mut path = parse_key(key)?;
+        root.fill(&mut path, 0, value)?;
     }
-    match root.into_value("")? {
-        Value::Object(map) => Ok(map),
-        _ => Ok(Map::new()),
+    match root.into_value() {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Ok(Map::new()),
+        Err(mut path) => {
+            path.reverse();
+            let here = name_of(&path);
+            Err(DecodeError::Param {
+                message: format!("{here} indices must run 0, 1, 2, ... without gaps"),
+                param: here,
+            })
+        }
     }
 }
 
@@ -71,6 +81,12 @@ fn percent_decode(raw: &[u8]) -> Result<String, DecodeError> {
             b'A'..=b'F' => Some(b - b'A' + 10),
             _ => None,
         }
+    }
+    // Most keys and values need no decoding: validate and copy at once.
+    if !raw.iter().any(|b| matches!(b, b'%' | b'+')) {
+        return std::str::from_utf8(raw)
+            .map(str::to_owned)
+            .map_err(|_| body_err("form data is not valid UTF-8"));
     }
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
@@ -107,7 +123,15 @@ enum Seg {
 const MAX_SEGMENTS: usize = 8;
 
 /// `name[a][0][]` -> `[Key(name), Key(a), Index(0), Push]`.
-fn parse_key(key: &str) -> Result<Vec<Seg>, DecodeError> {
+fn parse_key(key: String) -> Result<Vec<Seg>, DecodeError> {
+    // The common plain name becomes its segment without a copy.
+    if !key.is_empty() && !key.contains(['[', ']']) {
+        return Ok(vec![Seg::Key(key)]);
+    }
+    parse_bracketed_key(&key)
+}
+
+fn parse_bracketed_key(key: &str) -> Result<Vec<Seg>, DecodeError> {
     let malformed = || body_err(format!("malformed parameter name {key:?}"));
     let (name, mut rest) = match key.find(['[', ']']) {
         Some(i) => key.split_at(i),
@@ -152,17 +176,32 @@ enum Node {
     Empty,
     Leaf(String),
     List(Vec<String>),
-    /// Keys in the order first seen.
-    Map(Vec<(String, Node)>),
+    /// Keys in the order first seen, found by hash: a linear search per
+    /// pair made thousands of distinct keys cost quadratic time.
+    /// Boxed: it is the largest variant, and a small node keeps a map of
+    /// thousands of entries small (less memory to fault in and copy).
+    Map(Box<IndexMap<String, Node>>),
     Indexed(BTreeMap<usize, Node>),
 }
 
-fn child_name(here: &str, seg: &str) -> String {
-    if here.is_empty() {
-        seg.to_owned()
-    } else {
-        format!("{here}[{seg}]")
+/// The parameter name `path` spells, as the client wrote it:
+/// `attachments[0][file_url]`. Built only for an error: naming every node
+/// on the way down cost an allocation per pair and level.
+fn name_of(path: &[Seg]) -> String {
+    let mut name = String::new();
+    for seg in path {
+        let part = match seg {
+            Seg::Key(key) => key.clone(),
+            Seg::Index(index) => index.to_string(),
+            Seg::Push => continue,
+        };
+        if name.is_empty() {
+            name = part;
+        } else {
+            name = format!("{name}[{part}]");
+        }
     }
+    name
 }
 
 fn given_twice(here: String) -> DecodeError {
@@ -173,15 +212,22 @@ fn given_twice(here: String) -> DecodeError {
 }
 
 impl Node {
-    /// Puts `value` at `path` below this node, which is named `here`.
-    fn fill(&mut self, path: &[Seg], value: String, here: String) -> Result<(), DecodeError> {
-        let Some((seg, rest)) = path.split_first() else {
+    /// Puts `value` at `path[depth..]` below this node, which `path[..depth]`
+    /// names.
+    ///
+    /// A key that makes a new entry is moved out of `path` rather than
+    /// copied: below a new (empty) node nothing can conflict, so no error
+    /// will ever need that segment's name.
+    fn fill(&mut self, path: &mut [Seg], depth: usize, value: String) -> Result<(), DecodeError> {
+        let (above, below) = path.split_at_mut(depth);
+        let here = || name_of(above);
+        let Some(seg) = below.first_mut() else {
             return match self {
                 Node::Empty => {
                     *self = Node::Leaf(value);
                     Ok(())
                 }
-                _ => Err(given_twice(here)),
+                _ => Err(given_twice(here())),
             };
         };
         match seg {
@@ -194,64 +240,69 @@ impl Node {
                     items.push(value);
                     Ok(())
                 }
-                _ => Err(given_twice(here)),
+                _ => Err(given_twice(here())),
             },
             Seg::Key(key) => {
                 if matches!(self, Node::Empty) {
-                    *self = Node::Map(Vec::new());
+                    *self = Node::Map(Box::default());
                 }
                 let Node::Map(entries) = self else {
-                    return Err(given_twice(here));
+                    return Err(given_twice(here()));
                 };
-                let child = match entries.iter().position(|(k, _)| k == key) {
-                    Some(i) => &mut entries[i].1,
-                    None => {
-                        entries.push((key.clone(), Node::Empty));
-                        let last = entries.len() - 1;
-                        &mut entries[last].1
-                    }
+                let child = match entries.get_index_of(key.as_str()) {
+                    Some(i) => &mut entries[i],
+                    None => entries.entry(std::mem::take(key)).or_insert(Node::Empty),
                 };
-                child.fill(rest, value, child_name(&here, key))
+                child.fill(path, depth + 1, value)
             }
             Seg::Index(index) => {
                 if matches!(self, Node::Empty) {
                     *self = Node::Indexed(BTreeMap::new());
                 }
                 let Node::Indexed(items) = self else {
-                    return Err(given_twice(here));
+                    return Err(given_twice(here()));
                 };
-                let name = child_name(&here, &index.to_string());
                 items
                     .entry(*index)
                     .or_insert(Node::Empty)
-                    .fill(rest, value, name)
+                    .fill(path, depth + 1, value)
             }
         }
     }
 
-    fn into_value(self, here: &str) -> Result<Value, DecodeError> {
+    /// The finished value. An error is the path, leaf first, of a list of
+    /// objects whose indices have a gap (each level adds its own segment on
+    /// the way up, so naming costs nothing unless there is an error).
+    fn into_value(self) -> Result<Value, Vec<Seg>> {
         Ok(match self {
             Node::Empty => Value::Null,
             Node::Leaf(s) => Value::String(s),
             Node::List(items) => Value::Array(items.into_iter().map(Value::String).collect()),
             Node::Map(entries) => {
-                let mut map = Map::new();
-                for (key, node) in entries {
-                    let value = node.into_value(&child_name(here, &key))?;
-                    map.insert(key, value);
+                let mut map = Map::with_capacity(entries.len());
+                for (key, node) in *entries {
+                    match node.into_value() {
+                        Ok(value) => {
+                            map.insert(key, value);
+                        }
+                        Err(mut path) => {
+                            path.push(Seg::Key(key));
+                            return Err(path);
+                        }
+                    }
                 }
                 Value::Object(map)
             }
             Node::Indexed(items) => {
                 if items.keys().enumerate().any(|(i, k)| i != *k) {
-                    return Err(DecodeError::Param {
-                        param: here.to_owned(),
-                        message: format!("{here} indices must run 0, 1, 2, ... without gaps"),
-                    });
+                    return Err(Vec::new());
                 }
                 let mut list = Vec::with_capacity(items.len());
                 for (index, node) in items {
-                    list.push(node.into_value(&child_name(here, &index.to_string()))?);
+                    list.push(node.into_value().map_err(|mut path| {
+                        path.push(Seg::Index(index));
+                        path
+                    })?);
                 }
                 Value::Array(list)
             }
@@ -546,5 +597,150 @@ mod tests {
         )
         .expect("json");
         assert_eq!(f, Value::Object(j));
+    }
+}
+
+/// Property tests: whatever bytes arrive, decoding answers (never panics)
+/// with a value or one of the contract's 400s.
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use crate::params::Params;
+    use proptest::prelude::*;
+
+    /// Form-ish text: the characters the decoder treats specially, so that
+    /// most cases reach deep into the key grammar and the tree.
+    fn formish() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                Just("["),
+                Just("]"),
+                Just("%5B"),
+                Just("%5D"),
+                Just("%5b"),
+                Just("[]"),
+                Just("="),
+                Just("&"),
+                Just("+"),
+                Just("%"),
+                Just("%C3%A9"),
+                Just("%FF"),
+                Just("0"),
+                Just("1"),
+                Just("01"),
+                Just("a"),
+                Just("b"),
+                Just("attachments"),
+                Just("reactions"),
+            ],
+            0..40,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    /// Arbitrary JSON with small keys, so that repeats and nesting happen.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| Value::Number(n.into())),
+            // Exact binary fractions: serde_json's default float parsing may
+            // round the last digit of others, which is not the decoder's doing.
+            (-4000i32..4000).prop_map(|n| {
+                Number::from_f64(f64::from(n) / 8.0).map_or(Value::Null, Value::Number)
+            }),
+            ".{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec(("[a-c]{1,2}", inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn contract_code(e: &DecodeError) -> &'static str {
+        crate::error::ApiError::from(e.clone()).code()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn form_never_panics(input in prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..256),
+            formish().prop_map(String::into_bytes),
+        ]) {
+            match decode_form(&input) {
+                Ok(map) => {
+                    // Decoding is a function of the input.
+                    prop_assert_eq!(decode_form(&input), Ok(map));
+                }
+                Err(e) => {
+                    let code = contract_code(&e);
+                    prop_assert!(code == "body_invalid" || code == "parameter_invalid", "{}", code);
+                    if let DecodeError::Param { param, .. } = &e {
+                        prop_assert!(!param.is_empty());
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn encoded_brackets_decode_like_raw(input in formish()) {
+            // The same text with every bracket percent-encoded, in keys only
+            // (a value's brackets are data either way).
+            let encoded: String = input
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, v)) => format!("{}={v}", k.replace('[', "%5B").replace(']', "%5D")),
+                    None => pair.replace('[', "%5B").replace(']', "%5D"),
+                })
+                .collect::<Vec<_>>()
+                .join("&");
+            prop_assert_eq!(decode_form(input.as_bytes()), decode_form(encoded.as_bytes()));
+        }
+
+        #[test]
+        fn json_never_panics(input in prop::collection::vec(any::<u8>(), 0..256)) {
+            if let Err(e) = decode_json(&input) {
+                prop_assert_eq!(contract_code(&e), "body_invalid");
+            }
+        }
+
+        #[test]
+        fn json_objects_come_back_whole(value in json_value()) {
+            let text = value.to_string();
+            match (&value, decode_json(text.as_bytes())) {
+                (Value::Object(map), Ok(decoded)) => prop_assert_eq!(map, &decoded),
+                (Value::Object(_), Err(e)) => prop_assert!(false, "{text}: {e:?}"),
+                (_, result) => prop_assert!(result.is_err()),
+            }
+        }
+
+        #[test]
+        fn params_answer_with_contract_codes(
+            body in prop::collection::vec(any::<u8>(), 0..128),
+            query in formish(),
+            content_type in prop::option::of(prop_oneof![
+                Just("application/x-www-form-urlencoded"),
+                Just("application/json"),
+                Just("APPLICATION/JSON; charset=utf-8"),
+                Just("text/plain"),
+                Just(""),
+            ]),
+        ) {
+            if let Err(e) = Params::from_body(content_type, &body) {
+                let code = e.code();
+                prop_assert!(
+                    ["body_invalid", "parameter_invalid", "unsupported_media_type"].contains(&code),
+                    "{}", code
+                );
+            }
+            if let Err(e) = Params::from_query(&query) {
+                prop_assert!(["body_invalid", "parameter_invalid"].contains(&e.code()));
+            }
+        }
     }
 }

@@ -221,6 +221,16 @@ impl ApiError {
     pub fn param(&self) -> Option<&str> {
         self.param.as_deref()
     }
+
+    /// 429: the caller's request budget is spent for now (the rate limiter
+    /// adds `Retry-After` and the `RateLimit-*` headers).
+    pub fn rate_limited(retry_after_secs: u64) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("too many requests: retry in {retry_after_secs} s"),
+        )
+    }
 }
 
 impl fmt::Display for ApiError {

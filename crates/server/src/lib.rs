@@ -10,10 +10,9 @@
 //!
 //! Modules: [`cli`] (the `confab` commands), [`config`] (environment ->
 //! `Settings`), [`startup`] (store, service, HTTP server), [`telemetry`]
-//! (logs); privately `routes` (thin handlers), `requests` (one request type per
-//! operation), `params` and `decode` (the one
-//! way request attributes are read), `dto` (wire objects), `error` and
-//! `auth`.
+//! (logs); privately `routes` (thin handlers), `requests` (one request type
+//! per operation), `params` and `decode` (the one way request attributes are
+//! read), `dto` (wire objects), `error`, `auth` and `ratelimit`.
 
 pub mod cli;
 pub mod config;
@@ -25,5 +24,6 @@ mod decode;
 mod dto;
 mod error;
 mod params;
+mod ratelimit;
 mod requests;
 mod routes;

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Server, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::middleware::{ErrorHandlerResponse, ErrorHandlers};
+use actix_web::middleware::{DefaultHeaders, ErrorHandlerResponse, ErrorHandlers};
 use actix_web::{web, App, HttpServer, ResponseError};
 use anyhow::Context;
 use confab_service::{Confab, Ports};
@@ -16,6 +16,8 @@ use tracing_actix_web::TracingLogger;
 
 pub use crate::config::Database;
 use crate::error::ApiError;
+use crate::ratelimit::Limiter;
+pub use crate::ratelimit::{Quota, RateLimits};
 use crate::routes;
 use crate::telemetry::RequestSpan;
 
@@ -51,19 +53,33 @@ pub struct Application {
 }
 
 impl Application {
-    /// Builds the server on `listener` (bind port 0 for a random port).
+    /// Builds the server on `listener` (bind port 0 for a random port),
+    /// with the default rate limits.
     pub async fn build(service: Confab, listener: TcpListener) -> anyhow::Result<Application> {
+        Self::build_with(service, listener, RateLimits::default()).await
+    }
+
+    /// Builds the server with these rate limits.
+    pub async fn build_with(
+        service: Confab,
+        listener: TcpListener,
+        limits: RateLimits,
+    ) -> anyhow::Result<Application> {
         let port = listener
             .local_addr()
             .context("the listener has no local address")?
             .port();
         let service = web::Data::new(service);
+        // One limiter for all workers: a budget is per server, not per thread.
+        let limiter = web::Data::new(Limiter::new(limits));
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(service.clone())
+                .app_data(limiter.clone())
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))
                 .wrap(ErrorHandlers::new().default_handler(json_error_body))
+                .wrap(security_headers())
                 .wrap(TracingLogger::<RequestSpan>::new())
         })
         .listen(listener)
@@ -81,6 +97,17 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// Headers on every response confab's code produces (outside the error
+/// rewriting, so errors carry them too): answers hold private data that no
+/// shared cache may keep, and a browser must not guess a type other than
+/// the one declared. A middleware's error travels past this as `Err`, so
+/// authentication answers its refusals as responses (see `auth`).
+fn security_headers() -> DefaultHeaders {
+    DefaultHeaders::new()
+        .add((header::CACHE_CONTROL, "no-store"))
+        .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
 }
 
 /// Rewrites an error response that did not come from [`ApiError`] (actix's

@@ -1,0 +1,227 @@
+//! Secrets never reach the log: the real `confab` binary, its log going to a
+//! file, is sent tokens where they do not belong (the query string, a
+//! malformed Authorization header, the path) and message text in bodies and
+//! query strings; then the log is searched for all of them.
+
+use std::fs::File;
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_confab");
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn cli(db: &Path, args: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("DATABASE_URL", db)
+        .output()
+        .expect("run confab");
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
+/// Sends one raw request; returns the status and the body.
+fn send(port: u16, head: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        s,
+        "{head}\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("read");
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("status line");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn tokens_and_message_text_stay_out_of_the_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("c.db");
+    let log_path = dir.path().join("confab.log");
+    cli(
+        &db,
+        &[
+            "contact",
+            "create",
+            "--username",
+            "alice",
+            "--phone-number",
+            "+15550100",
+        ],
+    );
+    let bob = cli(
+        &db,
+        &[
+            "contact",
+            "create",
+            "--username",
+            "bob",
+            "--phone-number",
+            "+15550101",
+        ],
+    );
+    let bob_id = serde_json::from_str::<serde_json::Value>(&bob).expect("json")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let token = cli(&db, &["token", "issue", "--username", "alice"]);
+    let secret = token.trim_start_matches("cfb_").to_owned();
+    let unknown = format!("cfb_{}", "5ec7e7".repeat(8));
+
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let log = File::create(&log_path).expect("log file");
+    let _server = Server(
+        Command::new(BIN)
+            .arg("serve")
+            .env("DATABASE_URL", &db)
+            .env("CONFAB_LISTEN", format!("127.0.0.1:{port}"))
+            // The most talkative level: nothing may leak even there.
+            .env("RUST_LOG", "trace")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn serve"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "confab serve did not listen");
+        sleep(Duration::from_millis(50));
+    }
+
+    let bearer = format!("Authorization: Bearer {token}");
+    let form = "Content-Type: application/x-www-form-urlencoded";
+    let texts = [
+        "first-secret-text-in-a-body",
+        "second-secret-text-in-a-query",
+        "third-secret-text-in-json",
+        "fourth-secret-text-sent-for-real",
+        "fifth-secret-text-as-a-name",
+    ];
+    let statuses: Vec<u16> = [
+        // A token in the query string, with and without a header.
+        send(
+            port,
+            &format!("GET /v1/messages?access_token={token} HTTP/1.1"),
+            "",
+        ),
+        send(
+            port,
+            &format!("GET /v1/messages?access_token={token}&limit=5 HTTP/1.1\r\n{bearer}"),
+            "",
+        ),
+        send(port, &format!("GET /v1/messages?{token} HTTP/1.1"), ""),
+        // Malformed or unknown Authorization headers.
+        send(
+            port,
+            &format!("GET /v1/contacts/me HTTP/1.1\r\nAuthorization: Token {token}"),
+            "",
+        ),
+        send(
+            port,
+            &format!("GET /v1/contacts/me HTTP/1.1\r\nAuthorization: Bearer {token} extra"),
+            "",
+        ),
+        send(
+            port,
+            &format!("GET /v1/contacts/me HTTP/1.1\r\nAuthorization: {token}"),
+            "",
+        ),
+        send(
+            port,
+            &format!("GET /v1/contacts/me HTTP/1.1\r\nAuthorization: Bearer {unknown}"),
+            "",
+        ),
+        // A token in the path.
+        send(port, &format!("GET /v1/{token} HTTP/1.1\r\n{bearer}"), ""),
+        // Message text in a body that fails, a query, JSON, and one that works.
+        send(
+            port,
+            &format!("POST /v1/messages HTTP/1.1\r\n{bearer}\r\n{form}"),
+            &format!("conversation_id=nope&message={}", texts[0]),
+        ),
+        send(
+            port,
+            &format!("GET /v1/messages?message={} HTTP/1.1\r\n{bearer}", texts[1]),
+            "",
+        ),
+        send(
+            port,
+            &format!("POST /v1/messages HTTP/1.1\r\n{bearer}\r\nContent-Type: application/json"),
+            &format!("{{\"message\": \"{}\", \"conversation_id\": 1}}", texts[2]),
+        ),
+        send(
+            port,
+            &format!("POST /v1/messages HTTP/1.1\r\n{bearer}\r\n{form}"),
+            &format!("{}[=1", texts[4]),
+        ),
+    ]
+    .iter()
+    .map(|(status, _)| *status)
+    .collect();
+    assert_eq!(
+        statuses,
+        [401, 400, 401, 401, 401, 401, 401, 404, 404, 400, 400, 400]
+    );
+    let (status, conversation) = send(
+        port,
+        &format!("POST /v1/conversations HTTP/1.1\r\n{bearer}\r\n{form}"),
+        &format!("contact_id={bob_id}"),
+    );
+    assert_eq!(status, 201, "{conversation}");
+    let conversation: serde_json::Value = serde_json::from_str(&conversation).expect("json");
+    let (status, body) = send(
+        port,
+        &format!("POST /v1/messages HTTP/1.1\r\n{bearer}\r\n{form}"),
+        &format!(
+            "conversation_id={}&message={}",
+            conversation["id"].as_str().expect("id"),
+            texts[3]
+        ),
+    );
+    assert_eq!(status, 201, "{body}");
+
+    // The server writes the request's log line when the response is sent;
+    // give the last one a moment to reach the file.
+    sleep(Duration::from_millis(300));
+    let mut log = String::new();
+    File::open(&log_path)
+        .expect("log")
+        .read_to_string(&mut log)
+        .expect("read log");
+    assert!(
+        log.contains("access_token=[redacted]"),
+        "the requests were not logged at all:\n{log}"
+    );
+    for needle in [token.as_str(), &secret, &unknown].into_iter().chain(texts) {
+        assert!(!log.contains(needle), "{needle:?} is in the log:\n{log}");
+    }
+}
