@@ -6,6 +6,9 @@ use confab_domain::{
 };
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::ToSchema;
 
 fn secs(t: Timestamp) -> i64 {
     t.secs()
@@ -16,7 +19,7 @@ fn opt_secs(t: Option<Timestamp>) -> Option<i64> {
 }
 
 /// `{"has_more": bool, "data": [...]}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ListDto<T> {
     pub has_more: bool,
     pub data: Vec<T>,
@@ -32,7 +35,7 @@ impl<T> ListDto<T> {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ContactDto {
     pub id: String,
     pub username: String,
@@ -55,7 +58,7 @@ impl From<&Contact> for ContactDto {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct AttachmentDto {
     pub id: String,
     pub message_id: String,
@@ -96,6 +99,23 @@ impl Serialize for ReactionDto {
     }
 }
 
+impl utoipa::PartialSchema for ReactionDto {
+    fn schema() -> RefOr<Schema> {
+        let usernames = ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(usernames))
+            .min_properties(Some(1))
+            .max_properties(Some(1))
+            .description(Some(
+                "one reaction name and the usernames of its reactors, in the order they reacted",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for ReactionDto {}
+
 impl From<&Reaction> for ReactionDto {
     fn from(r: &Reaction) -> Self {
         Self {
@@ -105,7 +125,7 @@ impl From<&Reaction> for ReactionDto {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct MessageDto {
     pub id: String,
     pub conversation_id: String,
@@ -135,7 +155,7 @@ impl From<&Message> for MessageDto {
 }
 
 /// A conversation as the caller sees it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ConversationDto {
     pub id: String,
     /// The other member of a direct conversation; null for a group one.
@@ -168,7 +188,7 @@ impl From<&ConversationView> for ConversationDto {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct GroupDto {
     pub id: String,
     pub name: String,
