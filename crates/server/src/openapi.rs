@@ -27,12 +27,14 @@ pub fn document() -> OpenApi {
         let path = (endpoint.path)();
         for method in (endpoint.methods)() {
             let mut operation = (endpoint.operation)();
+            let tags: Vec<String> = (endpoint.tags)().into_iter().map(str::to_owned).collect();
+            if !tags.is_empty() {
+                operation.tags = Some(tags);
+            }
             if path.starts_with(V1) {
                 add_v1_errors(&method, &mut operation);
-                operation.security = Some(vec![SecurityRequirement::new(
-                    BEARER,
-                    Vec::<String>::new(),
-                )]);
+                operation.security =
+                    Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
             }
             paths.add_path_operation(&path, vec![method], operation);
         }
@@ -52,8 +54,15 @@ pub fn document() -> OpenApi {
             ),
         )
         .build();
-    let tags = ["messages", "conversations", "groups", "contacts", "health", "docs"]
-        .map(Tag::new);
+    let tags = [
+        "messages",
+        "conversations",
+        "groups",
+        "contacts",
+        "health",
+        "docs",
+    ]
+    .map(Tag::new);
     OpenApiBuilder::new()
         .info(
             InfoBuilder::new()
@@ -103,7 +112,10 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
         errors.push(("415", "the body is neither a form nor JSON"));
     }
     if method == Method::POST {
-        errors.push(("409", "a request with this Idempotency-Key is still in flight"));
+        errors.push((
+            "409",
+            "a request with this Idempotency-Key is still in flight",
+        ));
         errors.push((
             "422",
             "this Idempotency-Key was used for a different request",
@@ -111,10 +123,7 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
     }
     errors.push(("429", "too many requests (`Retry-After`)"));
     errors.push(("500", "an internal error, without details"));
-    errors.push((
-        "503",
-        "the database cannot be reached; retry shortly",
-    ));
+    errors.push(("503", "the database cannot be reached; retry shortly"));
     for (status, description) in errors {
         operation
             .responses

@@ -229,32 +229,44 @@ impl<R: FromParams + 'static> FromRequest for Input<R> {
 
 /// A required string, parsed by a domain constructor.
 pub fn text<T>(parse: impl FnOnce(String) -> Result<T, DomainError>) -> impl Field<T> {
-    reader(shape::string, true, move |p: &mut Params, name: &'static str| {
-        let raw = p.required_str(name)?;
-        parse(raw).map_err(|e| p.domain(e))
-    })
+    reader(
+        shape::string,
+        true,
+        move |p: &mut Params, name: &'static str| {
+            let raw = p.required_str(name)?;
+            parse(raw).map_err(|e| p.domain(e))
+        },
+    )
 }
 
 /// A required integer, parsed by a domain constructor.
 pub fn int<T>(parse: impl FnOnce(i64) -> Result<T, DomainError>) -> impl Field<T> {
-    reader(shape::integer, true, move |p: &mut Params, name: &'static str| {
-        let n = p.required_int(name)?;
-        parse(n).map_err(|e| p.domain(e))
-    })
+    reader(
+        shape::integer,
+        true,
+        move |p: &mut Params, name: &'static str| {
+            let n = p.required_int(name)?;
+            parse(n).map_err(|e| p.domain(e))
+        },
+    )
 }
 
 /// A required boolean.
 pub fn boolean() -> impl Field<bool> {
-    reader(shape::boolean, true, |p: &mut Params, name: &'static str| {
-        p.required_bool(name)
-    })
+    reader(
+        shape::boolean,
+        true,
+        |p: &mut Params, name: &'static str| p.required_bool(name),
+    )
 }
 
 /// A required id; `malformed` says what a malformed one means.
 pub fn id<T: FromStr>(malformed: Malformed) -> impl Field<T> {
-    reader(shape::id, true, move |p: &mut Params, name: &'static str| {
-        p.required_id::<T>(name, malformed)
-    })
+    reader(
+        shape::id,
+        true,
+        move |p: &mut Params, name: &'static str| p.required_id::<T>(name, malformed),
+    )
 }
 
 /// The field if its key is given, else `None`.

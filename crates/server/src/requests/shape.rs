@@ -94,7 +94,10 @@ pub fn string() -> Schema {
 }
 
 pub fn integer() -> Schema {
-    typed(Type::Integer).format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64))).build().into()
+    typed(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .build()
+        .into()
 }
 
 pub fn boolean() -> Schema {
@@ -118,7 +121,10 @@ pub fn described_id(description: &str) -> Schema {
 
 pub fn limit() -> Schema {
     described(
-        typed(Type::Integer).minimum(Some(1)).maximum(Some(100)).default(Some(10.into())),
+        typed(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(100))
+            .default(Some(10.into())),
         "page size, 1 to 100",
     )
 }
@@ -155,13 +161,18 @@ pub fn attachments() -> Schema {
         .schema_type(Type::Object)
         .property(
             "file_url",
-            described(typed(Type::String).max_length(Some(2048)), "an http or https URL"),
+            described(
+                typed(Type::String).max_length(Some(2048)),
+                "an http or https URL",
+            ),
         )
         .required("file_url")
         .property(
             "filename",
             described(
-                typed(Type::String).min_length(Some(1)).max_length(Some(255)),
+                typed(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(255)),
                 "no `/` or control characters",
             ),
         )

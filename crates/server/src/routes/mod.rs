@@ -42,6 +42,7 @@ pub struct Endpoint {
     pub operation: fn() -> Operation,
     /// The schemas the operation refers to.
     pub schemas: fn(&mut Vec<(String, RefOr<Schema>)>),
+    pub tags: fn() -> Vec<&'static str>,
 }
 
 /// `endpoint!(handler, __path_handler)`: the handler and the description
@@ -54,6 +55,7 @@ macro_rules! endpoint {
             methods: <$doc as ::utoipa::Path>::methods,
             operation: <$doc as ::utoipa::Path>::operation,
             schemas: <$doc as ::utoipa::__dev::SchemaReferences>::schemas,
+            tags: <$doc as ::utoipa::__dev::Tags<'static>>::tags,
         }
     };
 }
