@@ -21,7 +21,11 @@ if [ -z "$bin" ]; then
     fi
 fi
 venv="${CONFAB_CI_VENV:-$HOME/.cache/confab-ci-venv}"
-st="$(command -v schemathesis || echo "$venv/bin/schemathesis")"
+if [ -x "$venv/bin/schemathesis" ]; then
+    st="$venv/bin/schemathesis"
+else
+    st="$(command -v schemathesis)"
+fi
 py="$(command -v python3)"
 
 work="$(mktemp -d)"
