@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs schemathesis against a live confab: the binary given as $1 (default:
 # target/release/confab if built, else target/debug/confab), on a fresh
-# SQLite file, with two contacts, a conversation, a message and a group made
-# through the CLI and the API. Fails on any server error or any response
-# that breaks the OpenAPI document the server itself publishes.
+# SQLite file, with two contacts (CLI) and conversations, messages and
+# groups (API) for the operations on one object to act on. Fails on any
+# server error or any response that breaks the OpenAPI document the server
+# itself publishes.
 #
 # Needs `schemathesis` on PATH or in $CONFAB_CI_VENV (what .ci/run installs).
 # Bounded: SCHEMATHESIS_MAX_EXAMPLES per operation (default 20) and
@@ -67,6 +68,9 @@ export CONFAB_CONTACT_ID="$bob_id"
 export CONFAB_CONVERSATION_ID="$(create /v1/conversations "contact_id=$bob_id")"
 export CONFAB_MESSAGE_ID="$(create /v1/messages "conversation_id=$CONFAB_CONVERSATION_ID&message=hello")"
 export CONFAB_GROUP_ID="$(create /v1/groups "name=team&contact_ids[]=$bob_id")"
+export CONFAB_DOOMED_MESSAGE_ID="$(create /v1/messages "conversation_id=$CONFAB_CONVERSATION_ID&message=bye")"
+export CONFAB_DOOMED_CONVERSATION_ID="$(create /v1/conversations "contact_id=$bob_id")"
+export CONFAB_DOOMED_GROUP_ID="$(create /v1/groups "name=doomed")"
 
 status=0
 "$st" --config-file "$here/schemathesis.toml" run "$base/openapi.json" \

@@ -1,5 +1,7 @@
 //! Wire objects: what the API answers with, built from domain entities.
 //! Timestamps are integer Unix seconds; ids are lowercase and hyphenated.
+//! Their OpenAPI schemas are derived from these structs; a field that may
+//! be null is still always present (`required`).
 
 use confab_domain::{
     Attachment, Contact, ConversationView, Group, Message, Paged, Reaction, Timestamp,
@@ -65,6 +67,7 @@ pub struct AttachmentDto {
     pub filename: String,
     pub file_url: String,
     pub file_type: String,
+    #[schema(required = true)]
     pub file_size: Option<i64>,
     pub created_at: i64,
 }
@@ -133,8 +136,10 @@ pub struct MessageDto {
     pub message: String,
     pub reactions: Vec<ReactionDto>,
     pub attachments: Vec<AttachmentDto>,
+    #[schema(required = true)]
     pub read_at: Option<i64>,
     pub created_at: i64,
+    #[schema(required = true)]
     pub updated_at: Option<i64>,
 }
 
@@ -159,14 +164,20 @@ impl From<&Message> for MessageDto {
 pub struct ConversationDto {
     pub id: String,
     /// The other member of a direct conversation; null for a group one.
+    #[schema(required = true)]
     pub contact_id: Option<String>,
+    #[schema(required = true)]
     pub group_id: Option<String>,
+    #[schema(required = true)]
     pub pinned_message_id: Option<String>,
     pub is_pinned: bool,
     pub is_muted: bool,
+    #[schema(required = true)]
     pub last_active_at: Option<i64>,
+    #[schema(required = true)]
     pub last_opened_at: Option<i64>,
     pub created_at: i64,
+    #[schema(required = true)]
     pub archived_at: Option<i64>,
 }
 

@@ -556,6 +556,28 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_codes_cover_every_status() {
+        for status in 400..600 {
+            let status = StatusCode::from_u16(status).expect("status");
+            let code = ApiError::for_status(status).code();
+            assert!(CODES.contains(&code), "{status}: {code}");
+        }
+        for e in [
+            ApiError::body_invalid("x"),
+            ApiError::missing("x"),
+            ApiError::invalid("x", "x"),
+            ApiError::unknown("x"),
+            ApiError::forbidden("x"),
+            ApiError::not_found(None),
+            ApiError::method_not_allowed("GET"),
+            ApiError::conflict("x"),
+            ApiError::internal(&"x"),
+        ] {
+            assert!(CODES.contains(&e.code()), "{}", e.code());
+        }
+    }
+
+    #[test]
     fn nested_params_are_prefixed() {
         let e = ApiError::from(DomainError::invalid(Field::FileUrl, "must be a URL"))
             .nested_in(Some("attachments[0]"));

@@ -10,7 +10,7 @@ use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{ComponentsBuilder, ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
-    ContentBuilder, Header, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Ref, Tag,
+    ContentBuilder, Header, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Ref, RefOr, Required, Tag,
 };
 use utoipa::{PartialSchema, ToSchema};
 
@@ -30,6 +30,12 @@ pub fn document() -> OpenApi {
             let tags: Vec<String> = (endpoint.tags)().into_iter().map(str::to_owned).collect();
             if !tags.is_empty() {
                 operation.tags = Some(tags);
+            }
+            if method == HttpMethod::Put {
+                // An empty PUT changes nothing and is no error.
+                if let Some(RefOr::T(body)) = operation.request_body.as_mut() {
+                    body.required = Some(Required::False);
+                }
             }
             if path.starts_with(V1) {
                 add_v1_errors(&method, &mut operation);
