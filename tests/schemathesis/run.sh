@@ -73,6 +73,9 @@ export CONFAB_DOOMED_CONVERSATION_ID="$(create /v1/conversations "contact_id=$bo
 export CONFAB_DOOMED_GROUP_ID="$(create /v1/groups "name=doomed")"
 
 status=0
+# From the scratch directory: schemathesis keeps a cache in its working
+# directory.
+cd "$work"
 "$st" --config-file "$here/schemathesis.toml" run "$base/openapi.json" \
     --header "Authorization: Bearer $token" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
