@@ -1,11 +1,16 @@
 //! Wire objects: what the API answers with, built from domain entities.
 //! Timestamps are integer Unix seconds; ids are lowercase and hyphenated.
+//! Their OpenAPI schemas are derived from these structs; a field that may
+//! be null is still always present (`required`).
 
 use confab_domain::{
     Attachment, Contact, ConversationView, Group, Message, Paged, Reaction, Timestamp,
 };
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::openapi::RefOr;
+use utoipa::ToSchema;
 
 fn secs(t: Timestamp) -> i64 {
     t.secs()
@@ -16,7 +21,7 @@ fn opt_secs(t: Option<Timestamp>) -> Option<i64> {
 }
 
 /// `{"has_more": bool, "data": [...]}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ListDto<T> {
     pub has_more: bool,
     pub data: Vec<T>,
@@ -32,7 +37,7 @@ impl<T> ListDto<T> {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ContactDto {
     pub id: String,
     pub username: String,
@@ -55,13 +60,14 @@ impl From<&Contact> for ContactDto {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct AttachmentDto {
     pub id: String,
     pub message_id: String,
     pub filename: String,
     pub file_url: String,
     pub file_type: String,
+    #[schema(required = true)]
     pub file_size: Option<i64>,
     pub created_at: i64,
 }
@@ -96,6 +102,23 @@ impl Serialize for ReactionDto {
     }
 }
 
+impl utoipa::PartialSchema for ReactionDto {
+    fn schema() -> RefOr<Schema> {
+        let usernames = ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(usernames))
+            .min_properties(Some(1))
+            .max_properties(Some(1))
+            .description(Some(
+                "one reaction name and the usernames of its reactors, in the order they reacted",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for ReactionDto {}
+
 impl From<&Reaction> for ReactionDto {
     fn from(r: &Reaction) -> Self {
         Self {
@@ -105,7 +128,7 @@ impl From<&Reaction> for ReactionDto {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct MessageDto {
     pub id: String,
     pub conversation_id: String,
@@ -113,8 +136,10 @@ pub struct MessageDto {
     pub message: String,
     pub reactions: Vec<ReactionDto>,
     pub attachments: Vec<AttachmentDto>,
+    #[schema(required = true)]
     pub read_at: Option<i64>,
     pub created_at: i64,
+    #[schema(required = true)]
     pub updated_at: Option<i64>,
 }
 
@@ -135,18 +160,24 @@ impl From<&Message> for MessageDto {
 }
 
 /// A conversation as the caller sees it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct ConversationDto {
     pub id: String,
     /// The other member of a direct conversation; null for a group one.
+    #[schema(required = true)]
     pub contact_id: Option<String>,
+    #[schema(required = true)]
     pub group_id: Option<String>,
+    #[schema(required = true)]
     pub pinned_message_id: Option<String>,
     pub is_pinned: bool,
     pub is_muted: bool,
+    #[schema(required = true)]
     pub last_active_at: Option<i64>,
+    #[schema(required = true)]
     pub last_opened_at: Option<i64>,
     pub created_at: i64,
+    #[schema(required = true)]
     pub archived_at: Option<i64>,
 }
 
@@ -168,7 +199,7 @@ impl From<&ConversationView> for ConversationDto {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct GroupDto {
     pub id: String,
     pub name: String,

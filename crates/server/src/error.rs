@@ -2,6 +2,7 @@
 //! error body of the contract (`{"type", "code", "message", "param"}`) and
 //! the request parameter each domain [`Field`] is read from.
 
+use std::borrow::Cow;
 use std::error::Error;
 use std::fmt;
 
@@ -11,6 +12,8 @@ use actix_web::{HttpResponse, ResponseError};
 use confab_domain::{DomainError, Field, Rule};
 use confab_service::ServiceError;
 use serde::Serialize;
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::RefOr;
 
 /// An error answer. Build it with the constructors below or `From` a
 /// service or domain error; actix turns it into the response.
@@ -25,12 +28,73 @@ pub struct ApiError {
 }
 
 #[derive(Serialize)]
-struct ErrorBody<'a> {
+pub struct ErrorBody<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
     code: &'static str,
     message: &'a str,
     param: Option<&'a str>,
+}
+
+/// Every `code` an error body can carry.
+pub const CODES: &[&str] = &[
+    "body_invalid",
+    "parameter_missing",
+    "parameter_invalid",
+    "parameter_unknown",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "method_not_allowed",
+    "conflict",
+    "payload_too_large",
+    "unsupported_media_type",
+    "idempotency_key_reused",
+    "rate_limited",
+    "internal_error",
+    "unavailable",
+    // What `for_status` gives a 4xx status the contract does not list.
+    "invalid_request",
+];
+
+/// The schema of the error body, named `Error` in the OpenAPI document.
+impl utoipa::PartialSchema for ErrorBody<'_> {
+    fn schema() -> RefOr<Schema> {
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "type",
+                string()
+                    .enum_values(Some(["invalid_request", "api_error"]))
+                    .description(Some("invalid_request for 4xx, api_error for 5xx")),
+            )
+            .required("type")
+            .property(
+                "code",
+                string()
+                    .enum_values(Some(CODES.iter().copied()))
+                    .description(Some("for programs")),
+            )
+            .required("code")
+            .property("message", string().description(Some("for humans")))
+            .required("message")
+            .property(
+                "param",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                    .description(Some("the offending parameter, or null")),
+            )
+            .required("param")
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ErrorBody<'_> {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Error")
+    }
 }
 
 impl ApiError {
@@ -499,6 +563,28 @@ mod tests {
         let logged = Chain(&e).to_string();
         assert!(logged.starts_with("the store failed: "), "{logged}");
         assert!(logged.contains("disk full"), "{logged}");
+    }
+
+    #[test]
+    fn the_documented_codes_cover_every_status() {
+        for status in 400..600 {
+            let status = StatusCode::from_u16(status).expect("status");
+            let code = ApiError::for_status(status).code();
+            assert!(CODES.contains(&code), "{status}: {code}");
+        }
+        for e in [
+            ApiError::body_invalid("x"),
+            ApiError::missing("x"),
+            ApiError::invalid("x", "x"),
+            ApiError::unknown("x"),
+            ApiError::forbidden("x"),
+            ApiError::not_found(None),
+            ApiError::method_not_allowed("GET"),
+            ApiError::conflict("x"),
+            ApiError::internal(&"x"),
+        ] {
+            assert!(CODES.contains(&e.code()), "{}", e.code());
+        }
     }
 
     #[test]

@@ -10,12 +10,14 @@
 //!
 //! Modules: [`cli`] (the `confab` commands), [`config`] (environment ->
 //! `Settings`), [`startup`] (store, service, HTTP server), [`telemetry`]
-//! (logs); privately `routes` (thin handlers), `requests` (one request type
-//! per operation), `params` and `decode` (the one way request attributes are
+//! (logs), [`openapi`] (the OpenAPI document, built from the routes);
+//! privately `routes` (thin handlers), `requests` (one request type per
+//! operation), `params` and `decode` (the one way request attributes are
 //! read), `dto` (wire objects), `error`, `auth` and `ratelimit`.
 
 pub mod cli;
 pub mod config;
+pub mod openapi;
 pub mod startup;
 pub mod telemetry;
 

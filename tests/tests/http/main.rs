@@ -7,5 +7,6 @@ mod contacts;
 mod conversations;
 mod groups;
 mod messages;
+mod openapi;
 mod support;
 mod wire;

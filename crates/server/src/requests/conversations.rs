@@ -3,7 +3,10 @@
 use confab_domain::{ContactId, ConversationId, GroupId, MessageId, Page, Timestamp};
 use confab_service::ConversationTarget;
 
-use super::{boolean, clearable_id, clearable_time, id, optional, request, Flatten, FromParams};
+use super::{
+    boolean, clearable_id, clearable_time, documented, id, optional, request, shape, Flatten,
+    FromParams, Shape,
+};
 use crate::error::ApiError;
 use crate::params::{Malformed, Params};
 
@@ -56,7 +59,22 @@ impl FromParams for CreateConversationIn {
         };
         Ok(Self { target })
     }
+
+    fn describe(shape: &mut Shape) {
+        shape.add(
+            CONTACT_ID,
+            shape::described_id("the other contact of a direct conversation; not with group_id"),
+            false,
+        );
+        shape.add(
+            GROUP_ID,
+            shape::described_id("the group of a group conversation; not with contact_id"),
+            false,
+        );
+    }
 }
+
+documented!(CreateConversationIn);
 
 request! {
     /// `PUT /v1/conversations/{id}`: `pinned_message_id` (empty or null

@@ -5,7 +5,7 @@ use confab_domain::{
     MessageText, NewAttachment, Page, ReactionName,
 };
 
-use super::{id, int, optional, request, text, Flatten};
+use super::{id, int, optional, reader, request, shape, text, Field, Flatten};
 use crate::error::ApiError;
 use crate::params::{Malformed, Params};
 
@@ -22,7 +22,7 @@ request! {
     pub struct SendMessageIn {
         conversation_id: ConversationId = id(Malformed::NotFound),
         message: MessageText = text(MessageText::new),
-        attachments: Vec<NewAttachment> = attachments,
+        attachments: Vec<NewAttachment> = attachments(),
     }
 }
 
@@ -30,8 +30,8 @@ request! {
     /// `PUT /v1/messages/{id}`: edit, react, attach.
     pub struct UpdateMessageIn {
         message: Option<MessageText> = optional(text(MessageText::new)),
-        reactions: Vec<(ReactionName, Vec<String>)> = reactions,
-        attachments: Vec<NewAttachment> = attachments,
+        reactions: Vec<(ReactionName, Vec<String>)> = reactions(),
+        attachments: Vec<NewAttachment> = attachments(),
     }
 }
 
@@ -57,9 +57,14 @@ impl From<AttachmentIn> for NewAttachment {
     }
 }
 
-/// `attachments[i][...]`, at most 10, counted before any item is judged;
-/// each item refuses its own unknown keys before its values are judged.
-fn attachments(p: &mut Params, name: &'static str) -> Result<Vec<NewAttachment>, ApiError> {
+/// `attachments[i][...]`; absent is none.
+fn attachments() -> impl Field<Vec<NewAttachment>> {
+    reader(shape::attachments, false, read_attachments)
+}
+
+/// At most 10, counted before any item is judged; each item refuses its own
+/// unknown keys before its values are judged.
+fn read_attachments(p: &mut Params, name: &'static str) -> Result<Vec<NewAttachment>, ApiError> {
     let Some(items) = p.optional_objects(name)? else {
         return Ok(Vec::new());
     };
@@ -70,8 +75,13 @@ fn attachments(p: &mut Params, name: &'static str) -> Result<Vec<NewAttachment>,
         .collect()
 }
 
-/// `reactions[<name>][]=<username>`; a bad name is a 400 on `reactions`.
-fn reactions(
+/// `reactions[<name>][]=<username>`; absent is none.
+fn reactions() -> impl Field<Vec<(ReactionName, Vec<String>)>> {
+    reader(shape::reactions, false, read_reactions)
+}
+
+/// A bad name is a 400 on `reactions`.
+fn read_reactions(
     p: &mut Params,
     name: &'static str,
 ) -> Result<Vec<(ReactionName, Vec<String>)>, ApiError> {

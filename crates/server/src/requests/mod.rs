@@ -7,11 +7,18 @@
 //! Handlers receive the finished request through the [`Input`] extractor
 //! and destructure it whole, so that a key accepted but never passed on to
 //! the service is a compile error.
+//!
+//! The same readers describe the wire shape of each parameter ([`Shape`]),
+//! from which the OpenAPI document takes the request schemas: what is
+//! documented is what is decoded.
 
 pub mod contacts;
 pub mod conversations;
 pub mod groups;
 pub mod messages;
+mod shape;
+
+pub use shape::Shape;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -20,6 +27,8 @@ use std::str::FromStr;
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest};
 use confab_domain::{Cursor, DomainError, Page, PageLimit, Timestamp};
+
+use utoipa::openapi::schema::Schema;
 
 use crate::error::ApiError;
 use crate::params::{Malformed, Params};
@@ -33,6 +42,9 @@ pub trait FromParams: Sized {
     /// errors in. Only [`Params::into_request`] (or an enclosing request)
     /// calls it, after every unknown key has been refused.
     fn take(p: &mut Params) -> Result<Self, ApiError>;
+
+    /// Adds the wire shape of every parameter, in field order.
+    fn describe(shape: &mut Shape);
 }
 
 /// How one field of a request is read from the parameter named like it.
@@ -44,15 +56,59 @@ pub trait Field<T> {
     }
 
     fn take(self, p: &mut Params, name: &'static str) -> Result<T, ApiError>;
+
+    /// Adds the wire shape of the parameter `name` to `shape`.
+    fn describe(&self, name: &'static str, shape: &mut Shape);
 }
 
-/// A reading function is a field: `fn(&mut Params, name) -> Result<T, _>`.
-impl<T, F> Field<T> for F
+/// A reading function with the wire shape of what it reads.
+pub struct Reader<F> {
+    read: F,
+    wire: fn() -> Schema,
+    required: bool,
+}
+
+/// A field read by `read` (`fn(&mut Params, name) -> Result<T, _>`), whose
+/// value on the wire is `wire`; `required` says whether it may be absent.
+pub fn reader<T, F>(wire: fn() -> Schema, required: bool, read: F) -> Reader<F>
+where
+    F: FnOnce(&mut Params, &'static str) -> Result<T, ApiError>,
+{
+    Reader {
+        read,
+        wire,
+        required,
+    }
+}
+
+impl<T, F> Field<T> for Reader<F>
 where
     F: FnOnce(&mut Params, &'static str) -> Result<T, ApiError>,
 {
     fn take(self, p: &mut Params, name: &'static str) -> Result<T, ApiError> {
-        self(p, name)
+        (self.read)(p, name)
+    }
+
+    fn describe(&self, name: &'static str, shape: &mut Shape) {
+        shape.add(name, (self.wire)(), self.required);
+    }
+}
+
+/// A field that may be absent.
+pub struct Optional<F>(F);
+
+impl<T, F: Field<T>> Field<Option<T>> for Optional<F> {
+    fn take(self, p: &mut Params, name: &'static str) -> Result<Option<T>, ApiError> {
+        if p.has(name) {
+            self.0.take(p, name).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn describe(&self, name: &'static str, shape: &mut Shape) {
+        self.0.describe(name, shape);
+        shape.make_optional(name);
     }
 }
 
@@ -67,6 +123,10 @@ impl<R: FromParams> Field<R> for Flatten {
 
     fn take(self, p: &mut Params, _name: &'static str) -> Result<R, ApiError> {
         R::take(p)
+    }
+
+    fn describe(&self, _name: &'static str, shape: &mut Shape) {
+        R::describe(shape)
     }
 }
 
@@ -97,10 +157,39 @@ macro_rules! request {
                 $( let $field = $crate::requests::Field::<$ty>::take($read, p, stringify!($field))?; )+
                 Ok(Self { $( $field, )+ })
             }
+
+            fn describe(shape: &mut $crate::requests::Shape) {
+                $( $crate::requests::Field::<$ty>::describe(&$read, stringify!($field), shape); )+
+            }
         }
+
+        $crate::requests::documented!($name);
     };
 }
 pub(crate) use request;
+
+/// The OpenAPI view of a request type, from its [`FromParams::describe`]:
+/// the schema of its body, and its query parameters.
+macro_rules! documented {
+    ($name:ident) => {
+        impl ::utoipa::PartialSchema for $name {
+            fn schema() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
+                $crate::requests::Shape::of::<Self>().into_schema().into()
+            }
+        }
+
+        impl ::utoipa::ToSchema for $name {}
+
+        impl ::utoipa::IntoParams for $name {
+            fn into_params(
+                _: impl Fn() -> Option<::utoipa::openapi::path::ParameterIn>,
+            ) -> Vec<::utoipa::openapi::path::Parameter> {
+                $crate::requests::Shape::of::<Self>().into_query()
+            }
+        }
+    };
+}
+pub(crate) use documented;
 
 /// The request of an operation that takes no parameters (GET and DELETE by
 /// id, `/contacts/me`, removing a reaction): every key is unknown.
@@ -115,7 +204,11 @@ impl FromParams for NoParams {
     fn take(_p: &mut Params) -> Result<Self, ApiError> {
         Ok(Self)
     }
+
+    fn describe(_shape: &mut Shape) {}
 }
+
+documented!(NoParams);
 
 /// A handler's finished request: decoded, unknown keys refused, values
 /// judged (see [`Params::into_request`]).
@@ -136,57 +229,77 @@ impl<R: FromParams + 'static> FromRequest for Input<R> {
 
 /// A required string, parsed by a domain constructor.
 pub fn text<T>(parse: impl FnOnce(String) -> Result<T, DomainError>) -> impl Field<T> {
-    move |p: &mut Params, name: &'static str| {
-        let raw = p.required_str(name)?;
-        parse(raw).map_err(|e| p.domain(e))
-    }
+    reader(
+        shape::string,
+        true,
+        move |p: &mut Params, name: &'static str| {
+            let raw = p.required_str(name)?;
+            parse(raw).map_err(|e| p.domain(e))
+        },
+    )
 }
 
 /// A required integer, parsed by a domain constructor.
 pub fn int<T>(parse: impl FnOnce(i64) -> Result<T, DomainError>) -> impl Field<T> {
-    move |p: &mut Params, name: &'static str| {
-        let n = p.required_int(name)?;
-        parse(n).map_err(|e| p.domain(e))
-    }
+    reader(
+        shape::integer,
+        true,
+        move |p: &mut Params, name: &'static str| {
+            let n = p.required_int(name)?;
+            parse(n).map_err(|e| p.domain(e))
+        },
+    )
 }
 
 /// A required boolean.
 pub fn boolean() -> impl Field<bool> {
-    |p: &mut Params, name: &'static str| p.required_bool(name)
+    reader(
+        shape::boolean,
+        true,
+        |p: &mut Params, name: &'static str| p.required_bool(name),
+    )
 }
 
 /// A required id; `malformed` says what a malformed one means.
 pub fn id<T: FromStr>(malformed: Malformed) -> impl Field<T> {
-    move |p: &mut Params, name: &'static str| p.required_id::<T>(name, malformed)
+    reader(
+        shape::id,
+        true,
+        move |p: &mut Params, name: &'static str| p.required_id::<T>(name, malformed),
+    )
 }
 
 /// The field if its key is given, else `None`.
 pub fn optional<T>(field: impl Field<T>) -> impl Field<Option<T>> {
-    move |p: &mut Params, name: &'static str| {
-        if p.has(name) {
-            field.take(p, name).map(Some)
-        } else {
-            Ok(None)
-        }
-    }
+    Optional(field)
 }
 
 /// An optional id; empty or `null` clears it (`Some(None)`).
 pub fn clearable_id<T: FromStr>(malformed: Malformed) -> impl Field<Option<Option<T>>> {
-    move |p: &mut Params, name: &'static str| p.optional_clearable_id::<T>(name, malformed)
+    reader(
+        shape::clearable_id,
+        false,
+        move |p: &mut Params, name: &'static str| p.optional_clearable_id::<T>(name, malformed),
+    )
 }
 
 /// Optional Unix seconds; empty or `null` clears them (`Some(None)`).
 pub fn clearable_time() -> impl Field<Option<Option<Timestamp>>> {
-    |p: &mut Params, name: &'static str| {
-        Ok(p.optional_clearable_int(name)?
-            .map(|at| at.map(Timestamp::from_secs)))
-    }
+    reader(
+        shape::clearable_time,
+        false,
+        |p: &mut Params, name: &'static str| {
+            Ok(p.optional_clearable_int(name)?
+                .map(|at| at.map(Timestamp::from_secs)))
+        },
+    )
 }
 
 /// A list of ids (`key[]=<id>`); absent is empty, a malformed one is 400.
 pub fn ids<T: FromStr>() -> impl Field<Vec<T>> {
-    |p: &mut Params, name: &'static str| p.id_list::<T>(name)
+    reader(shape::ids, false, |p: &mut Params, name: &'static str| {
+        p.id_list::<T>(name)
+    })
 }
 
 // -------------------------------------------------------------------- pages
@@ -218,6 +331,12 @@ impl<Id: FromStr> FromParams for Page<Id> {
         let before = p.optional_id(ENDING_BEFORE, Malformed::Invalid)?;
         let cursor = after.map(Cursor::After).or(before.map(Cursor::Before));
         Ok(Page { limit, cursor })
+    }
+
+    fn describe(shape: &mut Shape) {
+        shape.add(LIMIT, shape::limit(), false);
+        shape.add(STARTING_AFTER, shape::id(), false);
+        shape.add(ENDING_BEFORE, shape::id(), false);
     }
 }
 

@@ -4,25 +4,28 @@ use actix_web::{web, HttpResponse};
 use confab_domain::{ContactId, ContactProfilePatch};
 use confab_service::Confab;
 
-use super::{ok, path_id, resource};
+use super::{endpoint, ok, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{ContactDto, ListDto};
 use crate::error::ApiError;
 use crate::requests::contacts::{FindContactsIn, UpdateMeIn};
 use crate::requests::{Input, NoParams};
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    // `/contacts/me` before `/contacts/{id}`, which would match it too.
-    cfg.service(resource("/contacts", "GET").route(web::get().to(find)))
-        .service(
-            resource("/contacts/me", "GET, PUT")
-                .route(web::get().to(me))
-                .route(web::put().to(update_me)),
-        )
-        .service(resource("/contacts/{id}", "GET").route(web::get().to(get)));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(find, __path_find),
+        endpoint!(me, __path_me),
+        endpoint!(update_me, __path_update_me),
+        endpoint!(get, __path_get),
+    ]
 }
 
 /// `?username=<name>` (required): a list of zero or one, case-insensitive.
+#[utoipa::path(
+    get, path = "/v1/contacts", tag = "contacts", operation_id = "find_contacts",
+    params(FindContactsIn),
+    responses((status = 200, description = "the contact with that username, if any", body = ListDto<ContactDto>)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn find(
     service: web::Data<Confab>,
@@ -37,11 +40,25 @@ async fn find(
     }))
 }
 
+/// The caller.
+#[utoipa::path(
+    get, path = "/v1/contacts/me", tag = "contacts", operation_id = "get_me",
+    responses((status = 200, description = "the caller", body = ContactDto)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn me(caller: Caller, _: Input<NoParams>) -> Result<HttpResponse, ApiError> {
     Ok(ok(&ContactDto::from(&caller.0)))
 }
 
+/// Change the caller's phone number or avatar.
+#[utoipa::path(
+    put, path = "/v1/contacts/me", tag = "contacts", operation_id = "update_me",
+    request_body(content(
+        (UpdateMeIn = "application/x-www-form-urlencoded"),
+        (UpdateMeIn = "application/json"),
+    )),
+    responses((status = 200, description = "the caller", body = ContactDto)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update_me(
     service: web::Data<Confab>,
@@ -60,6 +77,12 @@ async fn update_me(
     Ok(ok(&ContactDto::from(&contact)))
 }
 
+/// Get one contact.
+#[utoipa::path(
+    get, path = "/v1/contacts/{id}", tag = "contacts", operation_id = "get_contact",
+    params(("id" = String, Path, description = "the contact id")),
+    responses((status = 200, description = "the contact", body = ContactDto)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn get(
     service: web::Data<Confab>,

@@ -4,29 +4,31 @@ use actix_web::{web, HttpResponse};
 use confab_domain::ConversationId;
 use confab_service::{Confab, ConversationFilter};
 
-use super::{created, no_content, ok, path_id, resource};
+use super::{created, endpoint, no_content, ok, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{ConversationDto, ListDto};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::requests::conversations::{
     CreateConversationIn, ListConversationsIn, UpdateConversationIn,
 };
 use crate::requests::{Input, NoParams};
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        resource("/conversations", "GET, POST")
-            .route(web::get().to(list))
-            .route(web::post().to(create)),
-    )
-    .service(
-        resource("/conversations/{id}", "GET, PUT, DELETE")
-            .route(web::get().to(open))
-            .route(web::put().to(update))
-            .route(web::delete().to(delete)),
-    );
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(list, __path_list),
+        endpoint!(create, __path_create),
+        endpoint!(open, __path_open),
+        endpoint!(update, __path_update),
+        endpoint!(delete, __path_delete),
+    ]
 }
 
+/// List the caller's conversations, latest activity first.
+#[utoipa::path(
+    get, path = "/v1/conversations", tag = "conversations", operation_id = "list_conversations",
+    params(ListConversationsIn),
+    responses((status = 200, description = "a page of conversations", body = ListDto<ConversationDto>)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
     service: web::Data<Confab>,
@@ -52,6 +54,19 @@ async fn list(
     })))
 }
 
+/// Start a conversation: with `contact_id` (direct) or `group_id` (group),
+/// exactly one of them.
+#[utoipa::path(
+    post, path = "/v1/conversations", tag = "conversations", operation_id = "create_conversation",
+    request_body(content(
+        (CreateConversationIn = "application/x-www-form-urlencoded"),
+        (CreateConversationIn = "application/json"),
+    )),
+    responses((
+        status = 201, description = "the conversation", body = ConversationDto,
+        headers(("Location" = String, description = "the conversation's URL")),
+    )),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn create(
     service: web::Data<Confab>,
@@ -67,6 +82,11 @@ async fn create(
 }
 
 /// Getting a conversation opens it: `last_opened_at` and `read_at` change.
+#[utoipa::path(
+    get, path = "/v1/conversations/{id}", tag = "conversations", operation_id = "open_conversation",
+    params(("id" = String, Path, description = "the conversation id")),
+    responses((status = 200, description = "the conversation", body = ConversationDto)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn open(
     service: web::Data<Confab>,
@@ -79,6 +99,17 @@ async fn open(
     Ok(ok(&ConversationDto::from(&view)))
 }
 
+/// Pin a message, pin, mute or archive the conversation (the last three
+/// for the caller only). Only the submitted attributes change.
+#[utoipa::path(
+    put, path = "/v1/conversations/{id}", tag = "conversations", operation_id = "update_conversation",
+    params(("id" = String, Path, description = "the conversation id")),
+    request_body(content(
+        (UpdateConversationIn = "application/x-www-form-urlencoded"),
+        (UpdateConversationIn = "application/json"),
+    )),
+    responses((status = 200, description = "the conversation", body = ConversationDto)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update(
     service: web::Data<Confab>,
@@ -106,6 +137,15 @@ async fn update(
     Ok(ok(&ConversationDto::from(&view)))
 }
 
+/// Delete a conversation for good, with its messages.
+#[utoipa::path(
+    delete, path = "/v1/conversations/{id}", tag = "conversations", operation_id = "delete_conversation",
+    params(("id" = String, Path, description = "the conversation id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 403, description = "a group conversation: only its creator or a group owner", body = ErrorBody),
+    ),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn delete(
     service: web::Data<Confab>,

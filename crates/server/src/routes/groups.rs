@@ -4,27 +4,29 @@ use actix_web::{web, HttpResponse};
 use confab_domain::GroupId;
 use confab_service::{Confab, GroupUpdate, NewGroupRequest};
 
-use super::{created, no_content, ok, path_id, resource};
+use super::{created, endpoint, no_content, ok, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{GroupDto, ListDto};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::requests::groups::{CreateGroupIn, ListGroupsIn, UpdateGroupIn};
 use crate::requests::{Input, NoParams};
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        resource("/groups", "GET, POST")
-            .route(web::get().to(list))
-            .route(web::post().to(create)),
-    )
-    .service(
-        resource("/groups/{id}", "GET, PUT, DELETE")
-            .route(web::get().to(get))
-            .route(web::put().to(update))
-            .route(web::delete().to(delete)),
-    );
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(list, __path_list),
+        endpoint!(create, __path_create),
+        endpoint!(get, __path_get),
+        endpoint!(update, __path_update),
+        endpoint!(delete, __path_delete),
+    ]
 }
 
+/// List the caller's groups.
+#[utoipa::path(
+    get, path = "/v1/groups", tag = "groups", operation_id = "list_groups",
+    params(ListGroupsIn),
+    responses((status = 200, description = "a page of groups", body = ListDto<GroupDto>)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
     service: web::Data<Confab>,
@@ -36,6 +38,18 @@ async fn list(
     Ok(ok(&ListDto::from_paged(groups, |g| GroupDto::from(&g))))
 }
 
+/// Create a group; the caller becomes its owner and a member.
+#[utoipa::path(
+    post, path = "/v1/groups", tag = "groups", operation_id = "create_group",
+    request_body(content(
+        (CreateGroupIn = "application/x-www-form-urlencoded"),
+        (CreateGroupIn = "application/json"),
+    )),
+    responses((
+        status = 201, description = "the group", body = GroupDto,
+        headers(("Location" = String, description = "the group's URL")),
+    )),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn create(
     service: web::Data<Confab>,
@@ -61,6 +75,12 @@ async fn create(
     ))
 }
 
+/// Get one group.
+#[utoipa::path(
+    get, path = "/v1/groups/{id}", tag = "groups", operation_id = "get_group",
+    params(("id" = String, Path, description = "the group id")),
+    responses((status = 200, description = "the group", body = GroupDto)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn get(
     service: web::Data<Confab>,
@@ -73,6 +93,20 @@ async fn get(
     Ok(ok(&GroupDto::from(&group)))
 }
 
+/// Rename, describe, add or remove members (owner); any member may remove
+/// themself.
+#[utoipa::path(
+    put, path = "/v1/groups/{id}", tag = "groups", operation_id = "update_group",
+    params(("id" = String, Path, description = "the group id")),
+    request_body(content(
+        (UpdateGroupIn = "application/x-www-form-urlencoded"),
+        (UpdateGroupIn = "application/json"),
+    )),
+    responses(
+        (status = 200, description = "the group", body = GroupDto),
+        (status = 403, description = "only an owner may change the group", body = ErrorBody),
+    ),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update(
     service: web::Data<Confab>,
@@ -99,6 +133,15 @@ async fn update(
     Ok(ok(&GroupDto::from(&group)))
 }
 
+/// Delete a group and its conversations (owner).
+#[utoipa::path(
+    delete, path = "/v1/groups/{id}", tag = "groups", operation_id = "delete_group",
+    params(("id" = String, Path, description = "the group id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 403, description = "only an owner may delete the group", body = ErrorBody),
+    ),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn delete(
     service: web::Data<Confab>,

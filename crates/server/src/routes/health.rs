@@ -2,22 +2,47 @@
 
 use actix_web::{web, HttpResponse};
 use confab_service::Confab;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
-use super::resource;
-use crate::error::ApiError;
+use super::{endpoint, Endpoint};
+use crate::error::{ApiError, ErrorBody};
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(resource("/healthz", "GET").route(web::get().to(healthz)))
-        .service(resource("/readyz", "GET").route(web::get().to(readyz)));
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(healthz, __path_healthz),
+        endpoint!(readyz, __path_readyz),
+    ]
+}
+
+/// `{"status": "ok"}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Status {
+    #[schema(example = "ok")]
+    status: &'static str,
+}
+
+impl Status {
+    const OK: Status = Status { status: "ok" };
 }
 
 /// The process is alive.
+#[utoipa::path(
+    get, path = "/healthz", tag = "health", operation_id = "healthz",
+    responses((status = 200, description = "alive", body = Status)),
+)]
 async fn healthz() -> HttpResponse {
-    HttpResponse::Ok().json(json!({"status": "ok"}))
+    HttpResponse::Ok().json(Status::OK)
 }
 
 /// The database answers: 200, else 503 `unavailable`.
+#[utoipa::path(
+    get, path = "/readyz", tag = "health", operation_id = "readyz",
+    responses(
+        (status = 200, description = "the database answers", body = Status),
+        (status = 503, description = "the database does not answer", body = ErrorBody),
+    ),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn readyz(service: web::Data<Confab>) -> Result<HttpResponse, ApiError> {
     // Whatever the cause, a store that does not answer means "not ready".
@@ -25,5 +50,5 @@ async fn readyz(service: web::Data<Confab>) -> Result<HttpResponse, ApiError> {
         .ready()
         .await
         .map_err(|e| ApiError::unavailable(&e))?;
-    Ok(HttpResponse::Ok().json(json!({"status": "ok"})))
+    Ok(HttpResponse::Ok().json(Status::OK))
 }

@@ -4,30 +4,31 @@ use actix_web::{web, HttpResponse};
 use confab_domain::{MessageId, ReactionName};
 use confab_service::{Confab, MessageUpdate, SendMessage};
 
-use super::{created, no_content, ok, path_id, resource};
+use super::{created, endpoint, no_content, ok, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{ListDto, MessageDto};
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorBody};
 use crate::requests::messages::{ListMessagesIn, SendMessageIn, UpdateMessageIn};
 use crate::requests::{Input, NoParams};
 
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        resource("/messages", "GET, POST")
-            .route(web::get().to(list))
-            .route(web::post().to(send)),
-    )
-    .service(
-        resource("/messages/{id}", "GET, PUT, DELETE")
-            .route(web::get().to(get))
-            .route(web::put().to(update))
-            .route(web::delete().to(delete)),
-    )
-    .service(
-        resource("/messages/{id}/reactions/{name}", "DELETE").route(web::delete().to(unreact)),
-    );
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(list, __path_list),
+        endpoint!(send, __path_send),
+        endpoint!(get, __path_get),
+        endpoint!(update, __path_update),
+        endpoint!(delete, __path_delete),
+        endpoint!(unreact, __path_unreact),
+    ]
 }
 
+/// List messages, newest first: of all the caller's conversations, or of
+/// one with `conversation_id`.
+#[utoipa::path(
+    get, path = "/v1/messages", tag = "messages", operation_id = "list_messages",
+    params(ListMessagesIn),
+    responses((status = 200, description = "a page of messages", body = ListDto<MessageDto>)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
     service: web::Data<Confab>,
@@ -44,6 +45,18 @@ async fn list(
     Ok(ok(&ListDto::from_paged(messages, |m| MessageDto::from(&m))))
 }
 
+/// Send a message to a conversation; the caller is the sender.
+#[utoipa::path(
+    post, path = "/v1/messages", tag = "messages", operation_id = "send_message",
+    request_body(content(
+        (SendMessageIn = "application/x-www-form-urlencoded"),
+        (SendMessageIn = "application/json"),
+    )),
+    responses((
+        status = 201, description = "the message", body = MessageDto,
+        headers(("Location" = String, description = "the message's URL")),
+    )),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn send(
     service: web::Data<Confab>,
@@ -71,6 +84,12 @@ async fn send(
     ))
 }
 
+/// Get one message.
+#[utoipa::path(
+    get, path = "/v1/messages/{id}", tag = "messages", operation_id = "get_message",
+    params(("id" = String, Path, description = "the message id")),
+    responses((status = 200, description = "the message", body = MessageDto)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn get(
     service: web::Data<Confab>,
@@ -83,6 +102,21 @@ async fn get(
     Ok(ok(&MessageDto::from(&message)))
 }
 
+/// Edit the text (sender only), add the caller's reactions, append
+/// attachments (sender only). Only the submitted attributes change.
+#[utoipa::path(
+    put, path = "/v1/messages/{id}", tag = "messages", operation_id = "update_message",
+    params(("id" = String, Path, description = "the message id")),
+    request_body(content(
+        (UpdateMessageIn = "application/x-www-form-urlencoded"),
+        (UpdateMessageIn = "application/json"),
+    )),
+    responses(
+        (status = 200, description = "the message", body = MessageDto),
+        (status = 403, description = "only the sender may edit or attach; nobody reacts in \
+            someone else's name", body = ErrorBody),
+    ),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update(
     service: web::Data<Confab>,
@@ -105,6 +139,16 @@ async fn update(
     Ok(ok(&MessageDto::from(&message)))
 }
 
+/// Delete a message for good, with its reactions and attachments (sender
+/// only).
+#[utoipa::path(
+    delete, path = "/v1/messages/{id}", tag = "messages", operation_id = "delete_message",
+    params(("id" = String, Path, description = "the message id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 403, description = "only the sender may delete", body = ErrorBody),
+    ),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn delete(
     service: web::Data<Confab>,
@@ -119,6 +163,15 @@ async fn delete(
 
 /// Takes back the caller's own reaction; a name that cannot exist is 404
 /// like any other malformed path segment.
+#[utoipa::path(
+    delete, path = "/v1/messages/{id}/reactions/{name}", tag = "messages",
+    operation_id = "remove_reaction",
+    params(
+        ("id" = String, Path, description = "the message id"),
+        ("name" = String, Path, description = "the reaction name"),
+    ),
+    responses((status = 200, description = "the message", body = MessageDto)),
+)]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn unreact(
     service: web::Data<Confab>,
