@@ -48,7 +48,9 @@ pub async fn require_token(
             }
             Ok(res.map_into_left_body())
         }
-        Err(refusal) => Ok(req.into_response(refusal).map_into_right_body()),
+        // Not `req.into_response`, which would drop the error the refusal
+        // carries for the log line and the metrics.
+        Err(refusal) => Ok(ServiceResponse::new(req.into_parts().0, refusal).map_into_right_body()),
     }
 }
 

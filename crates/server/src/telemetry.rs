@@ -162,14 +162,14 @@ fn log_line(l: &Line<'_>) {
         ($level:expr, $message:literal) => {
             tracing::event!(
                 $level,
-                method = l.method,
-                route = l.route,
+                method = %l.method,
+                route = %l.route,
                 status = l.status.as_u16(),
                 latency_ms = l.latency_ms,
-                request_id = l.request_id,
-                caller = l.caller,
-                uri = l.target,
-                code = l.code,
+                request_id = %l.request_id,
+                caller = l.caller.map(tracing::field::display),
+                uri = %l.target,
+                code = l.code.map(tracing::field::display),
                 error = l.cause,
                 $message
             )
