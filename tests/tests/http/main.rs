@@ -7,5 +7,6 @@ mod contacts;
 mod conversations;
 mod groups;
 mod messages;
+mod metrics;
 mod support;
 mod wire;
