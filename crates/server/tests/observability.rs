@@ -136,12 +136,12 @@ fn one_text_line_per_request_with_the_request_id() {
     // Sane ids come back as sent, on successes and errors alike.
     let cases = [
         (
-            format!("GET /healthz HTTP/1.1\r\nX-Request-Id: req-ok.1"),
+            "GET /healthz HTTP/1.1\r\nX-Request-Id: req-ok.1".to_owned(),
             200,
             "req-ok.1",
         ),
         (
-            format!("GET /v1/contacts/me?limit=5 HTTP/1.1\r\nX-Request-Id: req-401"),
+            "GET /v1/contacts/me?limit=5 HTTP/1.1\r\nX-Request-Id: req-401".to_owned(),
             401,
             "req-401",
         ),

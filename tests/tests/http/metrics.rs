@@ -107,7 +107,7 @@ async fn metrics_count_known_traffic_exactly(app: TestApp) {
         .sum();
     assert_eq!(total, 8.0, "{m:#?}");
     // Route templates, never raw paths.
-    for ((_, labels), _) in &m {
+    for (_, labels) in m.keys() {
         if let Some(route) = labels.get("route") {
             assert!(
                 !route.contains(UNKNOWN_ID) && !route.contains("nowhere"),
