@@ -514,6 +514,12 @@ mod tests {
         let logged = Chain(&e).to_string();
         assert!(logged.starts_with("the store failed: "), "{logged}");
         assert!(logged.contains("disk full"), "{logged}");
+        // Kept on the error for the request's one log line, not the body.
+        let api = ApiError::from(e);
+        assert_eq!(api.cause(), Some(logged.as_str()));
+        assert_eq!(api.code(), "internal_error");
+        assert!(!body_of(&api).to_string().contains("disk full"));
+        assert_eq!(ApiError::not_found(None).cause(), None);
     }
 
     #[test]
