@@ -329,6 +329,24 @@ pub trait GroupStore: Send + Sync {
 #[async_trait]
 pub trait HealthCheck: Send + Sync {
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// The connection pool's figures, for `/metrics` (`None`: no pool).
+    fn pool_state(&self) -> Option<PoolState> {
+        None
+    }
+}
+
+/// A store's connection pool right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolState {
+    /// Most connections the pool opens.
+    pub max_size: u32,
+    /// Connections open (idle and in use).
+    pub connections: u32,
+    /// Open connections not in use.
+    pub idle: u32,
+    /// Callers waiting for (or taking) a connection.
+    pub waiting: u32,
 }
 
 /// Everything a store adapter provides.

@@ -8,7 +8,7 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, AUTHORIZATION};
 use actix_web::middleware::Next;
-use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError};
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
 use confab_domain::Contact;
 use confab_service::{Confab, ServiceError};
 
@@ -48,16 +48,20 @@ pub async fn require_token(
             }
             Ok(res.map_into_left_body())
         }
-        Err(refusal) => Ok(req.into_response(refusal).map_into_right_body()),
+        // Not `req.into_response`, which would drop the error the refusal
+        // carries for the log line and the metrics.
+        Err(refusal) => Ok(ServiceResponse::new(req.into_parts().0, refusal).map_into_right_body()),
     }
 }
 
-/// The caller and what is left of their budget, or the refusal to send.
+/// The caller and what is left of their budget, or the refusal to send
+/// (built with `from_error`, so that the request's log line and the error
+/// metrics see the [`ApiError`] and its cause).
 async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), HttpResponse> {
     let service = req
         .app_data::<web::Data<Confab>>()
         .ok_or_else(|| ApiError::internal(&"the service is not registered as app data"))
-        .map_err(|e| e.error_response())?;
+        .map_err(HttpResponse::from_error)?;
     let limiter = req.app_data::<web::Data<Limiter>>();
     // The peer itself, not a Forwarded header a client could forge.
     let ip = req.peer_addr().map(|a| a.ip());
@@ -65,9 +69,9 @@ async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), 
         match (limiter, ip) {
             (Some(limiter), Some(ip)) => match limiter.check_anonymous(ip) {
                 Verdict::Limited(budget) => too_many(&budget),
-                Verdict::Allowed(_) => refusal.error_response(),
+                Verdict::Allowed(_) => HttpResponse::from_error(refusal),
             },
-            _ => refusal.error_response(),
+            _ => HttpResponse::from_error(refusal),
         }
     };
     let Some(token) = bearer_token(req.headers()) else {
@@ -81,7 +85,7 @@ async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), 
     let contact = match service.authenticate(token).await {
         Ok(contact) => contact,
         Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
-        Err(e) => return Err(ApiError::from(e).error_response()),
+        Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
     };
     tracing::Span::current().record("caller", tracing::field::display(contact.id));
     let budget = match limiter.map(|l| l.check_token(token)) {
@@ -93,7 +97,7 @@ async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), 
 }
 
 fn too_many(budget: &Budget) -> HttpResponse {
-    let mut res = ApiError::rate_limited(budget.reset_secs).error_response();
+    let mut res = HttpResponse::from_error(ApiError::rate_limited(budget.reset_secs));
     budget.apply(&mut res, true);
     res
 }

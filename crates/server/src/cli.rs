@@ -12,19 +12,22 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
 use confab_service::{Confab, ServiceError};
+use tracing_subscriber::EnvFilter;
 
 use crate::config::Settings;
 use crate::dto::ContactDto;
-use crate::startup::{open_service, Application};
+use crate::startup::{open_service, Application, ServerOptions};
 use crate::telemetry;
 
 /// confab: a chat service with a JSON HTTP API.
 ///
-/// Reads DATABASE_URL (unset: the SQLite file confab.db; postgres://... for
-/// PostgreSQL) and, for `serve`, CONFAB_LISTEN (default 127.0.0.1:8080).
+/// Every setting below is read from its environment variable (or given as
+/// the option); each has a default.
 #[derive(Debug, Parser)]
 #[command(name = "confab", version)]
 pub struct Cli {
+    #[command(flatten)]
+    settings: Settings,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -106,13 +109,22 @@ fn parse_duration(raw: &str) -> Result<i64, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let settings = cli.settings;
     let command = cli.command.unwrap_or(Command::Serve);
     // The operator's one-shot commands keep stderr quiet unless asked.
-    telemetry::init(match command {
+    let default_filter = match command {
         Command::Serve => "info",
         _ => "warn",
-    });
-    match run(command) {
+    };
+    let filter = settings
+        .log_filter
+        .as_deref()
+        .filter(|f| !f.trim().is_empty())
+        .unwrap_or(default_filter);
+    // Checked when parsed: only an empty filter could fail here.
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new(default_filter));
+    telemetry::init(filter, settings.log_format);
+    match run(command, settings) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -121,8 +133,7 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> anyhow::Result<()> {
-    let settings = Settings::from_env()?;
+fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -174,10 +185,18 @@ fn run(command: Command) -> anyhow::Result<()> {
 }
 
 async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(settings.listen)
-        .with_context(|| format!("cannot listen on {} (CONFAB_LISTEN)", settings.listen))?;
-    let app = Application::build_with(service, listener, settings.rate_limits).await?;
-    tracing::info!(address = %settings.listen, "confab is serving");
+    let listen = &settings.listen;
+    let listener = TcpListener::bind(&listen.addrs[..])
+        .with_context(|| format!("cannot listen on {} (CONFAB_LISTEN)", listen.given))?;
+    let address = listener
+        .local_addr()
+        .context("the listener has no local address")?;
+    let options = ServerOptions {
+        rate_limits: settings.rate_limits(),
+        cors: settings.cors_origins.clone(),
+    };
+    let app = Application::build_with_options(service, listener, options).await?;
+    tracing::info!(%address, "confab is serving");
     app.run_until_stopped().await.context("the server failed")
 }
 

@@ -1,12 +1,14 @@
-//! Configuration from the environment, parsed once into [`Settings`]; every
-//! error names the variable at fault.
+//! Configuration from the environment (or the command line), parsed once by
+//! clap into [`Settings`]; every error names the variable at fault.
 
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
+use tracing_subscriber::EnvFilter;
 
 use crate::ratelimit::{Quota, RateLimits};
+use crate::telemetry::LogFormat;
 
 /// Where the data lives (`DATABASE_URL`).
 #[derive(Clone, PartialEq, Eq)]
@@ -83,69 +85,239 @@ impl fmt::Debug for Database {
     }
 }
 
-/// Everything the binary reads from the environment.
-#[derive(Debug, Clone)]
+/// Everything the binary reads from its environment (or the same options
+/// on its command line): `confab --help` lists each variable and its
+/// default. A bad value stops the program with a message naming the
+/// variable.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    next_help_heading = "Configuration (each option also read from its environment variable)"
+)]
 pub struct Settings {
-    /// `DATABASE_URL`.
+    /// Where the data lives: postgres://... (PostgreSQL), or an SQLite file
+    /// (a path, sqlite:<path>).
+    #[arg(
+        long = "database-url",
+        env = "DATABASE_URL",
+        global = true,
+        hide_env_values = true,
+        default_value = Database::DEFAULT_SQLITE_FILE,
+        value_name = "URL",
+        value_parser = parse_database
+    )]
     pub database: Database,
-    /// `CONFAB_LISTEN`, default `127.0.0.1:8080`.
-    pub listen: SocketAddr,
-    /// `CONFAB_RATE_LIMIT_PER_SECOND` / `_BURST` (per token) and
-    /// `CONFAB_RATE_LIMIT_ANON_PER_SECOND` / `_BURST` (per client address,
-    /// without a valid token); 0 turns a limit off.
-    pub rate_limits: RateLimits,
+
+    /// Address `serve` listens on: host:port (a host name is resolved).
+    #[arg(
+        long,
+        env = "CONFAB_LISTEN",
+        global = true,
+        default_value = Settings::DEFAULT_LISTEN,
+        value_name = "HOST:PORT",
+        value_parser = parse_listen
+    )]
+    pub listen: Listen,
+
+    /// Log filter, e.g. info, warn, confab_server=debug [default: info for
+    /// serve, warn for the other commands].
+    #[arg(
+        long = "log",
+        env = "RUST_LOG",
+        global = true,
+        value_name = "FILTER",
+        value_parser = parse_log_filter
+    )]
+    pub log_filter: Option<String>,
+
+    /// Log lines as text or as JSON objects.
+    #[arg(
+        long,
+        env = "CONFAB_LOG_FORMAT",
+        global = true,
+        default_value = "text",
+        value_enum,
+        ignore_case = true
+    )]
+    pub log_format: LogFormat,
+
+    /// Requests a second per token, on average (0: no per-token limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_PER_SECOND",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_PER_SECOND,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_PER_SECOND")
+    )]
+    pub rate_limit_per_second: u32,
+
+    /// Requests a token may send at once (0: no per-token limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_BURST",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_BURST,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_BURST")
+    )]
+    pub rate_limit_burst: u32,
+
+    /// Requests a second per client address without a valid token (0: no
+    /// limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_ANON_PER_SECOND",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_ANON_PER_SECOND,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_ANON_PER_SECOND")
+    )]
+    pub rate_limit_anon_per_second: u32,
+
+    /// Requests a client address without a valid token may send at once (0:
+    /// no limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_ANON_BURST",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_ANON_BURST,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_ANON_BURST")
+    )]
+    pub rate_limit_anon_burst: u32,
+
+    /// Browser origins allowed to call the API (CORS), comma-separated, e.g.
+    /// https://app.example,http://localhost:3000; `*` for any; empty: CORS
+    /// off.
+    #[arg(
+        long,
+        env = "CONFAB_CORS_ORIGINS",
+        global = true,
+        default_value = "",
+        hide_default_value = true,
+        value_name = "ORIGINS",
+        value_parser = parse_cors_origins
+    )]
+    pub cors_origins: CorsOrigins,
 }
 
 impl Settings {
     pub const DEFAULT_LISTEN: &'static str = "127.0.0.1:8080";
 
-    pub fn from_env() -> anyhow::Result<Settings> {
-        Self::from_lookup(|name| std::env::var(name).ok())
+    /// The rate limits; 0 turns one off.
+    pub fn rate_limits(&self) -> RateLimits {
+        RateLimits {
+            per_token: Quota::new(self.rate_limit_per_second, self.rate_limit_burst),
+            anonymous: Quota::new(self.rate_limit_anon_per_second, self.rate_limit_anon_burst),
+        }
     }
+}
 
-    /// Same as [`Settings::from_env`] over any lookup (for tests).
-    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<Settings> {
-        let database = Database::from_env_value(lookup("DATABASE_URL").as_deref())?;
-        let listen_raw = lookup("CONFAB_LISTEN").unwrap_or_else(|| Self::DEFAULT_LISTEN.to_owned());
-        let listen = listen_raw.trim().parse().with_context(|| {
-            format!("CONFAB_LISTEN {listen_raw:?} is not an address like 127.0.0.1:8080")
-        })?;
-        let number = |name: &str, default: u32| -> anyhow::Result<u32> {
-            match lookup(name) {
-                None => Ok(default),
-                Some(raw) => raw.trim().parse().with_context(|| {
-                    format!(
-                        "{name} {raw:?} is not a whole number from 0 to {} (0: no limit)",
-                        u32::MAX
-                    )
-                }),
-            }
-        };
-        let rate_limits = RateLimits {
-            per_token: Quota::new(
-                number(
-                    "CONFAB_RATE_LIMIT_PER_SECOND",
-                    RateLimits::DEFAULT_PER_SECOND,
-                )?,
-                number("CONFAB_RATE_LIMIT_BURST", RateLimits::DEFAULT_BURST)?,
-            ),
-            anonymous: Quota::new(
-                number(
-                    "CONFAB_RATE_LIMIT_ANON_PER_SECOND",
-                    RateLimits::DEFAULT_ANON_PER_SECOND,
-                )?,
-                number(
-                    "CONFAB_RATE_LIMIT_ANON_BURST",
-                    RateLimits::DEFAULT_ANON_BURST,
-                )?,
-            ),
-        };
-        Ok(Settings {
-            database,
-            listen,
-            rate_limits,
+fn parse_database(raw: &str) -> Result<Database, String> {
+    Database::from_env_value(Some(raw)).map_err(|e| e.to_string())
+}
+
+/// `CONFAB_LISTEN` as given and the addresses it resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    pub given: String,
+    pub addrs: Vec<SocketAddr>,
+}
+
+fn parse_listen(raw: &str) -> Result<Listen, String> {
+    let given = raw.trim();
+    let error = |why: String| {
+        format!(
+            "CONFAB_LISTEN {raw:?} is not an address like 127.0.0.1:8080 or localhost:8080: {why}"
+        )
+    };
+    let addrs: Vec<SocketAddr> = given
+        .to_socket_addrs()
+        .map_err(|e| error(e.to_string()))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(error("it resolves to no address".to_owned()));
+    }
+    Ok(Listen {
+        given: given.to_owned(),
+        addrs,
+    })
+}
+
+fn parse_log_filter(raw: &str) -> Result<String, String> {
+    EnvFilter::builder()
+        .parse(raw)
+        .map(|_| raw.to_owned())
+        .map_err(|e| {
+            format!("RUST_LOG {raw:?} is not a log filter such as info or confab_server=debug: {e}")
+        })
+}
+
+fn limit_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + Clone {
+    move |raw: &str| {
+        raw.trim().parse().map_err(|_| {
+            format!(
+                "{name} {raw:?} is not a whole number from 0 to {} (0: no limit)",
+                u32::MAX
+            )
         })
     }
+}
+
+/// The browser origins CORS allows (`CONFAB_CORS_ORIGINS`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// No CORS headers at all (the default).
+    #[default]
+    Off,
+    /// `*`: any origin.
+    Any,
+    /// These origins exactly (`scheme://host[:port]`).
+    Some(Vec<String>),
+}
+
+fn parse_cors_origins(raw: &str) -> Result<CorsOrigins, String> {
+    let origins: Vec<&str> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .collect();
+    if origins.is_empty() {
+        return Ok(CorsOrigins::Off);
+    }
+    if origins == ["*"] {
+        return Ok(CorsOrigins::Any);
+    }
+    for origin in &origins {
+        if !is_origin(origin) {
+            return Err(format!(
+                "CONFAB_CORS_ORIGINS: {origin:?} is not an origin like https://app.example or http://localhost:3000 (scheme, host and port only, no path), nor * alone"
+            ));
+        }
+    }
+    Ok(CorsOrigins::Some(
+        origins.into_iter().map(str::to_owned).collect(),
+    ))
+}
+
+/// `http(s)://host[:port]`, as a browser sends it in `Origin`.
+fn is_origin(s: &str) -> bool {
+    let Some(rest) = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || rest.starts_with('[') => (h, Some(p)),
+        _ => (rest, None),
+    };
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'[' | b']' | b':'))
+        && port
+            .is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]
@@ -183,39 +355,103 @@ mod tests {
         }
     }
 
+    fn settings(args: &[&str]) -> Result<Settings, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let mut argv = vec!["confab"];
+        argv.extend_from_slice(args);
+        <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.settings)
+    }
+
     #[test]
     fn settings_name_the_variable() {
-        let s = Settings::from_lookup(|_| None).expect("defaults");
-        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
-        let e = Settings::from_lookup(|k| (k == "CONFAB_LISTEN").then(|| "nope".to_owned()))
-            .expect_err("bad listen");
-        assert!(e.to_string().contains("CONFAB_LISTEN"));
+        let s = settings(&[]).expect("defaults");
+        assert_eq!(s.listen.given, "127.0.0.1:8080");
+        assert_eq!(s.listen.addrs, ["127.0.0.1:8080".parse().expect("addr")]);
+        assert_eq!(s.cors_origins, CorsOrigins::Off);
+        assert_eq!(s.log_format, LogFormat::Text);
+        let s = settings(&["--listen", "localhost:8080"]).expect("host name");
+        assert!(s
+            .listen
+            .addrs
+            .iter()
+            .all(|a| a.ip().is_loopback() && a.port() == 8080));
+        for (arg, name) in [
+            ("--listen=nope", "CONFAB_LISTEN"),
+            ("--database-url=mysql://x", "DATABASE_URL"),
+            ("--log=a=b=c", "RUST_LOG"),
+            (
+                "--cors-origins=https://a.example/path",
+                "CONFAB_CORS_ORIGINS",
+            ),
+            ("--rate-limit-burst=-1", "CONFAB_RATE_LIMIT_BURST"),
+        ] {
+            let e = settings(&[arg]).expect_err(name);
+            assert!(e.to_string().contains(name), "{name}: {e}");
+        }
+        let e = settings(&["--log-format", "xml"]).expect_err("format");
+        assert!(e.to_string().contains("xml"), "{e}");
+        assert_eq!(
+            settings(&["--log-format", "JSON"])
+                .expect("json")
+                .log_format,
+            LogFormat::Json
+        );
+    }
+
+    #[test]
+    fn cors_origins() {
+        let cors = |v: &str| settings(&["--cors-origins", v]).map(|s| s.cors_origins);
+        assert_eq!(cors("").expect("empty"), CorsOrigins::Off);
+        assert_eq!(cors("*").expect("any"), CorsOrigins::Any);
+        assert_eq!(
+            cors("https://app.example, http://localhost:3000").expect("two"),
+            CorsOrigins::Some(vec![
+                "https://app.example".into(),
+                "http://localhost:3000".into()
+            ])
+        );
+        for bad in [
+            "app.example",
+            "https://",
+            "https://a.example/",
+            "ftp://a",
+            "*,https://a.example",
+            "https://a.example:x",
+        ] {
+            assert!(cors(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
     fn rate_limits_default_on_and_zero_is_off() {
-        let s = Settings::from_lookup(|_| None).expect("defaults");
-        assert_eq!(s.rate_limits, RateLimits::default());
-        assert!(s.rate_limits.per_token.is_some() && s.rate_limits.anonymous.is_some());
-        let s = Settings::from_lookup(|k| {
-            matches!(
-                k,
-                "CONFAB_RATE_LIMIT_PER_SECOND" | "CONFAB_RATE_LIMIT_ANON_BURST"
-            )
-            .then(|| "0".to_owned())
-        })
+        let s = settings(&[]).expect("defaults");
+        assert_eq!(s.rate_limits(), RateLimits::default());
+        assert!(s.rate_limits().per_token.is_some() && s.rate_limits().anonymous.is_some());
+        let s = settings(&[
+            "--rate-limit-per-second",
+            "0",
+            "--rate-limit-anon-burst",
+            "0",
+        ])
         .expect("zeros");
-        assert_eq!(s.rate_limits, RateLimits::OFF);
-        let s =
-            Settings::from_lookup(|k| (k == "CONFAB_RATE_LIMIT_BURST").then(|| " 7 ".to_owned()))
-                .expect("burst");
-        assert_eq!(s.rate_limits.per_token, Quota::new(100, 7));
+        assert_eq!(s.rate_limits(), RateLimits::OFF);
+        let s = settings(&["--rate-limit-burst", " 7 "]).expect("burst");
+        assert_eq!(s.rate_limits().per_token, Quota::new(100, 7));
         for name in [
             "CONFAB_RATE_LIMIT_BURST",
             "CONFAB_RATE_LIMIT_ANON_PER_SECOND",
         ] {
-            let e = Settings::from_lookup(|k| (k == name).then(|| "-1".to_owned()))
-                .expect_err("negative");
+            let flag = format!(
+                "--{}",
+                name.trim_start_matches("CONFAB_")
+                    .to_ascii_lowercase()
+                    .replace('_', "-")
+            );
+            let e = settings(&[&format!("{flag}=-1")]).expect_err("negative");
             assert!(e.to_string().contains(name), "{e}");
         }
     }

@@ -25,6 +25,9 @@ pub struct ApiError {
     param: Option<String>,
     /// For 405: the methods the path takes.
     allow: Option<&'static str>,
+    /// For 5xx: the cause with its chain of sources, for the request's log
+    /// line only (never in the body).
+    cause: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -105,6 +108,7 @@ impl ApiError {
             message: message.into(),
             param: None,
             allow: None,
+            cause: None,
         }
     }
 
@@ -199,26 +203,42 @@ impl ApiError {
         )
     }
 
-    /// 503. The cause, with its whole chain of sources, goes to the log only.
+    /// 503; the cause, with its whole chain of sources, goes to the
+    /// request's log line only (see `telemetry`).
     pub fn unavailable(cause: &(dyn Error + 'static)) -> Self {
-        tracing::error!(error = %Chain(cause), "the store is unavailable");
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "unavailable",
             "the service is temporarily unavailable; try again shortly",
         )
+        .with_cause(Chain(cause))
     }
 
-    /// 500. The cause goes to the log only.
+    /// 500. The cause goes to the request's log line only.
     pub fn internal(cause: &dyn fmt::Display) -> Self {
-        tracing::error!(error = %cause, "internal error");
-        Self::internal_response()
+        Self::internal_response().with_cause(cause)
     }
 
-    /// 500. The cause, with its whole chain of sources, goes to the log only.
+    /// 500; the cause, with its whole chain of sources, goes to the
+    /// request's log line only.
     pub fn internal_error(cause: &(dyn Error + 'static)) -> Self {
-        tracing::error!(error = %Chain(cause), "internal error");
-        Self::internal_response()
+        Self::internal_response().with_cause(Chain(cause))
+    }
+
+    /// Keeps `cause` for the log (not the body).
+    pub fn with_cause(mut self, cause: impl fmt::Display) -> Self {
+        self.cause = Some(cause.to_string());
+        self
+    }
+
+    /// What the log says about a server error.
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
+    }
+
+    /// The contract's `code`.
+    pub fn code(&self) -> &'static str {
+        self.code
     }
 
     fn internal_response() -> Self {
@@ -274,11 +294,6 @@ impl ApiError {
             self.param = Some(full);
         }
         self
-    }
-
-    #[cfg(test)]
-    pub fn code(&self) -> &'static str {
-        self.code
     }
 
     #[cfg(test)]
@@ -563,6 +578,12 @@ mod tests {
         let logged = Chain(&e).to_string();
         assert!(logged.starts_with("the store failed: "), "{logged}");
         assert!(logged.contains("disk full"), "{logged}");
+        // Kept on the error for the request's one log line, not the body.
+        let api = ApiError::from(e);
+        assert_eq!(api.cause(), Some(logged.as_str()));
+        assert_eq!(api.code(), "internal_error");
+        assert!(!body_of(&api).to_string().contains("disk full"));
+        assert_eq!(ApiError::not_found(None).cause(), None);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //! (logs), [`openapi`] (the OpenAPI document, built from the routes);
 //! privately `routes` (thin handlers), `requests` (one request type per
 //! operation), `params` and `decode` (the one way request attributes are
-//! read), `dto` (wire objects), `error`, `auth` and `ratelimit`.
+//! read), `dto` (wire objects), `error`, `auth`, `ratelimit`, `metrics`
+//! (`GET /metrics`) and `request_id`.
 
 pub mod cli;
 pub mod config;
@@ -25,7 +26,9 @@ mod auth;
 mod decode;
 mod dto;
 mod error;
+mod metrics;
 mod params;
 mod ratelimit;
+mod request_id;
 mod requests;
 mod routes;

@@ -3,23 +3,25 @@
 
 use std::net::TcpListener;
 
+use actix_cors::Cors;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Server, ServiceResponse};
-use actix_web::http::header::{self, HeaderValue};
-use actix_web::middleware::{DefaultHeaders, ErrorHandlerResponse, ErrorHandlers};
-use actix_web::{web, App, HttpServer, ResponseError};
+use actix_web::http::header::{self, HeaderMap, HeaderValue};
+use actix_web::middleware::{
+    from_fn, Compress, Condition, DefaultHeaders, ErrorHandlerResponse, ErrorHandlers,
+};
+use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use confab_service::{Confab, Ports};
 use confab_store_postgres::PgStore;
 use confab_store_sqlite::SqliteStore;
-use tracing_actix_web::TracingLogger;
 
-pub use crate::config::Database;
+pub use crate::config::{CorsOrigins, Database};
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::ratelimit::Limiter;
 pub use crate::ratelimit::{Quota, RateLimits};
-use crate::routes;
-use crate::telemetry::RequestSpan;
+use crate::{routes, telemetry};
 
 /// Connects to the store, applies pending migrations, returns the service.
 /// Blocking: call it outside async code (or in `spawn_blocking`).
@@ -46,6 +48,13 @@ pub fn open_service(db: &Database) -> anyhow::Result<Confab> {
     Ok(Confab::new(ports))
 }
 
+/// How the HTTP server behaves beyond its routes.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    pub rate_limits: RateLimits,
+    pub cors: CorsOrigins,
+}
+
 /// The HTTP server, bound and ready to run.
 pub struct Application {
     port: u16,
@@ -54,9 +63,9 @@ pub struct Application {
 
 impl Application {
     /// Builds the server on `listener` (bind port 0 for a random port),
-    /// with the default rate limits.
+    /// with the default options.
     pub async fn build(service: Confab, listener: TcpListener) -> anyhow::Result<Application> {
-        Self::build_with(service, listener, RateLimits::default()).await
+        Self::build_with_options(service, listener, ServerOptions::default()).await
     }
 
     /// Builds the server with these rate limits.
@@ -65,22 +74,63 @@ impl Application {
         listener: TcpListener,
         limits: RateLimits,
     ) -> anyhow::Result<Application> {
+        let options = ServerOptions {
+            rate_limits: limits,
+            ..ServerOptions::default()
+        };
+        Self::build_with_options(service, listener, options).await
+    }
+
+    /// Builds the server with these options.
+    pub async fn build_with_options(
+        service: Confab,
+        listener: TcpListener,
+        options: ServerOptions,
+    ) -> anyhow::Result<Application> {
         let port = listener
             .local_addr()
             .context("the listener has no local address")?
             .port();
         let service = web::Data::new(service);
-        // One limiter for all workers: a budget is per server, not per thread.
-        let limiter = web::Data::new(Limiter::new(limits));
+        // One limiter and one set of metrics for all workers: a budget and a
+        // count are per server, not per thread.
+        let limiter = web::Data::new(Limiter::new(options.rate_limits));
+        let metrics = Metrics::new();
+        Metrics::spawn_upkeep(&metrics);
+        let metrics = web::Data::from(metrics);
+        let cors = options.cors;
         let server = HttpServer::new(move || {
+            // Middleware order, outermost first (the last `wrap` is the
+            // outermost):
+            // 1. `observe`: the request id, metrics and the one log line. It
+            //    sees every answer, including those of the layers below
+            //    (CORS preflights, rewritten errors, 401 and 429 from
+            //    authentication), times all of them, and stamps
+            //    `X-Request-Id` on each.
+            // 2. `Compress`: outside the error rewriting, so that a rewritten
+            //    body is never mislabelled by an encoding set inside.
+            // 3. Security headers: on every response of the layers below.
+            // 4. Error rewriting to the JSON body: outside CORS, so that a
+            //    refused preflight (plain text from actix-cors) is JSON too;
+            //    it keeps the headers CORS set.
+            // 5. CORS: at the application, outside the `/v1` scope where
+            //    authentication and rate limits run, so a preflight is
+            //    answered before any token is asked for, and CORS headers
+            //    reach 401 and 429 answers (a browser can read them).
             App::new()
                 .app_data(service.clone())
                 .app_data(limiter.clone())
+                .app_data(metrics.clone())
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))
+                .wrap(Condition::new(
+                    cors != CorsOrigins::Off,
+                    cors_middleware(&cors),
+                ))
                 .wrap(ErrorHandlers::new().default_handler(json_error_body))
                 .wrap(security_headers())
-                .wrap(TracingLogger::<RequestSpan>::new())
+                .wrap(Compress::default())
+                .wrap(from_fn(telemetry::observe))
         })
         .listen(listener)
         .context("cannot listen")?
@@ -99,20 +149,69 @@ impl Application {
     }
 }
 
+/// CORS for the configured origins: the headers a client sends and reads
+/// (bearer auth, idempotency, request ids, rate limits, `Location`).
+/// Requests from other origins are served without CORS headers (the
+/// browser then keeps the answer from the page) rather than refused, so
+/// that clients outside browsers are unaffected.
+fn cors_middleware(origins: &CorsOrigins) -> Cors {
+    let mut cors = Cors::default()
+        .allowed_methods(["GET", "POST", "PUT", "PATCH", "DELETE"])
+        .allowed_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::HeaderName::from_static("idempotency-key"),
+            crate::request_id::HEADER,
+        ])
+        .expose_headers([
+            header::LOCATION,
+            header::RETRY_AFTER,
+            header::HeaderName::from_static("ratelimit-limit"),
+            header::HeaderName::from_static("ratelimit-remaining"),
+            header::HeaderName::from_static("ratelimit-reset"),
+            crate::request_id::HEADER,
+            header::HeaderName::from_static("idempotent-replayed"),
+        ])
+        .max_age(3600)
+        .block_on_origin_mismatch(false);
+    match origins {
+        CorsOrigins::Off => {}
+        CorsOrigins::Any => cors = cors.allow_any_origin().send_wildcard(),
+        CorsOrigins::Some(list) => {
+            for origin in list {
+                cors = cors.allowed_origin(origin);
+            }
+        }
+    }
+    cors
+}
+
 /// Headers on every response confab's code produces (outside the error
 /// rewriting, so errors carry them too): answers hold private data that no
 /// shared cache may keep, and a browser must not guess a type other than
 /// the one declared. A middleware's error travels past this as `Err`, so
-/// authentication answers its refusals as responses (see `auth`).
+/// authentication answers its refusals as responses (see `auth`), and
+/// `telemetry::observe` adds them to an error that still leaves as `Err`.
 fn security_headers() -> DefaultHeaders {
     DefaultHeaders::new()
         .add((header::CACHE_CONTROL, "no-store"))
         .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
 }
 
+/// The same headers, added to a response built outside the middleware.
+pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+}
+
 /// Rewrites an error response that did not come from [`ApiError`] (actix's
-/// own errors) into the contract's JSON shape, so no response ever carries
-/// a plain-text error body.
+/// own errors, actix-cors refusals) into the contract's JSON shape, so no
+/// response ever carries a plain-text error body. The headers set so far
+/// (CORS, `Allow`, ...) are kept, but those describing the old body; a
+/// server error's original text goes to the log line as its cause.
 fn json_error_body<B: MessageBody + 'static>(
     res: ServiceResponse<B>,
 ) -> actix_web::Result<ErrorHandlerResponse<B>> {
@@ -125,8 +224,20 @@ fn json_error_body<B: MessageBody + 'static>(
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let status = res.status();
-    let (req, _) = res.into_parts();
-    let body = ApiError::for_status(status).error_response();
+    let (req, old) = res.into_parts();
+    let mut error = ApiError::for_status(status);
+    if let (true, Some(e)) = (status.is_server_error(), old.error()) {
+        error = error.with_cause(e);
+    }
+    let mut body = HttpResponse::from_error(error);
+    for (name, value) in old.headers() {
+        if !matches!(
+            *name,
+            header::CONTENT_TYPE | header::CONTENT_LENGTH | header::CONTENT_ENCODING
+        ) {
+            body.headers_mut().append(name.clone(), value.clone());
+        }
+    }
     let res: ServiceResponse<EitherBody<B, BoxBody>> =
         ServiceResponse::new(req, body).map_into_right_body();
     Ok(ErrorHandlerResponse::Response(res))

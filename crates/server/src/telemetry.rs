@@ -1,96 +1,185 @@
-//! Logs: `tracing` to stderr, filtered by `RUST_LOG`, with one line per HTTP
-//! request (the close of its root span, carrying method, route, status,
-//! latency and the authenticated caller).
+//! Logs and request telemetry: `tracing` to stderr, filtered by `RUST_LOG`,
+//! as text or JSON lines (`CONFAB_LOG_FORMAT`), and [`observe`], the
+//! middleware that gives each request its id, counts it in the metrics and
+//! writes its one log line: method, route template, status, latency,
+//! request id, caller, and the target with its query values redacted; 4xx
+//! at INFO, 5xx at ERROR with the cause and its chain of sources.
 
 use std::io::IsTerminal;
+use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::Uri;
-use actix_web::HttpMessage;
-use tracing::Span;
-use tracing_actix_web::{RequestId, RootSpanBuilder};
-use tracing_subscriber::fmt::format::FmtSpan;
+use actix_web::http::header::HeaderValue;
+use actix_web::http::{StatusCode, Uri};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpMessage, ResponseError};
+use tracing::Instrument;
 use tracing_subscriber::EnvFilter;
 
-/// Installs the global subscriber. `default_filter` applies when `RUST_LOG`
-/// is unset or invalid. Calling it twice is harmless (tests).
-pub fn init(default_filter: &str) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    // tracing-actix-web records spans, not events: without CLOSE span events
-    // a plain fmt subscriber would print nothing per request.
-    let _already_set = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_span_events(FmtSpan::CLOSE)
-        .try_init();
+use crate::auth::Caller;
+use crate::error::ApiError;
+use crate::metrics::{Metrics, UNMATCHED};
+use crate::request_id::{self, RequestId};
+
+/// How log lines are written (`CONFAB_LOG_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object a line, the fields at its top level.
+    Json,
 }
 
-/// The request's root span: tracing-actix-web's usual fields (the ones its
-/// `on_request_end` fills in too) plus `caller`, which authentication fills
-/// in. Built here rather than with `root_span!`, which logs the request
-/// target raw: a token wrongly sent as `?access_token=...` or message text
-/// in a query would reach the log. The target is logged redacted (see
-/// [`redacted_target`]); no header is logged.
-pub struct RequestSpan;
+/// Installs the global subscriber. Calling it twice is harmless (tests).
+pub fn init(filter: EnvFilter, format: LogFormat) {
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _already_set = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_span_list(false)
+            .try_init(),
+    };
+}
 
-impl RootSpanBuilder for RequestSpan {
-    fn on_request_start(request: &ServiceRequest) -> Span {
-        let route = request.match_pattern().unwrap_or_else(|| "default".into());
-        let method = request.method().as_str();
-        let client_ip = request
-            .peer_addr()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_default();
-        tracing::info_span!(
-            "HTTP request",
-            http.method = %method,
-            http.route = %route,
-            http.target = %redacted_target(request.uri()),
-            http.client_ip = %client_ip,
-            http.status_code = tracing::field::Empty,
-            otel.name = %format_args!("{method} {route}"),
-            otel.kind = "server",
-            otel.status_code = tracing::field::Empty,
-            request_id = %request_id(request),
-            exception.message = tracing::field::Empty,
-            caller = tracing::field::Empty,
-        )
+/// The middleware around everything else (see `startup` for the order).
+/// Whatever happens inside, the client gets a response carrying its
+/// `X-Request-Id`: an error a middleware returns as `Err` is turned into
+/// its JSON answer here.
+pub async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let id = RequestId::of(req.headers());
+    req.extensions_mut().insert(id.clone());
+    let metrics = req.app_data::<web::Data<Metrics>>().cloned();
+    let _in_flight = metrics.as_ref().map(|m| m.in_flight());
+    let method = req.method().clone();
+    // The route template (`/v1/messages/{id}`), never the raw path.
+    let route = req.match_pattern().unwrap_or_else(|| UNMATCHED.to_owned());
+    let target = redacted_target(req.uri());
+    // Events logged while the request runs (the store's, the handlers')
+    // carry its id; `auth` records the caller.
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        method = %method,
+        route = %route,
+        caller = tracing::field::Empty,
+    );
+    let outcome = next.call(req).instrument(span).await;
+    let elapsed = started.elapsed();
+    let (status, api_error, caller) = match &outcome {
+        Ok(res) => (
+            res.status(),
+            res.response()
+                .error()
+                .and_then(|e| e.as_error::<ApiError>())
+                .cloned(),
+            res.request()
+                .extensions()
+                .get::<Caller>()
+                .map(|c| c.0.id.to_string()),
+        ),
+        Err(e) => {
+            let status = e.as_response_error().status_code();
+            let api = e.as_error::<ApiError>().cloned().unwrap_or_else(|| {
+                let api = ApiError::for_status(status);
+                if status.is_server_error() {
+                    api.with_cause(e)
+                } else {
+                    api
+                }
+            });
+            (status, Some(api), None)
+        }
+    };
+    let code = api_error.as_ref().map(ApiError::code);
+    if let Some(m) = &metrics {
+        m.record(&method, &route, status.as_u16(), elapsed, code);
     }
-
-    /// Status only. Unlike tracing-actix-web's default, the error's text is
-    /// recorded for a server error alone: a 4xx message may quote what the
-    /// client sent (a malformed parameter name), and the client already has
-    /// it in the response. A 5xx message is generic; its cause is logged
-    /// where it happens.
-    fn on_request_end<B: MessageBody>(
-        span: Span,
-        outcome: &Result<ServiceResponse<B>, actix_web::Error>,
-    ) {
-        let (status, error) = match outcome {
-            Ok(res) => (res.status(), res.response().error()),
-            Err(e) => (e.as_response_error().status_code(), Some(e)),
-        };
-        span.record("http.status_code", status.as_u16());
-        if status.is_server_error() {
-            span.record("otel.status_code", "ERROR");
-            if let Some(e) = error {
-                span.record("exception.message", tracing::field::display(e));
+    log_line(&Line {
+        method: method.as_str(),
+        route: &route,
+        status,
+        latency_ms: elapsed.as_micros() as f64 / 1000.0,
+        request_id: id.as_str(),
+        caller: caller.as_deref(),
+        target: &target,
+        code,
+        cause: api_error.as_ref().and_then(ApiError::cause),
+    });
+    let id_value = HeaderValue::from_str(id.as_str()).ok();
+    match outcome {
+        Ok(mut res) => {
+            if let Some(value) = id_value {
+                res.headers_mut().insert(request_id::HEADER, value);
             }
-        } else {
-            span.record("otel.status_code", "OK");
+            Ok(res)
+        }
+        // Rare (every layer inside answers with responses): the error
+        // leaves as `Err` and actix makes the response past every
+        // middleware, so it is given its JSON body, the request id and the
+        // security headers here.
+        Err(mut e) => {
+            let body = api_error.unwrap_or_else(|| ApiError::for_status(status));
+            e.add_response_mapper(move |_| {
+                let mut res = body.error_response();
+                let headers = res.headers_mut();
+                if let Some(value) = id_value.clone() {
+                    headers.insert(request_id::HEADER, value);
+                }
+                crate::startup::add_security_headers(headers);
+                res
+            });
+            Err(e)
         }
     }
 }
 
-fn request_id(request: &ServiceRequest) -> String {
-    request
-        .extensions()
-        .get::<RequestId>()
-        .map(ToString::to_string)
-        .unwrap_or_default()
+/// What the request's log line says.
+struct Line<'a> {
+    method: &'a str,
+    route: &'a str,
+    status: StatusCode,
+    latency_ms: f64,
+    request_id: &'a str,
+    caller: Option<&'a str>,
+    target: &'a str,
+    code: Option<&'static str>,
+    cause: Option<&'a str>,
+}
+
+fn log_line(l: &Line<'_>) {
+    macro_rules! line {
+        ($level:expr, $message:literal) => {
+            tracing::event!(
+                $level,
+                method = %l.method,
+                route = %l.route,
+                status = l.status.as_u16(),
+                latency_ms = l.latency_ms,
+                request_id = %l.request_id,
+                caller = l.caller.map(tracing::field::display),
+                uri = %l.target,
+                code = l.code.map(tracing::field::display),
+                error = l.cause,
+                $message
+            )
+        };
+    }
+    if l.status.is_server_error() {
+        line!(tracing::Level::ERROR, "request failed");
+    } else {
+        line!(tracing::Level::INFO, "request");
+    }
 }
 
 const REDACTED: &str = "[redacted]";

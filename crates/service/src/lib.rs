@@ -25,7 +25,7 @@ use confab_domain::Timestamp;
 use confab_ports::{Clock, IdGenerator, Store};
 use uuid::Uuid;
 
-pub use confab_ports::{ConversationFilter, StoreError};
+pub use confab_ports::{ConversationFilter, PoolState, StoreError};
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
 pub use groups::{GroupUpdate, NewGroupRequest};
@@ -85,6 +85,11 @@ impl Confab {
     /// Whether the store answers (for readiness probes).
     pub async fn ready(&self) -> Result<(), ServiceError> {
         Ok(self.ports.health.ping().await?)
+    }
+
+    /// The store's connection pool, for metrics.
+    pub fn pool_state(&self) -> Option<PoolState> {
+        self.ports.health.pool_state()
     }
 }
 

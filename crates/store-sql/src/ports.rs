@@ -28,6 +28,10 @@ macro_rules! impl_ports {
             async fn ping(&self) -> Result<(), StoreError> {
                 query(self, q::ping).await
             }
+
+            fn pool_state(&self) -> Option<confab_ports::PoolState> {
+                Some(Store::pool_state(self))
+            }
         }
 
         #[async_trait]

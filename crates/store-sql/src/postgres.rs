@@ -3,7 +3,7 @@
 //! row locks, repeatable-read snapshots). The queries are the shared ones.
 
 use std::io::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,6 +52,8 @@ pub struct PgStore {
     /// SQL statements sent over all pooled connections (see
     /// [`PgStore::statements_run`]).
     statements: Arc<AtomicU64>,
+    /// Callers inside `checkout` now (see `pool_state`).
+    waiting: Arc<AtomicU32>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -82,7 +84,11 @@ impl PgStore {
             .connection_customizer(Box::new(CountStatements(statements.clone())))
             .build(manager)
             .context("cannot connect to PostgreSQL")?;
-        Ok(Self { pool, statements })
+        Ok(Self {
+            pool,
+            statements,
+            waiting: Arc::default(),
+        })
     }
 
     /// How many SQL statements this store has sent since it was opened,
@@ -90,6 +96,18 @@ impl PgStore {
     /// a fixed number of queries however many items it holds.
     pub fn statements_run(&self) -> u64 {
         self.statements.load(Ordering::Relaxed)
+    }
+
+    /// The pool right now, for metrics. `waiting` counts the callers inside
+    /// a checkout (waiting for a connection or just taking one).
+    pub fn pool_state(&self) -> confab_ports::PoolState {
+        let state = self.pool.state();
+        confab_ports::PoolState {
+            max_size: self.pool.max_size(),
+            connections: state.connections,
+            idle: state.idle_connections,
+            waiting: self.waiting.load(Ordering::Relaxed),
+        }
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -156,7 +174,10 @@ impl SqlBackend for PgStore {
     }
 
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
-        self.pool.get().map_err(Error::Pool)
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let pooled = self.pool.get();
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        pooled.map_err(Error::Pool)
     }
 
     /// A read-only repeatable-read transaction.

@@ -3,7 +3,7 @@
 //! ids, WAL, `BEGIN IMMEDIATE` behind an in-process writer queue). The
 //! queries are the shared ones.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -49,6 +49,8 @@ pub struct SqliteStore {
     /// SQL statements sent over all pooled connections (see
     /// [`SqliteStore::statements_run`]).
     statements: Arc<AtomicU64>,
+    /// Callers inside `checkout` now (see `pool_state`).
+    waiting: Arc<AtomicU32>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -98,6 +100,7 @@ impl SqliteStore {
             pool,
             writer: Arc::new(Mutex::new(())),
             statements,
+            waiting: Arc::default(),
         })
     }
 
@@ -106,6 +109,18 @@ impl SqliteStore {
     /// fixed number of queries however many items it holds.
     pub fn statements_run(&self) -> u64 {
         self.statements.load(Ordering::Relaxed)
+    }
+
+    /// The pool right now, for metrics. `waiting` counts the callers inside
+    /// a checkout (waiting for a connection or just taking one).
+    pub fn pool_state(&self) -> confab_ports::PoolState {
+        let state = self.pool.state();
+        confab_ports::PoolState {
+            max_size: self.pool.max_size(),
+            connections: state.connections,
+            idle: state.idle_connections,
+            waiting: self.waiting.load(Ordering::Relaxed),
+        }
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -166,7 +181,10 @@ impl SqlBackend for SqliteStore {
     }
 
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
-        self.pool.get().map_err(Error::Pool)
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let pooled = self.pool.get();
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        pooled.map_err(Error::Pool)
     }
 
     /// A deferred transaction: in WAL mode its reads see one snapshot.

@@ -7,6 +7,7 @@ mod contacts;
 mod conversations;
 mod groups;
 mod messages;
+mod metrics;
 mod openapi;
 mod support;
 mod wire;

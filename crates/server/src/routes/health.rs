@@ -12,6 +12,7 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         endpoint!(healthz, __path_healthz),
         endpoint!(readyz, __path_readyz),
+        endpoint!(metrics, __path_metrics),
     ]
 }
 
@@ -51,4 +52,23 @@ async fn readyz(service: web::Data<Confab>) -> Result<HttpResponse, ApiError> {
         .await
         .map_err(|e| ApiError::unavailable(&e))?;
     Ok(HttpResponse::Ok().json(Status::OK))
+}
+
+/// Prometheus text: requests by route template, method and status, latency
+/// histograms by route, requests in flight, errors by code, and the database
+/// pool (size, idle, waiting).
+#[utoipa::path(
+    get, path = "/metrics", tag = "health", operation_id = "metrics",
+    responses((
+        status = 200,
+        description = "Prometheus text exposition format 0.0.4",
+        content_type = "text/plain",
+        body = String,
+    )),
+)]
+async fn metrics(
+    metrics: web::Data<crate::metrics::Metrics>,
+    service: web::Data<Confab>,
+) -> HttpResponse {
+    crate::metrics::scrape(metrics, service).await
 }

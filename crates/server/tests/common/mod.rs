@@ -5,7 +5,7 @@
 
 use std::net::TcpListener;
 
-use confab_server::startup::{open_service, Application, Database, RateLimits};
+use confab_server::startup::{open_service, Application, Database, RateLimits, ServerOptions};
 use confab_service::Confab;
 use reqwest::header::HeaderMap;
 use reqwest::{Method, StatusCode};
@@ -37,6 +37,14 @@ impl TestApp {
     }
 
     pub async fn spawn_with(limits: RateLimits) -> TestApp {
+        Self::spawn_with_options(ServerOptions {
+            rate_limits: limits,
+            ..ServerOptions::default()
+        })
+        .await
+    }
+
+    pub async fn spawn_with_options(options: ServerOptions) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("confab.db").display().to_string();
         let service = tokio::task::spawn_blocking(move || {
@@ -46,7 +54,7 @@ impl TestApp {
         .expect("join");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        let app = Application::build_with(service.clone(), listener, limits)
+        let app = Application::build_with_options(service.clone(), listener, options)
             .await
             .expect("build app");
         tokio::spawn(app.run_until_stopped());

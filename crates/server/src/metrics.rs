@@ -1,0 +1,213 @@
+//! `GET /metrics`: Prometheus text of the requests (by route template,
+//! method and status), their latency, the requests in flight, the errors by
+//! the contract's `code`, and the store's connection pool.
+//!
+//! Each server has its own recorder (not the process-wide one of the
+//! `metrics` macros), so that servers in one process (the tests) count
+//! apart.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use actix_web::http::header::CONTENT_TYPE;
+use actix_web::http::Method;
+use actix_web::{web, HttpResponse};
+use confab_service::Confab;
+use metrics::{Counter, Gauge, Key, KeyName, Label, Level, Metadata, Recorder, SharedString, Unit};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
+
+const REQUESTS: &str = "confab_http_requests_total";
+const DURATION: &str = "confab_http_request_duration_seconds";
+const IN_FLIGHT: &str = "confab_http_requests_in_flight";
+const ERRORS: &str = "confab_http_errors_total";
+const POOL_MAX: &str = "confab_db_pool_max_connections";
+const POOL_CONNECTIONS: &str = "confab_db_pool_connections";
+const POOL_IDLE: &str = "confab_db_pool_idle_connections";
+const POOL_WAITING: &str = "confab_db_pool_waiting";
+
+/// Latency buckets, in seconds: from a cached read to the 2 s store timeout
+/// and beyond.
+const BUCKETS: [f64; 13] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+const META: Metadata<'static> = Metadata::new(module_path!(), Level::INFO, Some(module_path!()));
+
+/// Label for a request no route matched: never the raw path, which would
+/// make one series per path a client invents.
+pub const UNMATCHED: &str = "unmatched";
+
+/// One server's metrics (app data).
+pub struct Metrics {
+    recorder: PrometheusRecorder,
+    handle: PrometheusHandle,
+    in_flight: Gauge,
+    pool: [Gauge; 4],
+}
+
+impl Metrics {
+    pub fn new() -> Arc<Metrics> {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Full(DURATION.to_owned()), &BUCKETS)
+            // The only way this fails is an empty bucket list.
+            .unwrap_or_else(|_| PrometheusBuilder::new())
+            .build_recorder();
+        let describe = |name: &'static str, unit: Option<Unit>, help: &'static str| {
+            let key = KeyName::from_const_str(name);
+            let help = SharedString::const_str(help);
+            match name {
+                REQUESTS | ERRORS => recorder.describe_counter(key, unit, help),
+                DURATION => recorder.describe_histogram(key, unit, help),
+                _ => recorder.describe_gauge(key, unit, help),
+            }
+        };
+        describe(
+            REQUESTS,
+            None,
+            "HTTP requests answered, by route template, method and status.",
+        );
+        describe(
+            DURATION,
+            Some(Unit::Seconds),
+            "Time to answer an HTTP request (to the response head), by route template and method.",
+        );
+        describe(IN_FLIGHT, None, "HTTP requests being answered now.");
+        describe(ERRORS, None, "Error responses, by the error body's code.");
+        describe(POOL_MAX, None, "Most connections the store's pool opens.");
+        describe(
+            POOL_CONNECTIONS,
+            None,
+            "Connections the store's pool holds open (idle and in use).",
+        );
+        describe(POOL_IDLE, None, "Open connections of the pool not in use.");
+        describe(
+            POOL_WAITING,
+            None,
+            "Requests waiting for (or taking) a pooled connection.",
+        );
+        let gauge =
+            |name: &'static str| recorder.register_gauge(&Key::from_static_name(name), &META);
+        let in_flight = gauge(IN_FLIGHT);
+        let pool = [
+            gauge(POOL_MAX),
+            gauge(POOL_CONNECTIONS),
+            gauge(POOL_IDLE),
+            gauge(POOL_WAITING),
+        ];
+        let handle = recorder.handle();
+        Arc::new(Metrics {
+            recorder,
+            handle,
+            in_flight,
+            pool,
+        })
+    }
+
+    /// Counts a request in flight until the guard drops (also when the
+    /// client goes away mid-request).
+    pub fn in_flight(&self) -> InFlight {
+        self.in_flight.increment(1.0);
+        InFlight(self.in_flight.clone())
+    }
+
+    /// One answered request. `route` is the matched route template.
+    pub fn record(
+        &self,
+        method: &Method,
+        route: &str,
+        status: u16,
+        elapsed: Duration,
+        code: Option<&'static str>,
+    ) {
+        let method = method_label(method);
+        let route = SharedString::from_owned(route.to_owned());
+        self.counter(
+            REQUESTS,
+            vec![
+                Label::new("route", route.clone()),
+                Label::new("method", method),
+                Label::new("status", status.to_string()),
+            ],
+        )
+        .increment(1);
+        self.recorder
+            .register_histogram(
+                &Key::from_parts(
+                    DURATION,
+                    vec![Label::new("route", route), Label::new("method", method)],
+                ),
+                &META,
+            )
+            .record(elapsed.as_secs_f64());
+        if let Some(code) = code {
+            self.counter(ERRORS, vec![Label::new("code", code)])
+                .increment(1);
+        }
+    }
+
+    fn counter(&self, name: &'static str, labels: Vec<Label>) -> Counter {
+        self.recorder
+            .register_counter(&Key::from_parts(name, labels), &META)
+    }
+
+    /// The text exposition, with the pool's figures as of now.
+    fn render(&self, service: &Confab) -> String {
+        if let Some(state) = service.pool_state() {
+            let [max, connections, idle, waiting] = &self.pool;
+            max.set(state.max_size);
+            connections.set(state.connections);
+            idle.set(state.idle);
+            waiting.set(state.waiting);
+        }
+        self.handle.render()
+    }
+
+    /// Now and then folds the recorded latencies into the histograms, so
+    /// that memory stays bounded between scrapes; stops with the server.
+    pub fn spawn_upkeep(metrics: &Arc<Metrics>) {
+        let metrics: Weak<Metrics> = Arc::downgrade(metrics);
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                every.tick().await;
+                match metrics.upgrade() {
+                    Some(m) => m.handle.run_upkeep(),
+                    None => break,
+                }
+            }
+        });
+    }
+}
+
+/// Decrements the in-flight gauge when dropped.
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.decrement(1.0);
+    }
+}
+
+/// The standard methods by name; anything else a client sends is `other`
+/// (bounded label values).
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+/// `GET /metrics` (no token).
+pub async fn scrape(metrics: web::Data<Metrics>, service: web::Data<Confab>) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8"))
+        .body(metrics.render(&service))
+}
