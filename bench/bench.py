@@ -13,6 +13,7 @@ Standard library only.
 
 import datetime
 import glob
+import hashlib
 import json
 import os
 import re
@@ -203,8 +204,6 @@ def distinct(targets):
 
 
 def token_rows(ds):
-    import hashlib
-
     for i in range(1, ds.s["contacts"] + 1):
         h = hashlib.sha256(DataSet.token(i).encode()).hexdigest()
         yield (bench_id((ds.base - 7_200_000_000) // 1000, 4, i), ds.contact(i), h, ds.base - 7_200_000_000)
@@ -353,7 +352,7 @@ def q(v):
 def least_sql(ds, t):
     """The least SQL the contract needs for one request, by hand: one
     statement, one round trip (authentication included)."""
-    h = __import__("hashlib").sha256(DataSet.token(t["user"]).encode()).hexdigest()
+    h = hashlib.sha256(DataSet.token(t["user"]).encode()).hexdigest()
     auth = (f"me AS (SELECT c.* FROM tokens t JOIN contacts c ON c.id = t.contact_id "
             f"WHERE t.token_hash = {q(h)} AND t.revoked_at IS NULL "
             f"AND (t.expires_at IS NULL OR t.expires_at > {NOW_US}))")
