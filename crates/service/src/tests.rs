@@ -159,9 +159,11 @@ async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
 #[tokio::test]
 async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversation() {
     let mut m = Mocks::new();
-    m.conversations
-        .expect_conversation_for()
-        .returning(|_, _| Ok(None));
+    // The store checks membership inside the write.
+    m.messages
+        .expect_append_message()
+        .times(1)
+        .returning(|_| Err(StoreError::NotFound));
     let svc = m.service();
     let send = SendMessage {
         conversation_id: conv_id(),
@@ -179,14 +181,10 @@ async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversatio
 #[tokio::test]
 async fn send_appends_as_the_caller_at_now() {
     let mut m = Mocks::new();
-    let v = view(&bob());
-    m.conversations
-        .expect_conversation_for()
-        .returning(move |_, _| Ok(Some(v.clone())));
     m.messages
         .expect_append_message()
         .withf(|n| {
-            n.sender_id == bob().id
+            n.sender == bob()
                 && n.conversation_id == conv_id()
                 && n.created_at == Timestamp::from_secs(NOW)
         })

@@ -1,6 +1,6 @@
 //! [`SqlBackend`]: what each database supplies to the shared code.
 
-use diesel::r2d2::{ConnectionManager, PooledConnection, R2D2Connection};
+use diesel::r2d2::{ManageConnection, PooledConnection, R2D2Connection};
 use diesel::QueryResult;
 
 use crate::error::Error;
@@ -8,7 +8,7 @@ use crate::id::{DbId, IdColumn};
 use crate::rows::MessageRow;
 
 /// A pooled connection of backend `S`.
-pub(crate) type Pooled<S> = PooledConnection<ConnectionManager<<S as SqlBackend>::Conn>>;
+pub(crate) type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
 
 /// Everything that differs between the SQL databases, implemented by each
 /// store type (`PgStore`, `SqliteStore`). The schema, rows, queries and port
@@ -21,6 +21,8 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     type Db: IdColumn;
     /// The connection the pool hands out.
     type Conn: R2D2Connection<Backend = Self::Db> + Send + 'static;
+    /// The pool's connection manager.
+    type Manager: ManageConnection<Connection = Self::Conn>;
 
     /// The message row, locked against concurrent writers until the
     /// transaction ends.
@@ -35,6 +37,11 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
 
     /// A pooled connection, failing fast when the database is down.
     fn checkout(&self) -> Result<Pooled<Self>, Error>;
+
+    /// A statement failed because its connection is gone (e.g. the server
+    /// restarted): the pool's other connections may be dead too. Checkouts
+    /// are never tested otherwise (no `SELECT 1` per request).
+    fn connection_lost(&self) {}
 
     /// Runs `f` in a transaction whose reads all see one snapshot.
     fn read_tx<T>(&self, f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>) -> Result<T, Error>;

@@ -21,10 +21,20 @@ where
 {
     let store = store.clone();
     let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))
-        .await
-        .map_err(|e| StoreError::Other(Box::new(e)))?
-        .map_err(Error::into_store::<S>)
+    tokio::task::spawn_blocking(move || {
+        span.in_scope(|| {
+            let result = f(&store);
+            if let Err(e) = &result {
+                if e.is_connection_lost::<S>() {
+                    store.connection_lost();
+                }
+            }
+            result
+        })
+    })
+    .await
+    .map_err(|e| StoreError::Other(Box::new(e)))?
+    .map_err(Error::into_store::<S>)
 }
 
 /// A single statement, no transaction.

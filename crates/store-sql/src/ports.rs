@@ -152,7 +152,10 @@ macro_rules! impl_ports {
                 viewer: ContactId,
                 id: MessageId,
             ) -> Result<Option<Message>, StoreError> {
-                read(self, move |c| q::message_for(c, viewer, id)).await
+                // The message with its sender, then its relations: no
+                // transaction needed around two statements of which the
+                // second only completes the first.
+                query(self, move |c| q::message_for(c, viewer, id)).await
             }
 
             async fn list_messages(
@@ -161,7 +164,9 @@ macro_rules! impl_ports {
                 conversation: Option<ConversationId>,
                 page: Page<MessageId>,
             ) -> Result<Paged<Message>, StoreError> {
-                read(self, move |c| {
+                // As `message_for`: the page is one statement, its relations
+                // a second; a snapshot around them would cost two more.
+                query(self, move |c| {
                     q::list_messages(c, viewer, conversation, page)
                 })
                 .await

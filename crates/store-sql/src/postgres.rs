@@ -5,14 +5,14 @@
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use diesel::connection::SimpleConnection as _;
 use diesel::deserialize;
 use diesel::pg::{Pg, PgConnection, PgValue};
 use diesel::prelude::*;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, ManageConnection, Pool};
 use diesel::serialize::{self, IsNull, Output};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness as _};
 use uuid::Uuid;
@@ -44,11 +44,16 @@ const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT_SECS: u32 = 2;
 const POOL_SIZE: u32 = 10;
 const MIN_IDLE: u32 = 2;
+/// How long after a lost connection every checkout tests its connection.
+const SUSPECT_FOR: Duration = Duration::from_secs(30);
 
 /// The PostgreSQL store. Cloning is cheap: clones share one pool.
 #[derive(Clone)]
 pub struct PgStore {
-    pool: Pool<ConnectionManager<PgConnection>>,
+    pool: Pool<Manager>,
+    /// Until when (Unix milliseconds) checkouts test their connection: set
+    /// when a statement lost its connection.
+    suspect_until: Arc<AtomicU64>,
     /// SQL statements sent over all pooled connections (see
     /// [`PgStore::statements_run`]).
     statements: Arc<AtomicU64>,
@@ -67,11 +72,17 @@ impl PgStore {
     /// Builds the connection pool and checks that the database answers,
     /// failing within a few seconds when it does not.
     ///
-    /// Every checkout tests its connection (`SELECT 1`), so connections that
-    /// died with a PostgreSQL restart are replaced on the fly: the store
-    /// recovers without a process restart.
+    /// Checkouts are not tested (no `SELECT 1` per request). When a
+    /// statement finds its connection gone (a PostgreSQL restart kills them
+    /// all), that request fails (503) and, for a while, every checkout tests
+    /// its connection and the pool replaces the dead ones: the next request
+    /// succeeds, without a process restart.
     pub fn connect(database_url: &str) -> anyhow::Result<Self> {
-        let manager = ConnectionManager::<PgConnection>::new(with_connect_timeout(database_url));
+        let suspect_until = Arc::new(AtomicU64::new(0));
+        let manager = Manager {
+            inner: ConnectionManager::new(with_connect_timeout(database_url)),
+            suspect_until: suspect_until.clone(),
+        };
         let statements = Arc::new(AtomicU64::new(0));
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
@@ -82,11 +93,15 @@ impl PgStore {
             .connection_customizer(Box::new(CountStatements(statements.clone())))
             .build(manager)
             .context("cannot connect to PostgreSQL")?;
-        Ok(Self { pool, statements })
+        Ok(Self {
+            pool,
+            suspect_until,
+            statements,
+        })
     }
 
     /// How many SQL statements this store has sent since it was opened,
-    /// pool health checks included. Tests use it to show that a page costs
+    /// pool health checks (only after a lost connection) included. Tests use it to show that a page costs
     /// a fixed number of queries however many items it holds.
     pub fn statements_run(&self) -> u64 {
         self.statements.load(Ordering::Relaxed)
@@ -120,6 +135,7 @@ impl PgStore {
 impl SqlBackend for PgStore {
     type Db = Pg;
     type Conn = PgConnection;
+    type Manager = Manager;
 
     /// `SELECT ... FOR UPDATE`.
     fn lock_message(conn: &mut PgConnection, id: DbId) -> QueryResult<Option<MessageRow>> {
@@ -159,6 +175,11 @@ impl SqlBackend for PgStore {
         self.pool.get().map_err(Error::Pool)
     }
 
+    fn connection_lost(&self) {
+        let until = unix_millis().saturating_add(SUSPECT_FOR.as_millis() as u64);
+        self.suspect_until.fetch_max(until, Ordering::Relaxed);
+    }
+
     /// A read-only repeatable-read transaction.
     fn read_tx<T>(
         &self,
@@ -192,6 +213,42 @@ impl IdColumn for Pg {
     fn read_id(value: PgValue<'_>) -> deserialize::Result<Uuid> {
         Ok(Uuid::from_slice(value.as_bytes())?)
     }
+}
+
+/// diesel's connection manager, testing a connection on checkout only while
+/// connections are suspect (see [`PgStore::connect`]); a failed test makes
+/// the pool drop it and hand out another.
+#[derive(Debug)]
+pub(crate) struct Manager {
+    inner: ConnectionManager<PgConnection>,
+    suspect_until: Arc<AtomicU64>,
+}
+
+impl ManageConnection for Manager {
+    type Connection = PgConnection;
+    type Error = diesel::r2d2::Error;
+
+    fn connect(&self) -> Result<PgConnection, Self::Error> {
+        self.inner.connect()
+    }
+
+    fn is_valid(&self, conn: &mut PgConnection) -> Result<(), Self::Error> {
+        if unix_millis() < self.suspect_until.load(Ordering::Relaxed) {
+            self.inner.is_valid(conn)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn has_broken(&self, conn: &mut PgConnection) -> bool {
+        self.inner.has_broken(conn)
+    }
+}
+
+fn unix_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Counts the statements every pooled connection sends.

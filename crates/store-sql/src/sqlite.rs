@@ -136,6 +136,7 @@ impl SqliteStore {
 impl SqlBackend for SqliteStore {
     type Db = Sqlite;
     type Conn = SqliteConnection;
+    type Manager = ConnectionManager<SqliteConnection>;
 
     /// A plain `SELECT`: writes run in `BEGIN IMMEDIATE` transactions, which
     /// already hold the database's write lock.
