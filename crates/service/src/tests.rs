@@ -611,6 +611,29 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
 }
 
 #[tokio::test]
+async fn a_live_token_is_trusted_for_a_few_seconds_without_the_store() {
+    let token = "cfb_cached";
+    let mut m = Mocks::new();
+    let mut stale = alice();
+    stale.last_active_at = Timestamp::from_secs(NOW - 61);
+    m.tokens
+        .expect_contact_for_token()
+        .times(1)
+        .returning(move |_, _| Ok(Some(stale.clone())));
+    // The activity recorded by the first request is remembered too.
+    m.contacts
+        .expect_touch_contact()
+        .times(1)
+        .returning(|_, _| Ok(()));
+    let svc = m.service();
+    for _ in 0..3 {
+        let who = svc.authenticate(token).await.expect("authenticated");
+        assert_eq!(who.id, alice().id);
+        assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+    }
+}
+
+#[tokio::test]
 async fn duplicate_username_is_a_conflict() {
     let mut m = Mocks::new();
     m.contacts

@@ -8,4 +8,5 @@ mod conversations;
 mod groups;
 mod messages;
 mod support;
+mod token_cache;
 mod wire;
