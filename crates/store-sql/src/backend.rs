@@ -5,7 +5,7 @@ use diesel::QueryResult;
 
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
-use crate::rows::MessageRow;
+use crate::rows::{ContactRow, MessageRow};
 
 /// A pooled connection of backend `S`.
 pub(crate) type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
@@ -27,6 +27,21 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// The message row, locked against concurrent writers until the
     /// transaction ends.
     fn lock_message(conn: &mut Self::Conn, id: DbId) -> QueryResult<Option<MessageRow>>;
+
+    /// A page of the all-conversations feed (messages with their senders),
+    /// when the backend has a plan whose cost does not depend on the
+    /// viewer's share of all messages; `None` to use the shared query.
+    /// `cursor` is (backwards, cursor id), the cursor resolved inside the
+    /// statement (no rows when it is not in the list); rows come in the
+    /// order of travel.
+    fn feed_page(
+        _conn: &mut Self::Conn,
+        _viewer: DbId,
+        _cursor: Option<(bool, DbId)>,
+        _fetch: i64,
+    ) -> QueryResult<Option<Vec<(MessageRow, ContactRow)>>> {
+        Ok(None)
+    }
 
     /// Locks the group row until the transaction ends; false if there is none.
     fn lock_group(conn: &mut Self::Conn, id: DbId) -> QueryResult<bool>;

@@ -21,7 +21,7 @@ use crate::backend::{Pooled, SqlBackend};
 use crate::door::{count_statements, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
-use crate::rows::MessageRow;
+use crate::rows::{ContactRow, MessageRow};
 use crate::schema::{groups, messages};
 
 mod queries {
@@ -147,6 +147,71 @@ impl SqlBackend for PgStore {
             .optional()
     }
 
+    /// The newest messages of each of the viewer's conversations (an index
+    /// probe each, `LATERAL`), merged: the cost follows the viewer's
+    /// conversations, never the messages of everyone else, which a scan of
+    /// the global order would wade through.
+    fn feed_page(
+        conn: &mut PgConnection,
+        viewer: DbId,
+        cursor: Option<(bool, DbId)>,
+        fetch: i64,
+    ) -> QueryResult<Option<Vec<(MessageRow, ContactRow)>>> {
+        use diesel::sql_types::BigInt;
+
+        use crate::id::IdSql;
+
+        let (order, keyset, limit) = match cursor {
+            None => ("DESC", String::new(), "$2"),
+            Some((backwards, _)) => {
+                let (le, lt, order) = if backwards {
+                    (">=", ">", "ASC")
+                } else {
+                    ("<=", "<", "DESC")
+                };
+                // The cursor's key, NULL (no rows) unless it is in the list.
+                let key = "(SELECT created_at FROM messages \
+                     WHERE id = $2 AND conversation_id IN (SELECT id FROM mine))";
+                (
+                    order,
+                    format!(
+                        "AND m.created_at {le} {key} \
+                         AND (m.created_at {lt} {key} OR m.id {lt} $2)"
+                    ),
+                    "$3",
+                )
+            }
+        };
+        let sql = format!(
+            "WITH mine AS ( \
+                 SELECT id FROM conversations WHERE creator_id = $1 AND group_id IS NULL \
+                 UNION ALL SELECT id FROM conversations WHERE peer_id = $1 \
+                 UNION ALL SELECT c.id FROM group_members g \
+                     JOIN conversations c ON c.group_id = g.group_id WHERE g.contact_id = $1 \
+             ), page AS ( \
+                 SELECT m.* FROM mine CROSS JOIN LATERAL ( \
+                     SELECT * FROM messages m WHERE m.conversation_id = mine.id {keyset} \
+                     ORDER BY m.created_at {order}, m.id {order} LIMIT {limit} \
+                 ) m \
+                 ORDER BY m.created_at {order}, m.id {order} LIMIT {limit} \
+             ) \
+             SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
+                 p.updated_at, s.username, s.username_folded, s.phone_number, s.avatar_url, \
+                 s.last_active_at, s.created_at AS sender_created_at \
+             FROM page p JOIN contacts s ON s.id = p.sender_id \
+             ORDER BY p.created_at {order}, p.id {order}"
+        );
+        let query = diesel::sql_query(sql).bind::<IdSql, _>(viewer);
+        let rows: Vec<FeedRow> = match cursor {
+            None => query.bind::<BigInt, _>(fetch).load(conn)?,
+            Some((_, id)) => query
+                .bind::<IdSql, _>(id)
+                .bind::<BigInt, _>(fetch)
+                .load(conn)?,
+        };
+        Ok(Some(rows.into_iter().map(FeedRow::split).collect()))
+    }
+
     fn lock_group(conn: &mut PgConnection, id: DbId) -> QueryResult<bool> {
         groups::table
             .find(id)
@@ -200,6 +265,62 @@ impl SqlBackend for PgStore {
         let mut pooled = self.checkout()?;
         let conn: &mut PgConnection = &mut pooled;
         conn.transaction(f)
+    }
+}
+
+/// A row of [`PgStore::feed_page`]: a message and its sender.
+#[derive(QueryableByName)]
+struct FeedRow {
+    #[diesel(sql_type = crate::id::IdSql)]
+    id: DbId,
+    #[diesel(sql_type = crate::id::IdSql)]
+    conversation_id: DbId,
+    #[diesel(sql_type = crate::id::IdSql)]
+    sender_id: DbId,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    body: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+    read_at: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    created_at: i64,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+    updated_at: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    username: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    username_folded: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    phone_number: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    avatar_url: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    last_active_at: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    sender_created_at: i64,
+}
+
+impl FeedRow {
+    fn split(self) -> (MessageRow, ContactRow) {
+        (
+            MessageRow {
+                id: self.id,
+                conversation_id: self.conversation_id,
+                sender_id: self.sender_id,
+                body: self.body,
+                read_at: self.read_at,
+                created_at: self.created_at,
+                updated_at: self.updated_at,
+            },
+            ContactRow {
+                id: self.sender_id,
+                username: self.username,
+                username_folded: self.username_folded,
+                phone_number: self.phone_number,
+                avatar_url: self.avatar_url,
+                last_active_at: self.last_active_at,
+                created_at: self.sender_created_at,
+            },
+        )
     }
 }
 

@@ -17,7 +17,7 @@ macro_rules! expand {
         use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 
         use super::message_updates::insert_attachments;
-        use super::{Conn, Db, Result};
+        use super::{Backend, Conn, Db, Result};
         use crate::error::{corrupt, Error};
         use crate::id::DbId;
         use crate::queries::membership::visible_to;
@@ -28,6 +28,7 @@ macro_rules! expand {
             MessageRow,
         };
         use crate::schema::{attachments, contacts, conversations, messages, reactions};
+        use crate::SqlBackend as _;
 
         /// One row of a page's relations: a reaction (with its reactor's
         /// username) or an attachment, in one shape so that both come in one
@@ -299,6 +300,11 @@ macro_rules! expand {
                     .single_value()
             };
 
+            if only.is_none() {
+                if let Some(rows) = Backend::feed_page(conn, v, cursor, fetch)? {
+                    return finish_list(conn, v, only, cursor, rows, limit, backwards);
+                }
+            }
             let mut q = with_senders!()
                 .filter(messages::conversation_id.eq_any(listed_conversations!(v, only)))
                 .select((MessageRow::as_select(), ContactRow::as_select()))
@@ -328,7 +334,20 @@ macro_rules! expand {
                     .order((messages::created_at.asc(), messages::id.asc())),
             };
             let rows: Vec<(MessageRow, ContactRow)> = q.limit(fetch).load(conn)?;
+            finish_list(conn, v, only, cursor, rows, limit, backwards)
+        }
 
+        /// The page from its rows (in the order of travel): their relations,
+        /// or why it is empty.
+        fn finish_list(
+            conn: &mut Conn,
+            v: DbId,
+            only: Option<DbId>,
+            cursor: Option<(bool, DbId)>,
+            rows: Vec<(MessageRow, ContactRow)>,
+            limit: usize,
+            backwards: bool,
+        ) -> Result<Paged<Message>> {
             if rows.is_empty() {
                 check_empty_page(conn, v, only, cursor.map(|(_, id)| id))?;
             }
