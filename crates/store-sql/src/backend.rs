@@ -58,9 +58,6 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// are never tested otherwise (no `SELECT 1` per request).
     fn connection_lost(&self) {}
 
-    /// Runs `f` in a transaction whose reads all see one snapshot.
-    fn read_tx<T>(&self, f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>) -> Result<T, Error>;
-
     /// Runs `f` in a transaction that writes: it commits entirely or not at
     /// all, and concurrent writers cannot make it fail half-way for a lock.
     fn write_tx<T>(&self, f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>) -> Result<T, Error>;

@@ -1,6 +1,6 @@
 //! The PostgreSQL store: its pool, migrations (`migrations/postgres`) and
 //! what is PostgreSQL's own ([`SqlBackend`]: native `uuid` ids, `FOR UPDATE`
-//! row locks, repeatable-read snapshots). The queries are the shared ones.
+//! row locks, a `LATERAL` feed). The queries are the shared ones.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -243,18 +243,6 @@ impl SqlBackend for PgStore {
     fn connection_lost(&self) {
         let until = unix_millis().saturating_add(SUSPECT_FOR.as_millis() as u64);
         self.suspect_until.fetch_max(until, Ordering::Relaxed);
-    }
-
-    /// A read-only repeatable-read transaction.
-    fn read_tx<T>(
-        &self,
-        f: impl FnOnce(&mut PgConnection) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let mut conn = self.checkout()?;
-        conn.build_transaction()
-            .read_only()
-            .repeatable_read()
-            .run(f)
     }
 
     /// A read-committed transaction; the queries take the row locks they need.

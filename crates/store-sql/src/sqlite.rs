@@ -170,16 +170,6 @@ impl SqlBackend for SqliteStore {
         self.pool.get().map_err(Error::Pool)
     }
 
-    /// A deferred transaction: in WAL mode its reads see one snapshot.
-    fn read_tx<T>(
-        &self,
-        f: impl FnOnce(&mut SqliteConnection) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let mut pooled = self.checkout()?;
-        let conn: &mut SqliteConnection = &mut pooled;
-        conn.transaction(f)
-    }
-
     /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction
     /// never fails half-way for a lock (as a deferred one upgrading would);
     /// concurrent writers wait their turn instead.

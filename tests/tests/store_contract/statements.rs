@@ -450,7 +450,7 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("GET /v1/contacts?username=", 1, 1),
     ("PUT /v1/contacts/me", 4, 4),
     ("POST /v1/conversations", 6, 6),
-    ("GET /v1/conversations", 3, 3),
+    ("GET /v1/conversations", 1, 1),
     ("GET /v1/conversations/:id", 6, 6),
     ("PUT /v1/conversations/:id (is_muted)", 6, 6),
     ("POST /v1/messages", 4, 4),
@@ -473,14 +473,14 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("DELETE /v1/messages/:id/reactions/:name", 9, 9),
     ("DELETE /v1/messages/:id", 5, 5),
     ("POST /v1/groups", 7, 10),
-    ("GET /v1/groups", 4, 4),
-    ("GET /v1/groups/:id", 4, 4),
-    ("PUT /v1/groups/:id (add_contact_ids)", 13, 15),
+    ("GET /v1/groups", 2, 2),
+    ("GET /v1/groups/:id", 2, 2),
+    ("PUT /v1/groups/:id (add_contact_ids)", 11, 13),
     ("POST /v1/messages (group)", 4, 4),
     ("GET /v1/messages?conversation_id= (group)", 2, 2),
-    ("DELETE /v1/conversations/:id (group)", 8, 8),
+    ("DELETE /v1/conversations/:id (group)", 6, 6),
     ("DELETE /v1/conversations/:id (direct)", 4, 4),
-    ("DELETE /v1/groups/:id", 7, 7),
+    ("DELETE /v1/groups/:id", 5, 5),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -517,4 +517,97 @@ async fn statements_per_endpoint_on_both_stores() {
         .collect();
     assert_eq!(got, EXPECTED);
     drop((pg_db, lite_db));
+}
+
+/// The inbox (the conversation list) of a contact with 500 conversations,
+/// many messages in them, costs what it costs with 5.
+async fn inbox_cost_ignores_conversation_and_message_counts(
+    s: S,
+    statements: &(dyn Fn() -> u64 + Sync),
+) {
+    use confab_domain::Cursor;
+
+    use crate::support::{direct, no_filter};
+
+    let alice = contact(&s, "alice").await;
+    let mut peers = Vec::new();
+    for i in 0..10 {
+        peers.push(contact(&s, &format!("peer{i}")).await);
+    }
+    let mut convs = Vec::new();
+    for i in 0..5_i64 {
+        convs.push(direct(&s, &alice, &peers[i as usize % 10], at(i)).await);
+    }
+    let inbox = |cursor: Option<Cursor<ConversationId>>| {
+        let s = s.clone();
+        let id = alice.id;
+        async move {
+            let before = statements();
+            let p = s
+                .list_conversations(id, no_filter(), crate::support::page(10, cursor))
+                .await
+                .expect("inbox");
+            (statements() - before, p)
+        }
+    };
+    let (few, p) = inbox(None).await;
+    assert_eq!(p.items.len(), 5);
+    let (few_next, _) = inbox(Some(Cursor::After(p.items[1].conversation.id))).await;
+
+    for i in 5..500_i64 {
+        convs.push(direct(&s, &alice, &peers[i as usize % 10], at(i)).await);
+    }
+    for (i, c) in convs.iter().enumerate().step_by(25) {
+        for j in 0..10_i64 {
+            send(&s, c, &alice, "busy", at(1000 + i as i64 * 10 + j)).await;
+        }
+    }
+    let (many, p) = inbox(None).await;
+    assert_eq!(p.items.len(), 10);
+    assert!(p.has_more);
+    let (many_next, _) = inbox(Some(Cursor::After(p.items[5].conversation.id))).await;
+    println!("inbox statements: 5 conversations {few} / next page {few_next}; 500 conversations {many} / next page {many_next}");
+    assert_eq!(
+        few, many,
+        "first page: 5 conversations cost {few}, 500 cost {many}"
+    );
+    assert_eq!(
+        few_next, many_next,
+        "next page: 5 conversations cost {few_next}, 500 cost {many_next}"
+    );
+    assert_eq!((few, few_next), (1, 2), "one statement, two with a cursor");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_inbox_cost_ignores_conversation_and_message_counts() {
+    let (db, store) = tokio::task::spawn_blocking(|| {
+        let db = TestDb::postgres();
+        let store = PgStore::connect(&db.url).expect("connect");
+        (db, store)
+    })
+    .await
+    .expect("join");
+    let counter = store.clone();
+    inbox_cost_ignores_conversation_and_message_counts(Arc::new(store), &move || {
+        counter.statements_run()
+    })
+    .await;
+    drop(db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_inbox_cost_ignores_conversation_and_message_counts() {
+    let (db, store) = tokio::task::spawn_blocking(|| {
+        let db = TestDb::sqlite();
+        let store = SqliteStore::open(&db.url).expect("open");
+        (db, store)
+    })
+    .await
+    .expect("join");
+    let counter = store.clone();
+    inbox_cost_ignores_conversation_and_message_counts(Arc::new(store), &move || {
+        counter.statements_run()
+    })
+    .await;
+    drop(db);
 }
