@@ -198,7 +198,9 @@ impl SqlBackend for PgStore {
              SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
                  p.updated_at, s.username, s.username_folded, s.phone_number, s.avatar_url, \
                  s.last_active_at, s.created_at AS sender_created_at \
-             FROM page p JOIN contacts s ON s.id = p.sender_id \
+             FROM page p CROSS JOIN LATERAL ( \
+                 SELECT * FROM contacts WHERE id = p.sender_id \
+             ) s \
              ORDER BY p.created_at {order}, p.id {order}"
         );
         let query = diesel::sql_query(sql).bind::<IdSql, _>(viewer);

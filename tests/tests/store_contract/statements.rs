@@ -461,7 +461,11 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("GET /v1/messages (all conversations)", 2, 2),
     ("GET /v1/messages?conversation_id=&starting_after=", 2, 2),
     ("GET /v1/messages (empty page after the last)", 2, 2),
-    ("GET /v1/messages?conversation_id= (not a member: 404)", 2, 2),
+    (
+        "GET /v1/messages?conversation_id= (not a member: 404)",
+        2,
+        2,
+    ),
     ("GET /v1/messages/:id", 2, 2),
     ("PUT /v1/messages/:id (message)", 8, 8),
     ("PUT /v1/messages/:id (reactions)", 10, 12),

@@ -287,17 +287,23 @@ macro_rules! expand {
             let backwards = matches!(cursor, Some((true, _)));
 
             let cursor_message = diesel::alias!(messages as cursor_message);
-            // The cursor's `created_at`, NULL unless it is in this very list.
+            // The cursor's `created_at`, NULL unless it is in this very list:
+            // in the one conversation (whose visibility the page checks
+            // anyway), or in one the viewer sees.
             let cursor_key = |id: DbId| {
-                cursor_message
+                let q = cursor_message
                     .filter(cursor_message.field(messages::id).eq(id))
-                    .filter(
+                    .select(cursor_message.field(messages::created_at))
+                    .into_boxed::<Db>();
+                match only {
+                    Some(c) => q.filter(cursor_message.field(messages::conversation_id).eq(c)),
+                    None => q.filter(
                         cursor_message
                             .field(messages::conversation_id)
                             .eq_any(listed_conversations!(v, only)),
-                    )
-                    .select(cursor_message.field(messages::created_at))
-                    .single_value()
+                    ),
+                }
+                .single_value()
             };
 
             if only.is_none() {
