@@ -188,7 +188,9 @@ pub trait ConversationStore: Send + Sync {
 pub struct NewMessage {
     pub id: MessageId,
     pub conversation_id: ConversationId,
-    pub sender_id: ContactId,
+    /// The caller: the store checks its membership in the write itself and
+    /// returns it as the message's sender without reading it back.
+    pub sender: Contact,
     pub text: MessageText,
     pub attachments: Vec<(AttachmentId, NewAttachment)>,
     pub created_at: Timestamp,
@@ -212,9 +214,13 @@ pub struct MessageChange {
 #[async_trait]
 pub trait MessageStore: Send + Sync {
     /// Appends a message with its attachments and sets the conversation's
-    /// `last_active_at` to the message's `created_at`, in one transaction.
+    /// `last_active_at` to the message's `created_at`, in one transaction
+    /// that also checks the sender's membership (so that a member removed
+    /// concurrently cannot post). Returns the message as stored, built from
+    /// what was written (no read back).
     /// # Errors
-    /// - MUST return `NotFound` when the conversation does not exist.
+    /// - MUST return `NotFound` when the conversation does not exist or the
+    ///   sender is not a member of it.
     async fn append_message(&self, message: NewMessage) -> Result<Message, StoreError>;
     /// The message with this id, when `viewer` is a member of its
     /// conversation (checked in the same query); else `None`.
@@ -227,6 +233,8 @@ pub trait MessageStore: Send + Sync {
     /// first (`created_at` desc, then id desc). Senders, reactions and
     /// attachments of a page are loaded with a fixed number of queries.
     /// # Errors
+    /// - MUST return `NotFound` when `conversation` is given and does not
+    ///   exist or the viewer is not a member (checked in the page's query).
     /// - MUST return `CursorNotFound` when the cursor is not in this list.
     async fn list_messages(
         &self,

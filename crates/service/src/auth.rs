@@ -1,6 +1,10 @@
 //! Contacts and tokens as the operator manages them (CLI), and token
 //! authentication for every request.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
 use confab_domain::{AvatarUrl, Contact, ContactId, Field, PhoneNumber, Rule, Username};
 use confab_ports::NewToken;
 use sha2::{Digest, Sha256};
@@ -10,6 +14,62 @@ use crate::{Confab, ServiceError};
 /// Tokens start with this, so that a leaked one is easy to recognise (secret
 /// scanners, logs).
 const TOKEN_PREFIX: &str = "cfb_";
+
+/// How long a token found live is trusted without asking the store again.
+/// A revocation or an expiry (also by another process, e.g. the CLI) takes
+/// effect within this, under the contract's 5 s with room for a request in
+/// flight.
+const TOKEN_TRUST: Duration = Duration::from_secs(3);
+/// At most this many tokens are remembered (a bounded memory cost).
+const TOKEN_CACHE_SIZE: usize = 10_000;
+
+/// Live tokens (by hash) recently looked up, with their contact: a request
+/// whose token was checked less than [`TOKEN_TRUST`] ago costs no store
+/// round trip. Unknown tokens are never remembered.
+#[derive(Debug, Default)]
+pub(crate) struct TokenCache {
+    entries: Mutex<HashMap<String, (Contact, Instant)>>,
+}
+
+impl TokenCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Contact, Instant)>> {
+        // A panic while holding the lock leaves a map that is still valid.
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn get(&self, hash: &str) -> Option<Contact> {
+        let mut entries = self.lock();
+        match entries.get(hash) {
+            Some((contact, checked)) if checked.elapsed() < TOKEN_TRUST => Some(contact.clone()),
+            Some(_) => {
+                entries.remove(hash);
+                None
+            }
+            None => None,
+        }
+    }
+
+    fn put(&self, hash: String, contact: Contact) {
+        let mut entries = self.lock();
+        if entries.len() >= TOKEN_CACHE_SIZE {
+            entries.retain(|_, (_, checked)| checked.elapsed() < TOKEN_TRUST);
+            if entries.len() >= TOKEN_CACHE_SIZE {
+                entries.clear();
+            }
+        }
+        entries.insert(hash, (contact, Instant::now()));
+    }
+
+    /// Replaces the remembered copies of `contact` (after it changed), keeping
+    /// when their tokens were checked.
+    pub(crate) fn refresh(&self, contact: &Contact) {
+        for (cached, _) in self.lock().values_mut() {
+            if cached.id == contact.id {
+                *cached = contact.clone();
+            }
+        }
+    }
+}
 
 fn hash_token(token: &str) -> String {
     let digest = Sha256::digest(token.as_bytes());
@@ -98,23 +158,33 @@ impl Confab {
             .await?)
     }
 
-    /// The contact holding this bearer token, when it is live. Records the
-    /// contact's activity at most once a minute.
+    /// The contact holding this bearer token, when it is live (as the store
+    /// said less than a few seconds ago). Records the contact's activity at
+    /// most once a minute.
     pub async fn authenticate(&self, token: &str) -> Result<Contact, ServiceError> {
         // Cheap shape check first: no store round trip for garbage.
         if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
             return Err(ServiceError::Unauthorized);
         }
         let now = self.now();
-        let mut contact = self
-            .ports
-            .tokens
-            .contact_for_token(&hash_token(token), now)
-            .await?
-            .ok_or(ServiceError::Unauthorized)?;
+        let hash = hash_token(token);
+        let mut contact = match self.tokens.get(&hash) {
+            Some(contact) => contact,
+            None => {
+                let contact = self
+                    .ports
+                    .tokens
+                    .contact_for_token(&hash, now)
+                    .await?
+                    .ok_or(ServiceError::Unauthorized)?;
+                self.tokens.put(hash, contact.clone());
+                contact
+            }
+        };
         if contact.activity_is_stale(now) {
             self.ports.contacts.touch_contact(contact.id, now).await?;
             contact.last_active_at = now;
+            self.tokens.refresh(&contact);
         }
         Ok(contact)
     }

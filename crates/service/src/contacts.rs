@@ -38,6 +38,9 @@ impl Confab {
         if patch.is_empty() {
             return Ok(caller.clone());
         }
-        Ok(self.ports.contacts.update_contact(caller.id, patch).await?)
+        let contact = self.ports.contacts.update_contact(caller.id, patch).await?;
+        // The caller's next requests see the new profile at once.
+        self.tokens.refresh(&contact);
+        Ok(contact)
     }
 }

@@ -63,15 +63,19 @@ impl Ports {
     }
 }
 
-/// The application: every use case.
+/// The application: every use case. Clones share the token cache.
 #[derive(Clone)]
 pub struct Confab {
     ports: Ports,
+    tokens: Arc<auth::TokenCache>,
 }
 
 impl Confab {
     pub fn new(ports: Ports) -> Self {
-        Self { ports }
+        Self {
+            ports,
+            tokens: Arc::default(),
+        }
     }
 
     fn now(&self) -> Timestamp {

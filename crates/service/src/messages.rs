@@ -61,12 +61,13 @@ impl Confab {
         send: SendMessage,
     ) -> Result<Message, ServiceError> {
         check_attachment_count(send.attachments.len())?;
-        self.visible_conversation(caller, send.conversation_id, Some(Field::Conversation))
-            .await?;
+        // No read first: the store checks membership inside the write, so a
+        // member removed meanwhile cannot post, and the send is one
+        // transaction.
         let message = NewMessage {
             id: MessageId::from_uuid(self.new_uuid()),
             conversation_id: send.conversation_id,
-            sender_id: caller.id,
+            sender: caller.clone(),
             text: send.text,
             attachments: self.with_ids(send.attachments),
             created_at: self.now(),
@@ -87,15 +88,16 @@ impl Confab {
         conversation_id: Option<ConversationId>,
         page: Page<MessageId>,
     ) -> Result<Paged<Message>, ServiceError> {
-        if let Some(id) = conversation_id {
-            self.visible_conversation(caller, id, Some(Field::Conversation))
-                .await?;
-        }
+        // The store checks the conversation's visibility in the page's own
+        // query: NotFound means the conversation, not the cursor.
         self.ports
             .messages
             .list_messages(caller.id, conversation_id, page)
             .await
-            .map_err(|e| page_error(&page, e))
+            .map_err(|e| match e {
+                StoreError::NotFound => ServiceError::not_found_of(Field::Conversation),
+                e => page_error(&page, e),
+            })
     }
 
     pub async fn message(&self, caller: &Contact, id: MessageId) -> Result<Message, ServiceError> {

@@ -159,9 +159,11 @@ async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
 #[tokio::test]
 async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversation() {
     let mut m = Mocks::new();
-    m.conversations
-        .expect_conversation_for()
-        .returning(|_, _| Ok(None));
+    // The store checks membership inside the write.
+    m.messages
+        .expect_append_message()
+        .times(1)
+        .returning(|_| Err(StoreError::NotFound));
     let svc = m.service();
     let send = SendMessage {
         conversation_id: conv_id(),
@@ -179,14 +181,10 @@ async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversatio
 #[tokio::test]
 async fn send_appends_as_the_caller_at_now() {
     let mut m = Mocks::new();
-    let v = view(&bob());
-    m.conversations
-        .expect_conversation_for()
-        .returning(move |_, _| Ok(Some(v.clone())));
     m.messages
         .expect_append_message()
         .withf(|n| {
-            n.sender_id == bob().id
+            n.sender == bob()
                 && n.conversation_id == conv_id()
                 && n.created_at == Timestamp::from_secs(NOW)
         })
@@ -610,6 +608,29 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
         .expect_contact_for_token()
         .returning(|_, _| Ok(Some(alice())));
     assert!(m.service().authenticate(token).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_live_token_is_trusted_for_a_few_seconds_without_the_store() {
+    let token = "cfb_cached";
+    let mut m = Mocks::new();
+    let mut stale = alice();
+    stale.last_active_at = Timestamp::from_secs(NOW - 61);
+    m.tokens
+        .expect_contact_for_token()
+        .times(1)
+        .returning(move |_, _| Ok(Some(stale.clone())));
+    // The activity recorded by the first request is remembered too.
+    m.contacts
+        .expect_touch_contact()
+        .times(1)
+        .returning(|_, _| Ok(()));
+    let svc = m.service();
+    for _ in 0..3 {
+        let who = svc.authenticate(token).await.expect("authenticated");
+        assert_eq!(who.id, alice().id);
+        assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+    }
 }
 
 #[tokio::test]

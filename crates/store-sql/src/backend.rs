@@ -1,14 +1,14 @@
 //! [`SqlBackend`]: what each database supplies to the shared code.
 
-use diesel::r2d2::{ConnectionManager, PooledConnection, R2D2Connection};
+use diesel::r2d2::{ManageConnection, PooledConnection, R2D2Connection};
 use diesel::QueryResult;
 
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
-use crate::rows::MessageRow;
+use crate::rows::{ContactRow, MessageRow};
 
 /// A pooled connection of backend `S`.
-pub(crate) type Pooled<S> = PooledConnection<ConnectionManager<<S as SqlBackend>::Conn>>;
+pub(crate) type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
 
 /// Everything that differs between the SQL databases, implemented by each
 /// store type (`PgStore`, `SqliteStore`). The schema, rows, queries and port
@@ -21,10 +21,27 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     type Db: IdColumn;
     /// The connection the pool hands out.
     type Conn: R2D2Connection<Backend = Self::Db> + Send + 'static;
+    /// The pool's connection manager.
+    type Manager: ManageConnection<Connection = Self::Conn>;
 
     /// The message row, locked against concurrent writers until the
     /// transaction ends.
     fn lock_message(conn: &mut Self::Conn, id: DbId) -> QueryResult<Option<MessageRow>>;
+
+    /// A page of the all-conversations feed (messages with their senders),
+    /// when the backend has a plan whose cost does not depend on the
+    /// viewer's share of all messages; `None` to use the shared query.
+    /// `cursor` is (backwards, cursor id), the cursor resolved inside the
+    /// statement (no rows when it is not in the list); rows come in the
+    /// order of travel.
+    fn feed_page(
+        _conn: &mut Self::Conn,
+        _viewer: DbId,
+        _cursor: Option<(bool, DbId)>,
+        _fetch: i64,
+    ) -> QueryResult<Option<Vec<(MessageRow, ContactRow)>>> {
+        Ok(None)
+    }
 
     /// Locks the group row until the transaction ends; false if there is none.
     fn lock_group(conn: &mut Self::Conn, id: DbId) -> QueryResult<bool>;
@@ -36,8 +53,10 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// A pooled connection, failing fast when the database is down.
     fn checkout(&self) -> Result<Pooled<Self>, Error>;
 
-    /// Runs `f` in a transaction whose reads all see one snapshot.
-    fn read_tx<T>(&self, f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>) -> Result<T, Error>;
+    /// A statement failed because its connection is gone (e.g. the server
+    /// restarted): the pool's other connections may be dead too. Checkouts
+    /// are never tested otherwise (no `SELECT 1` per request).
+    fn connection_lost(&self) {}
 
     /// Runs `f` in a transaction that writes: it commits entirely or not at
     /// all, and concurrent writers cannot make it fail half-way for a lock.

@@ -1,5 +1,5 @@
 //! The one door to the database, generic over the backend: every port method
-//! runs one query function through [`query`], [`read`] or [`write`], on
+//! runs one query function through [`query`] or [`write`], on
 //! tokio's blocking pool, in the caller's tracing span. The closure checks out
 //! its pooled connection itself, so a connection never lives across an
 //! `.await`.
@@ -21,10 +21,20 @@ where
 {
     let store = store.clone();
     let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || span.in_scope(|| f(&store)))
-        .await
-        .map_err(|e| StoreError::Other(Box::new(e)))?
-        .map_err(Error::into_store::<S>)
+    tokio::task::spawn_blocking(move || {
+        span.in_scope(|| {
+            let result = f(&store);
+            if let Err(e) = &result {
+                if e.is_connection_lost::<S>() {
+                    store.connection_lost();
+                }
+            }
+            result
+        })
+    })
+    .await
+    .map_err(|e| StoreError::Other(Box::new(e)))?
+    .map_err(Error::into_store::<S>)
 }
 
 /// A single statement, no transaction.
@@ -39,16 +49,6 @@ where
         f(&mut conn)
     })
     .await
-}
-
-/// Several reads that must see one consistent snapshot.
-pub(crate) async fn read<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
-where
-    S: SqlBackend,
-    T: Send + 'static,
-    F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
-{
-    call(store, move |store| store.read_tx(f)).await
 }
 
 /// A unit of work that writes: it commits entirely or not at all.

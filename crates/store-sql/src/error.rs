@@ -34,6 +34,19 @@ impl From<DomainError> for Error {
 }
 
 impl Error {
+    /// Whether a statement failed because its connection is gone (as
+    /// opposed to a pool that could not connect, or a refused statement).
+    pub(crate) fn is_connection_lost<S: SqlBackend>(&self) -> bool {
+        use diesel::result::{DatabaseErrorKind as Kind, Error as E};
+        match self {
+            Self::Db(E::DatabaseError(Kind::ClosedConnection | Kind::UnableToSendCommand, _)) => {
+                true
+            }
+            Self::Db(e) => S::is_unavailable(e),
+            Self::Pool(_) | Self::Store(_) => false,
+        }
+    }
+
     /// The port's error, keeping diesel's or the pool's error as its source.
     pub(crate) fn into_store<S: SqlBackend>(self) -> StoreError {
         use diesel::result::{DatabaseErrorKind as Kind, Error as E};

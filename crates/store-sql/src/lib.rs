@@ -15,8 +15,11 @@
 //! PostgreSQL `uuid`, SQLite lowercase hyphenated `TEXT`), row locks
 //! (`lock_message`, `lock_group`: `FOR UPDATE` on PostgreSQL, nothing on
 //! SQLite, whose write transactions already hold the database's write lock),
-//! which errors mean "unreachable" (`is_unavailable`), and the pool and
-//! transactions (`checkout`, `read_tx`, `write_tx`). Each backend module
+//! which errors mean "unreachable" (`is_unavailable`), the pool and
+//! transactions (`checkout`, `connection_lost`, `write_tx`), and an optional
+//! faster plan for the all-conversations feed (`feed_page`). Reads run
+//! without a transaction: each is one statement, or a statement and the
+//! relations of its rows. Each backend module
 //! implements it on its store type; a missing or mistyped item is a compile
 //! error there. It is crate-private: a third database would be a module of
 //! this crate, where the queries are instantiated.

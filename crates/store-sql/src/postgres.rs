@@ -1,18 +1,18 @@
 //! The PostgreSQL store: its pool, migrations (`migrations/postgres`) and
 //! what is PostgreSQL's own ([`SqlBackend`]: native `uuid` ids, `FOR UPDATE`
-//! row locks, repeatable-read snapshots). The queries are the shared ones.
+//! row locks, a `LATERAL` feed). The queries are the shared ones.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use diesel::connection::SimpleConnection as _;
 use diesel::deserialize;
 use diesel::pg::{Pg, PgConnection, PgValue};
 use diesel::prelude::*;
-use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, ManageConnection, Pool};
 use diesel::serialize::{self, IsNull, Output};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness as _};
 use uuid::Uuid;
@@ -21,7 +21,7 @@ use crate::backend::{Pooled, SqlBackend};
 use crate::door::{count_statements, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
-use crate::rows::MessageRow;
+use crate::rows::{ContactRow, MessageRow};
 use crate::schema::{groups, messages};
 
 mod queries {
@@ -44,11 +44,16 @@ const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECT_TIMEOUT_SECS: u32 = 2;
 const POOL_SIZE: u32 = 10;
 const MIN_IDLE: u32 = 2;
+/// How long after a lost connection every checkout tests its connection.
+const SUSPECT_FOR: Duration = Duration::from_secs(30);
 
 /// The PostgreSQL store. Cloning is cheap: clones share one pool.
 #[derive(Clone)]
 pub struct PgStore {
-    pool: Pool<ConnectionManager<PgConnection>>,
+    pool: Pool<Manager>,
+    /// Until when (Unix milliseconds) checkouts test their connection: set
+    /// when a statement lost its connection.
+    suspect_until: Arc<AtomicU64>,
     /// SQL statements sent over all pooled connections (see
     /// [`PgStore::statements_run`]).
     statements: Arc<AtomicU64>,
@@ -69,11 +74,17 @@ impl PgStore {
     /// Builds the connection pool and checks that the database answers,
     /// failing within a few seconds when it does not.
     ///
-    /// Every checkout tests its connection (`SELECT 1`), so connections that
-    /// died with a PostgreSQL restart are replaced on the fly: the store
-    /// recovers without a process restart.
+    /// Checkouts are not tested (no `SELECT 1` per request). When a
+    /// statement finds its connection gone (a PostgreSQL restart kills them
+    /// all), that request fails (503) and, for a while, every checkout tests
+    /// its connection and the pool replaces the dead ones: the next request
+    /// succeeds, without a process restart.
     pub fn connect(database_url: &str) -> anyhow::Result<Self> {
-        let manager = ConnectionManager::<PgConnection>::new(with_connect_timeout(database_url));
+        let suspect_until = Arc::new(AtomicU64::new(0));
+        let manager = Manager {
+            inner: ConnectionManager::new(with_connect_timeout(database_url)),
+            suspect_until: suspect_until.clone(),
+        };
         let statements = Arc::new(AtomicU64::new(0));
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
@@ -86,13 +97,14 @@ impl PgStore {
             .context("cannot connect to PostgreSQL")?;
         Ok(Self {
             pool,
+            suspect_until,
             statements,
             waiting: Arc::default(),
         })
     }
 
     /// How many SQL statements this store has sent since it was opened,
-    /// pool health checks included. Tests use it to show that a page costs
+    /// pool health checks (only after a lost connection) included. Tests use it to show that a page costs
     /// a fixed number of queries however many items it holds.
     pub fn statements_run(&self) -> u64 {
         self.statements.load(Ordering::Relaxed)
@@ -138,6 +150,7 @@ impl PgStore {
 impl SqlBackend for PgStore {
     type Db = Pg;
     type Conn = PgConnection;
+    type Manager = Manager;
 
     /// `SELECT ... FOR UPDATE`.
     fn lock_message(conn: &mut PgConnection, id: DbId) -> QueryResult<Option<MessageRow>> {
@@ -147,6 +160,73 @@ impl SqlBackend for PgStore {
             .for_update()
             .first(conn)
             .optional()
+    }
+
+    /// The newest messages of each of the viewer's conversations (an index
+    /// probe each, `LATERAL`), merged: the cost follows the viewer's
+    /// conversations, never the messages of everyone else, which a scan of
+    /// the global order would wade through.
+    fn feed_page(
+        conn: &mut PgConnection,
+        viewer: DbId,
+        cursor: Option<(bool, DbId)>,
+        fetch: i64,
+    ) -> QueryResult<Option<Vec<(MessageRow, ContactRow)>>> {
+        use diesel::sql_types::BigInt;
+
+        use crate::id::IdSql;
+
+        let (order, keyset, limit) = match cursor {
+            None => ("DESC", String::new(), "$2"),
+            Some((backwards, _)) => {
+                let (le, lt, order) = if backwards {
+                    (">=", ">", "ASC")
+                } else {
+                    ("<=", "<", "DESC")
+                };
+                // The cursor's key, NULL (no rows) unless it is in the list.
+                let key = "(SELECT created_at FROM messages \
+                     WHERE id = $2 AND conversation_id IN (SELECT id FROM mine))";
+                (
+                    order,
+                    format!(
+                        "AND m.created_at {le} {key} \
+                         AND (m.created_at {lt} {key} OR m.id {lt} $2)"
+                    ),
+                    "$3",
+                )
+            }
+        };
+        let sql = format!(
+            "WITH mine AS ( \
+                 SELECT id FROM conversations WHERE creator_id = $1 AND group_id IS NULL \
+                 UNION ALL SELECT id FROM conversations WHERE peer_id = $1 \
+                 UNION ALL SELECT c.id FROM group_members g \
+                     JOIN conversations c ON c.group_id = g.group_id WHERE g.contact_id = $1 \
+             ), page AS ( \
+                 SELECT m.* FROM mine CROSS JOIN LATERAL ( \
+                     SELECT * FROM messages m WHERE m.conversation_id = mine.id {keyset} \
+                     ORDER BY m.created_at {order}, m.id {order} LIMIT {limit} \
+                 ) m \
+                 ORDER BY m.created_at {order}, m.id {order} LIMIT {limit} \
+             ) \
+             SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
+                 p.updated_at, s.username, s.username_folded, s.phone_number, s.avatar_url, \
+                 s.last_active_at, s.created_at AS sender_created_at \
+             FROM page p CROSS JOIN LATERAL ( \
+                 SELECT * FROM contacts WHERE id = p.sender_id \
+             ) s \
+             ORDER BY p.created_at {order}, p.id {order}"
+        );
+        let query = diesel::sql_query(sql).bind::<IdSql, _>(viewer);
+        let rows: Vec<FeedRow> = match cursor {
+            None => query.bind::<BigInt, _>(fetch).load(conn)?,
+            Some((_, id)) => query
+                .bind::<IdSql, _>(id)
+                .bind::<BigInt, _>(fetch)
+                .load(conn)?,
+        };
+        Ok(Some(rows.into_iter().map(FeedRow::split).collect()))
     }
 
     fn lock_group(conn: &mut PgConnection, id: DbId) -> QueryResult<bool> {
@@ -180,16 +260,9 @@ impl SqlBackend for PgStore {
         pooled.map_err(Error::Pool)
     }
 
-    /// A read-only repeatable-read transaction.
-    fn read_tx<T>(
-        &self,
-        f: impl FnOnce(&mut PgConnection) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let mut conn = self.checkout()?;
-        conn.build_transaction()
-            .read_only()
-            .repeatable_read()
-            .run(f)
+    fn connection_lost(&self) {
+        let until = unix_millis().saturating_add(SUSPECT_FOR.as_millis() as u64);
+        self.suspect_until.fetch_max(until, Ordering::Relaxed);
     }
 
     /// A read-committed transaction; the queries take the row locks they need.
@@ -203,6 +276,62 @@ impl SqlBackend for PgStore {
     }
 }
 
+/// A row of [`PgStore::feed_page`]: a message and its sender.
+#[derive(QueryableByName)]
+struct FeedRow {
+    #[diesel(sql_type = crate::id::IdSql)]
+    id: DbId,
+    #[diesel(sql_type = crate::id::IdSql)]
+    conversation_id: DbId,
+    #[diesel(sql_type = crate::id::IdSql)]
+    sender_id: DbId,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    body: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+    read_at: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    created_at: i64,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+    updated_at: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    username: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    username_folded: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    phone_number: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    avatar_url: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    last_active_at: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    sender_created_at: i64,
+}
+
+impl FeedRow {
+    fn split(self) -> (MessageRow, ContactRow) {
+        (
+            MessageRow {
+                id: self.id,
+                conversation_id: self.conversation_id,
+                sender_id: self.sender_id,
+                body: self.body,
+                read_at: self.read_at,
+                created_at: self.created_at,
+                updated_at: self.updated_at,
+            },
+            ContactRow {
+                id: self.sender_id,
+                username: self.username,
+                username_folded: self.username_folded,
+                phone_number: self.phone_number,
+                avatar_url: self.avatar_url,
+                last_active_at: self.last_active_at,
+                created_at: self.sender_created_at,
+            },
+        )
+    }
+}
+
 /// Ids are native `uuid` values: 16 bytes on the wire.
 impl IdColumn for Pg {
     fn write_id<'b>(id: &'b Uuid, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
@@ -213,6 +342,42 @@ impl IdColumn for Pg {
     fn read_id(value: PgValue<'_>) -> deserialize::Result<Uuid> {
         Ok(Uuid::from_slice(value.as_bytes())?)
     }
+}
+
+/// diesel's connection manager, testing a connection on checkout only while
+/// connections are suspect (see [`PgStore::connect`]); a failed test makes
+/// the pool drop it and hand out another.
+#[derive(Debug)]
+pub(crate) struct Manager {
+    inner: ConnectionManager<PgConnection>,
+    suspect_until: Arc<AtomicU64>,
+}
+
+impl ManageConnection for Manager {
+    type Connection = PgConnection;
+    type Error = diesel::r2d2::Error;
+
+    fn connect(&self) -> Result<PgConnection, Self::Error> {
+        self.inner.connect()
+    }
+
+    fn is_valid(&self, conn: &mut PgConnection) -> Result<(), Self::Error> {
+        if unix_millis() < self.suspect_until.load(Ordering::Relaxed) {
+            self.inner.is_valid(conn)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn has_broken(&self, conn: &mut PgConnection) -> bool {
+        self.inner.has_broken(conn)
+    }
+}
+
+fn unix_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Counts the statements every pooled connection sends.

@@ -290,6 +290,14 @@ pub(crate) struct MessageRow {
     pub updated_at: Option<i64>,
 }
 
+/// A change to a message row; `None` leaves a column alone.
+#[derive(AsChangeset)]
+#[diesel(table_name = messages)]
+pub(crate) struct MessageChangeset {
+    pub body: Option<String>,
+    pub updated_at: Option<i64>,
+}
+
 #[derive(Insertable)]
 #[diesel(table_name = reactions)]
 pub(crate) struct NewReactionRow {

@@ -151,6 +151,7 @@ impl SqliteStore {
 impl SqlBackend for SqliteStore {
     type Db = Sqlite;
     type Conn = SqliteConnection;
+    type Manager = ConnectionManager<SqliteConnection>;
 
     /// A plain `SELECT`: writes run in `BEGIN IMMEDIATE` transactions, which
     /// already hold the database's write lock.
@@ -185,16 +186,6 @@ impl SqlBackend for SqliteStore {
         let pooled = self.pool.get();
         self.waiting.fetch_sub(1, Ordering::Relaxed);
         pooled.map_err(Error::Pool)
-    }
-
-    /// A deferred transaction: in WAL mode its reads see one snapshot.
-    fn read_tx<T>(
-        &self,
-        f: impl FnOnce(&mut SqliteConnection) -> Result<T, Error>,
-    ) -> Result<T, Error> {
-        let mut pooled = self.checkout()?;
-        let conn: &mut SqliteConnection = &mut pooled;
-        conn.transaction(f)
     }
 
     /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction

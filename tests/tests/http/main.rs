@@ -10,4 +10,5 @@ mod messages;
 mod metrics;
 mod openapi;
 mod support;
+mod token_cache;
 mod wire;

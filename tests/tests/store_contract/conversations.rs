@@ -109,7 +109,17 @@ async fn conversations_group_membership_is_live(s: S) {
     assert_eq!(s.conversation_for(bob.id, gc.id).await.expect("get"), None);
     assert_eq!(list_convs(&s, &bob, no_filter()).await, vec![]);
     assert_eq!(all_messages(&s, &bob, None).await, vec![]);
-    assert_eq!(all_messages(&s, &bob, Some(gc.id)).await, vec![]);
+    // Its messages are not found, like the conversation, and he can no
+    // longer post into it.
+    assert_err!(
+        s.list_messages(bob.id, Some(gc.id), page(100, None)).await,
+        StoreError::NotFound
+    );
+    assert_err!(
+        s.append_message(new_message(&gc, &bob, "still here?", at(5)))
+            .await,
+        StoreError::NotFound
+    );
     assert_err!(
         s.open_conversation(bob.id, gc.id, at(5)).await,
         StoreError::NotFound

@@ -86,6 +86,19 @@ async fn messages_append_and_get(s: S) {
             .await,
         StoreError::NotFound
     );
+    // So must the sender's membership, checked in the write: nothing is
+    // stored and the conversation's activity does not move.
+    let carol = contact(&s, "carol").await;
+    let intruder = new_message(&c, &carol, "let me in", at(4));
+    let refused = intruder.id;
+    assert_err!(s.append_message(intruder).await, StoreError::NotFound);
+    assert_eq!(s.message_for(alice.id, refused).await.expect("get"), None);
+    let v = s
+        .conversation_for(bob.id, c.id)
+        .await
+        .expect("get")
+        .expect("some");
+    assert_eq!(v.conversation.last_active_at, Some(at(3)));
     // At most 10 attachments, and nothing is stored when refused.
     let mut too_many = new_message(&c, &alice, "eleven", at(5));
     too_many.attachments = (0..11).map(attachment).collect();
@@ -172,13 +185,15 @@ async fn messages_list_only_visible_conversations(s: S) {
         vec![m5.id, m1.id]
     );
     assert_eq!(all_messages(&s, &carol, Some(gc.id)).await, vec![m4.id]);
-    // Scoped to the viewer even when asked for a foreign conversation.
-    assert_eq!(all_messages(&s, &alice, Some(bc.id)).await, vec![]);
-    assert_eq!(all_messages(&s, &alice, Some(gc.id)).await, vec![]);
-    assert_eq!(
-        all_messages(&s, &alice, Some(ConversationId::from_uuid(new_id()))).await,
-        vec![]
-    );
+    // Scoped to the viewer: a foreign conversation is not found, exactly
+    // like one that does not exist (checked in the page's own statement).
+    for foreign in [bc.id, gc.id, ConversationId::from_uuid(new_id())] {
+        assert_err!(
+            s.list_messages(alice.id, Some(foreign), page(100, None))
+                .await,
+            StoreError::NotFound
+        );
+    }
     let nobody = contact(&s, "dave").await;
     assert_eq!(all_messages(&s, &nobody, None).await, vec![]);
 
@@ -288,7 +303,6 @@ async fn messages_paging_both_ways(s: S) {
         (Some(c1.id), Cursor::Before(m[3])),
         (None, Cursor::After(h.id)),
         (None, Cursor::Before(h.id)),
-        (Some(hidden.id), Cursor::After(h.id)),
         (None, Cursor::After(MessageId::from_uuid(new_id()))),
     ] {
         assert_err!(
@@ -296,6 +310,16 @@ async fn messages_paging_both_ways(s: S) {
             StoreError::CursorNotFound
         );
     }
+    // A conversation the viewer cannot see is not found, whatever the cursor.
+    assert_err!(
+        s.list_messages(
+            alice.id,
+            Some(hidden.id),
+            page(3, Some(Cursor::After(h.id)))
+        )
+        .await,
+        StoreError::NotFound
+    );
 }
 
 async fn messages_update_text_reactions_attachments(s: S) {

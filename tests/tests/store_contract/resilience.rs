@@ -73,6 +73,48 @@ async fn postgres_fails_fast_while_down_and_recovers() {
     drop(db);
 }
 
+/// A restart kills every pooled connection, and checkouts do not test
+/// theirs (no `SELECT 1` per request): the first call on a dead connection
+/// may fail with `Unavailable`, but it makes the pool test and replace the
+/// others, so the next call succeeds, reads and writes alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_after_a_restart_at_most_one_call_fails() {
+    let (db, s) = open(Backend::Postgres).await;
+    let name = db
+        .postgres_name()
+        .expect("a PostgreSQL database")
+        .to_owned();
+    let alice = contact(&s, "alice").await;
+    // Several connections in the pool, all idle.
+    let busy: Vec<_> = (0..4)
+        .map(|_| {
+            let s = s.clone();
+            tokio::spawn(async move { s.contact_by_username("alice").await })
+        })
+        .collect();
+    for t in busy {
+        t.await.expect("join").expect("lookup");
+    }
+
+    pg_admin(format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
+    ))
+    .await;
+    match s.contact(alice.id).await {
+        Ok(found) => assert_eq!(found, Some(alice.clone())),
+        Err(e) => assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}"),
+    }
+    for _ in 0..5 {
+        assert_eq!(
+            s.contact(alice.id).await.expect("the next call succeeds"),
+            Some(alice.clone())
+        );
+    }
+    contact(&s, "bob").await;
+    drop(s);
+    drop(db);
+}
+
 /// Two stores on one SQLite file (as the server and the CLI would be) do not
 /// share the in-process writer queue: their writers meet at SQLite's lock,
 /// and `BEGIN IMMEDIATE` with the busy timeout still lets every one through.

@@ -120,3 +120,494 @@ async fn sqlite_page_of_messages_costs_a_fixed_number_of_statements() {
     .await;
     drop(db);
 }
+
+/// What every operation of the API costs in SQL statements, as the service
+/// runs it on a store (the HTTP layer adds none): one row per endpoint.
+/// Transactions count their `BEGIN` and `COMMIT`.
+mod per_endpoint {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use confab_domain::{
+        Contact, Cursor, FileType, FileUrl, Filename, GroupName, MessageText, NewAttachment, Page,
+        PageLimit, ReactionName,
+    };
+    use confab_ports::ConversationFilter;
+    use confab_service::{
+        Confab, ConversationTarget, GroupUpdate, MessageUpdate, NewGroupRequest, Ports, SendMessage,
+    };
+
+    type Counter = Box<dyn Fn() -> u64 + Send + Sync>;
+
+    /// Statements `op` sent.
+    async fn cost<T>(count: &Counter, op: impl Future<Output = T>) -> (u64, T) {
+        let before = count();
+        let out = op.await;
+        (count() - before, out)
+    }
+
+    fn page<Id>(limit: i64, cursor: Option<Cursor<Id>>) -> Page<Id> {
+        Page {
+            limit: PageLimit::new(limit).expect("limit"),
+            cursor,
+        }
+    }
+
+    fn text(s: &str) -> MessageText {
+        MessageText::new(s.into()).expect("text")
+    }
+
+    fn file(n: u32) -> NewAttachment {
+        NewAttachment {
+            filename: Filename::new(format!("f{n}.txt")).expect("filename"),
+            file_url: FileUrl::new(format!("https://files.example/{n}")).expect("url"),
+            file_type: FileType::new("text/plain".into()).expect("type"),
+            file_size: None,
+        }
+    }
+
+    async fn user(svc: &Confab, name: &str) -> (Contact, String) {
+        svc.create_contact(name, "+15550100", None)
+            .await
+            .expect("contact");
+        let token = svc.issue_token(name, None).await.expect("token");
+        let me = svc.authenticate(&token).await.expect("authenticate");
+        (me, token)
+    }
+
+    /// Runs every operation once on a warm store; returns (endpoint, statements).
+    pub(super) async fn measure(svc: Confab, count: Counter) -> Vec<(&'static str, u64)> {
+        let mut rows = Vec::new();
+        let (alice, _) = user(&svc, "alice").await;
+        let (bob, _) = user(&svc, "bob").await;
+        let (carol, _) = user(&svc, "carol").await;
+        let conv = svc
+            .create_conversation(&alice, ConversationTarget::Contact(bob.id))
+            .await
+            .expect("conversation")
+            .conversation;
+        for i in 0..3 {
+            svc.send_message(
+                &bob,
+                SendMessage {
+                    conversation_id: conv.id,
+                    text: text(&format!("warm {i}")),
+                    attachments: vec![],
+                },
+            )
+            .await
+            .expect("send");
+        }
+        // Let the pool settle (it opens its idle connections in the background).
+        tokio::time::sleep(Duration::from_millis(500)).await;
+
+        let token = svc.issue_token("carol", None).await.expect("token");
+        let (n, _) = cost(&count, svc.authenticate(&token)).await;
+        rows.push(("any /v1 request: token lookup (first use)", n));
+        let (n, _) = cost(&count, svc.authenticate(&token)).await;
+        rows.push(("any /v1 request: token lookup (again)", n));
+
+        let (n, _) = cost(&count, svc.contact(&alice, bob.id)).await;
+        rows.push(("GET /v1/contacts/:id", n));
+        let (n, _) = cost(&count, svc.find_contacts(&alice, "bob")).await;
+        rows.push(("GET /v1/contacts?username=", n));
+        let patch = confab_domain::ContactProfilePatch {
+            phone_number: Some(confab_domain::PhoneNumber::new("+15550199".into()).expect("phone")),
+            avatar_url: None,
+        };
+        let (n, _) = cost(&count, svc.update_me(&alice, patch)).await;
+        rows.push(("PUT /v1/contacts/me", n));
+
+        let (n, r) = cost(
+            &count,
+            svc.create_conversation(&alice, ConversationTarget::Contact(carol.id)),
+        )
+        .await;
+        let spare = r.expect("create conversation").conversation;
+        rows.push(("POST /v1/conversations", n));
+        let (n, _) = cost(
+            &count,
+            svc.list_conversations(&alice, ConversationFilter::default(), page(10, None)),
+        )
+        .await;
+        rows.push(("GET /v1/conversations", n));
+        let (n, _) = cost(&count, svc.open_conversation(&alice, conv.id)).await;
+        rows.push(("GET /v1/conversations/:id", n));
+        let (n, _) = cost(
+            &count,
+            svc.update_conversation(&alice, conv.id, None, None, Some(true), None),
+        )
+        .await;
+        rows.push(("PUT /v1/conversations/:id (is_muted)", n));
+
+        let (n, sent) = cost(
+            &count,
+            svc.send_message(
+                &alice,
+                SendMessage {
+                    conversation_id: conv.id,
+                    text: text("hello"),
+                    attachments: vec![],
+                },
+            ),
+        )
+        .await;
+        let sent = sent.expect("send");
+        rows.push(("POST /v1/messages", n));
+        let (n, with_files) = cost(
+            &count,
+            svc.send_message(
+                &alice,
+                SendMessage {
+                    conversation_id: conv.id,
+                    text: text("files"),
+                    attachments: vec![file(1), file(2)],
+                },
+            ),
+        )
+        .await;
+        let with_files = with_files.expect("send with attachments");
+        assert_eq!(with_files.attachments.len(), 2);
+        rows.push(("POST /v1/messages (2 attachments)", n));
+        let (n, r) = cost(
+            &count,
+            svc.send_message(
+                &carol,
+                SendMessage {
+                    conversation_id: conv.id,
+                    text: text("not mine"),
+                    attachments: vec![],
+                },
+            ),
+        )
+        .await;
+        assert!(r.is_err(), "a non-member cannot post");
+        rows.push(("POST /v1/messages (not a member: 404)", n));
+
+        let (n, _) = cost(
+            &count,
+            svc.update_conversation(&alice, conv.id, Some(Some(sent.id)), None, None, None),
+        )
+        .await;
+        rows.push(("PUT /v1/conversations/:id (pinned_message_id)", n));
+
+        let (n, p) = cost(
+            &count,
+            svc.list_messages(&bob, Some(conv.id), page(10, None)),
+        )
+        .await;
+        let first = p.expect("page");
+        assert!(!first.items.is_empty());
+        rows.push(("GET /v1/messages?conversation_id=", n));
+        let (n, _) = cost(&count, svc.list_messages(&bob, None, page(10, None))).await;
+        rows.push(("GET /v1/messages (all conversations)", n));
+        let after = Some(Cursor::After(first.items[0].id));
+        let (n, _) = cost(
+            &count,
+            svc.list_messages(&bob, Some(conv.id), page(2, after)),
+        )
+        .await;
+        rows.push(("GET /v1/messages?conversation_id=&starting_after=", n));
+        let last = first.items.last().map(|m| m.id).expect("a message");
+        let (n, r) = cost(
+            &count,
+            svc.list_messages(&bob, Some(conv.id), page(2, Some(Cursor::After(last)))),
+        )
+        .await;
+        assert!(r.expect("empty page").items.is_empty());
+        rows.push(("GET /v1/messages (empty page after the last)", n));
+        let (n, r) = cost(
+            &count,
+            svc.list_messages(&carol, Some(conv.id), page(2, None)),
+        )
+        .await;
+        assert!(r.is_err(), "a non-member cannot list");
+        rows.push(("GET /v1/messages?conversation_id= (not a member: 404)", n));
+
+        let (n, _) = cost(&count, svc.message(&bob, sent.id)).await;
+        rows.push(("GET /v1/messages/:id", n));
+        let (n, _) = cost(
+            &count,
+            svc.update_message(
+                &alice,
+                sent.id,
+                MessageUpdate {
+                    text: Some(text("edited")),
+                    ..Default::default()
+                },
+            ),
+        )
+        .await;
+        rows.push(("PUT /v1/messages/:id (message)", n));
+        let like = ReactionName::new("like".into()).expect("name");
+        let (n, _) = cost(
+            &count,
+            svc.update_message(
+                &bob,
+                sent.id,
+                MessageUpdate {
+                    reactions: vec![(like.clone(), vec!["bob".into()])],
+                    ..Default::default()
+                },
+            ),
+        )
+        .await;
+        rows.push(("PUT /v1/messages/:id (reactions)", n));
+        let (n, _) = cost(
+            &count,
+            svc.update_message(
+                &alice,
+                sent.id,
+                MessageUpdate {
+                    attachments: vec![file(3)],
+                    ..Default::default()
+                },
+            ),
+        )
+        .await;
+        rows.push(("PUT /v1/messages/:id (attachments)", n));
+        let (n, _) = cost(&count, svc.remove_reaction(&bob, sent.id, like)).await;
+        rows.push(("DELETE /v1/messages/:id/reactions/:name", n));
+        let (n, _) = cost(&count, svc.delete_message(&alice, with_files.id)).await;
+        rows.push(("DELETE /v1/messages/:id", n));
+
+        let (n, g) = cost(
+            &count,
+            svc.create_group(
+                &alice,
+                NewGroupRequest {
+                    name: GroupName::new("Team".into()).expect("name"),
+                    description: None,
+                    avatar_url: None,
+                    contact_ids: vec![bob.id],
+                },
+            ),
+        )
+        .await;
+        let g = g.expect("group");
+        rows.push(("POST /v1/groups", n));
+        let (n, _) = cost(&count, svc.list_groups(&alice, page(10, None))).await;
+        rows.push(("GET /v1/groups", n));
+        let (n, _) = cost(&count, svc.group(&alice, g.id)).await;
+        rows.push(("GET /v1/groups/:id", n));
+        let (n, _) = cost(
+            &count,
+            svc.update_group(
+                &alice,
+                g.id,
+                GroupUpdate {
+                    add_contact_ids: vec![carol.id],
+                    ..Default::default()
+                },
+            ),
+        )
+        .await;
+        rows.push(("PUT /v1/groups/:id (add_contact_ids)", n));
+        let group_conv = svc
+            .create_conversation(&alice, ConversationTarget::Group(g.id))
+            .await
+            .expect("group conversation")
+            .conversation;
+        let (n, _) = cost(
+            &count,
+            svc.send_message(
+                &carol,
+                SendMessage {
+                    conversation_id: group_conv.id,
+                    text: text("hi team"),
+                    attachments: vec![],
+                },
+            ),
+        )
+        .await;
+        rows.push(("POST /v1/messages (group)", n));
+        let (n, _) = cost(
+            &count,
+            svc.list_messages(&carol, Some(group_conv.id), page(10, None)),
+        )
+        .await;
+        rows.push(("GET /v1/messages?conversation_id= (group)", n));
+        let (n, _) = cost(&count, svc.delete_conversation(&alice, group_conv.id)).await;
+        rows.push(("DELETE /v1/conversations/:id (group)", n));
+        let (n, _) = cost(&count, svc.delete_conversation(&alice, spare.id)).await;
+        rows.push(("DELETE /v1/conversations/:id (direct)", n));
+        let (n, _) = cost(&count, svc.delete_group(&alice, g.id)).await;
+        rows.push(("DELETE /v1/groups/:id", n));
+        rows
+    }
+
+    pub(super) fn service<St: confab_ports::Store + 'static>(store: St) -> Confab {
+        Confab::new(Ports::from_store(store))
+    }
+}
+
+/// (endpoint, PostgreSQL, SQLite): what each operation costs today. A
+/// change here is a change of the API's cost: update it on purpose.
+const EXPECTED: &[(&str, u64, u64)] = &[
+    ("any /v1 request: token lookup (first use)", 1, 1),
+    ("any /v1 request: token lookup (again)", 0, 0),
+    ("GET /v1/contacts/:id", 1, 1),
+    ("GET /v1/contacts?username=", 1, 1),
+    ("PUT /v1/contacts/me", 4, 4),
+    ("POST /v1/conversations", 6, 6),
+    ("GET /v1/conversations", 1, 1),
+    ("GET /v1/conversations/:id", 6, 6),
+    ("PUT /v1/conversations/:id (is_muted)", 6, 6),
+    ("POST /v1/messages", 4, 4),
+    ("POST /v1/messages (2 attachments)", 5, 5),
+    ("POST /v1/messages (not a member: 404)", 3, 3),
+    ("PUT /v1/conversations/:id (pinned_message_id)", 9, 9),
+    ("GET /v1/messages?conversation_id=", 2, 2),
+    ("GET /v1/messages (all conversations)", 2, 2),
+    ("GET /v1/messages?conversation_id=&starting_after=", 2, 2),
+    ("GET /v1/messages (empty page after the last)", 2, 2),
+    (
+        "GET /v1/messages?conversation_id= (not a member: 404)",
+        2,
+        2,
+    ),
+    ("GET /v1/messages/:id", 2, 2),
+    ("PUT /v1/messages/:id (message)", 8, 8),
+    ("PUT /v1/messages/:id (reactions)", 10, 12),
+    ("PUT /v1/messages/:id (attachments)", 10, 10),
+    ("DELETE /v1/messages/:id/reactions/:name", 9, 9),
+    ("DELETE /v1/messages/:id", 5, 5),
+    ("POST /v1/groups", 7, 10),
+    ("GET /v1/groups", 2, 2),
+    ("GET /v1/groups/:id", 2, 2),
+    ("PUT /v1/groups/:id (add_contact_ids)", 11, 13),
+    ("POST /v1/messages (group)", 4, 4),
+    ("GET /v1/messages?conversation_id= (group)", 2, 2),
+    ("DELETE /v1/conversations/:id (group)", 6, 6),
+    ("DELETE /v1/conversations/:id (direct)", 4, 4),
+    ("DELETE /v1/groups/:id", 5, 5),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_per_endpoint_on_both_stores() {
+    let (pg_db, pg, lite_db, lite) = tokio::task::spawn_blocking(|| {
+        let pg_db = TestDb::postgres();
+        let pg = PgStore::connect(&pg_db.url).expect("connect");
+        let lite_db = TestDb::sqlite();
+        let lite = SqliteStore::open(&lite_db.url).expect("open");
+        (pg_db, pg, lite_db, lite)
+    })
+    .await
+    .expect("join");
+    let counter = pg.clone();
+    let pg_rows = per_endpoint::measure(
+        per_endpoint::service(pg),
+        Box::new(move || counter.statements_run()),
+    )
+    .await;
+    let counter = lite.clone();
+    let lite_rows = per_endpoint::measure(
+        per_endpoint::service(lite),
+        Box::new(move || counter.statements_run()),
+    )
+    .await;
+    println!("{:<56} {:>3} {:>6}", "endpoint", "pg", "sqlite");
+    for ((name, pg), (_, lite)) in pg_rows.iter().zip(&lite_rows) {
+        println!("{name:<56} {pg:>3} {lite:>6}");
+    }
+    let got: Vec<(&str, u64, u64)> = pg_rows
+        .iter()
+        .zip(&lite_rows)
+        .map(|((name, pg), (_, lite))| (*name, *pg, *lite))
+        .collect();
+    assert_eq!(got, EXPECTED);
+    drop((pg_db, lite_db));
+}
+
+/// The inbox (the conversation list) of a contact with 500 conversations,
+/// many messages in them, costs what it costs with 5.
+async fn inbox_cost_ignores_conversation_and_message_counts(
+    s: S,
+    statements: &(dyn Fn() -> u64 + Sync),
+) {
+    use confab_domain::Cursor;
+
+    use crate::support::{direct, no_filter};
+
+    let alice = contact(&s, "alice").await;
+    let mut peers = Vec::new();
+    for i in 0..10 {
+        peers.push(contact(&s, &format!("peer{i}")).await);
+    }
+    let mut convs = Vec::new();
+    for i in 0..5_i64 {
+        convs.push(direct(&s, &alice, &peers[i as usize % 10], at(i)).await);
+    }
+    let inbox = |cursor: Option<Cursor<ConversationId>>| {
+        let s = s.clone();
+        let id = alice.id;
+        async move {
+            let before = statements();
+            let p = s
+                .list_conversations(id, no_filter(), crate::support::page(10, cursor))
+                .await
+                .expect("inbox");
+            (statements() - before, p)
+        }
+    };
+    let (few, p) = inbox(None).await;
+    assert_eq!(p.items.len(), 5);
+    let (few_next, _) = inbox(Some(Cursor::After(p.items[1].conversation.id))).await;
+
+    for i in 5..500_i64 {
+        convs.push(direct(&s, &alice, &peers[i as usize % 10], at(i)).await);
+    }
+    for (i, c) in convs.iter().enumerate().step_by(25) {
+        for j in 0..10_i64 {
+            send(&s, c, &alice, "busy", at(1000 + i as i64 * 10 + j)).await;
+        }
+    }
+    let (many, p) = inbox(None).await;
+    assert_eq!(p.items.len(), 10);
+    assert!(p.has_more);
+    let (many_next, _) = inbox(Some(Cursor::After(p.items[5].conversation.id))).await;
+    println!("inbox statements: 5 conversations {few} / next page {few_next}; 500 conversations {many} / next page {many_next}");
+    assert_eq!(
+        few, many,
+        "first page: 5 conversations cost {few}, 500 cost {many}"
+    );
+    assert_eq!(
+        few_next, many_next,
+        "next page: 5 conversations cost {few_next}, 500 cost {many_next}"
+    );
+    assert_eq!((few, few_next), (1, 2), "one statement, two with a cursor");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_inbox_cost_ignores_conversation_and_message_counts() {
+    let (db, store) = tokio::task::spawn_blocking(|| {
+        let db = TestDb::postgres();
+        let store = PgStore::connect(&db.url).expect("connect");
+        (db, store)
+    })
+    .await
+    .expect("join");
+    let counter = store.clone();
+    inbox_cost_ignores_conversation_and_message_counts(Arc::new(store), &move || {
+        counter.statements_run()
+    })
+    .await;
+    drop(db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_inbox_cost_ignores_conversation_and_message_counts() {
+    let (db, store) = tokio::task::spawn_blocking(|| {
+        let db = TestDb::sqlite();
+        let store = SqliteStore::open(&db.url).expect("open");
+        (db, store)
+    })
+    .await
+    .expect("join");
+    let counter = store.clone();
+    inbox_cost_ignores_conversation_and_message_counts(Arc::new(store), &move || {
+        counter.statements_run()
+    })
+    .await;
+    drop(db);
+}

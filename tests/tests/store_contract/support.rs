@@ -170,7 +170,7 @@ pub(crate) fn new_message(
     NewMessage {
         id: MessageId::from_uuid(new_id()),
         conversation_id: conv.id,
-        sender_id: sender.id,
+        sender: sender.clone(),
         text: text(body),
         attachments: Vec::new(),
         created_at: created,

@@ -83,28 +83,6 @@ macro_rules! conversation_list {
     }};
 }
 
-/// Messages of the viewer's conversations (optionally of one), boxed.
-macro_rules! message_list {
-    ($viewer:expr, $only:expr) => {{
-        use $crate::schema::{conversations, messages};
-        let viewer: $crate::id::DbId = $viewer;
-        let only: Option<$crate::id::DbId> = $only;
-        let mut q = messages::table
-            .filter(
-                messages::conversation_id.eq_any(
-                    conversations::table
-                        .filter($crate::queries::membership::visible_to!(viewer))
-                        .select(conversations::id),
-                ),
-            )
-            .into_boxed::<Db>();
-        if let Some(c) = only {
-            q = q.filter(messages::conversation_id.eq(c));
-        }
-        q
-    }};
-}
-
 /// The groups the viewer belongs to, boxed.
 macro_rules! group_list {
     ($viewer:expr) => {{
@@ -121,7 +99,7 @@ macro_rules! group_list {
             .into_boxed::<Db>()
     }};
 }
-pub(crate) use {conversation_list, group_list, message_list, visible_to};
+pub(crate) use {conversation_list, group_list, visible_to};
 
 /// Expands the functions of this file in a backend's `queries` module (see
 /// [`super::instantiate`]).

@@ -8,7 +8,7 @@ macro_rules! expand {
     () => {
         use confab_domain::{
             check_attachment_count, check_reaction_name_count, AttachmentId, ContactId, FileSize,
-            Message, MessageId, NewAttachment, ReactionName, Timestamp,
+            Message, MessageId, MessageText, NewAttachment, ReactionName, Timestamp,
         };
         use confab_ports::MessageChange;
         use diesel::prelude::*;
@@ -17,7 +17,7 @@ macro_rules! expand {
         use super::{Backend, Conn, Result};
         use crate::id::DbId;
         use crate::queries::not_found;
-        use crate::rows::{AttachmentRow, DbKey, NewReactionRow};
+        use crate::rows::{AttachmentRow, DbKey, MessageChangeset, NewReactionRow};
         use crate::schema::{attachments, messages, reactions};
         use crate::SqlBackend as _;
 
@@ -61,16 +61,13 @@ macro_rules! expand {
             // reaction names and attachments hold under concurrency.
             let current = Backend::lock_message(conn, m)?.ok_or_else(not_found)?;
             let at = change.at.micros();
-            let mut changed = false;
 
-            if let Some(text) = change.text {
-                if text.as_str() != current.body {
-                    diesel::update(messages::table.find(m))
-                        .set(messages::body.eq(text.into_inner()))
-                        .execute(conn)?;
-                    changed = true;
-                }
-            }
+            // Written with `updated_at` below, in one statement.
+            let new_body = change
+                .text
+                .filter(|text| text.as_str() != current.body)
+                .map(MessageText::into_inner);
+            let mut changed = new_body.is_some();
 
             if !change.add_reactions.is_empty() {
                 let reactor = change.reactor.db();
@@ -125,7 +122,10 @@ macro_rules! expand {
 
             if changed {
                 diesel::update(messages::table.find(m))
-                    .set(messages::updated_at.eq(Some(at)))
+                    .set(&MessageChangeset {
+                        body: new_body,
+                        updated_at: Some(at),
+                    })
                     .execute(conn)?;
             }
             load_message(conn, m)?.ok_or_else(not_found)

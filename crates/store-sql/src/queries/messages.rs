@@ -1,5 +1,5 @@
-//! Messages: appending, reading (hydrated with senders, reactions and
-//! attachments in one query each) and deleting.
+//! Messages: appending, reading (with their senders in the same statement,
+//! reactions and attachments together in one more) and deleting.
 
 /// Expands the functions of this file in a backend's `queries` module (see
 /// [`super::instantiate`]).
@@ -8,98 +8,132 @@ macro_rules! expand {
         use std::collections::HashMap;
 
         use confab_domain::{
-            check_attachment_count, Contact, ContactId, ConversationId, Message, MessageId,
+            check_attachment_count, Contact, ContactId, ConversationId, Cursor, Message, MessageId,
             MessageText, Page, Paged, Reaction, ReactionName, Reactor, Username,
         };
-        use confab_ports::NewMessage;
-        use diesel::dsl::exists;
+        use confab_ports::{NewMessage, StoreError};
+        use diesel::dsl::{case_when, exists};
         use diesel::prelude::*;
+        use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 
         use super::message_updates::insert_attachments;
-        use super::{Conn, Db, Result};
-        use crate::error::{corrupt, inconsistent};
+        use super::{Backend, Conn, Db, Result};
+        use crate::error::{corrupt, Error};
         use crate::id::DbId;
-        use crate::queries::membership::{message_list, visible_to};
+        use crate::queries::membership::visible_to;
         use crate::queries::not_found;
-        use crate::queries::paging::{fetch_size, finish_page, keyset, seek};
+        use crate::queries::paging::{fetch_size, finish_page};
         use crate::rows::{
             contact_id, conversation_id, message_id, ts, AttachmentRow, ContactRow, DbKey,
             MessageRow,
         };
         use crate::schema::{attachments, contacts, conversations, messages, reactions};
+        use crate::SqlBackend as _;
 
-        /// Loads senders, reactions (with the reactors' usernames) and attachments
-        /// for all `rows` with one query each, and assembles the messages in order.
-        pub(super) fn hydrate(conn: &mut Conn, rows: Vec<MessageRow>) -> Result<Vec<Message>> {
+        /// One row of a page's relations: a reaction (with its reactor's
+        /// username) or an attachment, in one shape so that both come in one
+        /// statement (`UNION ALL`).
+        type RelationRow = (
+            bool,
+            DbId,
+            i64,
+            DbId,
+            String,
+            String,
+            String,
+            Option<i64>,
+            i64,
+        );
+
+        /// Loads the reactions (with the reactors' usernames) and attachments of
+        /// all `rows` in one statement, and assembles the messages in order. The
+        /// senders come with the rows.
+        pub(super) fn hydrate(
+            conn: &mut Conn,
+            rows: Vec<(MessageRow, ContactRow)>,
+        ) -> Result<Vec<Message>> {
             if rows.is_empty() {
                 return Ok(Vec::new());
             }
-            let ids: Vec<DbId> = rows.iter().map(|r| r.id).collect();
-            let mut sender_ids: Vec<DbId> = rows.iter().map(|r| r.sender_id).collect();
-            sender_ids.sort_unstable();
-            sender_ids.dedup();
-
-            let mut senders: HashMap<DbId, Contact> = HashMap::with_capacity(sender_ids.len());
-            let sender_rows: Vec<ContactRow> = contacts::table
-                .filter(contacts::id.eq_any(&sender_ids))
-                .select(ContactRow::as_select())
-                .load(conn)?;
-            for row in sender_rows {
-                senders.insert(row.id, Contact::try_from(row)?);
-            }
-
-            let reaction_rows: Vec<(DbId, String, DbId, String)> = reactions::table
+            let ids: Vec<DbId> = rows.iter().map(|(r, _)| r.id).collect();
+            let reaction_side = reactions::table
                 .inner_join(contacts::table)
-                .filter(reactions::message_id.eq_any(&ids))
-                .order(reactions::seq.asc())
+                .filter(reactions::message_id.eq_any(ids.clone()))
                 .select((
+                    true.into_sql::<Bool>(),
                     reactions::message_id,
-                    reactions::name,
+                    reactions::seq,
                     reactions::contact_id,
+                    reactions::name,
                     contacts::username,
-                ))
-                .load(conn)?;
+                    "".into_sql::<Text>(),
+                    None::<i64>.into_sql::<Nullable<BigInt>>(),
+                    reactions::created_at,
+                ));
+            let attachment_side = attachments::table
+                .filter(attachments::message_id.eq_any(ids))
+                .select((
+                    false.into_sql::<Bool>(),
+                    attachments::message_id,
+                    attachments::seq.cast::<BigInt>(),
+                    attachments::id,
+                    attachments::filename,
+                    attachments::file_url,
+                    attachments::file_type,
+                    attachments::file_size,
+                    attachments::created_at,
+                ));
+            let mut relations: Vec<RelationRow> =
+                reaction_side.union_all(attachment_side).load(conn)?;
+            // Reactions in the order they were made (their seq), attachments in
+            // their position; a compound statement has no portable ORDER BY per
+            // side.
+            relations.sort_by_key(|r| (r.0, r.1, r.2));
+
             let mut reactions_of: HashMap<DbId, Vec<Reaction>> = HashMap::new();
-            for (message, name, who, username) in reaction_rows {
-                let reactor = Reactor {
-                    contact_id: contact_id(who),
-                    username: Username::new(username).map_err(|e| corrupt("username", e))?,
-                };
-                // Rows come in reaction order: a name's group is placed where its
-                // first reaction is, reactors in the order they reacted.
-                let list = reactions_of.entry(message).or_default();
-                match list.iter_mut().find(|r| r.name.as_str() == name) {
-                    Some(reaction) => reaction.reactors.push(reactor),
-                    None => list.push(Reaction {
-                        name: ReactionName::new(name).map_err(|e| corrupt("reaction name", e))?,
-                        reactors: vec![reactor],
-                    }),
+            let mut attachments_of: HashMap<DbId, Vec<confab_domain::Attachment>> = HashMap::new();
+            for (is_reaction, message, seq, id, a, b, c, size, created_at) in relations {
+                if is_reaction {
+                    let (name, username) = (a, b);
+                    let reactor = Reactor {
+                        contact_id: contact_id(id),
+                        username: Username::new(username).map_err(|e| corrupt("username", e))?,
+                    };
+                    // Rows come in reaction order: a name's group is placed where its
+                    // first reaction is, reactors in the order they reacted.
+                    let list = reactions_of.entry(message).or_default();
+                    match list.iter_mut().find(|r| r.name.as_str() == name) {
+                        Some(reaction) => reaction.reactors.push(reactor),
+                        None => list.push(Reaction {
+                            name: ReactionName::new(name)
+                                .map_err(|e| corrupt("reaction name", e))?,
+                            reactors: vec![reactor],
+                        }),
+                    }
+                } else {
+                    let row = AttachmentRow {
+                        id,
+                        message_id: message,
+                        seq: i32::try_from(seq).unwrap_or(i32::MAX),
+                        filename: a,
+                        file_url: b,
+                        file_type: c,
+                        file_size: size,
+                        created_at,
+                    };
+                    attachments_of
+                        .entry(message)
+                        .or_default()
+                        .push(confab_domain::Attachment::try_from(row)?);
                 }
             }
 
-            let attachment_rows: Vec<AttachmentRow> = attachments::table
-                .filter(attachments::message_id.eq_any(&ids))
-                .order((attachments::message_id.asc(), attachments::seq.asc()))
-                .select(AttachmentRow::as_select())
-                .load(conn)?;
-            let mut attachments_of: HashMap<DbId, Vec<confab_domain::Attachment>> = HashMap::new();
-            for row in attachment_rows {
-                let message = row.message_id;
-                attachments_of
-                    .entry(message)
-                    .or_default()
-                    .push(confab_domain::Attachment::try_from(row)?);
-            }
-
             rows.into_iter()
-                .map(|r| {
-                    let sender = senders.get(&r.sender_id).cloned().ok_or_else(|| {
-                        inconsistent(format!("sender of message {} is missing", message_id(r.id)))
-                    })?;
+                .map(|(r, sender)| {
                     Ok(Message {
                         id: message_id(r.id),
                         conversation_id: conversation_id(r.conversation_id),
-                        sender,
+                        sender: Contact::try_from(sender)?,
                         text: MessageText::new(r.body).map_err(|e| corrupt("message text", e))?,
                         reactions: reactions_of.remove(&r.id).unwrap_or_default(),
                         attachments: attachments_of.remove(&r.id).unwrap_or_default(),
@@ -111,10 +145,18 @@ macro_rules! expand {
                 .collect()
         }
 
+        /// Messages with their senders (a join: the sender comes in the same
+        /// statement as the message).
+        macro_rules! with_senders {
+            () => {
+                messages::table.inner_join(contacts::table.on(contacts::id.eq(messages::sender_id)))
+            };
+        }
+
         pub(super) fn load_message(conn: &mut Conn, id: DbId) -> Result<Option<Message>> {
-            let rows: Vec<MessageRow> = messages::table
-                .find(id)
-                .select(MessageRow::as_select())
+            let rows: Vec<(MessageRow, ContactRow)> = with_senders!()
+                .filter(messages::id.eq(id))
+                .select((MessageRow::as_select(), ContactRow::as_select()))
                 .load(conn)?;
             Ok(hydrate(conn, rows)?.pop())
         }
@@ -122,31 +164,39 @@ macro_rules! expand {
         pub(crate) fn append_message(conn: &mut Conn, message: NewMessage) -> Result<Message> {
             check_attachment_count(message.attachments.len())?;
             let c = message.conversation_id.db();
+            let sender = message.sender.id.db();
             let at = message.created_at.micros();
-            // First, so that appenders to one conversation queue on its row lock. Only
-            // forward: of two racing appends, the later message wins.
+            // First, so that appenders to one conversation queue on its row lock;
+            // the sender's membership is part of the same statement, so that a
+            // member removed meanwhile cannot post. Activity only moves forward:
+            // of two racing appends, the later message wins.
+            let forward = conversations::last_active_at
+                .is_null()
+                .or(conversations::last_active_at.lt(at));
             let moved = diesel::update(
-                conversations::table.filter(conversations::id.eq(c)).filter(
-                    conversations::last_active_at
-                        .is_null()
-                        .or(conversations::last_active_at.lt(at)),
-                ),
+                conversations::table
+                    .filter(conversations::id.eq(c))
+                    .filter(visible_to!(sender)),
             )
             .set((
-                conversations::last_active_at.eq(Some(at)),
-                conversations::activity_at.eq(at),
+                conversations::last_active_at.eq(case_when::<_, _, Nullable<BigInt>>(
+                    forward.clone(),
+                    Some(at),
+                )
+                .otherwise(conversations::last_active_at)),
+                conversations::activity_at
+                    .eq(case_when::<_, _, BigInt>(forward, at)
+                        .otherwise(conversations::activity_at)),
             ))
             .execute(conn)?;
-            if moved == 0
-                && !diesel::select(exists(conversations::table.find(c))).get_result::<bool>(conn)?
-            {
+            if moved == 0 {
                 return Err(not_found());
             }
             let row = MessageRow {
                 id: message.id.db(),
                 conversation_id: c,
-                sender_id: message.sender_id.db(),
-                body: message.text.into_inner(),
+                sender_id: sender,
+                body: message.text.as_str().to_owned(),
                 read_at: None,
                 created_at: at,
                 updated_at: None,
@@ -155,7 +205,30 @@ macro_rules! expand {
                 .values(&row)
                 .execute(conn)?;
             insert_attachments(conn, row.id, 0, &message.attachments, message.created_at)?;
-            load_message(conn, row.id)?.ok_or_else(not_found)
+            // What was written is what a reader would load: no read back.
+            Ok(Message {
+                id: message.id,
+                conversation_id: message.conversation_id,
+                sender: message.sender,
+                text: message.text,
+                reactions: Vec::new(),
+                attachments: message
+                    .attachments
+                    .into_iter()
+                    .map(|(id, a)| confab_domain::Attachment {
+                        id,
+                        message_id: message.id,
+                        filename: a.filename,
+                        file_url: a.file_url,
+                        file_type: a.file_type,
+                        file_size: a.file_size,
+                        created_at: message.created_at,
+                    })
+                    .collect(),
+                read_at: None,
+                created_at: message.created_at,
+                updated_at: None,
+            })
         }
 
         pub(crate) fn message_for(
@@ -164,8 +237,8 @@ macro_rules! expand {
             id: MessageId,
         ) -> Result<Option<Message>> {
             let v = viewer.db();
-            let rows: Vec<MessageRow> = messages::table
-                .find(id.db())
+            let rows: Vec<(MessageRow, ContactRow)> = with_senders!()
+                .filter(messages::id.eq(id.db()))
                 .filter(
                     messages::conversation_id.eq_any(
                         conversations::table
@@ -173,11 +246,31 @@ macro_rules! expand {
                             .select(conversations::id),
                     ),
                 )
-                .select(MessageRow::as_select())
+                .select((MessageRow::as_select(), ContactRow::as_select()))
                 .load(conn)?;
             Ok(hydrate(conn, rows)?.pop())
         }
 
+        /// The ids of the viewer's conversations (optionally only `$only`), as a
+        /// subquery: the list a message must be in to be paged.
+        macro_rules! listed_conversations {
+            ($v:expr, $only:expr) => {{
+                let mut q = conversations::table
+                    .filter(visible_to!($v))
+                    .select(conversations::id)
+                    .into_boxed::<Db>();
+                if let Some(c) = $only {
+                    q = q.filter(conversations::id.eq(c));
+                }
+                q
+            }};
+        }
+
+        /// One page: a statement for the messages with their senders, with the
+        /// membership and the cursor's position resolved inside it, and one for
+        /// their reactions and attachments. Only an empty page costs a second
+        /// statement instead, to tell "nothing there" from an invisible
+        /// conversation or a cursor that is not in the list.
         pub(crate) fn list_messages(
             conn: &mut Conn,
             viewer: ContactId,
@@ -187,28 +280,121 @@ macro_rules! expand {
             let v = viewer.db();
             let only = conversation.map(|c| c.db());
             let (limit, fetch) = fetch_size(&page);
-            let seek = seek(page.cursor, |id: MessageId| {
-                Ok(message_list!(v, only)
-                    .filter(messages::id.eq(id.db()))
-                    .select((messages::created_at, messages::id))
-                    .first::<(i64, DbId)>(conn)
-                    .optional()?)
-            })?;
-            let backwards = seek.backwards();
-            let rows: Vec<MessageRow> = keyset!(
-                message_list!(v, only),
-                messages::created_at,
-                messages::id,
-                seek
-            )
-            .select(MessageRow::as_select())
-            .limit(fetch)
-            .load(conn)?;
+            let cursor = page.cursor.map(|c| match c {
+                Cursor::After(id) => (false, id.db()),
+                Cursor::Before(id) => (true, id.db()),
+            });
+            let backwards = matches!(cursor, Some((true, _)));
+
+            let cursor_message = diesel::alias!(messages as cursor_message);
+            // The cursor's `created_at`, NULL unless it is in this very list:
+            // in the one conversation (whose visibility the page checks
+            // anyway), or in one the viewer sees.
+            let cursor_key = |id: DbId| {
+                let q = cursor_message
+                    .filter(cursor_message.field(messages::id).eq(id))
+                    .select(cursor_message.field(messages::created_at))
+                    .into_boxed::<Db>();
+                match only {
+                    Some(c) => q.filter(cursor_message.field(messages::conversation_id).eq(c)),
+                    None => q.filter(
+                        cursor_message
+                            .field(messages::conversation_id)
+                            .eq_any(listed_conversations!(v, only)),
+                    ),
+                }
+                .single_value()
+            };
+
+            if only.is_none() {
+                if let Some(rows) = Backend::feed_page(conn, v, cursor, fetch)? {
+                    return finish_list(conn, v, only, cursor, rows, limit, backwards);
+                }
+            }
+            let mut q = with_senders!()
+                .filter(messages::conversation_id.eq_any(listed_conversations!(v, only)))
+                .select((MessageRow::as_select(), ContactRow::as_select()))
+                .into_boxed::<Db>();
+            if let Some(c) = only {
+                q = q.filter(messages::conversation_id.eq(c));
+            }
+            let at = messages::created_at.nullable();
+            q = match cursor {
+                None => q.order((messages::created_at.desc(), messages::id.desc())),
+                // Strictly after the cursor in list order, with a redundant bound
+                // on `created_at` alone that lets the index scan start there.
+                Some((false, id)) => q
+                    .filter(at.le(cursor_key(id)))
+                    .filter(
+                        at.lt(cursor_key(id))
+                            .or(at.eq(cursor_key(id)).and(messages::id.lt(id))),
+                    )
+                    .order((messages::created_at.desc(), messages::id.desc())),
+                // Before it: run in reverse, turned back by `finish_page`.
+                Some((true, id)) => q
+                    .filter(at.ge(cursor_key(id)))
+                    .filter(
+                        at.gt(cursor_key(id))
+                            .or(at.eq(cursor_key(id)).and(messages::id.gt(id))),
+                    )
+                    .order((messages::created_at.asc(), messages::id.asc())),
+            };
+            let rows: Vec<(MessageRow, ContactRow)> = q.limit(fetch).load(conn)?;
+            finish_list(conn, v, only, cursor, rows, limit, backwards)
+        }
+
+        /// The page from its rows (in the order of travel): their relations,
+        /// or why it is empty.
+        fn finish_list(
+            conn: &mut Conn,
+            v: DbId,
+            only: Option<DbId>,
+            cursor: Option<(bool, DbId)>,
+            rows: Vec<(MessageRow, ContactRow)>,
+            limit: usize,
+            backwards: bool,
+        ) -> Result<Paged<Message>> {
+            if rows.is_empty() {
+                check_empty_page(conn, v, only, cursor.map(|(_, id)| id))?;
+            }
             let (rows, has_more) = finish_page(rows, limit, backwards);
             Ok(Paged {
                 items: hydrate(conn, rows)?,
                 has_more,
             })
+        }
+
+        /// Why a page came back empty, in one statement: an invisible
+        /// conversation is `NotFound` (before any cursor error), a cursor not in
+        /// the list `CursorNotFound`; else the list is simply empty there.
+        fn check_empty_page(
+            conn: &mut Conn,
+            v: DbId,
+            only: Option<DbId>,
+            cursor: Option<DbId>,
+        ) -> Result<()> {
+            let (visible, cursor_listed): (bool, bool) =
+                match (only, cursor) {
+                    (None, None) => return Ok(()),
+                    (Some(_), None) => (
+                        diesel::select(exists(listed_conversations!(v, only))).get_result(conn)?,
+                        true,
+                    ),
+                    (_, Some(id)) => diesel::select((
+                        exists(listed_conversations!(v, only)),
+                        exists(messages::table.filter(messages::id.eq(id)).filter(
+                            messages::conversation_id.eq_any(listed_conversations!(v, only)),
+                        )),
+                    ))
+                    .get_result(conn)?,
+                };
+            if only.is_some() && !visible {
+                return Err(not_found());
+            }
+            if !cursor_listed {
+                return Err(Error::Store(StoreError::CursorNotFound));
+            }
+            Ok(())
         }
 
         pub(crate) fn delete_message(conn: &mut Conn, id: MessageId) -> Result<()> {
