@@ -5,7 +5,7 @@
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use confab_server::startup::{open_service, Application, Database};
+use confab_server::startup::{open_service, Application, Database, RateLimits};
 use confab_service::Confab;
 use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
@@ -92,7 +92,17 @@ impl TestApp {
         .expect("join");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        let app = Application::build(service.clone(), listener)
+        // The default per-token limit stays on (the suites show it never
+        // trips normal use). The per-address limit for requests without a
+        // valid token is off: every test actor here shares 127.0.0.1, so it
+        // would be one budget for all of them, and tests that send dead
+        // tokens on purpose (the authorization matrix) would spend it for
+        // the others. It has its own tests in crates/server/tests/rate_limit.rs.
+        let limits = RateLimits {
+            anonymous: None,
+            ..RateLimits::default()
+        };
+        let app = Application::build_with(service.clone(), listener, limits)
             .await
             .expect("build app");
         tokio::spawn(app.run_until_stopped());
