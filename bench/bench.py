@@ -221,7 +221,10 @@ def free_port():
 class Server:
     def __init__(self, database_url, logfile):
         self.port = free_port()
-        env = dict(os.environ, DATABASE_URL=database_url, CONFAB_LISTEN=f"127.0.0.1:{self.port}", RUST_LOG="warn")
+        # Rate limits off (0): a scenario sends hundreds of requests per
+        # second with one token, which the default per-token budget refuses.
+        env = dict(os.environ, DATABASE_URL=database_url, CONFAB_LISTEN=f"127.0.0.1:{self.port}", RUST_LOG="warn",
+                   CONFAB_RATE_LIMIT_PER_SECOND="0", CONFAB_RATE_LIMIT_ANON_PER_SECOND="0")
         self.log = open(logfile, "a")
         self.proc = subprocess.Popen([BIN, "serve"], env=env, stdout=self.log, stderr=self.log)
         for _ in range(300):
