@@ -4,11 +4,12 @@
 //! its pooled connection itself, so a connection never lives across an
 //! `.await`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use confab_ports::StoreError;
+use confab_ports::{PoolState, StoreError};
 use diesel::connection::{Connection, InstrumentationEvent};
+use diesel::r2d2::{ManageConnection, Pool, PooledConnection};
 
 use crate::error::Error;
 use crate::SqlBackend;
@@ -78,5 +79,29 @@ pub(crate) struct LogErrors(pub(crate) &'static str);
 impl diesel::r2d2::HandleError<diesel::r2d2::Error> for LogErrors {
     fn handle_error(&self, error: diesel::r2d2::Error) {
         tracing::warn!(%error, "{} connection error", self.0);
+    }
+}
+
+/// A pooled connection, counting the caller in `waiting` meanwhile (the
+/// pool's waiters, for metrics).
+pub(crate) fn counted_checkout<M: ManageConnection>(
+    pool: &Pool<M>,
+    waiting: &AtomicU32,
+) -> Result<PooledConnection<M>, diesel::r2d2::PoolError> {
+    waiting.fetch_add(1, Ordering::Relaxed);
+    let pooled = pool.get();
+    waiting.fetch_sub(1, Ordering::Relaxed);
+    pooled
+}
+
+/// The pool right now, for metrics. `waiting` counts the callers inside a
+/// checkout (waiting for a connection or just taking one).
+pub(crate) fn pool_state<M: ManageConnection>(pool: &Pool<M>, waiting: &AtomicU32) -> PoolState {
+    let state = pool.state();
+    PoolState {
+        max_size: pool.max_size(),
+        connections: state.connections,
+        idle: state.idle_connections,
+        waiting: waiting.load(Ordering::Relaxed),
     }
 }

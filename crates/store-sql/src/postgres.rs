@@ -104,22 +104,16 @@ impl PgStore {
     }
 
     /// How many SQL statements this store has sent since it was opened,
-    /// pool health checks (only after a lost connection) included. Tests use it to show that a page costs
-    /// a fixed number of queries however many items it holds.
+    /// pool health checks (only after a lost connection) included. Tests use
+    /// it to show that a page costs a fixed number of queries however many
+    /// items it holds.
     pub fn statements_run(&self) -> u64 {
         self.statements.load(Ordering::Relaxed)
     }
 
-    /// The pool right now, for metrics. `waiting` counts the callers inside
-    /// a checkout (waiting for a connection or just taking one).
+    /// The pool right now, for metrics.
     pub fn pool_state(&self) -> confab_ports::PoolState {
-        let state = self.pool.state();
-        confab_ports::PoolState {
-            max_size: self.pool.max_size(),
-            connections: state.connections,
-            idle: state.idle_connections,
-            waiting: self.waiting.load(Ordering::Relaxed),
-        }
+        crate::door::pool_state(&self.pool, &self.waiting)
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -254,10 +248,7 @@ impl SqlBackend for PgStore {
     }
 
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
-        self.waiting.fetch_add(1, Ordering::Relaxed);
-        let pooled = self.pool.get();
-        self.waiting.fetch_sub(1, Ordering::Relaxed);
-        pooled.map_err(Error::Pool)
+        crate::door::counted_checkout(&self.pool, &self.waiting).map_err(Error::Pool)
     }
 
     fn connection_lost(&self) {

@@ -111,16 +111,9 @@ impl SqliteStore {
         self.statements.load(Ordering::Relaxed)
     }
 
-    /// The pool right now, for metrics. `waiting` counts the callers inside
-    /// a checkout (waiting for a connection or just taking one).
+    /// The pool right now, for metrics.
     pub fn pool_state(&self) -> confab_ports::PoolState {
-        let state = self.pool.state();
-        confab_ports::PoolState {
-            max_size: self.pool.max_size(),
-            connections: state.connections,
-            idle: state.idle_connections,
-            waiting: self.waiting.load(Ordering::Relaxed),
-        }
+        crate::door::pool_state(&self.pool, &self.waiting)
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -182,10 +175,7 @@ impl SqlBackend for SqliteStore {
     }
 
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
-        self.waiting.fetch_add(1, Ordering::Relaxed);
-        let pooled = self.pool.get();
-        self.waiting.fetch_sub(1, Ordering::Relaxed);
-        pooled.map_err(Error::Pool)
+        crate::door::counted_checkout(&self.pool, &self.waiting).map_err(Error::Pool)
     }
 
     /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use confab_domain::{Contact, ConversationId, Message, Paged};
 use confab_store_postgres::PgStore;
 use confab_store_sqlite::SqliteStore;
-use confab_tests::db::TestDb;
+use confab_tests::db::{Backend, TestDb};
 
 use crate::support::{
     at, attachment, change, contact, group, group_conversation, new_message, page, reactions_of,
@@ -34,6 +34,31 @@ async fn statements_for_page(
         }
     }
     best.expect("three tries")
+}
+
+/// The statements a store has sent so far.
+type Counter = Box<dyn Fn() -> u64 + Send + Sync>;
+
+/// A store on a fresh database of `backend`, with its statement counter.
+async fn counted_store(backend: Backend) -> (TestDb, S, Counter) {
+    tokio::task::spawn_blocking(move || match backend {
+        Backend::Postgres => {
+            let db = TestDb::postgres();
+            let store = PgStore::connect(&db.url).expect("connect");
+            let counter = store.clone();
+            let statements: Counter = Box::new(move || counter.statements_run());
+            (db, Arc::new(store) as S, statements)
+        }
+        Backend::Sqlite => {
+            let db = TestDb::sqlite();
+            let store = SqliteStore::open(&db.url).expect("open");
+            let counter = store.clone();
+            let statements: Counter = Box::new(move || counter.statements_run());
+            (db, Arc::new(store) as S, statements)
+        }
+    })
+    .await
+    .expect("join")
 }
 
 async fn page_of_messages_costs_a_fixed_number_of_statements(
@@ -89,35 +114,15 @@ async fn page_of_messages_costs_a_fixed_number_of_statements(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_page_of_messages_costs_a_fixed_number_of_statements() {
-    let (db, store) = tokio::task::spawn_blocking(|| {
-        let db = TestDb::postgres();
-        let store = PgStore::connect(&db.url).expect("connect");
-        (db, store)
-    })
-    .await
-    .expect("join");
-    let counter = store.clone();
-    page_of_messages_costs_a_fixed_number_of_statements(Arc::new(store), &move || {
-        counter.statements_run()
-    })
-    .await;
+    let (db, store, statements) = counted_store(Backend::Postgres).await;
+    page_of_messages_costs_a_fixed_number_of_statements(store, &*statements).await;
     drop(db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_page_of_messages_costs_a_fixed_number_of_statements() {
-    let (db, store) = tokio::task::spawn_blocking(|| {
-        let db = TestDb::sqlite();
-        let store = SqliteStore::open(&db.url).expect("open");
-        (db, store)
-    })
-    .await
-    .expect("join");
-    let counter = store.clone();
-    page_of_messages_costs_a_fixed_number_of_statements(Arc::new(store), &move || {
-        counter.statements_run()
-    })
-    .await;
+    let (db, store, statements) = counted_store(Backend::Sqlite).await;
+    page_of_messages_costs_a_fixed_number_of_statements(store, &*statements).await;
     drop(db);
 }
 
@@ -580,34 +585,14 @@ async fn inbox_cost_ignores_conversation_and_message_counts(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_inbox_cost_ignores_conversation_and_message_counts() {
-    let (db, store) = tokio::task::spawn_blocking(|| {
-        let db = TestDb::postgres();
-        let store = PgStore::connect(&db.url).expect("connect");
-        (db, store)
-    })
-    .await
-    .expect("join");
-    let counter = store.clone();
-    inbox_cost_ignores_conversation_and_message_counts(Arc::new(store), &move || {
-        counter.statements_run()
-    })
-    .await;
+    let (db, store, statements) = counted_store(Backend::Postgres).await;
+    inbox_cost_ignores_conversation_and_message_counts(store, &*statements).await;
     drop(db);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_inbox_cost_ignores_conversation_and_message_counts() {
-    let (db, store) = tokio::task::spawn_blocking(|| {
-        let db = TestDb::sqlite();
-        let store = SqliteStore::open(&db.url).expect("open");
-        (db, store)
-    })
-    .await
-    .expect("join");
-    let counter = store.clone();
-    inbox_cost_ignores_conversation_and_message_counts(Arc::new(store), &move || {
-        counter.statements_run()
-    })
-    .await;
+    let (db, store, statements) = counted_store(Backend::Sqlite).await;
+    inbox_cost_ignores_conversation_and_message_counts(store, &*statements).await;
     drop(db);
 }
