@@ -2,14 +2,15 @@
 //! outputs of API.md section 3 that scripts rely on, and a revocation seen by
 //! a running server.
 
+mod binary;
+
+use binary::{free_port, Server, BIN};
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_confab");
 
 fn confab(db: &Path, args: &[&str]) -> Output {
     Command::new(BIN)
@@ -43,23 +44,6 @@ fn get_status(port: u16, path: &str, token: &str) -> u16 {
         .nth(1)
         .and_then(|code| code.parse().ok())
         .expect("status line")
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
 }
 
 fn serve(db: &Path, port: u16) -> Server {

@@ -3,37 +3,15 @@
 //! malformed Authorization header, the path) and message text in bodies and
 //! query strings; then the log is searched for all of them.
 
+mod binary;
+
+use binary::{confab_ok, Server, BIN};
 use std::fs::File;
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_confab");
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn cli(db: &Path, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("DATABASE_URL", db)
-        .output()
-        .expect("run confab");
-    assert!(out.status.success(), "{args:?}: {out:?}");
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_owned()
-}
 
 /// Sends one raw request; returns the status and the body.
 fn send(port: u16, head: &str, body: &str) -> (u16, String) {
@@ -63,7 +41,7 @@ fn tokens_and_message_text_stay_out_of_the_log() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("c.db");
     let log_path = dir.path().join("confab.log");
-    cli(
+    confab_ok(
         &db,
         &[
             "contact",
@@ -74,7 +52,7 @@ fn tokens_and_message_text_stay_out_of_the_log() {
             "+15550100",
         ],
     );
-    let bob = cli(
+    let bob = confab_ok(
         &db,
         &[
             "contact",
@@ -89,7 +67,7 @@ fn tokens_and_message_text_stay_out_of_the_log() {
         .as_str()
         .expect("id")
         .to_owned();
-    let token = cli(&db, &["token", "issue", "--username", "alice"]);
+    let token = confab_ok(&db, &["token", "issue", "--username", "alice"]);
     let secret = token.trim_start_matches("cfb_").to_owned();
     let unknown = format!("cfb_{}", "5ec7e7".repeat(8));
 

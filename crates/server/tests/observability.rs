@@ -3,45 +3,16 @@
 //! every setting in `--help` with its variable, bad settings named, and a
 //! host name in `CONFAB_LISTEN`.
 
+mod binary;
+
+use binary::{confab_ok, free_port, Server, BIN};
 use std::fs::File;
 use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_confab");
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
-
-fn confab(db: &Path, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("DATABASE_URL", db)
-        .output()
-        .expect("run confab");
-    assert!(out.status.success(), "{args:?}: {out:?}");
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_owned()
-}
 
 /// `confab serve` on `listen`, its log in `log`, with extra variables.
 fn serve(db: &Path, listen: &str, port: u16, log: &Path, env: &[(&str, &str)]) -> Server {
@@ -112,7 +83,7 @@ fn one_text_line_per_request_with_the_request_id() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("c.db");
     let log = dir.path().join("confab.log");
-    let alice = confab(
+    let alice = confab_ok(
         &db,
         &[
             "contact",
@@ -127,7 +98,7 @@ fn one_text_line_per_request_with_the_request_id() {
         .as_str()
         .expect("id")
         .to_owned();
-    let token = confab(&db, &["token", "issue", "--username", "alice"]);
+    let token = confab_ok(&db, &["token", "issue", "--username", "alice"]);
     let port = free_port();
     let _server = serve(&db, &format!("127.0.0.1:{port}"), port, &log, &[]);
     let bearer = format!("Authorization: Bearer {token}");
