@@ -161,6 +161,24 @@ struct Found {
     datname: String,
 }
 
+/// A test database or template, with its comment (a template's last use).
+#[derive(QueryableByName)]
+struct Leftover {
+    #[diesel(sql_type = Text)]
+    datname: String,
+    #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+    note: Option<String>,
+}
+
+/// How a template's comment starts; Unix milliseconds follow.
+const USED_AT: &str = "confab test template, last used at ";
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
 /// The migrated template for the current migrations (made if missing, once
 /// per process).
 fn ensure_template(admin_url: &str) -> String {
@@ -202,6 +220,14 @@ fn prepare_template(admin_url: &str) -> String {
             .batch_execute(&format!("ALTER DATABASE {building} RENAME TO {template}"))
             .expect("rename template database");
     }
+    // When it was last used: templates of other migrations (other branches
+    // checked out beside this one) stay while they are in use.
+    admin
+        .batch_execute(&format!(
+            "COMMENT ON DATABASE {template} IS '{USED_AT}{}'",
+            now_ms()
+        ))
+        .expect("mark the template as used");
     drop_leftovers(&mut admin, &template);
     admin
         .batch_execute(&format!("SELECT pg_advisory_unlock({TEMPLATE_LOCK_KEY})"))
@@ -209,28 +235,35 @@ fn prepare_template(admin_url: &str) -> String {
     template
 }
 
-/// Drops what earlier runs left behind: templates of older migrations, and
-/// test databases of runs killed before their cleanup (older than two
-/// hours, read from the UUIDv7 timestamp in their names).
+/// Drops what earlier runs left behind: templates of other migrations not
+/// used for two hours, and test databases of runs killed before their
+/// cleanup (older than two hours, read from the UUIDv7 timestamp in their
+/// names).
 fn drop_leftovers(admin: &mut PgConnection, current_template: &str) {
-    let names: Vec<String> = diesel::sql_query(
-        "SELECT datname FROM pg_database \
+    let found: Vec<Leftover> = diesel::sql_query(
+        "SELECT datname, shobj_description(oid, 'pg_database') AS note FROM pg_database \
          WHERE datname LIKE 'confab\\_tpl\\_%' OR datname LIKE 'confab\\_test\\_%'",
     )
-    .load::<Found>(admin)
-    .map(|found| found.into_iter().map(|db| db.datname).collect())
+    .load::<Leftover>(admin)
     .unwrap_or_default();
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    for name in names {
+    let now_ms = now_ms();
+    let old = |made: u128| now_ms.saturating_sub(made) > 2 * 3600 * 1000;
+    for Leftover {
+        datname: name,
+        note,
+    } in found
+    {
         let stale = if let Some(hex) = name.strip_prefix("confab_test_") {
             // The first 48 bits of a UUIDv7 are its Unix time in milliseconds.
             hex.get(..12)
                 .and_then(|ms| u128::from_str_radix(ms, 16).ok())
-                .is_some_and(|made| now_ms.saturating_sub(made) > 2 * 3600 * 1000)
+                .is_some_and(old)
         } else {
-            name != current_template && !name.ends_with("_building")
+            let used_at = note
+                .as_deref()
+                .and_then(|n| n.strip_prefix(USED_AT))
+                .and_then(|ms| ms.parse::<u128>().ok());
+            name != current_template && !name.ends_with("_building") && used_at.is_none_or(old)
         };
         if stale {
             if let Err(e) =

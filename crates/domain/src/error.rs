@@ -81,6 +81,8 @@ pub enum Field {
     PageBefore,
     /// How long a new access token stays valid.
     TokenLifetime,
+    /// The key a client sends so that retrying a request cannot repeat it.
+    IdempotencyKey,
 }
 
 impl fmt::Display for Field {
@@ -110,6 +112,7 @@ impl fmt::Display for Field {
             Self::PageAfter => "item to start the page after",
             Self::PageBefore => "item to end the page before",
             Self::TokenLifetime => "token lifetime",
+            Self::IdempotencyKey => "idempotency key",
         })
     }
 }

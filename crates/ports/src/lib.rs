@@ -38,6 +38,11 @@ pub enum StoreError {
     /// that is not in the conversation).
     #[error(transparent)]
     Rule(#[from] DomainError),
+    /// The idempotency key a write was to complete is no longer held by its
+    /// request (its lease ran out and a retry took it over): nothing was
+    /// written.
+    #[error("idempotency key no longer held")]
+    ClaimLost,
     /// The database cannot be reached (connection refused, pool timed out).
     /// The source says why.
     #[error("database unavailable")]
@@ -130,10 +135,17 @@ pub struct ConversationFilter {
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait ConversationStore: Send + Sync {
-    /// Stores a new conversation.
+    /// Stores a new conversation; with a `completion`, stores its response
+    /// in the same transaction.
     /// # Errors
     /// - MUST return `NotFound` when the peer contact or the group does not exist.
-    async fn create_conversation(&self, conversation: Conversation) -> Result<(), StoreError>;
+    /// - MUST return `ClaimLost`, writing nothing, when the completion's
+    ///   claim is no longer held.
+    async fn create_conversation(
+        &self,
+        conversation: Conversation,
+        completion: Option<Completion<()>>,
+    ) -> Result<(), StoreError>;
     /// The conversation as `viewer` sees it; `None` when it does not exist or
     /// `viewer` is not a member.
     async fn conversation_for(
@@ -217,11 +229,18 @@ pub trait MessageStore: Send + Sync {
     /// `last_active_at` to the message's `created_at`, in one transaction
     /// that also checks the sender's membership (so that a member removed
     /// concurrently cannot post). Returns the message as stored, built from
-    /// what was written (no read back).
+    /// what was written (no read back). With a `completion`, stores its
+    /// response in the same transaction.
     /// # Errors
     /// - MUST return `NotFound` when the conversation does not exist or the
     ///   sender is not a member of it.
-    async fn append_message(&self, message: NewMessage) -> Result<Message, StoreError>;
+    /// - MUST return `ClaimLost`, writing nothing, when the completion's
+    ///   claim is no longer held.
+    async fn append_message(
+        &self,
+        message: NewMessage,
+        completion: Option<Completion<Message>>,
+    ) -> Result<Message, StoreError>;
     /// The message with this id, when `viewer` is a member of its
     /// conversation (checked in the same query); else `None`.
     async fn message_for(
@@ -302,10 +321,19 @@ pub struct GroupChange {
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait GroupStore: Send + Sync {
+    /// Stores a new group; with a `completion`, stores its response in the
+    /// same transaction.
     /// # Errors
     /// - MUST return `Rule(Invalid { field: Members, rule: UnknownContacts })`
     ///   when a member id is not an existing contact.
-    async fn create_group(&self, group: NewGroup, at: Timestamp) -> Result<Group, StoreError>;
+    /// - MUST return `ClaimLost`, writing nothing, when the completion's
+    ///   claim is no longer held.
+    async fn create_group(
+        &self,
+        group: NewGroup,
+        at: Timestamp,
+        completion: Option<Completion<Group>>,
+    ) -> Result<Group, StoreError>;
     /// The group with its members, when `viewer` is a member; else `None`.
     async fn group_for(&self, viewer: ContactId, id: GroupId) -> Result<Option<Group>, StoreError>;
     /// The viewer's groups, newest first (`created_at` desc, id desc).
@@ -330,6 +358,121 @@ pub trait GroupStore: Send + Sync {
     /// # Errors
     /// - MUST return `NotFound` when it does not exist.
     async fn delete_group(&self, id: GroupId) -> Result<(), StoreError>;
+}
+
+/// What a request answered, kept so that a retry with the same
+/// `Idempotency-Key` gets it again byte for byte.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    pub status: u16,
+    /// The `Location` header, when the answer had one.
+    pub location: Option<String>,
+    pub body: String,
+}
+
+/// A request's hold on its caller's idempotency key: only the holder may
+/// complete or release it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyClaim {
+    pub contact_id: ContactId,
+    pub key: String,
+    /// Names this holder; a takeover after the lease gives a new one.
+    pub holder: Uuid,
+}
+
+/// A new claim on a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimRequest {
+    pub claim: KeyClaim,
+    /// Of the request (its method, path and body); a key is only ever
+    /// replayed for the same request.
+    pub fingerprint: String,
+    pub now: Timestamp,
+    /// The claim may be taken over after this (its holder died).
+    pub locked_until: Timestamp,
+    /// Keys created before this are expired and may be claimed afresh.
+    pub expired_before: Timestamp,
+}
+
+/// What the store found when claiming a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// The key is the caller's to use (new, expired, or its holder's lease
+    /// ran out).
+    Claimed,
+    /// Another request holds it (`same_request`: with the same fingerprint).
+    InFlight { same_request: bool },
+    /// Already answered (`same_request`: with the same fingerprint).
+    Completed {
+        same_request: bool,
+        response: StoredResponse,
+    },
+}
+
+/// Completes a claimed key in the transaction of the write it protects:
+/// the store renders the response from what it wrote and stores it before
+/// committing, and refuses to commit when the claim was lost meanwhile.
+pub struct Completion<T> {
+    pub claim: KeyClaim,
+    render: Box<dyn FnOnce(&T) -> StoredResponse + Send>,
+}
+
+impl<T: 'static> Completion<T> {
+    pub fn new(
+        claim: KeyClaim,
+        render: impl FnOnce(&T) -> StoredResponse + Send + 'static,
+    ) -> Self {
+        Self {
+            claim,
+            render: Box::new(render),
+        }
+    }
+
+    /// The response for `written`, with the claim to store it under.
+    pub fn render(self, written: &T) -> (KeyClaim, StoredResponse) {
+        let response = (self.render)(written);
+        (self.claim, response)
+    }
+
+    /// A completion for a write that returns `U`, whose response is
+    /// rendered from the `T` that `f` makes of it.
+    pub fn adapt<U>(self, f: impl FnOnce(&U) -> T + Send + 'static) -> Completion<U> {
+        let render = self.render;
+        Completion {
+            claim: self.claim,
+            render: Box::new(move |u: &U| render(&f(u))),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for Completion<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion")
+            .field("claim", &self.claim)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Idempotency keys: claimed before a request runs, completed in the
+/// request's own write (see [`Completion`]), or here when the request ended
+/// in an answer without a write.
+#[cfg_attr(feature = "mocks", mockall::automock)]
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Claims the key for `request.claim.holder` unless another live
+    /// request holds it or it was already answered.
+    async fn claim_key(&self, request: ClaimRequest) -> Result<ClaimOutcome, StoreError>;
+    /// Stores `response` for a key its holder still holds; `false` when the
+    /// claim was lost.
+    async fn complete_key(
+        &self,
+        claim: KeyClaim,
+        response: StoredResponse,
+    ) -> Result<bool, StoreError>;
+    /// Gives up a key still held and not answered, so a retry can run.
+    async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError>;
+    /// Forgets keys created before `before`; returns how many.
+    async fn prune_keys(&self, before: Timestamp) -> Result<u64, StoreError>;
 }
 
 /// Whether the store answers at all (for `/readyz`).
@@ -359,10 +502,22 @@ pub struct PoolState {
 
 /// Everything a store adapter provides.
 pub trait Store:
-    ContactStore + TokenStore + ConversationStore + MessageStore + GroupStore + HealthCheck
+    ContactStore
+    + TokenStore
+    + ConversationStore
+    + MessageStore
+    + GroupStore
+    + IdempotencyStore
+    + HealthCheck
 {
 }
 impl<T> Store for T where
-    T: ContactStore + TokenStore + ConversationStore + MessageStore + GroupStore + HealthCheck
+    T: ContactStore
+        + TokenStore
+        + ConversationStore
+        + MessageStore
+        + GroupStore
+        + IdempotencyStore
+        + HealthCheck
 {
 }

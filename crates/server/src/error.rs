@@ -312,6 +312,51 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The JSON body this error is answered with.
+    fn body(&self) -> ErrorBody<'_> {
+        let kind = if self.status.is_server_error() {
+            "api_error"
+        } else {
+            "invalid_request"
+        };
+        ErrorBody {
+            kind,
+            code: self.code,
+            message: &self.message,
+            param: self.param.as_deref(),
+        }
+    }
+
+    /// The body as text, as an idempotency key keeps it.
+    pub fn body_text(&self) -> String {
+        serde_json::to_string(&self.body()).unwrap_or_default()
+    }
+
+    /// 409: another run of this request holds its idempotency key.
+    pub fn idempotency_in_flight() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            "a request with this Idempotency-Key is still in flight; retry it shortly",
+        )
+        .with_param(IDEMPOTENCY_KEY)
+    }
+
+    /// 422: the idempotency key was used for another request.
+    pub fn idempotency_key_reused() -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "this Idempotency-Key was used for a different request; send a new key",
+        )
+        .with_param(IDEMPOTENCY_KEY)
+    }
+}
+
+/// The header a POST's idempotency key comes in, named as `param`.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
 impl fmt::Display for ApiError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -326,11 +371,6 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let kind = if self.status.is_server_error() {
-            "api_error"
-        } else {
-            "invalid_request"
-        };
         let mut response = HttpResponse::build(self.status);
         if self.status == StatusCode::UNAUTHORIZED {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
@@ -338,12 +378,7 @@ impl ResponseError for ApiError {
         if let Some(allow) = self.allow {
             response.insert_header((header::ALLOW, HeaderValue::from_static(allow)));
         }
-        response.json(ErrorBody {
-            kind,
-            code: self.code,
-            message: &self.message,
-            param: self.param.as_deref(),
-        })
+        response.json(self.body())
     }
 }
 
@@ -389,6 +424,7 @@ pub fn param(field: Field) -> &'static str {
         Field::PageAfter => "starting_after",
         Field::PageBefore => "ending_before",
         Field::TokenLifetime => "expires_in",
+        Field::IdempotencyKey => IDEMPOTENCY_KEY,
     }
 }
 
@@ -400,6 +436,8 @@ impl From<ServiceError> for ApiError {
             ServiceError::Forbidden(why) => Self::forbidden(why),
             ServiceError::NotFound { of } => Self::not_found(of.map(param)),
             ServiceError::Conflict(what) => Self::conflict(what),
+            ServiceError::IdempotencyInFlight => Self::idempotency_in_flight(),
+            ServiceError::IdempotencyKeyReused => Self::idempotency_key_reused(),
             e @ ServiceError::Unavailable(_) => Self::unavailable(&e),
             e @ ServiceError::Internal { .. } => Self::internal_error(&e),
         }
@@ -564,6 +602,7 @@ mod tests {
             Field::PageAfter,
             Field::PageBefore,
             Field::TokenLifetime,
+            Field::IdempotencyKey,
         ];
         let params: std::collections::HashSet<_> = fields.iter().map(|f| param(*f)).collect();
         assert_eq!(params.len(), fields.len());

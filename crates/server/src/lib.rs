@@ -26,6 +26,7 @@ mod auth;
 mod decode;
 mod dto;
 mod error;
+mod idempotency;
 mod metrics;
 mod params;
 mod ratelimit;

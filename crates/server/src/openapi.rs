@@ -5,7 +5,7 @@
 //! operation can give are added here, once.
 
 use actix_web::http::Method;
-use utoipa::openapi::path::{HttpMethod, Operation};
+use utoipa::openapi::path::{HttpMethod, Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{ComponentsBuilder, ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
@@ -14,7 +14,7 @@ use utoipa::openapi::{
 };
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::error::ErrorBody;
+use crate::error::{ErrorBody, IDEMPOTENCY_KEY};
 use crate::routes::{self, V1};
 
 const BEARER: &str = "bearer";
@@ -118,6 +118,26 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
         errors.push(("415", "the body is neither a form nor JSON"));
     }
     if method == Method::POST {
+        let key = ParameterBuilder::new()
+            .name(IDEMPOTENCY_KEY)
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "makes retrying safe: the first answer is kept 24 h per caller and key and \
+                 replayed to a retry of the same request (with `Idempotent-Replayed: true`)",
+            ))
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(255))
+                    .pattern(Some("^[\\x20-\\x7E]+$")),
+            ))
+            .build();
+        operation
+            .parameters
+            .get_or_insert_with(Vec::new)
+            .push(key.into());
         errors.push((
             "409",
             "a request with this Idempotency-Key is still in flight",

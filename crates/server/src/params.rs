@@ -11,12 +11,13 @@ use std::str::FromStr;
 
 use actix_web::dev::Payload;
 use actix_web::http::{header, Method};
-use actix_web::{web, FromRequest, HttpRequest};
+use actix_web::{web, FromRequest, HttpMessage as _, HttpRequest};
 use confab_domain::DomainError;
 use serde_json::{Map, Value};
 
 use crate::decode::{decode_form, decode_json, DecodeError};
 use crate::error::ApiError;
+use crate::idempotency::BodyDigest;
 use crate::requests::FromParams;
 
 /// Largest request body accepted, in bytes (64 KiB).
@@ -414,6 +415,8 @@ impl FromRequest for Params {
                     .with_message("compressed bodies are not accepted: drop Content-Encoding"));
             }
             let body = read_body(&req, &mut payload).await?;
+            // What an idempotency key compares a retry by.
+            req.extensions_mut().insert(BodyDigest::of(&body));
             let content_type = req
                 .headers()
                 .get(header::CONTENT_TYPE)

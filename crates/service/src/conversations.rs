@@ -5,7 +5,7 @@ use confab_domain::{
     Contact, ContactId, Conversation, ConversationId, ConversationView, Field, GroupId,
     MemberStatePatch, MessageId, Page, Paged, PinnedMessageChange, Rule, Timestamp,
 };
-use confab_ports::ConversationFilter;
+use confab_ports::{Completion, ConversationFilter};
 
 use crate::error::page_error;
 use crate::{Confab, ServiceError};
@@ -53,11 +53,14 @@ impl Confab {
             .map_err(|e| page_error(&page, e))
     }
 
-    /// Creates a conversation with a contact or a group.
+    /// Creates a conversation with a contact or a group. With a
+    /// `completion`, its answer is kept for the caller's idempotency key in
+    /// the same transaction.
     pub async fn create_conversation(
         &self,
         caller: &Contact,
         target: ConversationTarget,
+        completion: Option<Completion<ConversationView>>,
     ) -> Result<ConversationView, ServiceError> {
         let id = ConversationId::from_uuid(self.new_uuid());
         let now = self.now();
@@ -85,20 +88,26 @@ impl Confab {
             ConversationTarget::Contact(_) => Field::Contact,
             ConversationTarget::Group(_) => Field::Group,
         };
+        // What the caller sees of it is known before it is written.
+        let view = ConversationView {
+            conversation: conversation.clone(),
+            viewer: caller.id,
+            state: Default::default(),
+        };
+        let completion = completion.map(|c| {
+            let view = view.clone();
+            c.adapt(move |_: &()| view)
+        });
         self.ports
             .conversations
-            .create_conversation(conversation.clone())
+            .create_conversation(conversation, completion)
             .await
             .map_err(|e| match e {
                 // The peer or group vanished between the check and the write.
                 confab_ports::StoreError::NotFound => ServiceError::not_found_of(input),
                 e => e.into(),
             })?;
-        Ok(ConversationView {
-            conversation,
-            viewer: caller.id,
-            state: Default::default(),
-        })
+        Ok(view)
     }
 
     /// Opens the conversation: the caller's `last_opened_at` becomes now and

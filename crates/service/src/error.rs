@@ -26,6 +26,13 @@ pub enum ServiceError {
     /// A uniqueness rule refused it.
     #[error("{0}")]
     Conflict(String),
+    /// Another run of this request holds its idempotency key: it is still
+    /// in flight.
+    #[error("a request with this idempotency key is still in flight")]
+    IdempotencyInFlight,
+    /// The idempotency key was used for a different request.
+    #[error("this idempotency key was used for a different request")]
+    IdempotencyKeyReused,
     /// The store cannot be reached; trying again later may succeed.
     #[error("the store is unavailable")]
     Unavailable(#[source] StoreError),
@@ -65,6 +72,9 @@ impl From<StoreError> for ServiceError {
             StoreError::NotFound => Self::not_found(),
             StoreError::Conflict(what) => Self::Conflict(what),
             StoreError::Rule(rule) => rule.into(),
+            // A retry took the key over while this run was slow: that run is
+            // the one in flight now.
+            StoreError::ClaimLost => Self::IdempotencyInFlight,
             e @ StoreError::Unavailable(_) => Self::Unavailable(e),
             // The service turns CursorNotFound into an error naming the
             // cursor before it gets here; reaching this is a bug.

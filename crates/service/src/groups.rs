@@ -3,7 +3,7 @@
 use confab_domain::{
     AvatarUrl, Contact, ContactId, Group, GroupDescription, GroupId, GroupName, Page, Paged,
 };
-use confab_ports::{GroupChange, NewGroup};
+use confab_ports::{Completion, GroupChange, NewGroup};
 
 use crate::error::page_error;
 use crate::{Confab, ServiceError};
@@ -53,10 +53,13 @@ impl Confab {
     }
 
     /// Creates a group; the caller becomes its owner and first member.
+    /// With a `completion`, its answer is kept for the caller's idempotency
+    /// key in the same transaction.
     pub async fn create_group(
         &self,
         caller: &Contact,
         request: NewGroupRequest,
+        completion: Option<Completion<Group>>,
     ) -> Result<Group, ServiceError> {
         let now = self.now();
         let group = NewGroup {
@@ -68,7 +71,11 @@ impl Confab {
             member_ids: request.contact_ids,
             created_at: now,
         };
-        Ok(self.ports.groups.create_group(group, now).await?)
+        Ok(self
+            .ports
+            .groups
+            .create_group(group, now, completion)
+            .await?)
     }
 
     /// Owners change anything; a member may only remove themself.

@@ -15,6 +15,7 @@ mod contacts;
 mod conversations;
 mod error;
 mod groups;
+mod idempotency;
 mod messages;
 #[cfg(test)]
 mod tests;
@@ -29,6 +30,9 @@ pub use confab_ports::{ConversationFilter, PoolState, StoreError};
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
 pub use groups::{GroupUpdate, NewGroupRequest};
+pub use idempotency::{
+    Completion, IdempotencyKey, Idempotent, StoredResponse, KEY_TTL_SECS, LEASE_SECS,
+};
 pub use messages::{MessageUpdate, SendMessage};
 
 /// The ports the service runs on. Each is a separate trait object so tests
@@ -40,6 +44,7 @@ pub struct Ports {
     pub conversations: Arc<dyn confab_ports::ConversationStore>,
     pub messages: Arc<dyn confab_ports::MessageStore>,
     pub groups: Arc<dyn confab_ports::GroupStore>,
+    pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub health: Arc<dyn confab_ports::HealthCheck>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
@@ -56,6 +61,7 @@ impl Ports {
             conversations: store.clone(),
             messages: store.clone(),
             groups: store.clone(),
+            idempotency: store.clone(),
             health: store,
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7),

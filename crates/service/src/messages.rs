@@ -4,7 +4,7 @@ use confab_domain::{
     check_attachment_count, AttachmentId, Contact, ConversationId, Field, Message, MessageId,
     MessageText, NewAttachment, Page, Paged, ReactionName,
 };
-use confab_ports::{MessageChange, NewMessage, StoreError};
+use confab_ports::{Completion, MessageChange, NewMessage, StoreError};
 
 use crate::error::page_error;
 use crate::{Confab, ServiceError};
@@ -55,10 +55,13 @@ impl Confab {
             .ok_or(ServiceError::not_found())
     }
 
+    /// Sends a message; with a `completion`, its answer is kept for the
+    /// caller's idempotency key in the same transaction.
     pub async fn send_message(
         &self,
         caller: &Contact,
         send: SendMessage,
+        completion: Option<Completion<Message>>,
     ) -> Result<Message, ServiceError> {
         check_attachment_count(send.attachments.len())?;
         // No read first: the store checks membership inside the write, so a
@@ -74,7 +77,7 @@ impl Confab {
         };
         self.ports
             .messages
-            .append_message(message)
+            .append_message(message, completion)
             .await
             .map_err(|e| match e {
                 StoreError::NotFound => ServiceError::not_found_of(Field::Conversation),

@@ -10,13 +10,17 @@ use confab_domain::{
     Timestamp, Username,
 };
 use confab_ports::{
-    MockClock, MockContactStore, MockConversationStore, MockGroupStore, MockHealthCheck,
-    MockIdGenerator, MockMessageStore, MockTokenStore, StoreError,
+    ClaimOutcome, KeyClaim, MockClock, MockContactStore, MockConversationStore, MockGroupStore,
+    MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore, MockTokenStore,
+    StoreError,
 };
 use mockall::predicate::eq;
 use uuid::Uuid;
 
-use crate::{Confab, ConversationTarget, MessageUpdate, Ports, SendMessage, ServiceError};
+use crate::{
+    Completion, Confab, ConversationTarget, IdempotencyKey, Idempotent, MessageUpdate, Ports,
+    SendMessage, ServiceError, StoredResponse,
+};
 
 const NOW: i64 = 1_700_000_000;
 
@@ -27,6 +31,7 @@ struct Mocks {
     conversations: MockConversationStore,
     messages: MockMessageStore,
     groups: MockGroupStore,
+    idempotency: MockIdempotencyStore,
 }
 
 impl Mocks {
@@ -37,6 +42,7 @@ impl Mocks {
             conversations: MockConversationStore::new(),
             messages: MockMessageStore::new(),
             groups: MockGroupStore::new(),
+            idempotency: MockIdempotencyStore::new(),
         }
     }
 
@@ -51,6 +57,7 @@ impl Mocks {
             conversations: Arc::new(self.conversations),
             messages: Arc::new(self.messages),
             groups: Arc::new(self.groups),
+            idempotency: Arc::new(self.idempotency),
             health: Arc::new(MockHealthCheck::new()),
             clock: Arc::new(clock),
             ids: Arc::new(ids),
@@ -163,7 +170,7 @@ async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversatio
     m.messages
         .expect_append_message()
         .times(1)
-        .returning(|_| Err(StoreError::NotFound));
+        .returning(|_, _| Err(StoreError::NotFound));
     let svc = m.service();
     let send = SendMessage {
         conversation_id: conv_id(),
@@ -171,7 +178,7 @@ async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversatio
         attachments: vec![],
     };
     assert!(matches!(
-        svc.send_message(&contact(3, "carol"), send).await,
+        svc.send_message(&contact(3, "carol"), send, None).await,
         Err(ServiceError::NotFound {
             of: Some(Field::Conversation)
         })
@@ -183,20 +190,21 @@ async fn send_appends_as_the_caller_at_now() {
     let mut m = Mocks::new();
     m.messages
         .expect_append_message()
-        .withf(|n| {
-            n.sender == bob()
+        .withf(|n, completion| {
+            completion.is_none()
+                && n.sender == bob()
                 && n.conversation_id == conv_id()
                 && n.created_at == Timestamp::from_secs(NOW)
         })
         .times(1)
-        .returning(|_| Ok(message_from(bob())));
+        .returning(|_, _| Ok(message_from(bob())));
     let svc = m.service();
     let send = SendMessage {
         conversation_id: conv_id(),
         text: text("hi"),
         attachments: vec![],
     };
-    assert!(svc.send_message(&bob(), send).await.is_ok());
+    assert!(svc.send_message(&bob(), send, None).await.is_ok());
 }
 
 #[tokio::test]
@@ -343,7 +351,7 @@ async fn a_cursor_not_in_the_list_names_its_side() {
 async fn conversation_with_yourself_is_invalid_before_any_lookup() {
     let svc = Mocks::new().service();
     assert!(matches!(
-        svc.create_conversation(&alice(), ConversationTarget::Contact(alice().id))
+        svc.create_conversation(&alice(), ConversationTarget::Contact(alice().id), None)
             .await,
         Err(ServiceError::Invalid {
             field: Field::Contact,
@@ -358,7 +366,7 @@ async fn conversation_with_an_unknown_contact_is_not_found() {
     m.contacts.expect_contact().returning(|_| Ok(None));
     assert!(matches!(
         m.service()
-            .create_conversation(&alice(), ConversationTarget::Contact(bob().id))
+            .create_conversation(&alice(), ConversationTarget::Contact(bob().id), None)
             .await,
         Err(ServiceError::NotFound {
             of: Some(Field::Contact)
@@ -373,7 +381,7 @@ async fn conversation_with_a_foreign_group_is_not_found() {
     let gid = GroupId::from_uuid(Uuid::from_u128(7));
     assert!(matches!(
         m.service()
-            .create_conversation(&alice(), ConversationTarget::Group(gid))
+            .create_conversation(&alice(), ConversationTarget::Group(gid), None)
             .await,
         Err(ServiceError::NotFound {
             of: Some(Field::Group)
@@ -686,4 +694,202 @@ async fn store_failures_keep_their_cause() {
     assert!(matches!(e, ServiceError::Internal { .. }));
     assert!(causes(&e).iter().any(|c| c.contains("disk full")));
     assert!(!e.to_string().contains("disk full"));
+}
+
+// Idempotency keys.
+
+fn key(s: &str) -> IdempotencyKey {
+    IdempotencyKey::parse(s).expect("valid key")
+}
+
+fn stored(status: u16, body: &str) -> StoredResponse {
+    StoredResponse {
+        status,
+        location: None,
+        body: body.to_owned(),
+    }
+}
+
+#[test]
+fn an_idempotency_key_is_1_to_255_visible_ascii_characters() {
+    for bad in ["", "caf\u{e9}", "tab\there", "new\nline", &"k".repeat(256)] {
+        assert!(
+            matches!(
+                IdempotencyKey::parse(bad),
+                Err(DomainError::Invalid {
+                    field: Field::IdempotencyKey,
+                    ..
+                })
+            ),
+            "{bad:?}"
+        );
+    }
+    for good in ["k", "order 42", "6f1c-9a", &"k".repeat(255)] {
+        assert_eq!(key(good).as_str(), good);
+    }
+}
+
+#[tokio::test]
+async fn a_new_key_is_claimed_for_the_caller_with_a_lease_and_a_24_hour_life() {
+    let mut m = Mocks::new();
+    m.idempotency
+        .expect_claim_key()
+        .withf(|r| {
+            r.claim.contact_id == bob().id
+                && r.claim.key == "k1"
+                && r.claim.holder == Uuid::from_u128(0xABCD)
+                && r.fingerprint == "digest"
+                && r.now == Timestamp::from_secs(NOW)
+                && r.locked_until == Timestamp::from_secs(NOW + crate::LEASE_SECS)
+                && r.expired_before == Timestamp::from_secs(NOW - 24 * 60 * 60)
+        })
+        .times(1)
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    let begun = m
+        .service()
+        .begin_idempotent(&bob(), key("k1"), "digest".into())
+        .await;
+    match begun {
+        Ok(Idempotent::Run(claim)) => {
+            assert_eq!(claim.contact_id, bob().id);
+            assert_eq!(claim.key, "k1");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_key_answered_before_replays_for_the_same_request_only() {
+    let cases: [(ClaimOutcome, &str); 4] = [
+        (
+            ClaimOutcome::Completed {
+                same_request: true,
+                response: stored(201, "{}"),
+            },
+            "replay",
+        ),
+        (
+            ClaimOutcome::Completed {
+                same_request: false,
+                response: stored(201, "{}"),
+            },
+            "reused",
+        ),
+        (ClaimOutcome::InFlight { same_request: true }, "in flight"),
+        (
+            ClaimOutcome::InFlight {
+                same_request: false,
+            },
+            "reused",
+        ),
+    ];
+    for (outcome, want) in cases {
+        let mut m = Mocks::new();
+        let found = outcome.clone();
+        m.idempotency
+            .expect_claim_key()
+            .times(1)
+            .returning(move |_| Ok(found.clone()));
+        let got = m
+            .service()
+            .begin_idempotent(&bob(), key("k1"), "digest".into())
+            .await;
+        let ok = match (want, &got) {
+            ("replay", Ok(Idempotent::Replay(r))) => *r == stored(201, "{}"),
+            ("reused", Err(ServiceError::IdempotencyKeyReused))
+            | ("in flight", Err(ServiceError::IdempotencyInFlight)) => true,
+            _ => false,
+        };
+        assert!(ok, "{outcome:?}: {got:?}");
+    }
+}
+
+fn claim() -> KeyClaim {
+    KeyClaim {
+        contact_id: bob().id,
+        key: "k1".into(),
+        holder: Uuid::from_u128(7),
+    }
+}
+
+#[tokio::test]
+async fn a_send_hands_its_completion_to_the_write_and_a_lost_claim_is_in_flight() {
+    let mut m = Mocks::new();
+    let mut calls = 0;
+    m.messages
+        .expect_append_message()
+        .times(2)
+        .returning(move |_, completion| {
+            calls += 1;
+            let message = message_from(bob());
+            let (claim, response) = completion.expect("a completion").render(&message);
+            assert_eq!(claim.key, "k1");
+            assert_eq!(response.body, message.id.to_string());
+            if calls == 1 {
+                Ok(message)
+            } else {
+                Err(StoreError::ClaimLost)
+            }
+        });
+    let svc = m.service();
+    let send = || SendMessage {
+        conversation_id: conv_id(),
+        text: text("hi"),
+        attachments: vec![],
+    };
+    let completion = || {
+        Some(Completion::new(claim(), |m: &Message| {
+            stored(201, &m.id.to_string())
+        }))
+    };
+    assert!(svc.send_message(&bob(), send(), completion()).await.is_ok());
+    assert!(matches!(
+        svc.send_message(&bob(), send(), completion()).await,
+        Err(ServiceError::IdempotencyInFlight)
+    ));
+}
+
+#[tokio::test]
+async fn a_new_conversation_is_completed_with_the_view_the_caller_gets() {
+    let mut m = Mocks::new();
+    m.contacts.expect_contact().returning(|_| Ok(Some(bob())));
+    m.conversations
+        .expect_create_conversation()
+        .times(1)
+        .returning(|conversation, completion| {
+            let (_, response) = completion.expect("a completion").render(&());
+            assert_eq!(response.body, conversation.id.to_string());
+            Ok(())
+        });
+    let completion = Completion::new(claim(), |v: &ConversationView| {
+        stored(201, &v.conversation.id.to_string())
+    });
+    let view = m
+        .service()
+        .create_conversation(
+            &alice(),
+            ConversationTarget::Contact(bob().id),
+            Some(completion),
+        )
+        .await
+        .expect("created");
+    assert_eq!(view.viewer, alice().id);
+}
+
+#[tokio::test]
+async fn a_run_that_wrote_nothing_keeps_its_answer_or_frees_its_key() {
+    let mut m = Mocks::new();
+    m.idempotency
+        .expect_complete_key()
+        .withf(|c, r| *c == claim() && r.status == 404)
+        .times(1)
+        .returning(|_, _| Ok(true));
+    m.idempotency
+        .expect_release_key()
+        .withf(|c| *c == claim())
+        .times(1)
+        .returning(|_| Ok(()));
+    let svc = m.service();
+    svc.end_idempotent(claim(), Some(stored(404, "{}"))).await;
+    svc.end_idempotent(claim(), None).await;
 }

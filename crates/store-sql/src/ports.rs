@@ -13,15 +13,39 @@ macro_rules! impl_ports {
             PinnedMessageChange, ReactionName, Timestamp,
         };
         use confab_ports::{
-            ContactStore, ConversationFilter, ConversationStore, GroupChange, GroupStore,
-            HealthCheck, MessageChange, MessageStore, NewGroup, NewMessage, NewToken, StoreError,
-            TokenStore,
+            ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter,
+            ConversationStore, GroupChange, GroupStore, HealthCheck, IdempotencyStore, KeyClaim,
+            MessageChange, MessageStore, NewGroup, NewMessage, NewToken, StoreError,
+            StoredResponse, TokenStore,
         };
 
         use super::queries as q;
         use crate::door::{query, write};
 
         type Store = $store;
+
+        #[async_trait]
+        impl IdempotencyStore for Store {
+            async fn claim_key(&self, request: ClaimRequest) -> Result<ClaimOutcome, StoreError> {
+                query(self, move |c| q::claim_key(c, request)).await
+            }
+
+            async fn complete_key(
+                &self,
+                claim: KeyClaim,
+                response: StoredResponse,
+            ) -> Result<bool, StoreError> {
+                query(self, move |c| q::complete_key(c, claim, response)).await
+            }
+
+            async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError> {
+                query(self, move |c| q::release_key(c, claim)).await
+            }
+
+            async fn prune_keys(&self, before: Timestamp) -> Result<u64, StoreError> {
+                query(self, move |c| q::prune_keys(c, before)).await
+            }
+        }
 
         #[async_trait]
         impl HealthCheck for Store {
@@ -94,8 +118,12 @@ macro_rules! impl_ports {
             async fn create_conversation(
                 &self,
                 conversation: Conversation,
+                completion: Option<Completion<()>>,
             ) -> Result<(), StoreError> {
-                write(self, move |c| q::create_conversation(c, conversation)).await
+                write(self, move |c| {
+                    q::create_conversation(c, conversation, completion)
+                })
+                .await
             }
 
             async fn conversation_for(
@@ -149,8 +177,12 @@ macro_rules! impl_ports {
 
         #[async_trait]
         impl MessageStore for Store {
-            async fn append_message(&self, message: NewMessage) -> Result<Message, StoreError> {
-                write(self, move |c| q::append_message(c, message)).await
+            async fn append_message(
+                &self,
+                message: NewMessage,
+                completion: Option<Completion<Message>>,
+            ) -> Result<Message, StoreError> {
+                write(self, move |c| q::append_message(c, message, completion)).await
             }
 
             async fn message_for(
@@ -207,8 +239,9 @@ macro_rules! impl_ports {
                 &self,
                 group: NewGroup,
                 at: Timestamp,
+                completion: Option<Completion<Group>>,
             ) -> Result<Group, StoreError> {
-                write(self, move |c| q::create_group(c, group, at)).await
+                write(self, move |c| q::create_group(c, group, at, completion)).await
             }
 
             async fn group_for(

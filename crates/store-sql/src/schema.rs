@@ -134,7 +134,25 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    idempotency_keys (contact_id, key) {
+        contact_id -> IdSql,
+        key -> Text,
+        fingerprint -> Text,
+        claim -> IdSql,
+        created_at -> BigInt,
+        locked_until -> BigInt,
+        status -> Nullable<Integer>,
+        location -> Nullable<Text>,
+        body -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(tokens -> contacts (contact_id));
+diesel::joinable!(idempotency_keys -> contacts (contact_id));
 diesel::joinable!(group_members -> groups (group_id));
 diesel::joinable!(group_members -> contacts (contact_id));
 diesel::joinable!(conversation_states -> conversations (conversation_id));
@@ -153,4 +171,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     messages,
     reactions,
     attachments,
+    idempotency_keys,
 );

@@ -6,6 +6,7 @@ mod authorization;
 mod contacts;
 mod conversations;
 mod groups;
+mod idempotency;
 mod messages;
 mod metrics;
 mod openapi;

@@ -35,7 +35,10 @@ async fn concurrent_writers_into_one_conversation(s: S) {
                 // Three messages share each microsecond: ties go by id.
                 let created = at_us(10, i64::try_from(n / 3).expect("small"));
                 let m = s
-                    .append_message(new_message(&c, &sender, &format!("message {n}"), created))
+                    .append_message(
+                        new_message(&c, &sender, &format!("message {n}"), created),
+                        None,
+                    )
                     .await
                     .unwrap_or_else(|e| panic!("writer {w}, message {n}: {e}"));
                 mine.push((m.created_at, m.id));

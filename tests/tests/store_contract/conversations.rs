@@ -49,14 +49,14 @@ async fn conversations_create_and_visibility(s: S) {
     let ghost = ContactId::from_uuid(new_id());
     let bad = Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, ghost, at(2))
         .expect("direct");
-    assert_err!(s.create_conversation(bad).await, StoreError::NotFound);
+    assert_err!(s.create_conversation(bad, None).await, StoreError::NotFound);
     let bad = Conversation::new_group(
         ConversationId::from_uuid(new_id()),
         alice.id,
         GroupId::from_uuid(new_id()),
         at(2),
     );
-    assert_err!(s.create_conversation(bad).await, StoreError::NotFound);
+    assert_err!(s.create_conversation(bad, None).await, StoreError::NotFound);
 
     // A group conversation: the group's members see it, nobody else.
     let g = group(&s, &alice, &[&bob], at(3)).await;
@@ -116,7 +116,7 @@ async fn conversations_group_membership_is_live(s: S) {
         StoreError::NotFound
     );
     assert_err!(
-        s.append_message(new_message(&gc, &bob, "still here?", at(5)))
+        s.append_message(new_message(&gc, &bob, "still here?", at(5)), None)
             .await,
         StoreError::NotFound
     );
@@ -670,7 +670,7 @@ async fn conversations_delete_cascades(s: S) {
     let keep = direct(&s, &alice, &bob, at(1)).await;
     let mut m = new_message(&c, &alice, "with everything", at(2));
     m.attachments = vec![attachment(1)];
-    let m = s.append_message(m).await.expect("append");
+    let m = s.append_message(m, None).await.expect("append");
     s.update_message(
         m.id,
         MessageChange {

@@ -30,7 +30,10 @@ async fn groups_create_and_get(s: S) {
         member_ids: vec![carol.id, alice.id, bob.id, carol.id],
         created_at: at(7),
     };
-    let g = s.create_group(new.clone(), at(8)).await.expect("create");
+    let g = s
+        .create_group(new.clone(), at(8), None)
+        .await
+        .expect("create");
     assert_eq!(g.id, new.id);
     assert_eq!(g.name.as_str(), "Book club");
     assert_eq!(g.description.as_str(), "We read.");
@@ -68,7 +71,7 @@ async fn groups_create_and_get(s: S) {
         ..new.clone()
     };
     assert_err!(
-        s.create_group(bad.clone(), at(9)).await,
+        s.create_group(bad.clone(), at(9), None).await,
         StoreError::Rule(DomainError::Invalid {
             field: Field::Members,
             ..
@@ -85,6 +88,7 @@ async fn groups_create_and_get(s: S) {
                 ..new
             },
             at(10),
+            None,
         )
         .await
         .expect("solo");

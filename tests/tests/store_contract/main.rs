@@ -9,6 +9,7 @@ mod concurrency;
 mod contacts;
 mod conversations;
 mod groups;
+mod idempotency;
 mod messages;
 mod resilience;
 mod statements;

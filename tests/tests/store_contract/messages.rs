@@ -21,7 +21,7 @@ async fn messages_append_and_get(s: S) {
     let mut new = new_message(&c, &alice, "hello\nworld", at_us(2, 123_456));
     new.attachments = vec![attachment(1), attachment(2), attachment(3)];
     let wanted: Vec<(AttachmentId, NewAttachment)> = new.attachments.clone();
-    let m = s.append_message(new.clone()).await.expect("append");
+    let m = s.append_message(new.clone(), None).await.expect("append");
 
     assert_eq!(m.id, new.id);
     assert_eq!(m.conversation_id, c.id);
@@ -63,7 +63,7 @@ async fn messages_append_and_get(s: S) {
             file_size: None,
         },
     )];
-    let p = s.append_message(plain).await.expect("append");
+    let p = s.append_message(plain, None).await.expect("append");
     assert_eq!(p.attachments[0].file_size, None);
     assert_eq!(
         p.attachments[0].file_type.as_str(),
@@ -82,7 +82,7 @@ async fn messages_append_and_get(s: S) {
         Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, bob.id, at(1))
             .expect("direct");
     assert_err!(
-        s.append_message(new_message(&ghost, &alice, "into the void", at(4)))
+        s.append_message(new_message(&ghost, &alice, "into the void", at(4)), None)
             .await,
         StoreError::NotFound
     );
@@ -91,7 +91,7 @@ async fn messages_append_and_get(s: S) {
     let carol = contact(&s, "carol").await;
     let intruder = new_message(&c, &carol, "let me in", at(4));
     let refused = intruder.id;
-    assert_err!(s.append_message(intruder).await, StoreError::NotFound);
+    assert_err!(s.append_message(intruder, None).await, StoreError::NotFound);
     assert_eq!(s.message_for(alice.id, refused).await.expect("get"), None);
     let v = s
         .conversation_for(bob.id, c.id)
@@ -104,7 +104,7 @@ async fn messages_append_and_get(s: S) {
     too_many.attachments = (0..11).map(attachment).collect();
     let refused = too_many.id;
     assert_err!(
-        s.append_message(too_many).await,
+        s.append_message(too_many, None).await,
         StoreError::Rule(DomainError::Invalid {
             field: Field::Attachments,
             ..
@@ -114,7 +114,11 @@ async fn messages_append_and_get(s: S) {
     let mut ten = new_message(&c, &alice, "ten", at(6));
     ten.attachments = (0..10).map(attachment).collect();
     assert_eq!(
-        s.append_message(ten).await.expect("ten").attachments.len(),
+        s.append_message(ten, None)
+            .await
+            .expect("ten")
+            .attachments
+            .len(),
         10
     );
 }
@@ -138,7 +142,7 @@ async fn messages_order_is_exact_within_a_second(s: S) {
         with_id(0x60, 0),
     ];
     for m in &order {
-        s.append_message(m.clone()).await.expect("append");
+        s.append_message(m.clone(), None).await.expect("append");
     }
     let id = |n: u128| MessageId::from_uuid(Uuid::from_u128(n));
     let want = vec![id(0x20), id(0x10), id(0x50), id(0x40), id(0x30), id(0x60)];
@@ -552,7 +556,7 @@ async fn messages_attachment_limit(s: S) {
     let c = direct(&s, &alice, &bob, at(1)).await;
     let mut new = new_message(&c, &alice, "files", at(2));
     new.attachments = (0..9).map(attachment).collect();
-    let m = s.append_message(new).await.expect("9 attachments");
+    let m = s.append_message(new, None).await.expect("9 attachments");
 
     let tenth = attachment(9);
     let r = s
@@ -655,7 +659,7 @@ async fn messages_delete_clears_pin(s: S) {
     let c = direct(&s, &alice, &bob, at(1)).await;
     let mut new = new_message(&c, &alice, "pinned", at(2));
     new.attachments = vec![attachment(1)];
-    let m = s.append_message(new).await.expect("append");
+    let m = s.append_message(new, None).await.expect("append");
     let other = send(&s, &c, &bob, "other", at(3)).await;
     s.update_message(
         m.id,

@@ -137,7 +137,7 @@ async fn sqlite_writers_of_two_stores_on_one_file_all_succeed() {
             let (s, c, sender) = (store.clone(), c.clone(), sender.clone());
             tasks.push(tokio::spawn(async move {
                 for i in 0..10 {
-                    s.append_message(new_message(&c, &sender, "x", at_us(2, w * 100 + i)))
+                    s.append_message(new_message(&c, &sender, "x", at_us(2, w * 100 + i)), None)
                         .await
                         .unwrap_or_else(|e| panic!("writer {w}: {e}"));
                 }

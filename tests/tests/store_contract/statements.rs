@@ -83,7 +83,7 @@ async fn page_of_messages_costs_a_fixed_number_of_statements(
         let sender = people[(i % 3) as usize];
         let mut m = new_message(&conv, sender, "more", at(3 + i));
         m.attachments = vec![attachment(2 * i), attachment(2 * i + 1)];
-        let m = s.append_message(m).await.expect("append");
+        let m = s.append_message(m, None).await.expect("append");
         for who in people {
             let mut c = change(who, at(3 + i));
             c.add_reactions = vec![rn("like"), rn("heart")];
@@ -187,7 +187,7 @@ mod per_endpoint {
         let (bob, _) = user(&svc, "bob").await;
         let (carol, _) = user(&svc, "carol").await;
         let conv = svc
-            .create_conversation(&alice, ConversationTarget::Contact(bob.id))
+            .create_conversation(&alice, ConversationTarget::Contact(bob.id), None)
             .await
             .expect("conversation")
             .conversation;
@@ -199,6 +199,7 @@ mod per_endpoint {
                     text: text(&format!("warm {i}")),
                     attachments: vec![],
                 },
+                None,
             )
             .await
             .expect("send");
@@ -225,7 +226,7 @@ mod per_endpoint {
 
         let (n, r) = cost(
             &count,
-            svc.create_conversation(&alice, ConversationTarget::Contact(carol.id)),
+            svc.create_conversation(&alice, ConversationTarget::Contact(carol.id), None),
         )
         .await;
         let spare = r.expect("create conversation").conversation;
@@ -254,6 +255,7 @@ mod per_endpoint {
                     text: text("hello"),
                     attachments: vec![],
                 },
+                None,
             ),
         )
         .await;
@@ -268,6 +270,7 @@ mod per_endpoint {
                     text: text("files"),
                     attachments: vec![file(1), file(2)],
                 },
+                None,
             ),
         )
         .await;
@@ -283,6 +286,7 @@ mod per_endpoint {
                     text: text("not mine"),
                     attachments: vec![],
                 },
+                None,
             ),
         )
         .await;
@@ -386,6 +390,7 @@ mod per_endpoint {
                     avatar_url: None,
                     contact_ids: vec![bob.id],
                 },
+                None,
             ),
         )
         .await;
@@ -409,7 +414,7 @@ mod per_endpoint {
         .await;
         rows.push(("PUT /v1/groups/:id (add_contact_ids)", n));
         let group_conv = svc
-            .create_conversation(&alice, ConversationTarget::Group(g.id))
+            .create_conversation(&alice, ConversationTarget::Group(g.id), None)
             .await
             .expect("group conversation")
             .conversation;
@@ -422,6 +427,7 @@ mod per_endpoint {
                     text: text("hi team"),
                     attachments: vec![],
                 },
+                None,
             ),
         )
         .await;

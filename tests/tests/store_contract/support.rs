@@ -111,7 +111,7 @@ pub(crate) async fn direct(
         created,
     )
     .expect("direct");
-    s.create_conversation(c.clone())
+    s.create_conversation(c.clone(), None)
         .await
         .expect("create direct");
     c
@@ -129,7 +129,7 @@ pub(crate) async fn group_conversation(
         group,
         created,
     );
-    s.create_conversation(c.clone())
+    s.create_conversation(c.clone(), None)
         .await
         .expect("create group conversation");
     c
@@ -152,6 +152,7 @@ pub(crate) async fn group(
             created_at: created,
         },
         created,
+        None,
     )
     .await
     .expect("create group")
@@ -184,7 +185,7 @@ pub(crate) async fn send(
     body: &str,
     created: Timestamp,
 ) -> Message {
-    s.append_message(new_message(conv, sender, body, created))
+    s.append_message(new_message(conv, sender, body, created), None)
         .await
         .expect("append message")
 }

@@ -1,13 +1,14 @@
 //! `/v1/conversations`: list, create, open, update, delete.
 
-use actix_web::{web, HttpResponse};
-use confab_domain::ConversationId;
-use confab_service::{Confab, ConversationFilter};
+use actix_web::{web, HttpRequest, HttpResponse};
+use confab_domain::{ConversationId, ConversationView};
+use confab_service::{Confab, ConversationFilter, StoredResponse};
 
 use super::{created, endpoint, no_content, ok, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{ConversationDto, ListDto};
 use crate::error::{ApiError, ErrorBody};
+use crate::idempotency;
 use crate::requests::conversations::{
     CreateConversationIn, ListConversationsIn, UpdateConversationIn,
 };
@@ -71,14 +72,22 @@ async fn list(
 async fn create(
     service: web::Data<Confab>,
     caller: Caller,
+    http: HttpRequest,
     Input(req): Input<CreateConversationIn>,
 ) -> Result<HttpResponse, ApiError> {
     let CreateConversationIn { target } = req;
-    let view = service.create_conversation(&caller.0, target).await?;
-    Ok(created(
+    idempotency::post(&service, &caller.0, &http, started, |completion| {
+        service.create_conversation(&caller.0, target, completion)
+    })
+    .await
+}
+
+/// The answer to a new conversation.
+fn started(view: &ConversationView) -> StoredResponse {
+    created(
         format!("/v1/conversations/{}", view.conversation.id),
-        &ConversationDto::from(&view),
-    ))
+        &ConversationDto::from(view),
+    )
 }
 
 /// Getting a conversation opens it: `last_opened_at` and `read_at` change.

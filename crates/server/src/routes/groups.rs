@@ -1,13 +1,14 @@
 //! `/v1/groups`: the members group conversations are shared by.
 
-use actix_web::{web, HttpResponse};
-use confab_domain::GroupId;
-use confab_service::{Confab, GroupUpdate, NewGroupRequest};
+use actix_web::{web, HttpRequest, HttpResponse};
+use confab_domain::{Group, GroupId};
+use confab_service::{Confab, GroupUpdate, NewGroupRequest, StoredResponse};
 
 use super::{created, endpoint, no_content, ok, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{GroupDto, ListDto};
 use crate::error::{ApiError, ErrorBody};
+use crate::idempotency;
 use crate::requests::groups::{CreateGroupIn, ListGroupsIn, UpdateGroupIn};
 use crate::requests::{Input, NoParams};
 
@@ -54,6 +55,7 @@ async fn list(
 async fn create(
     service: web::Data<Confab>,
     caller: Caller,
+    http: HttpRequest,
     Input(req): Input<CreateGroupIn>,
 ) -> Result<HttpResponse, ApiError> {
     let CreateGroupIn {
@@ -68,11 +70,15 @@ async fn create(
         avatar_url,
         contact_ids,
     };
-    let group = service.create_group(&caller.0, request).await?;
-    Ok(created(
-        format!("/v1/groups/{}", group.id),
-        &GroupDto::from(&group),
-    ))
+    idempotency::post(&service, &caller.0, &http, founded, |completion| {
+        service.create_group(&caller.0, request, completion)
+    })
+    .await
+}
+
+/// The answer to a new group.
+fn founded(group: &Group) -> StoredResponse {
+    created(format!("/v1/groups/{}", group.id), &GroupDto::from(group))
 }
 
 /// Get one group.

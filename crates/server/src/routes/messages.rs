@@ -1,13 +1,14 @@
 //! `/v1/messages`: list, send, get, edit / react / attach, unreact, delete.
 
-use actix_web::{web, HttpResponse};
-use confab_domain::{MessageId, ReactionName};
-use confab_service::{Confab, MessageUpdate, SendMessage};
+use actix_web::{web, HttpRequest, HttpResponse};
+use confab_domain::{Message, MessageId, ReactionName};
+use confab_service::{Confab, MessageUpdate, SendMessage, StoredResponse};
 
 use super::{created, endpoint, no_content, ok, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{ListDto, MessageDto};
 use crate::error::{ApiError, ErrorBody};
+use crate::idempotency;
 use crate::requests::messages::{ListMessagesIn, SendMessageIn, UpdateMessageIn};
 use crate::requests::{Input, NoParams};
 
@@ -61,6 +62,7 @@ async fn list(
 async fn send(
     service: web::Data<Confab>,
     caller: Caller,
+    http: HttpRequest,
     Input(req): Input<SendMessageIn>,
 ) -> Result<HttpResponse, ApiError> {
     let SendMessageIn {
@@ -68,20 +70,23 @@ async fn send(
         message: text,
         attachments,
     } = req;
-    let message = service
-        .send_message(
-            &caller.0,
-            SendMessage {
-                conversation_id,
-                text,
-                attachments,
-            },
-        )
-        .await?;
-    Ok(created(
+    let send = SendMessage {
+        conversation_id,
+        text,
+        attachments,
+    };
+    idempotency::post(&service, &caller.0, &http, sent, |completion| {
+        service.send_message(&caller.0, send, completion)
+    })
+    .await
+}
+
+/// The answer to a send.
+fn sent(message: &Message) -> StoredResponse {
+    created(
         format!("/v1/messages/{}", message.id),
-        &MessageDto::from(&message),
-    ))
+        &MessageDto::from(message),
+    )
 }
 
 /// Get one message.

@@ -16,10 +16,10 @@ mod messages;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use actix_web::http::header::LOCATION;
-use actix_web::http::Method;
+use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::from_fn;
 use actix_web::{web, HttpResponse, Resource, Route};
+use confab_service::StoredResponse;
 use serde::Serialize;
 use utoipa::openapi::path::{HttpMethod, Operation};
 use utoipa::openapi::schema::Schema;
@@ -183,10 +183,15 @@ fn ok<T: Serialize>(body: &T) -> HttpResponse {
     HttpResponse::Ok().json(body)
 }
 
-fn created<T: Serialize>(location: String, body: &T) -> HttpResponse {
-    HttpResponse::Created()
-        .insert_header((LOCATION, location))
-        .json(body)
+/// A 201 with `Location`, as an answer an idempotency key can keep (see
+/// [`crate::idempotency::post`], which sends it).
+fn created<T: Serialize>(location: String, body: &T) -> StoredResponse {
+    StoredResponse {
+        status: StatusCode::CREATED.as_u16(),
+        location: Some(location),
+        // A wire object is plain data: serializing it cannot fail.
+        body: serde_json::to_string(body).unwrap_or_default(),
+    }
 }
 
 fn no_content() -> HttpResponse {

@@ -9,10 +9,11 @@ macro_rules! expand {
             ContactId, Conversation, ConversationId, ConversationView, DomainError, Field,
             MemberState, MemberStatePatch, Page, Paged, PinnedMessageChange, Rule, Timestamp,
         };
-        use confab_ports::ConversationFilter;
+        use confab_ports::{Completion, ConversationFilter};
         use diesel::dsl::exists;
         use diesel::prelude::*;
 
+        use super::idempotency::complete;
         use super::membership::{contact_exists, is_member};
         use super::{Backend, Conn, Db, Result};
         use crate::id::DbId;
@@ -38,6 +39,7 @@ macro_rules! expand {
         pub(crate) fn create_conversation(
             conn: &mut Conn,
             conversation: Conversation,
+            completion: Option<Completion<()>>,
         ) -> Result<()> {
             let row = ConversationRow::from(&conversation);
             let target_exists = match (row.peer_id, row.group_id) {
@@ -63,6 +65,10 @@ macro_rules! expand {
                 diesel::insert_into(conversation_states::table)
                     .values(&states)
                     .execute(conn)?;
+            }
+            if let Some(completion) = completion {
+                let (claim, response) = completion.render(&());
+                complete(conn, &claim, &response)?;
             }
             Ok(())
         }

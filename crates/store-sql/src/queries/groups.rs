@@ -10,10 +10,11 @@ macro_rules! expand {
             AvatarUrl, Contact, ContactId, DomainError, Field, Group, GroupDescription, GroupId,
             GroupMember, GroupName, GroupRole, Page, Paged, Rule, Timestamp,
         };
-        use confab_ports::{GroupChange, NewGroup};
+        use confab_ports::{Completion, GroupChange, NewGroup};
         use diesel::dsl::max;
         use diesel::prelude::*;
 
+        use super::idempotency::complete;
         use super::membership::count_known_contacts;
         use super::{Backend, Conn, Db, Result};
         use crate::error::{corrupt, inconsistent};
@@ -94,6 +95,7 @@ macro_rules! expand {
             conn: &mut Conn,
             group: NewGroup,
             at: Timestamp,
+            completion: Option<Completion<Group>>,
         ) -> Result<Group> {
             let creator = group.created_by;
             let members: Vec<DbId> = distinct_except(&group.member_ids, Some(creator))
@@ -133,7 +135,12 @@ macro_rules! expand {
             diesel::insert_into(group_members::table)
                 .values(&rows)
                 .execute(conn)?;
-            load_group(conn, g)?.ok_or_else(not_found)
+            let created = load_group(conn, g)?.ok_or_else(not_found)?;
+            if let Some(completion) = completion {
+                let (claim, response) = completion.render(&created);
+                complete(conn, &claim, &response)?;
+            }
+            Ok(created)
         }
 
         pub(crate) fn group_for(

@@ -11,11 +11,12 @@ macro_rules! expand {
             check_attachment_count, Contact, ContactId, ConversationId, Cursor, Message, MessageId,
             MessageText, Page, Paged, Reaction, ReactionName, Reactor, Username,
         };
-        use confab_ports::{NewMessage, StoreError};
+        use confab_ports::{Completion, NewMessage, StoreError};
         use diesel::dsl::{case_when, exists};
         use diesel::prelude::*;
         use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 
+        use super::idempotency::complete;
         use super::message_updates::insert_attachments;
         use super::{Backend, Conn, Db, Result};
         use crate::error::{corrupt, Error};
@@ -161,7 +162,11 @@ macro_rules! expand {
             Ok(hydrate(conn, rows)?.pop())
         }
 
-        pub(crate) fn append_message(conn: &mut Conn, message: NewMessage) -> Result<Message> {
+        pub(crate) fn append_message(
+            conn: &mut Conn,
+            message: NewMessage,
+            completion: Option<Completion<Message>>,
+        ) -> Result<Message> {
             check_attachment_count(message.attachments.len())?;
             let c = message.conversation_id.db();
             let sender = message.sender.id.db();
@@ -206,7 +211,7 @@ macro_rules! expand {
                 .execute(conn)?;
             insert_attachments(conn, row.id, 0, &message.attachments, message.created_at)?;
             // What was written is what a reader would load: no read back.
-            Ok(Message {
+            let written = Message {
                 id: message.id,
                 conversation_id: message.conversation_id,
                 sender: message.sender,
@@ -228,7 +233,12 @@ macro_rules! expand {
                 read_at: None,
                 created_at: message.created_at,
                 updated_at: None,
-            })
+            };
+            if let Some(completion) = completion {
+                let (claim, response) = completion.render(&written);
+                complete(conn, &claim, &response)?;
+            }
+            Ok(written)
         }
 
         pub(crate) fn message_for(

@@ -16,6 +16,7 @@ pub(crate) mod contacts;
 pub(crate) mod conversations;
 pub(crate) mod groups;
 pub(crate) mod health;
+pub(crate) mod idempotency;
 pub(crate) mod membership;
 pub(crate) mod message_updates;
 pub(crate) mod messages;
@@ -57,6 +58,9 @@ macro_rules! instantiate {
         mod health {
             $crate::queries::health::expand!();
         }
+        mod idempotency {
+            $crate::queries::idempotency::expand!();
+        }
         mod contacts {
             $crate::queries::contacts::expand!();
         }
@@ -77,8 +81,8 @@ macro_rules! instantiate {
         }
 
         pub(crate) use self::{
-            contacts::*, conversations::*, groups::*, health::*, message_updates::*, messages::*,
-            tokens::*,
+            contacts::*, conversations::*, groups::*, health::*, idempotency::*,
+            message_updates::*, messages::*, tokens::*,
         };
     };
 }

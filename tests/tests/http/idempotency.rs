@@ -1,0 +1,275 @@
+//! `Idempotency-Key` on POST (API.md section 9) over HTTP: replay, reuse,
+//! in flight, per caller, concurrency, and what is kept.
+
+use std::sync::Arc;
+
+use confab_tests::http::{encode_form, Resp, TestApp, User};
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::data_ids;
+
+const FORM: &str = "application/x-www-form-urlencoded";
+
+/// A form POST with an idempotency key.
+async fn post_keyed(
+    app: &TestApp,
+    user: &User,
+    path: &str,
+    key: &str,
+    pairs: &[(&str, &str)],
+) -> Resp {
+    app.send(
+        Method::POST,
+        path,
+        Some(&user.token),
+        Some((FORM, encode_form(pairs).into_bytes())),
+        &[("Idempotency-Key", key)],
+    )
+    .await
+}
+
+/// A JSON POST with an idempotency key.
+async fn post_json_keyed(
+    app: &TestApp,
+    user: &User,
+    path: &str,
+    key: &str,
+    body: &serde_json::Value,
+) -> Resp {
+    app.send(
+        Method::POST,
+        path,
+        Some(&user.token),
+        Some(("application/json", body.to_string().into_bytes())),
+        &[("Idempotency-Key", key)],
+    )
+    .await
+}
+
+async fn messages_in(app: &TestApp, user: &User, conversation: &str) -> Vec<String> {
+    let r = app
+        .get(
+            user,
+            &format!("/v1/messages?conversation_id={conversation}&limit=100"),
+        )
+        .await;
+    data_ids(r.expect(200))
+}
+
+async fn idempotency_a_retry_gets_the_first_answer_again(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let pairs = [("conversation_id", c.as_str()), ("message", "once")];
+    let first = post_keyed(&app, &alice, "/v1/messages", "send-1", &pairs).await;
+    first.expect(201);
+    assert_eq!(first.header("idempotent-replayed"), None);
+    let again = post_keyed(&app, &alice, "/v1/messages", "send-1", &pairs).await;
+    again.expect(201);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.raw, first.raw, "the same body, byte for byte");
+    assert_eq!(again.header("location"), first.header("location"));
+    assert_eq!(again.header("content-type"), Some("application/json"));
+    assert_eq!(
+        messages_in(&app, &alice, &c).await,
+        vec![first.body["id"].as_str().expect("id").to_owned()]
+    );
+
+    // Without a key, every POST is a new message.
+    app.send_message(&alice, &c, "once").await;
+    app.send_message(&alice, &c, "once").await;
+    assert_eq!(messages_in(&app, &alice, &c).await.len(), 3);
+}
+
+async fn idempotency_a_key_names_one_request_of_one_caller(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let pairs = [("conversation_id", c.as_str()), ("message", "first")];
+    post_keyed(&app, &alice, "/v1/messages", "k", &pairs)
+        .await
+        .expect(201);
+    // Another body, or another operation, with the key: 422.
+    post_keyed(
+        &app,
+        &alice,
+        "/v1/messages",
+        "k",
+        &[("conversation_id", c.as_str()), ("message", "second")],
+    )
+    .await
+    .expect_error(422, "idempotency_key_reused", Some("Idempotency-Key"));
+    post_keyed(
+        &app,
+        &alice,
+        "/v1/conversations",
+        "k",
+        &[("contact_id", bob.id.as_str())],
+    )
+    .await
+    .expect_error(422, "idempotency_key_reused", Some("Idempotency-Key"));
+    // Another caller's key of the same name is theirs.
+    let theirs = post_keyed(
+        &app,
+        &bob,
+        "/v1/messages",
+        "k",
+        &[("conversation_id", c.as_str()), ("message", "first")],
+    )
+    .await;
+    theirs.expect(201);
+    assert_eq!(theirs.header("idempotent-replayed"), None);
+    assert_eq!(messages_in(&app, &alice, &c).await.len(), 2);
+}
+
+async fn idempotency_sixteen_concurrent_requests_make_one_message(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let app = Arc::new(app);
+    let pairs = vec![
+        ("conversation_id".to_owned(), c.clone()),
+        ("message".to_owned(), "racing".to_owned()),
+    ];
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let (app, alice, pairs) = (app.clone(), alice.clone(), pairs.clone());
+            tokio::spawn(async move {
+                let pairs: Vec<(&str, &str)> = pairs
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                post_keyed(&app, &alice, "/v1/messages", "race", &pairs).await
+            })
+        })
+        .collect();
+    let mut ids = std::collections::BTreeSet::new();
+    let (mut fresh, mut in_flight) = (0, 0);
+    for t in tasks {
+        let r = t.await.expect("join");
+        match r.status.as_u16() {
+            201 => {
+                if r.header("idempotent-replayed").is_none() {
+                    fresh += 1;
+                }
+                ids.insert(r.body["id"].as_str().expect("id").to_owned());
+            }
+            409 => {
+                r.expect_error(409, "conflict", Some("Idempotency-Key"));
+                in_flight += 1;
+            }
+            other => panic!("unexpected {other}: {}", r.raw),
+        }
+    }
+    assert_eq!(
+        fresh, 1,
+        "exactly one request ran ({in_flight} were in flight)"
+    );
+    assert_eq!(ids.len(), 1);
+    // Those refused as in flight get the one answer when they retry.
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let retry = post_keyed(&app, &alice, "/v1/messages", "race", &pairs).await;
+    retry.expect(201);
+    assert_eq!(retry.header("idempotent-replayed"), Some("true"));
+    assert!(ids.contains(retry.body["id"].as_str().expect("id")));
+    assert_eq!(messages_in(&app, &alice, &c).await.len(), 1);
+}
+
+async fn idempotency_what_the_operation_refused_is_kept_but_malformed_requests_are_not(
+    app: TestApp,
+) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let carol = app.user("carol").await;
+    let c = app.direct(&alice, &bob).await;
+    // carol is not in the conversation: 404, and a retry gets that 404.
+    let pairs = [("conversation_id", c.as_str()), ("message", "hi")];
+    let refused = post_keyed(&app, &carol, "/v1/messages", "c1", &pairs).await;
+    refused.expect_error(404, "not_found", Some("conversation_id"));
+    let again = post_keyed(&app, &carol, "/v1/messages", "c1", &pairs).await;
+    again.expect_error(404, "not_found", Some("conversation_id"));
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.raw, refused.raw);
+
+    // A request refused before it ran (a malformed body) keeps nothing:
+    // the corrected request may use the key.
+    post_keyed(
+        &app,
+        &alice,
+        "/v1/messages",
+        "a1",
+        &[("conversation_id", c.as_str())],
+    )
+    .await
+    .expect_error(400, "parameter_missing", Some("message"));
+    post_keyed(&app, &alice, "/v1/messages", "a1", &pairs)
+        .await
+        .expect(201);
+
+    // A malformed key: 400 naming the header.
+    for bad in [String::new(), "k".repeat(256)] {
+        post_keyed(&app, &alice, "/v1/messages", &bad, &pairs)
+            .await
+            .expect_error(400, "parameter_invalid", Some("Idempotency-Key"));
+    }
+    let longest = "k".repeat(255);
+    post_keyed(&app, &alice, "/v1/messages", &longest, &pairs)
+        .await
+        .expect(201);
+}
+
+async fn idempotency_covers_every_post(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let conv = [("contact_id", bob.id.as_str())];
+    let a = post_keyed(&app, &alice, "/v1/conversations", "conv", &conv).await;
+    let b = post_keyed(&app, &alice, "/v1/conversations", "conv", &conv).await;
+    assert_eq!(a.expect(201)["id"], b.expect(201)["id"]);
+    assert_eq!(b.header("idempotent-replayed"), Some("true"));
+    let listed = app.get(&alice, "/v1/conversations").await;
+    assert_eq!(data_ids(listed.expect(200)).len(), 1);
+
+    // JSON bodies too.
+    let body = json!({"name": "team", "contact_ids": [bob.id]});
+    let send = |key: &'static str| post_json_keyed(&app, &alice, "/v1/groups", key, &body);
+    let g1 = send("grp").await;
+    let g2 = send("grp").await;
+    assert_eq!(g1.expect(201)["id"], g2.expect(201)["id"]);
+    assert_eq!(g2.raw, g1.raw);
+    assert_eq!(g2.header("idempotent-replayed"), Some("true"));
+    let groups = app.get(&alice, "/v1/groups").await;
+    assert_eq!(data_ids(groups.expect(200)).len(), 1);
+
+    // Other methods ignore the header.
+    let c = id_str(&a);
+    for _ in 0..2 {
+        let r = app
+            .send(
+                Method::PUT,
+                &format!("/v1/conversations/{c}"),
+                Some(&alice.token),
+                Some((FORM, b"is_muted=true".to_vec())),
+                &[("Idempotency-Key", "conv")],
+            )
+            .await;
+        r.expect(200);
+        assert_eq!(r.header("idempotent-replayed"), None);
+    }
+}
+
+fn id_str(r: &Resp) -> String {
+    r.body["id"].as_str().expect("id").to_owned()
+}
+
+confab_tests::on_both_stores!(
+    crate::support::on_server;
+    idempotency_a_retry_gets_the_first_answer_again,
+    idempotency_a_key_names_one_request_of_one_caller,
+    idempotency_sixteen_concurrent_requests_make_one_message,
+    idempotency_what_the_operation_refused_is_kept_but_malformed_requests_are_not,
+    idempotency_covers_every_post,
+);
