@@ -189,10 +189,15 @@ pub trait ConversationStore: Send + Sync {
         patch: MemberStatePatch,
     ) -> Result<ConversationView, StoreError>;
     /// Deletes the conversation with all its messages, their reactions and
-    /// attachments, and every member's state.
+    /// attachments, and every member's state, when `by` is (still) a member
+    /// (checked in the same statement).
     /// # Errors
-    /// - MUST return `NotFound` when it does not exist.
-    async fn delete_conversation(&self, id: ConversationId) -> Result<(), StoreError>;
+    /// - MUST return `NotFound` when it does not exist or `by` is not a member.
+    async fn delete_conversation(
+        &self,
+        id: ConversationId,
+        by: ContactId,
+    ) -> Result<(), StoreError>;
 }
 
 /// A message to append.
@@ -214,6 +219,8 @@ pub struct MessageChange {
     pub text: Option<MessageText>,
     /// Reactions added in the name of `reactor`; ones it has already are skipped.
     pub add_reactions: Vec<ReactionName>,
+    /// The caller: it reacts, and it must (still) be a member of the
+    /// message's conversation.
     pub reactor: ContactId,
     /// Appended after the existing attachments, in this order.
     pub add_attachments: Vec<(AttachmentId, NewAttachment)>,
@@ -263,9 +270,11 @@ pub trait MessageStore: Send + Sync {
     ) -> Result<Paged<Message>, StoreError>;
     /// Applies `change` in one transaction and sets `updated_at` when
     /// anything changed (new text differing from the old, a reaction or an
-    /// attachment added).
+    /// attachment added). The caller (`change.reactor`) must be a member of
+    /// the message's conversation, checked in the transaction itself.
     /// # Errors
-    /// - MUST return `NotFound` when the message does not exist.
+    /// - MUST return `NotFound` when the message does not exist or the caller
+    ///   is not a member.
     /// - MUST return `Rule(..)` when the message would have more than 32
     ///   distinct reaction names or more than 10 attachments.
     async fn update_message(
@@ -274,9 +283,11 @@ pub trait MessageStore: Send + Sync {
         change: MessageChange,
     ) -> Result<Message, StoreError>;
     /// Removes `reactor`'s reaction `name` (no error if it has none); sets
-    /// `updated_at = at` if one was removed.
+    /// `updated_at = at` if one was removed. `reactor` must be a member of
+    /// the message's conversation, checked in the transaction itself.
     /// # Errors
-    /// - MUST return `NotFound` when the message does not exist.
+    /// - MUST return `NotFound` when the message does not exist or `reactor`
+    ///   is not a member.
     async fn remove_reaction(
         &self,
         id: MessageId,
@@ -284,11 +295,12 @@ pub trait MessageStore: Send + Sync {
         name: ReactionName,
         at: Timestamp,
     ) -> Result<Message, StoreError>;
-    /// Deletes the message with its reactions and attachments; a conversation
-    /// that had it pinned gets `pinned_message_id = null`.
+    /// Deletes the message with its reactions and attachments, when `by` is
+    /// (still) a member of its conversation (checked in the same statement);
+    /// a conversation that had it pinned gets `pinned_message_id = null`.
     /// # Errors
-    /// - MUST return `NotFound` when it does not exist.
-    async fn delete_message(&self, id: MessageId) -> Result<(), StoreError>;
+    /// - MUST return `NotFound` when it does not exist or `by` is not a member.
+    async fn delete_message(&self, id: MessageId, by: ContactId) -> Result<(), StoreError>;
 }
 
 /// A group to create.

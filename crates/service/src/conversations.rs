@@ -190,6 +190,10 @@ impl Confab {
             None => false,
         };
         view.conversation.check_delete(caller.id, is_group_owner)?;
-        Ok(self.ports.conversations.delete_conversation(id).await?)
+        Ok(self
+            .ports
+            .conversations
+            .delete_conversation(id, caller.id)
+            .await?)
     }
 }

@@ -171,6 +171,6 @@ impl Confab {
     ) -> Result<(), ServiceError> {
         let message = self.visible_message(caller, id).await?;
         message.check_delete(caller.id)?;
-        Ok(self.ports.messages.delete_message(id).await?)
+        Ok(self.ports.messages.delete_message(id, caller.id).await?)
     }
 }

@@ -538,9 +538,9 @@ async fn a_group_owner_may_delete_a_members_group_conversation() {
         .returning(move |_, _| Ok(Some(g.clone())));
     m.conversations
         .expect_delete_conversation()
-        .with(eq(conv_id()))
+        .with(eq(conv_id()), eq(alice().id))
         .times(1)
-        .returning(|_| Ok(()));
+        .returning(|_, _| Ok(()));
     assert!(m
         .service()
         .delete_conversation(&alice(), conv_id())

@@ -25,8 +25,14 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     type Manager: ManageConnection<Connection = Self::Conn>;
 
     /// The message row, locked against concurrent writers until the
-    /// transaction ends.
-    fn lock_message(conn: &mut Self::Conn, id: DbId) -> QueryResult<Option<MessageRow>>;
+    /// transaction ends; `None` when there is none or `viewer` is not (any
+    /// more) a member of its conversation, checked in the same statement so
+    /// that a member removed a moment before cannot change it.
+    fn lock_message(
+        conn: &mut Self::Conn,
+        id: DbId,
+        viewer: DbId,
+    ) -> QueryResult<Option<MessageRow>>;
 
     /// A page of the all-conversations feed (messages with their senders),
     /// when the backend has a plan whose cost does not depend on the

@@ -170,8 +170,12 @@ macro_rules! impl_ports {
                 .await
             }
 
-            async fn delete_conversation(&self, id: ConversationId) -> Result<(), StoreError> {
-                write(self, move |c| q::delete_conversation(c, id)).await
+            async fn delete_conversation(
+                &self,
+                id: ConversationId,
+                by: ContactId,
+            ) -> Result<(), StoreError> {
+                write(self, move |c| q::delete_conversation(c, id, by)).await
             }
         }
 
@@ -228,8 +232,8 @@ macro_rules! impl_ports {
                 write(self, move |c| q::remove_reaction(c, id, reactor, name, at)).await
             }
 
-            async fn delete_message(&self, id: MessageId) -> Result<(), StoreError> {
-                write(self, move |c| q::delete_message(c, id)).await
+            async fn delete_message(&self, id: MessageId, by: ContactId) -> Result<(), StoreError> {
+                write(self, move |c| q::delete_message(c, id, by)).await
             }
         }
 

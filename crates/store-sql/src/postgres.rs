@@ -21,8 +21,9 @@ use crate::backend::{Pooled, SqlBackend};
 use crate::door::{count_statements, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
+use crate::queries::membership::visible_to;
 use crate::rows::{ContactRow, MessageRow};
-use crate::schema::{groups, messages};
+use crate::schema::{conversations, groups, messages};
 
 mod queries {
     crate::queries::instantiate!(super::PgStore);
@@ -147,9 +148,20 @@ impl SqlBackend for PgStore {
     type Manager = Manager;
 
     /// `SELECT ... FOR UPDATE`.
-    fn lock_message(conn: &mut PgConnection, id: DbId) -> QueryResult<Option<MessageRow>> {
+    fn lock_message(
+        conn: &mut PgConnection,
+        id: DbId,
+        viewer: DbId,
+    ) -> QueryResult<Option<MessageRow>> {
         messages::table
             .find(id)
+            .filter(
+                messages::conversation_id.eq_any(
+                    conversations::table
+                        .filter(visible_to!(viewer))
+                        .select(conversations::id),
+                ),
+            )
             .select(MessageRow::as_select())
             .for_update()
             .first(conn)

@@ -693,14 +693,17 @@ async fn conversations_delete_cascades(s: S) {
     .expect("pin");
     let kept = send(&s, &keep, &bob, "stays", at(4)).await;
 
-    s.delete_conversation(c.id).await.expect("delete");
+    s.delete_conversation(c.id, alice.id).await.expect("delete");
     assert_eq!(s.conversation_for(alice.id, c.id).await.expect("get"), None);
     assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
     assert_eq!(all_messages(&s, &alice, None).await, vec![kept.id]);
     assert_eq!(list_convs(&s, &alice, no_filter()).await, vec![keep.id]);
-    assert_err!(s.delete_conversation(c.id).await, StoreError::NotFound);
     assert_err!(
-        s.delete_conversation(ConversationId::from_uuid(new_id()))
+        s.delete_conversation(c.id, alice.id).await,
+        StoreError::NotFound
+    );
+    assert_err!(
+        s.delete_conversation(ConversationId::from_uuid(new_id()), alice.id)
             .await,
         StoreError::NotFound
     );

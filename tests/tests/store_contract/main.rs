@@ -10,6 +10,7 @@ mod contacts;
 mod conversations;
 mod groups;
 mod idempotency;
+mod membership_in_writes;
 mod messages;
 mod resilience;
 mod statements;

@@ -679,7 +679,7 @@ async fn messages_delete_clears_pin(s: S) {
     .await
     .expect("pin");
 
-    s.delete_message(m.id).await.expect("delete");
+    s.delete_message(m.id, alice.id).await.expect("delete");
     assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
     assert_eq!(all_messages(&s, &bob, Some(c.id)).await, vec![other.id]);
     let v = s
@@ -688,9 +688,10 @@ async fn messages_delete_clears_pin(s: S) {
         .expect("get")
         .expect("some");
     assert_eq!(v.conversation.pinned_message_id, None);
-    assert_err!(s.delete_message(m.id).await, StoreError::NotFound);
+    assert_err!(s.delete_message(m.id, alice.id).await, StoreError::NotFound);
     assert_err!(
-        s.delete_message(MessageId::from_uuid(new_id())).await,
+        s.delete_message(MessageId::from_uuid(new_id()), alice.id)
+            .await,
         StoreError::NotFound
     );
     // The other message and its conversation are untouched.
@@ -709,7 +710,7 @@ async fn messages_delete_clears_pin(s: S) {
     )
     .await
     .expect("pin");
-    s.delete_message(other.id).await.expect("delete");
+    s.delete_message(other.id, alice.id).await.expect("delete");
     let v = s
         .conversation_for(bob.id, c.id)
         .await

@@ -17,7 +17,7 @@ macro_rules! expand {
         use super::membership::{contact_exists, is_member};
         use super::{Backend, Conn, Db, Result};
         use crate::id::DbId;
-        use crate::queries::membership::conversation_list;
+        use crate::queries::membership::{conversation_list, visible_to};
         use crate::queries::paging::{fetch_size, finish_page, keyset, seek};
         use crate::queries::{distinct_except, not_found};
         use crate::rows::{ConversationRow, DbKey, StateChangeset, StateRow};
@@ -175,7 +175,7 @@ macro_rules! expand {
                 let target = match change {
                     PinnedMessageChange::Pin(m) => {
                         // Locked so that it cannot be deleted before this commits.
-                        let message = Backend::lock_message(conn, m.db())?;
+                        let message = Backend::lock_message(conn, m.db(), v)?;
                         if message.map(|r| r.conversation_id) != Some(c) {
                             return Err(DomainError::breaks(
                                 Field::PinnedMessage,
@@ -212,10 +212,20 @@ macro_rules! expand {
             conversation_for(conn, viewer, id)?.ok_or_else(not_found)
         }
 
-        pub(crate) fn delete_conversation(conn: &mut Conn, id: ConversationId) -> Result<()> {
+        pub(crate) fn delete_conversation(
+            conn: &mut Conn,
+            id: ConversationId,
+            by: ContactId,
+        ) -> Result<()> {
             // Messages, their reactions and attachments, and the members' states go
-            // with it (ON DELETE CASCADE).
-            let n = diesel::delete(conversations::table.find(id.db())).execute(conn)?;
+            // with it (ON DELETE CASCADE). The deleter must still be a member.
+            let by = by.db();
+            let n = diesel::delete(
+                conversations::table
+                    .filter(conversations::id.eq(id.db()))
+                    .filter(visible_to!(by)),
+            )
+            .execute(conn)?;
             if n == 0 {
                 return Err(not_found());
             }

@@ -58,8 +58,10 @@ macro_rules! expand {
         ) -> Result<Message> {
             let m = id.db();
             // The row lock serializes changes to one message, so that the limits on
-            // reaction names and attachments hold under concurrency.
-            let current = Backend::lock_message(conn, m)?.ok_or_else(not_found)?;
+            // reaction names and attachments hold under concurrency; the caller's
+            // membership is checked in the same statement.
+            let current =
+                Backend::lock_message(conn, m, change.reactor.db())?.ok_or_else(not_found)?;
             let at = change.at.micros();
 
             // Written with `updated_at` below, in one statement.
@@ -139,7 +141,7 @@ macro_rules! expand {
             at: Timestamp,
         ) -> Result<Message> {
             let m = id.db();
-            Backend::lock_message(conn, m)?.ok_or_else(not_found)?;
+            Backend::lock_message(conn, m, reactor.db())?.ok_or_else(not_found)?;
             let removed = diesel::delete(
                 reactions::table
                     .filter(reactions::message_id.eq(m))

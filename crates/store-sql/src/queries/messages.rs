@@ -407,10 +407,20 @@ macro_rules! expand {
             Ok(())
         }
 
-        pub(crate) fn delete_message(conn: &mut Conn, id: MessageId) -> Result<()> {
+        pub(crate) fn delete_message(conn: &mut Conn, id: MessageId, by: ContactId) -> Result<()> {
             // Reactions and attachments cascade; a conversation that pinned it gets
-            // NULL (ON DELETE SET NULL).
-            let n = diesel::delete(messages::table.find(id.db())).execute(conn)?;
+            // NULL (ON DELETE SET NULL). The deleter must still be a member.
+            let by = by.db();
+            let n = diesel::delete(
+                messages::table.filter(messages::id.eq(id.db())).filter(
+                    messages::conversation_id.eq_any(
+                        conversations::table
+                            .filter(visible_to!(by))
+                            .select(conversations::id),
+                    ),
+                ),
+            )
+            .execute(conn)?;
             if n == 0 {
                 return Err(not_found());
             }
