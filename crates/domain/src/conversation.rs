@@ -144,6 +144,9 @@ pub struct MemberState {
     pub is_muted: bool,
     pub archived_at: Option<Timestamp>,
     pub last_opened_at: Option<Timestamp>,
+    /// Messages from others that arrived after `last_opened_at` (all of
+    /// them if never opened); 0 right after opening.
+    pub unread_count: u64,
 }
 
 impl MemberState {
@@ -154,6 +157,7 @@ impl MemberState {
             is_muted: patch.is_muted.unwrap_or(self.is_muted),
             archived_at: patch.archived_at.unwrap_or(self.archived_at),
             last_opened_at: self.last_opened_at,
+            unread_count: self.unread_count,
         }
     }
 }
@@ -276,6 +280,7 @@ mod tests {
             is_muted: false,
             archived_at: Some(Timestamp::from_secs(5)),
             last_opened_at: Some(Timestamp::from_secs(6)),
+            unread_count: 3,
         };
         let p = MemberStatePatch {
             is_muted: Some(true),

@@ -179,6 +179,10 @@ pub struct ConversationDto {
     pub created_at: i64,
     #[schema(required = true)]
     pub archived_at: Option<i64>,
+    /// The caller's messages from others that arrived after the caller
+    /// last opened this conversation (all of them if never opened).
+    #[schema(minimum = 0)]
+    pub unread_count: u64,
 }
 
 impl From<&ConversationView> for ConversationDto {
@@ -195,6 +199,7 @@ impl From<&ConversationView> for ConversationDto {
             last_opened_at: opt_secs(v.state.last_opened_at),
             created_at: secs(c.created_at),
             archived_at: opt_secs(v.state.archived_at),
+            unread_count: v.state.unread_count,
         }
     }
 }

@@ -237,6 +237,7 @@ pub(crate) struct StateRow {
     pub is_muted: bool,
     pub archived_at: Option<i64>,
     pub last_opened_at: Option<i64>,
+    pub unread_count: i64,
 }
 
 impl StateRow {
@@ -248,6 +249,7 @@ impl StateRow {
             is_muted: state.is_muted,
             archived_at: state.archived_at.map(Timestamp::micros),
             last_opened_at: state.last_opened_at.map(Timestamp::micros),
+            unread_count: i64::try_from(state.unread_count).unwrap_or(i64::MAX),
         }
     }
 }
@@ -259,6 +261,8 @@ impl From<StateRow> for MemberState {
             is_muted: r.is_muted,
             archived_at: r.archived_at.map(ts),
             last_opened_at: r.last_opened_at.map(ts),
+            // Never below 0 (it is only taken back from those who had it).
+            unread_count: u64::try_from(r.unread_count).unwrap_or(0),
         }
     }
 }

@@ -87,6 +87,7 @@ diesel::table! {
         is_muted -> Bool,
         archived_at -> Nullable<BigInt>,
         last_opened_at -> Nullable<BigInt>,
+        unread_count -> BigInt,
     }
 }
 

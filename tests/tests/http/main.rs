@@ -12,4 +12,5 @@ mod metrics;
 mod openapi;
 mod support;
 mod token_cache;
+mod unread;
 mod wire;

@@ -463,6 +463,7 @@ async fn conversations_open_marks_others_messages_read(s: S) {
         .await
         .expect("open");
     assert_eq!(v.state.last_opened_at, Some(at(60)));
+    assert_eq!(v.state.unread_count, 0);
     assert!(!v.state.is_muted && !v.state.is_pinned);
     assert_eq!(read(gm.id).await, Some(at(60)));
     let b = s
@@ -470,7 +471,14 @@ async fn conversations_open_marks_others_messages_read(s: S) {
         .await
         .expect("get")
         .expect("some");
-    assert_eq!(b.state, MemberState::default());
+    // bob never opened it: alice's message is unread for him.
+    assert_eq!(
+        b.state,
+        MemberState {
+            unread_count: 1,
+            ..MemberState::default()
+        }
+    );
 }
 
 async fn conversations_update_pin_and_member_state(s: S) {
@@ -493,7 +501,13 @@ async fn conversations_update_pin_and_member_state(s: S) {
         .await
         .expect("pin");
     assert_eq!(v.conversation.pinned_message_id, Some(m.id));
-    assert_eq!(v.state, MemberState::default());
+    assert_eq!(
+        v.state,
+        MemberState {
+            unread_count: 1,
+            ..MemberState::default()
+        }
+    );
     let b = s
         .conversation_for(bob.id, c.id)
         .await
@@ -570,6 +584,8 @@ async fn conversations_update_pin_and_member_state(s: S) {
             is_muted: true,
             archived_at: Some(at(5)),
             last_opened_at: None,
+            // bob's message to pin, never opened.
+            unread_count: 1,
         }
     );
     let v = s

@@ -16,3 +16,4 @@ mod resilience;
 mod statements;
 mod support;
 mod tokens;
+mod unread;

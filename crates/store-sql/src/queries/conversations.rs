@@ -17,11 +17,12 @@ macro_rules! expand {
         use super::membership::{contact_exists, is_member};
         use super::{Backend, Conn, Db, Result};
         use crate::id::DbId;
+        use crate::id::IdSql;
         use crate::queries::membership::{conversation_list, visible_to};
         use crate::queries::paging::{fetch_size, finish_page, keyset, seek};
         use crate::queries::{distinct_except, not_found};
         use crate::rows::{ConversationRow, DbKey, StateChangeset, StateRow};
-        use crate::schema::{conversation_states, conversations, groups, messages};
+        use crate::schema::{conversation_states, conversations, group_members, groups, messages};
         use crate::SqlBackend as _;
 
         fn to_view(
@@ -55,8 +56,9 @@ macro_rules! expand {
             diesel::insert_into(conversations::table)
                 .values(&row)
                 .execute(conn)?;
-            // Both members of a direct conversation get their state row now; a group
-            // member's row is made on its first change.
+            // Every member gets its state row now (it holds the unread count):
+            // both of a direct conversation, each of a group's current members
+            // (one who joins later gets it on joining).
             if let Some(members) = conversation.direct_members() {
                 let states: Vec<StateRow> = distinct_except(&members, None)
                     .into_iter()
@@ -64,6 +66,18 @@ macro_rules! expand {
                     .collect();
                 diesel::insert_into(conversation_states::table)
                     .values(&states)
+                    .execute(conn)?;
+            } else if let Some(group) = row.group_id {
+                diesel::insert_into(conversation_states::table)
+                    .values(
+                        group_members::table
+                            .filter(group_members::group_id.eq(group))
+                            .select((row.id.into_sql::<IdSql>(), group_members::contact_id)),
+                    )
+                    .into_columns((
+                        conversation_states::conversation_id,
+                        conversation_states::contact_id,
+                    ))
                     .execute(conn)?;
             }
             if let Some(completion) = completion {
@@ -147,7 +161,10 @@ macro_rules! expand {
                     conversation_states::contact_id,
                 ))
                 .do_update()
-                .set(conversation_states::last_opened_at.eq(Some(at.micros())))
+                .set((
+                    conversation_states::last_opened_at.eq(Some(at.micros())),
+                    conversation_states::unread_count.eq(0),
+                ))
                 .execute(conn)?;
             diesel::update(
                 messages::table

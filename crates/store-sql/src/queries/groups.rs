@@ -8,7 +8,7 @@ macro_rules! expand {
 
         use confab_domain::{
             AvatarUrl, Contact, ContactId, DomainError, Field, Group, GroupDescription, GroupId,
-            GroupMember, GroupName, GroupRole, Page, Paged, Rule, Timestamp,
+            GroupMember, GroupName, GroupRole, MemberState, Page, Paged, Rule, Timestamp,
         };
         use confab_ports::{Completion, GroupChange, NewGroup};
         use diesel::dsl::max;
@@ -24,8 +24,11 @@ macro_rules! expand {
         use crate::queries::{distinct_except, not_found};
         use crate::rows::{
             contact_id, group_id, ts, ContactRow, DbKey, GroupChangeset, GroupMemberRow, GroupRow,
+            StateRow,
         };
-        use crate::schema::{contacts, group_members, groups};
+        use crate::schema::{
+            contacts, conversation_states, conversations, group_members, groups, messages,
+        };
         use crate::SqlBackend as _;
 
         /// Loads the members of all `rows` with one query and assembles the groups.
@@ -235,6 +238,8 @@ macro_rules! expand {
                     diesel::insert_into(group_members::table)
                         .values(&rows)
                         .execute(conn)?;
+                    let joined: Vec<DbId> = rows.iter().map(|r| r.contact_id).collect();
+                    give_states(conn, g, &joined)?;
                 }
             }
 
@@ -248,6 +253,53 @@ macro_rules! expand {
                 .execute(conn)?;
             }
             load_group(conn, g)?.ok_or_else(not_found)
+        }
+
+        /// Members who joined get a state row in each of the group's
+        /// conversations, with their unread count: every message from others
+        /// after they last opened it (all, if never; a member who left and
+        /// came back keeps the state it had).
+        fn give_states(conn: &mut Conn, g: DbId, joined: &[DbId]) -> Result<()> {
+            let conversation_ids: Vec<DbId> = conversations::table
+                .filter(conversations::group_id.eq(g))
+                .select(conversations::id)
+                .load(conn)?;
+            if conversation_ids.is_empty() {
+                return Ok(());
+            }
+            let rows: Vec<StateRow> = conversation_ids
+                .iter()
+                .flat_map(|c| {
+                    joined
+                        .iter()
+                        .map(|m| StateRow::new(*c, *m, MemberState::default()))
+                })
+                .collect();
+            diesel::insert_into(conversation_states::table)
+                .values(&rows)
+                .on_conflict_do_nothing()
+                .execute(conn)?;
+            let unread = messages::table
+                .filter(messages::conversation_id.eq(conversation_states::conversation_id))
+                .filter(messages::sender_id.ne(conversation_states::contact_id))
+                .filter(
+                    conversation_states::last_opened_at
+                        .is_null()
+                        .or(messages::created_at
+                            .nullable()
+                            .gt(conversation_states::last_opened_at)),
+                )
+                .count()
+                .single_value()
+                .assume_not_null();
+            diesel::update(
+                conversation_states::table
+                    .filter(conversation_states::contact_id.eq_any(joined))
+                    .filter(conversation_states::conversation_id.eq_any(&conversation_ids)),
+            )
+            .set(conversation_states::unread_count.eq(unread))
+            .execute(conn)?;
+            Ok(())
         }
 
         pub(crate) fn delete_group(conn: &mut Conn, id: GroupId) -> Result<()> {

@@ -28,7 +28,9 @@ macro_rules! expand {
             contact_id, conversation_id, message_id, ts, AttachmentRow, ContactRow, DbKey,
             MessageRow,
         };
-        use crate::schema::{attachments, contacts, conversations, messages, reactions};
+        use crate::schema::{
+            attachments, contacts, conversation_states, conversations, messages, reactions,
+        };
         use crate::SqlBackend as _;
 
         /// One row of a page's relations: a reaction (with its reactor's
@@ -210,6 +212,14 @@ macro_rules! expand {
                 .values(&row)
                 .execute(conn)?;
             insert_attachments(conn, row.id, 0, &message.attachments, message.created_at)?;
+            // One more unread message for every other member.
+            diesel::update(
+                conversation_states::table
+                    .filter(conversation_states::conversation_id.eq(c))
+                    .filter(conversation_states::contact_id.ne(sender)),
+            )
+            .set(conversation_states::unread_count.eq(conversation_states::unread_count + 1))
+            .execute(conn)?;
             // What was written is what a reader would load: no read back.
             let written = Message {
                 id: message.id,
@@ -408,22 +418,26 @@ macro_rules! expand {
         }
 
         pub(crate) fn delete_message(conn: &mut Conn, id: MessageId, by: ContactId) -> Result<()> {
+            // Locked, with the deleter's membership checked in the same
+            // statement; its sender and time say whose unread count it was in.
+            let m = Backend::lock_message(conn, id.db(), by.db())?.ok_or_else(not_found)?;
             // Reactions and attachments cascade; a conversation that pinned it gets
-            // NULL (ON DELETE SET NULL). The deleter must still be a member.
-            let by = by.db();
-            let n = diesel::delete(
-                messages::table.filter(messages::id.eq(id.db())).filter(
-                    messages::conversation_id.eq_any(
-                        conversations::table
-                            .filter(visible_to!(by))
-                            .select(conversations::id),
+            // NULL (ON DELETE SET NULL).
+            diesel::delete(messages::table.find(m.id)).execute(conn)?;
+            // Taken back from the other members who had not read it yet.
+            diesel::update(
+                conversation_states::table
+                    .filter(conversation_states::conversation_id.eq(m.conversation_id))
+                    .filter(conversation_states::contact_id.ne(m.sender_id))
+                    .filter(conversation_states::unread_count.gt(0))
+                    .filter(
+                        conversation_states::last_opened_at
+                            .is_null()
+                            .or(conversation_states::last_opened_at.lt(m.created_at)),
                     ),
-                ),
             )
+            .set(conversation_states::unread_count.eq(conversation_states::unread_count - 1))
             .execute(conn)?;
-            if n == 0 {
-                return Err(not_found());
-            }
             Ok(())
         }
     };

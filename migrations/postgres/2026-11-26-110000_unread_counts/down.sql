@@ -1,0 +1,1 @@
+ALTER TABLE conversation_states DROP COLUMN unread_count;
