@@ -315,3 +315,111 @@ fn without_a_wait_serve_fails_at_once_and_with_one_gives_up_in_time() {
         }
     }
 }
+
+/// Holds SQLite's write lock on `path` from another process (Python's
+/// sqlite3) for `secs`; returns once the lock is held. `None` (after saying
+/// why) without python3, unless `CONFAB_REQUIRE_TOOLS=1`.
+fn lock_sqlite_elsewhere(path: &Path, secs: f64) -> Option<std::process::Child> {
+    use std::io::BufRead as _;
+    let script = "import sqlite3, sys, time\n\
+                  c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)\n\
+                  c.execute('BEGIN EXCLUSIVE')\n\
+                  print('locked', flush=True)\n\
+                  time.sleep(float(sys.argv[2]))\n\
+                  c.execute('ROLLBACK')\n";
+    let child = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .arg(secs.to_string())
+        .stdout(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        assert!(
+            std::env::var("CONFAB_REQUIRE_TOOLS").as_deref() != Ok("1"),
+            "python3 not found: CONFAB_REQUIRE_TOOLS=1 forbids skipping"
+        );
+        eprintln!("SKIPPED: python3 not found");
+        return None;
+    };
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    assert_eq!(line.trim(), "locked");
+    Some(child)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_locked_by_another_process_fails_writes_fast_changes_nothing_and_recovers() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("confab.db");
+    let url = db.display().to_string();
+    cli(&url, &["migrate"]);
+    let mut ids = Vec::new();
+    for (name, phone) in [("alice", "+15550100"), ("bob", "+15550101")] {
+        let contact: Value = serde_json::from_str(&cli(
+            &url,
+            &[
+                "contact",
+                "create",
+                "--username",
+                name,
+                "--phone-number",
+                phone,
+            ],
+        ))
+        .expect("contact JSON");
+        ids.push(contact["id"].as_str().expect("id").to_owned());
+    }
+    let token = cli(&url, &["token", "issue", "--username", "alice"]);
+    let port = free_port();
+    let _server = spawn_serve(&url, port, "0", &dir.path().join("serve.log"));
+    let client = std::sync::Arc::new(Client::new(port, &token));
+    client.until_ok("/readyz", Duration::from_secs(30)).await;
+    let conv = client
+        .post("/v1/conversations", format!("contact_id={}", ids[1]))
+        .await;
+    assert_eq!(conv.status, 201, "{}", conv.body);
+    let conv_id = conv.body["id"]
+        .as_str()
+        .expect("conversation id")
+        .to_owned();
+
+    let Some(mut locker) = lock_sqlite_elsewhere(&db, 4.0) else {
+        return;
+    };
+    // Writers queue behind the one waiting on the lock: all answer in time.
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let c = client.clone();
+        let form = format!("conversation_id={conv_id}&message=during-{i}");
+        tasks.push(tokio::spawn(async move {
+            (format!("send {i}"), c.post("/v1/messages", form).await)
+        }));
+    }
+    let readyz = client.get("/readyz").await;
+    assert!(readyz.took < READYZ_BOUND, "readyz took {:?}", readyz.took);
+    for task in tasks {
+        let (what, answer) = task.await.expect("join");
+        assert_unavailable(&what, &answer, REQUEST_BOUND);
+    }
+    assert!(locker.wait().expect("wait").success());
+
+    let after = client
+        .post(
+            "/v1/messages",
+            format!("conversation_id={conv_id}&message=after"),
+        )
+        .await;
+    assert_eq!(after.status, 201, "{}", after.body);
+    let page = client
+        .get(&format!("/v1/messages?conversation_id={conv_id}"))
+        .await;
+    let texts: Vec<&str> = page.body["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|m| m["message"].as_str().expect("text"))
+        .collect();
+    assert_eq!(texts, ["after"], "a write answered 503 was committed");
+}
