@@ -279,10 +279,13 @@ impl SqlBackend for PgStore {
         match e {
             E::DatabaseError(DatabaseErrorKind::Unknown, info) => {
                 let m = info.message();
-                // The server is shutting down or restarting (SQLSTATE 57P01..3).
+                // The server is shutting down or restarting (SQLSTATE 57P01..3),
+                // or a statement outran `statement_timeout` (57014): either
+                // way it did not answer in time, and nothing was changed.
                 m.contains("terminating connection")
                     || m.contains("the database system is")
                     || m.contains("server closed the connection")
+                    || m.contains("canceling statement due to statement timeout")
             }
             _ => false,
         }
