@@ -145,13 +145,18 @@ as_owner "$PG_BIN/pg_ctl" -D "$DATA" -m immediate -w restart >/dev/null
 say "PostgreSQL restarted in immediate mode"
 
 sleep 6
-# Every process of the server, read after the restart.
-PIDS="$(pg_pids | tr '\n' ' ')"
+# Every process of the server, read after the restart: the postmaster
+# first (stopped, it forks no new backend), then its children (one may
+# have just exited).
+MASTER="$(head -n 1 "$DATA/postmaster.pid")"
 echo "stall_start $(now)" >>"$WORK/events"
-kill -STOP $PIDS
-say "PostgreSQL stalled (SIGSTOP to $PIDS)"
+kill -STOP "$MASTER"
+CHILDREN="$(pgrep -P "$MASTER" | tr '\n' ' ')"
+kill -STOP $CHILDREN 2>/dev/null || true
+say "PostgreSQL stalled (SIGSTOP to $MASTER $CHILDREN)"
 sleep "$STALL_SECS"
-kill -CONT $PIDS
+kill -CONT $CHILDREN 2>/dev/null || true
+kill -CONT "$MASTER"
 echo "stall_end $(now)" >>"$WORK/events"
 say "PostgreSQL resumed (SIGCONT)"
 
