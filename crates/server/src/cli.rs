@@ -8,6 +8,7 @@
 
 use std::net::TcpListener;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
@@ -16,7 +17,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::Settings;
 use crate::dto::ContactDto;
-use crate::startup::{open_service, Application, ServerOptions};
+use crate::startup::{open_service_waiting, Application, ServerOptions};
 use crate::telemetry;
 
 /// confab: a chat service with a JSON HTTP API.
@@ -140,7 +141,13 @@ fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
         let database = settings.database.clone();
-        let service = tokio::task::spawn_blocking(move || open_service(&database))
+        // A server (and its migration step) may start before its database:
+        // they wait for it; the one-shot commands fail at once.
+        let wait = match command {
+            Command::Serve | Command::Migrate => settings.db_wait(),
+            _ => Duration::ZERO,
+        };
+        let service = tokio::task::spawn_blocking(move || open_service_waiting(&database, wait))
             .await
             .context("opening the database panicked")??;
         match command {

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
 
 use anyhow::bail;
 use tracing_subscriber::EnvFilter;
@@ -199,10 +200,29 @@ pub struct Settings {
         value_parser = parse_cors_origins
     )]
     pub cors_origins: CorsOrigins,
+
+    /// Seconds `serve` and `migrate` keep trying to reach PostgreSQL when
+    /// it is down at start (each try logged), before giving up; 0: fail at
+    /// once.
+    #[arg(
+        long,
+        env = "CONFAB_DB_WAIT_SECS",
+        global = true,
+        default_value_t = Settings::DEFAULT_DB_WAIT_SECS,
+        value_name = "SECONDS",
+        value_parser = seconds_parser("CONFAB_DB_WAIT_SECS")
+    )]
+    pub db_wait_secs: u32,
 }
 
 impl Settings {
     pub const DEFAULT_LISTEN: &'static str = "127.0.0.1:8080";
+    pub const DEFAULT_DB_WAIT_SECS: u32 = 30;
+
+    /// How long `serve` and `migrate` wait for the database at start.
+    pub fn db_wait(&self) -> Duration {
+        Duration::from_secs(self.db_wait_secs.into())
+    }
 
     /// The rate limits; 0 turns one off.
     pub fn rate_limits(&self) -> RateLimits {
@@ -258,6 +278,17 @@ fn limit_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + Cl
         raw.trim().parse().map_err(|_| {
             format!(
                 "{name} {raw:?} is not a whole number from 0 to {} (0: no limit)",
+                u32::MAX
+            )
+        })
+    }
+}
+
+fn seconds_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + Clone {
+    move |raw: &str| {
+        raw.trim().parse().map_err(|_| {
+            format!(
+                "{name} {raw:?} is not a whole number of seconds from 0 to {} (0: no wait)",
                 u32::MAX
             )
         })
@@ -373,6 +404,13 @@ mod tests {
         assert_eq!(s.listen.addrs, ["127.0.0.1:8080".parse().expect("addr")]);
         assert_eq!(s.cors_origins, CorsOrigins::Off);
         assert_eq!(s.log_format, LogFormat::Text);
+        assert_eq!(s.db_wait(), Duration::from_secs(30));
+        assert_eq!(
+            settings(&["--db-wait-secs", "0"])
+                .expect("no wait")
+                .db_wait(),
+            Duration::ZERO
+        );
         let s = settings(&["--listen", "localhost:8080"]).expect("host name");
         assert!(s
             .listen
@@ -388,6 +426,7 @@ mod tests {
                 "CONFAB_CORS_ORIGINS",
             ),
             ("--rate-limit-burst=-1", "CONFAB_RATE_LIMIT_BURST"),
+            ("--db-wait-secs=soon", "CONFAB_DB_WAIT_SECS"),
         ] {
             let e = settings(&[arg]).expect_err(name);
             assert!(e.to_string().contains(name), "{name}: {e}");

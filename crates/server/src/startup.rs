@@ -2,6 +2,7 @@
 //! only module that names a store.
 
 use std::net::TcpListener;
+use std::time::{Duration, Instant};
 
 use actix_cors::Cors;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
@@ -26,10 +27,16 @@ use crate::{routes, telemetry};
 /// Connects to the store, applies pending migrations, returns the service.
 /// Blocking: call it outside async code (or in `spawn_blocking`).
 pub fn open_service(db: &Database) -> anyhow::Result<Confab> {
+    open_service_waiting(db, Duration::ZERO)
+}
+
+/// As [`open_service`], but while PostgreSQL cannot be reached, tries again
+/// every [`RETRY_EVERY`] for up to `wait` (logging each failed try), so that
+/// a server started before its database comes up once it does. Blocking.
+pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Confab> {
     let ports = match db {
         Database::Postgres(url) => {
-            let store =
-                PgStore::connect(url).context("cannot connect to PostgreSQL (DATABASE_URL)")?;
+            let store = connect_postgres(url, wait)?;
             store
                 .migrate()
                 .context("cannot apply the PostgreSQL migrations")?;
@@ -46,6 +53,48 @@ pub fn open_service(db: &Database) -> anyhow::Result<Confab> {
         }
     };
     Ok(Confab::new(ports))
+}
+
+/// The pause between two tries of [`open_service_waiting`].
+pub const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+fn connect_postgres(url: &str, wait: Duration) -> anyhow::Result<PgStore> {
+    let started = Instant::now();
+    let mut attempt = 1u32;
+    loop {
+        let error = match PgStore::connect(url) {
+            Ok(store) => {
+                if attempt > 1 {
+                    tracing::info!(attempt, "PostgreSQL answers");
+                }
+                return Ok(store);
+            }
+            Err(e) => e,
+        };
+        let waited = started.elapsed();
+        if waited + RETRY_EVERY >= wait {
+            let error = error.context("cannot connect to PostgreSQL (DATABASE_URL)");
+            return Err(if wait.is_zero() {
+                error
+            } else {
+                error.context(format!(
+                    "gave up after {} tries in {:.0?} (CONFAB_DB_WAIT_SECS={})",
+                    attempt,
+                    waited,
+                    wait.as_secs()
+                ))
+            });
+        }
+        tracing::warn!(
+            attempt,
+            waited_secs = waited.as_secs(),
+            wait_secs = wait.as_secs(),
+            error = format!("{error:#}"),
+            "PostgreSQL cannot be reached; trying again in {RETRY_EVERY:?}"
+        );
+        std::thread::sleep(RETRY_EVERY);
+        attempt += 1;
+    }
 }
 
 /// How the HTTP server behaves beyond its routes.

@@ -1,8 +1,11 @@
 //! [`SqlBackend`]: what each database supplies to the shared code.
 
+use std::time::Duration;
+
 use diesel::r2d2::{ManageConnection, PooledConnection, R2D2Connection};
 use diesel::QueryResult;
 
+use crate::door::Abandoned;
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::rows::{ContactRow, MessageRow};
@@ -56,6 +59,10 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// classifies as a closed connection.
     fn is_unavailable(e: &diesel::result::Error) -> bool;
 
+    /// How long a port call may take in all before its caller is answered
+    /// `Unavailable` (see [`crate::door`]).
+    fn deadline(&self) -> Duration;
+
     /// A pooled connection, failing fast when the database is down.
     fn checkout(&self) -> Result<Pooled<Self>, Error>;
 
@@ -66,5 +73,11 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
 
     /// Runs `f` in a transaction that writes: it commits entirely or not at
     /// all, and concurrent writers cannot make it fail half-way for a lock.
-    fn write_tx<T>(&self, f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>) -> Result<T, Error>;
+    /// Once `abandoned` is set it rolls back instead of committing
+    /// (`door::unless_abandoned` around `f`).
+    fn write_tx<T>(
+        &self,
+        abandoned: &Abandoned,
+        f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>,
+    ) -> Result<T, Error>;
 }

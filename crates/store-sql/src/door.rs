@@ -3,9 +3,25 @@
 //! tokio's blocking pool, in the caller's tracing span. The closure checks out
 //! its pooled connection itself, so a connection never lives across an
 //! `.await`.
+//!
+//! # Bounded waits
+//!
+//! Every call has a deadline ([`SqlBackend::deadline`], 1.8 s by default;
+//! [`ping`] a shorter one). When it passes, the caller gets
+//! `StoreError::Unavailable` (503) at once, whatever the database does: a
+//! stalled server (stopped, swapping, behind a lost network) keeps its
+//! sockets open and the kernel still acknowledges, so neither a server-side
+//! `statement_timeout` nor TCP keepalive ends such a wait. The blocking
+//! thread cannot be interrupted; it is left to finish on its own, and the
+//! call is marked [`Abandoned`]: a call that has not started yet does
+//! nothing, and a write checks the mark just before `COMMIT` and rolls back
+//! instead, so that a request answered 503 changed nothing. The one
+//! exception is a stall that begins while `COMMIT` itself is in flight
+//! (`docs/reliability.md`).
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use confab_ports::{PoolState, StoreError};
 use diesel::connection::{Connection, InstrumentationEvent};
@@ -14,17 +30,68 @@ use diesel::r2d2::{ManageConnection, Pool, PooledConnection};
 use crate::error::Error;
 use crate::SqlBackend;
 
-async fn call<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
+/// How long a port call may take in all (checkout, statements, commit)
+/// before its caller is answered `Unavailable`, unless the store was given
+/// another ([`SqlBackend::deadline`]). Under the contract's 2 s, with room
+/// for the HTTP work around it.
+pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_millis(1800);
+
+/// The readiness probe's deadline: `/readyz` answers within 1 s.
+pub(crate) const PING_DEADLINE: Duration = Duration::from_millis(800);
+
+/// Set when the caller of a store call stopped waiting for it (its deadline
+/// passed, or its request was dropped): what the blocking thread still does
+/// must then change nothing.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Abandoned(Arc<AtomicBool>);
+
+impl Abandoned {
+    pub(crate) fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// `Err` once the caller is gone: returned inside a transaction, it
+    /// rolls the transaction back.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        if self.is_set() {
+            Err(Error::Abandoned)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Marks the call abandoned when the waiting future ends, however it ends
+/// (answered, timed out, or dropped with its request). After an answer the
+/// mark is never read.
+struct AbandonOnDrop(Abandoned);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0 .0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// The deadline passed: the database did not answer in time.
+#[derive(Debug, thiserror::Error)]
+#[error("the database did not answer within {0:?}")]
+pub(crate) struct TimedOut(Duration);
+
+async fn call<S, T, F>(store: &S, deadline: Duration, f: F) -> Result<T, StoreError>
 where
     S: SqlBackend,
     T: Send + 'static,
-    F: FnOnce(&S) -> Result<T, Error> + Send + 'static,
+    F: FnOnce(&S, &Abandoned) -> Result<T, Error> + Send + 'static,
 {
     let store = store.clone();
     let span = tracing::Span::current();
-    tokio::task::spawn_blocking(move || {
+    let abandoned = Abandoned::default();
+    let _mark = AbandonOnDrop(abandoned.clone());
+    let task = tokio::task::spawn_blocking(move || {
         span.in_scope(|| {
-            let result = f(&store);
+            // The caller may have given up while this waited for a thread.
+            abandoned.check()?;
+            let result = f(&store, &abandoned);
             if let Err(e) = &result {
                 if e.is_connection_lost::<S>() {
                     store.connection_lost();
@@ -32,10 +99,16 @@ where
             }
             result
         })
-    })
-    .await
-    .map_err(|e| StoreError::Other(Box::new(e)))?
-    .map_err(Error::into_store::<S>)
+    });
+    match tokio::time::timeout(deadline, task).await {
+        Ok(joined) => joined
+            .map_err(|e| StoreError::Other(Box::new(e)))?
+            .map_err(Error::into_store::<S>),
+        Err(_) => {
+            tracing::warn!(?deadline, "the database did not answer in time");
+            Err(StoreError::Unavailable(Box::new(TimedOut(deadline))))
+        }
+    }
 }
 
 /// A single statement, no transaction.
@@ -45,21 +118,46 @@ where
     T: Send + 'static,
     F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
 {
-    call(store, move |store| {
+    query_within(store, store.deadline(), f).await
+}
+
+/// The readiness probe: [`query`] with the probe's own, shorter deadline.
+pub(crate) async fn ping<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
+where
+    S: SqlBackend,
+    T: Send + 'static,
+    F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
+{
+    query_within(store, PING_DEADLINE.min(store.deadline()), f).await
+}
+
+async fn query_within<S, T, F>(store: &S, deadline: Duration, f: F) -> Result<T, StoreError>
+where
+    S: SqlBackend,
+    T: Send + 'static,
+    F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
+{
+    call(store, deadline, move |store, abandoned| {
         let mut conn = store.checkout()?;
+        // The checkout may have taken the caller's whole deadline.
+        abandoned.check()?;
         f(&mut conn)
     })
     .await
 }
 
-/// A unit of work that writes: it commits entirely or not at all.
+/// A unit of work that writes: it commits entirely or not at all, and not
+/// at all once its caller stopped waiting (see the module docs).
 pub(crate) async fn write<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
 where
     S: SqlBackend,
     T: Send + 'static,
     F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
 {
-    call(store, move |store| store.write_tx(f)).await
+    call(store, store.deadline(), move |store, abandoned| {
+        store.write_tx(abandoned, f)
+    })
+    .await
 }
 
 /// Makes `conn` count every statement it sends into `counter` (the store's
@@ -103,5 +201,19 @@ pub(crate) fn pool_state<M: ManageConnection>(pool: &Pool<M>, waiting: &AtomicU3
         connections: state.connections,
         idle: state.idle_connections,
         waiting: waiting.load(Ordering::Relaxed),
+    }
+}
+
+/// `f`, then a last look at `abandoned`, for a write transaction's body: an
+/// `Err` makes the transaction roll back instead of committing a change
+/// whose request was already answered.
+pub(crate) fn unless_abandoned<'a, C, T>(
+    abandoned: &'a Abandoned,
+    f: impl FnOnce(&mut C) -> Result<T, Error> + 'a,
+) -> impl FnOnce(&mut C) -> Result<T, Error> + 'a {
+    move |conn| {
+        let value = f(conn)?;
+        abandoned.check()?;
+        Ok(value)
     }
 }

@@ -13,6 +13,9 @@ pub(crate) enum Error {
     /// No pooled connection could be had (database down, pool exhausted).
     Pool(diesel::r2d2::PoolError),
     Store(StoreError),
+    /// The caller stopped waiting (see [`crate::door::Abandoned`]): nothing
+    /// was done, or the transaction was rolled back.
+    Abandoned,
 }
 
 impl From<diesel::result::Error> for Error {
@@ -43,7 +46,7 @@ impl Error {
                 true
             }
             Self::Db(e) => S::is_unavailable(e),
-            Self::Pool(_) | Self::Store(_) => false,
+            Self::Pool(_) | Self::Store(_) | Self::Abandoned => false,
         }
     }
 
@@ -53,6 +56,7 @@ impl Error {
         match self {
             Self::Store(e) => e,
             Self::Pool(e) => StoreError::Unavailable(Box::new(e)),
+            Self::Abandoned => StoreError::Unavailable("the caller stopped waiting".into()),
             Self::Db(E::DatabaseError(Kind::UniqueViolation, info)) => {
                 StoreError::Conflict(info.message().to_owned())
             }

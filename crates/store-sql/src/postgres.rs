@@ -18,7 +18,7 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness a
 use uuid::Uuid;
 
 use crate::backend::{Pooled, SqlBackend};
-use crate::door::{count_statements, LogErrors};
+use crate::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::queries::membership::visible_to;
@@ -38,11 +38,29 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postg
 /// once against one database).
 const MIGRATION_LOCK_KEY: i64 = 0x636f_6e66_6162_0001;
 
-/// How long a request waits for a pooled connection. A dead database must
-/// fail requests fast (503), not hang them.
-const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(2);
-/// libpq's own limit on establishing a connection, in seconds.
-const CONNECT_TIMEOUT_SECS: u32 = 2;
+/// How long a call waits for a pooled connection: well under the call's
+/// deadline (`door::DEFAULT_DEADLINE`), so that a dead or saturated
+/// database fails the request (503) instead of hanging it.
+const CHECKOUT_TIMEOUT: Duration = Duration::from_millis(1000);
+/// libpq's limits, added to the URL unless it sets them (see
+/// [`with_client_timeouts`]): establishing a connection (seconds; libpq
+/// treats less than 2 as 2), TCP keepalive on idle connections, and how long
+/// sent data may stay unacknowledged (milliseconds) before the connection is
+/// dropped (a lost network, a vanished host).
+const CLIENT_TIMEOUTS: [(&str, &str); 6] = [
+    ("connect_timeout", "2"),
+    ("keepalives", "1"),
+    ("keepalives_idle", "2"),
+    ("keepalives_interval", "1"),
+    ("keepalives_count", "2"),
+    ("tcp_user_timeout", "2000"),
+];
+/// Set on each new connection: the server cancels a statement running
+/// longer, and ends a session left idle inside a transaction (its client
+/// gone astray), freeing their locks. A stalled server enforces neither:
+/// the door's deadline covers that.
+const SESSION_TIMEOUTS: &str =
+    "SET statement_timeout = '1500ms'; SET idle_in_transaction_session_timeout = '2s'";
 const POOL_SIZE: u32 = 10;
 const MIN_IDLE: u32 = 2;
 /// How long after a lost connection every checkout tests its connection.
@@ -60,6 +78,8 @@ pub struct PgStore {
     statements: Arc<AtomicU64>,
     /// Callers inside `checkout` now (see `pool_state`).
     waiting: Arc<AtomicU32>,
+    /// How long a port call may take (see [`PgStore::with_deadline`]).
+    deadline: Duration,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -83,7 +103,7 @@ impl PgStore {
     pub fn connect(database_url: &str) -> anyhow::Result<Self> {
         let suspect_until = Arc::new(AtomicU64::new(0));
         let manager = Manager {
-            inner: ConnectionManager::new(with_connect_timeout(database_url)),
+            inner: ConnectionManager::new(with_client_timeouts(database_url)),
             suspect_until: suspect_until.clone(),
         };
         let statements = Arc::new(AtomicU64::new(0));
@@ -93,7 +113,7 @@ impl PgStore {
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(true)
             .error_handler(Box::new(LogErrors("PostgreSQL")))
-            .connection_customizer(Box::new(CountStatements(statements.clone())))
+            .connection_customizer(Box::new(Setup(statements.clone())))
             .build(manager)
             .context("cannot connect to PostgreSQL")?;
         Ok(Self {
@@ -101,7 +121,18 @@ impl PgStore {
             suspect_until,
             statements,
             waiting: Arc::default(),
+            deadline: crate::door::DEFAULT_DEADLINE,
         })
+    }
+
+    /// This store with another deadline for each port call (default 1.8 s):
+    /// past it the call answers `StoreError::Unavailable`, whatever the
+    /// database does, and a write still running rolls back instead of
+    /// committing.
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// How many SQL statements this store has sent since it was opened,
@@ -124,6 +155,12 @@ impl PgStore {
             .get()
             .context("cannot connect to PostgreSQL to migrate")?;
         let conn: &mut PgConnection = &mut conn;
+        // Migrations and the wait for another migrator may take longer
+        // than a request's statement: no server-side limits meanwhile.
+        conn.batch_execute(
+            "SET statement_timeout = 0; SET idle_in_transaction_session_timeout = 0",
+        )
+        .context("cannot lift the statement timeout to migrate")?;
         conn.batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
             .context("cannot take the migration lock")?;
         let applied = conn
@@ -133,8 +170,12 @@ impl PgStore {
         let unlocked = conn
             .batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
             .context("cannot release the migration lock");
+        let restored = conn
+            .batch_execute(SESSION_TIMEOUTS)
+            .context("cannot restore the statement timeout");
         let applied = applied?;
         unlocked?;
+        restored?;
         if applied > 0 {
             tracing::info!(applied, "applied PostgreSQL migrations");
         }
@@ -250,13 +291,20 @@ impl SqlBackend for PgStore {
         match e {
             E::DatabaseError(DatabaseErrorKind::Unknown, info) => {
                 let m = info.message();
-                // The server is shutting down or restarting (SQLSTATE 57P01..3).
+                // The server is shutting down or restarting (SQLSTATE 57P01..3),
+                // or a statement outran `statement_timeout` (57014): either
+                // way it did not answer in time, and nothing was changed.
                 m.contains("terminating connection")
                     || m.contains("the database system is")
                     || m.contains("server closed the connection")
+                    || m.contains("canceling statement due to statement timeout")
             }
             _ => false,
         }
+    }
+
+    fn deadline(&self) -> Duration {
+        self.deadline
     }
 
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
@@ -271,11 +319,13 @@ impl SqlBackend for PgStore {
     /// A read-committed transaction; the queries take the row locks they need.
     fn write_tx<T>(
         &self,
+        abandoned: &Abandoned,
         f: impl FnOnce(&mut PgConnection) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let mut pooled = self.checkout()?;
+        abandoned.check()?;
         let conn: &mut PgConnection = &mut pooled;
-        conn.transaction(f)
+        conn.transaction(unless_abandoned(abandoned, f))
     }
 }
 
@@ -383,53 +433,81 @@ fn unix_millis() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// Counts the statements every pooled connection sends.
+/// Sets up every pooled connection: the server-side limits
+/// ([`SESSION_TIMEOUTS`], not counted), then the statement counter.
 #[derive(Debug)]
-struct CountStatements(Arc<AtomicU64>);
+struct Setup(Arc<AtomicU64>);
 
-impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for CountStatements {
+impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for Setup {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        conn.batch_execute(SESSION_TIMEOUTS)
+            .map_err(diesel::r2d2::Error::QueryError)?;
         count_statements(conn, self.0.clone());
         Ok(())
     }
 }
 
-/// Adds libpq's `connect_timeout` unless the URL sets one, so that an
-/// unreachable host cannot stall connection attempts.
-fn with_connect_timeout(url: &str) -> String {
-    if url.contains("connect_timeout") {
-        return url.to_owned();
-    }
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let sep = if url.contains('?') { '&' } else { '?' };
-        format!("{url}{sep}connect_timeout={CONNECT_TIMEOUT_SECS}")
+/// Adds each of libpq's [`CLIENT_TIMEOUTS`] that the URL does not set, so
+/// that an unreachable or vanished host cannot stall a connection for long.
+fn with_client_timeouts(url: &str) -> String {
+    let is_url = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    let given: Vec<&str> = if is_url {
+        url.split_once('?')
+            .map(|(_, query)| query.split('&').collect())
+            .unwrap_or_default()
     } else {
-        // A `key=value` connection string.
-        format!("{url} connect_timeout={CONNECT_TIMEOUT_SECS}")
+        url.split_whitespace().collect()
+    };
+    let is_set = |key: &str| {
+        given
+            .iter()
+            .any(|param| param.split('=').next().map(str::trim) == Some(key))
+    };
+    let mut out = url.to_owned();
+    for (key, value) in CLIENT_TIMEOUTS {
+        if is_set(key) {
+            continue;
+        }
+        if is_url {
+            out.push(if out.contains('?') { '&' } else { '?' });
+        } else {
+            out.push(' ');
+        }
+        out.push_str(key);
+        out.push('=');
+        out.push_str(value);
     }
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::with_connect_timeout;
+    use super::with_client_timeouts;
+
+    const ADDED: &str = "connect_timeout=2&keepalives=1&keepalives_idle=2\
+                         &keepalives_interval=1&keepalives_count=2&tcp_user_timeout=2000";
 
     #[test]
-    fn connect_timeout_is_added_once() {
+    fn client_timeouts_are_added_unless_set() {
         assert_eq!(
-            with_connect_timeout("postgres://u@h/db"),
-            "postgres://u@h/db?connect_timeout=2"
+            with_client_timeouts("postgres://u@h/db"),
+            format!("postgres://u@h/db?{ADDED}")
         );
         assert_eq!(
-            with_connect_timeout("postgres://u@h/db?sslmode=disable"),
-            "postgres://u@h/db?sslmode=disable&connect_timeout=2"
+            with_client_timeouts("postgres://u@h/db?sslmode=disable"),
+            format!("postgres://u@h/db?sslmode=disable&{ADDED}")
         );
         assert_eq!(
-            with_connect_timeout("postgres://u@h/db?connect_timeout=9"),
-            "postgres://u@h/db?connect_timeout=9"
+            with_client_timeouts(
+                "postgres://u@h/db?connect_timeout=9&keepalives_idle=30&tcp_user_timeout=0"
+            ),
+            "postgres://u@h/db?connect_timeout=9&keepalives_idle=30&tcp_user_timeout=0\
+             &keepalives=1&keepalives_interval=1&keepalives_count=2"
         );
         assert_eq!(
-            with_connect_timeout("host=h dbname=db"),
-            "host=h dbname=db connect_timeout=2"
+            with_client_timeouts("host=h dbname=db keepalives=0"),
+            "host=h dbname=db keepalives=0 connect_timeout=2 keepalives_idle=2 \
+             keepalives_interval=1 keepalives_count=2 tcp_user_timeout=2000"
         );
     }
 }

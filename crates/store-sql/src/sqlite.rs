@@ -18,7 +18,7 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness a
 use uuid::Uuid;
 
 use crate::backend::{Pooled, SqlBackend};
-use crate::door::{count_statements, LogErrors};
+use crate::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::queries::membership::visible_to;
@@ -36,8 +36,12 @@ const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlit
 
 /// Readers run in parallel (WAL); writers take turns (see `write_tx`).
 const POOL_SIZE: u32 = 8;
-/// How long a request waits for a pooled connection.
-const CHECKOUT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a call waits for a pooled connection, and for another
+/// process's write lock (SQLite's busy timeout): both under a call's
+/// deadline (`door::DEFAULT_DEADLINE`), so that a request fails (503)
+/// rather than outlasts it.
+const CHECKOUT_TIMEOUT: Duration = Duration::from_millis(1000);
+const BUSY_TIMEOUT_MS: u32 = 1500;
 
 /// The SQLite store. Cloning is cheap: clones share one pool.
 #[derive(Clone)]
@@ -52,6 +56,8 @@ pub struct SqliteStore {
     statements: Arc<AtomicU64>,
     /// Callers inside `checkout` now (see `pool_state`).
     waiting: Arc<AtomicU32>,
+    /// How long a port call may take (see [`SqliteStore::with_deadline`]).
+    deadline: Duration,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -102,7 +108,17 @@ impl SqliteStore {
             writer: Arc::new(Mutex::new(())),
             statements,
             waiting: Arc::default(),
+            deadline: crate::door::DEFAULT_DEADLINE,
         })
+    }
+
+    /// This store with another deadline for each port call (default 1.8 s):
+    /// past it the call answers `StoreError::Unavailable`, and a write still
+    /// waiting or running rolls back instead of committing.
+    #[must_use]
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
     }
 
     /// How many SQL statements this store has sent since it was opened,
@@ -186,21 +202,28 @@ impl SqlBackend for SqliteStore {
         }
     }
 
+    fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
         crate::door::counted_checkout(&self.pool, &self.waiting).map_err(Error::Pool)
     }
 
     /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction
     /// never fails half-way for a lock (as a deferred one upgrading would);
-    /// concurrent writers wait their turn instead.
+    /// concurrent writers wait their turn instead (a writer whose caller
+    /// gave up meanwhile does nothing when its turn comes).
     fn write_tx<T>(
         &self,
+        abandoned: &Abandoned,
         f: impl FnOnce(&mut SqliteConnection) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let _turn = self.writer_turn();
         let mut pooled = self.checkout()?;
+        abandoned.check()?;
         let conn: &mut SqliteConnection = &mut pooled;
-        conn.immediate_transaction(f)
+        conn.immediate_transaction(unless_abandoned(abandoned, f))
     }
 }
 
@@ -219,11 +242,11 @@ impl IdColumn for Sqlite {
 /// Per-connection settings. The busy timeout comes first so that the others
 /// wait for a lock instead of failing.
 fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
-    conn.batch_execute(
-        "PRAGMA busy_timeout = 10000;
+    conn.batch_execute(&format!(
+        "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
          PRAGMA foreign_keys = ON;
-         PRAGMA synchronous = NORMAL;",
-    )
+         PRAGMA synchronous = NORMAL;"
+    ))
 }
 
 /// Applies [`configure`] to every connection the pool opens, and counts the

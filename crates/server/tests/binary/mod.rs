@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test file uses a part of it
 
+pub mod postgres;
+
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command};
