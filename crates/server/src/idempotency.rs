@@ -114,15 +114,23 @@ where
         Err(ServiceError::IdempotencyInFlight) => Err(ApiError::idempotency_in_flight()),
         Err(e) => {
             let error = ApiError::from(e);
-            // An answer the operation decided (400, 403, 404) is kept like a
-            // success; a failure (5xx: nothing was written) frees the key so
-            // that a retry runs again.
-            let keep = (!error.status_code().is_server_error()).then(|| StoredResponse {
-                status: error.status_code().as_u16(),
-                location: None,
-                body: error.body_text(),
-            });
-            service.end_idempotent(claim, keep).await;
+            if error.status_code().is_server_error() {
+                // A failure (5xx: nothing was written) frees the key so that
+                // a retry runs again. In the background: the database may be
+                // what failed, and the answer must not wait on it a second
+                // time (the lease frees the key if this cannot).
+                let service = service.clone();
+                tokio::spawn(async move { service.end_idempotent(claim, None).await });
+            } else {
+                // An answer the operation decided (400, 403, 404) is kept
+                // like a success; the database just answered.
+                let keep = StoredResponse {
+                    status: error.status_code().as_u16(),
+                    location: None,
+                    body: error.body_text(),
+                };
+                service.end_idempotent(claim, Some(keep)).await;
+            }
             Err(error)
         }
     }
