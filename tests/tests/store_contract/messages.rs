@@ -326,6 +326,103 @@ async fn messages_paging_both_ways(s: S) {
     );
 }
 
+/// Every page, of the feed and of each conversation, at any size and in
+/// either direction, is a slice of the merged order of what the viewer
+/// sees: more conversations than a page holds, one of them busy, a group
+/// conversation, timestamps shared across conversations (ids out of time
+/// order break the ties), and others' messages in between.
+async fn messages_pages_follow_the_merged_order(s: S) {
+    let alice = contact(&s, "alice").await;
+    let mut peers = Vec::new();
+    for i in 0..12 {
+        peers.push(contact(&s, &format!("peer{i}")).await);
+    }
+    let mut convs = Vec::new();
+    for (i, peer) in peers.iter().enumerate() {
+        // Alice creates half of them, and is the peer of the others.
+        convs.push(if i % 2 == 0 {
+            direct(&s, &alice, peer, at(1)).await
+        } else {
+            direct(&s, peer, &alice, at(1)).await
+        });
+    }
+    let g = group(&s, &peers[0], &[&alice, &peers[1]], at(1)).await;
+    convs.push(group_conversation(&s, &peers[0], g.id, at(1)).await);
+    let hidden = direct(&s, &peers[2], &peers[3], at(1)).await;
+
+    // (microsecond, id, conversation) of each of alice's messages.
+    let mut sent = Vec::new();
+    for n in 0..90_u32 {
+        // Every other message in the first conversation, the rest spread
+        // unevenly over the others.
+        let conv = if n % 2 == 0 {
+            &convs[0]
+        } else {
+            &convs[(n as usize * 7 / 3) % convs.len()]
+        };
+        // Three messages per microsecond; ids a permutation of 1..=90.
+        let micros = i64::from(n / 3);
+        let id = MessageId::from_uuid(Uuid::from_u128(u128::from((n * 37) % 90 + 1)));
+        let mut m = new_message(conv, &alice, "x", at_us(10, micros));
+        m.id = id;
+        s.append_message(m).await.expect("append");
+        sent.push((micros, id, conv.id));
+        if n % 10 == 0 {
+            let mut other = new_message(&hidden, &peers[2], "not alice's", at_us(10, micros));
+            other.id = MessageId::from_uuid(Uuid::from_u128(1000 + u128::from(n)));
+            s.append_message(other).await.expect("append");
+        }
+    }
+    sent.sort_by_key(|m| std::cmp::Reverse((m.0, m.1)));
+
+    let lists = std::iter::once(None).chain(convs.iter().map(|c| Some(c.id)));
+    for conv in lists {
+        let want: Vec<MessageId> = sent
+            .iter()
+            .filter(|m| conv.is_none_or(|c| m.2 == c))
+            .map(|m| m.1)
+            .collect();
+        assert!(!want.is_empty());
+        for limit in [1, 2, 3, 5, 8, 13] {
+            let list = |cursor: Option<Cursor<MessageId>>| {
+                let s = s.clone();
+                async move {
+                    let p = s
+                        .list_messages(alice.id, conv, page(limit, cursor))
+                        .await
+                        .expect("list");
+                    (msg_ids(&p), p.has_more)
+                }
+            };
+            // Forwards from the newest.
+            let (mut got, mut more) = list(None).await;
+            while more {
+                let last = *got.last().expect("a full page");
+                let (next, next_more) = list(Some(Cursor::After(last))).await;
+                got.extend(next);
+                more = next_more;
+            }
+            assert_eq!(got, want, "forwards, {conv:?}, limit {limit}");
+            // Backwards from the oldest.
+            let oldest = *want.last().expect("not empty");
+            let mut got = vec![oldest];
+            let mut cursor = oldest;
+            loop {
+                let (mut prev, more) = list(Some(Cursor::Before(cursor))).await;
+                if let Some(first) = prev.first() {
+                    cursor = *first;
+                }
+                prev.extend(got);
+                got = prev;
+                if !more {
+                    break;
+                }
+            }
+            assert_eq!(got, want, "backwards, {conv:?}, limit {limit}");
+        }
+    }
+}
+
 async fn messages_update_text_reactions_attachments(s: S) {
     let alice = contact(&s, "alice").await;
     let bob = contact(&s, "bob").await;
@@ -725,6 +822,7 @@ confab_tests::on_both_stores!(
     messages_order_is_exact_within_a_second,
     messages_list_only_visible_conversations,
     messages_paging_both_ways,
+    messages_pages_follow_the_merged_order,
     messages_update_text_reactions_attachments,
     messages_reaction_name_limit,
     messages_attachment_limit,

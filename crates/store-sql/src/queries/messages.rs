@@ -305,62 +305,184 @@ macro_rules! expand {
                 Cursor::Before(id) => (true, id.db()),
             });
             let backwards = matches!(cursor, Some((true, _)));
-
-            let cursor_message = diesel::alias!(messages as cursor_message);
-            // The cursor's `created_at`, NULL unless it is in this very list:
-            // in the one conversation (whose visibility the page checks
-            // anyway), or in one the viewer sees.
-            let cursor_key = |id: DbId| {
-                let q = cursor_message
-                    .filter(cursor_message.field(messages::id).eq(id))
-                    .select(cursor_message.field(messages::created_at))
-                    .into_boxed::<Db>();
-                match only {
-                    Some(c) => q.filter(cursor_message.field(messages::conversation_id).eq(c)),
-                    None => q.filter(
-                        cursor_message
-                            .field(messages::conversation_id)
-                            .eq_any(listed_conversations!(v, only)),
-                    ),
-                }
-                .single_value()
+            let rows = match only {
+                Some(c) => conversation_page(conn, v, c, cursor, fetch)?,
+                None => match Backend::feed_page(conn, v, cursor, fetch)? {
+                    Some(rows) => rows,
+                    None => feed_page(conn, v, cursor, fetch)?,
+                },
             };
+            finish_list(conn, v, only, cursor, rows, limit, backwards)
+        }
 
-            if only.is_none() {
-                if let Some(rows) = Backend::feed_page(conn, v, cursor, fetch)? {
-                    return finish_list(conn, v, only, cursor, rows, limit, backwards);
-                }
-            }
-            let mut q = with_senders!()
-                .filter(messages::conversation_id.eq_any(listed_conversations!(v, only)))
+        /// A page of one conversation, in the order of travel: one range of
+        /// its index on `(conversation_id, created_at, id)`, the same at any
+        /// depth and for any size of conversation.
+        ///
+        /// The conversation is a scalar subquery, NULL unless the viewer sees
+        /// it (membership in the same statement): its value is unknown when
+        /// the statement is planned, so every conversation is planned alike.
+        /// With the id as a constant, PostgreSQL knew that a large one holds
+        /// a fifth of all messages and walked the global order index instead,
+        /// through every newer message of every other conversation.
+        ///
+        /// The cursor is resolved once, by primary key alone, NULL unless it
+        /// is in this conversation. Its conversation is compared in the
+        /// select list, not the `WHERE`: with both as conditions, a generic
+        /// plan read it through the conversation's index, all of it.
+        fn conversation_page(
+            conn: &mut Conn,
+            v: DbId,
+            c: DbId,
+            cursor: Option<(bool, DbId)>,
+            fetch: i64,
+        ) -> Result<Vec<(MessageRow, ContactRow)>> {
+            use crate::id::IdSql;
+            use crate::queries::paging::{after, before};
+
+            let visible = conversations::table
+                .filter(conversations::id.eq(c))
+                .filter(visible_to!(v))
+                .select(conversations::id)
+                .single_value();
+            let q = with_senders!()
+                .filter(messages::conversation_id.nullable().eq(visible))
                 .select((MessageRow::as_select(), ContactRow::as_select()))
                 .into_boxed::<Db>();
-            if let Some(c) = only {
-                q = q.filter(messages::conversation_id.eq(c));
-            }
-            let at = messages::created_at.nullable();
-            q = match cursor {
-                None => q.order((messages::created_at.desc(), messages::id.desc())),
-                // Strictly after the cursor in list order, with a redundant bound
-                // on `created_at` alone that lets the index scan start there.
-                Some((false, id)) => q
-                    .filter(at.le(cursor_key(id)))
-                    .filter(
-                        at.lt(cursor_key(id))
-                            .or(at.eq(cursor_key(id)).and(messages::id.lt(id))),
-                    )
-                    .order((messages::created_at.desc(), messages::id.desc())),
-                // Before it: run in reverse, turned back by `finish_page`.
-                Some((true, id)) => q
-                    .filter(at.ge(cursor_key(id)))
-                    .filter(
-                        at.gt(cursor_key(id))
-                            .or(at.eq(cursor_key(id)).and(messages::id.gt(id))),
-                    )
-                    .order((messages::created_at.asc(), messages::id.asc())),
+            let cursor_message = diesel::alias!(messages as cursor_message);
+            let key = |id: DbId| {
+                cursor_message
+                    .filter(cursor_message.field(messages::id).eq(id))
+                    .select(case_when::<_, _, BigInt>(
+                        cursor_message.field(messages::conversation_id).eq(c),
+                        cursor_message.field(messages::created_at),
+                    ))
+                    .single_value()
             };
-            let rows: Vec<(MessageRow, ContactRow)> = q.limit(fetch).load(conn)?;
-            finish_list(conn, v, only, cursor, rows, limit, backwards)
+            let (at, id) = (messages::created_at, messages::id);
+            let q = match cursor {
+                None => q.order((at.desc(), id.desc())),
+                Some((false, k)) => q
+                    .filter(after(at, id, key(k), k.into_sql::<IdSql>()))
+                    .order((at.desc(), id.desc())),
+                // Before it: run in reverse, turned back by `finish_page`.
+                Some((true, k)) => q
+                    .filter(before(at, id, key(k), k.into_sql::<IdSql>()))
+                    .order((at.asc(), id.asc())),
+            };
+            Ok(q.limit(fetch).load(conn)?)
+        }
+
+        /// A page of the all-conversations feed, in the order of travel, for a
+        /// backend without a plan of its own (SQLite): read per conversation
+        /// of the viewer, never by walking everyone's messages in order (or,
+        /// as SQLite did, by reading all of the viewer's messages to sort
+        /// them).
+        ///
+        /// `heads` is each of the viewer's conversations with its first
+        /// message past the cursor (one index probe each). `bound` is the
+        /// `fetch`-th of those heads: the `fetch` conversations whose head is
+        /// at or past it hold `fetch` messages at or past it, so the whole
+        /// page is at or past it, and only conversations whose head reaches
+        /// it can hold any of the page. Those are read from their index, up
+        /// to `fetch` messages each between the cursor and the bound, and
+        /// merged. The cursor is resolved once, NULL (no rows) unless it is
+        /// in one of the viewer's conversations.
+        ///
+        /// The plan is SQLite's (`EXPLAIN QUERY PLAN`: an index probe per
+        /// conversation, then index ranges of the few that reach the bound).
+        /// PostgreSQL accepts the SQL but plans it badly; it has its own
+        /// (`feed_page` of its backend).
+        fn feed_page(
+            conn: &mut Conn,
+            v: DbId,
+            cursor: Option<(bool, DbId)>,
+            fetch: i64,
+        ) -> Result<Vec<(MessageRow, ContactRow)>> {
+            use diesel::dsl::sql;
+
+            use crate::id::IdSql;
+
+            let backwards = matches!(cursor, Some((true, _)));
+            // The order of travel: newest first, or oldest first before a
+            // cursor. `past` is "further along it", `far` the bound when
+            // fewer than `fetch` conversations have a head.
+            let (order, past, at_or_past, far) = if backwards {
+                ("ASC", ">", "<=", i64::MAX)
+            } else {
+                ("DESC", "<", ">=", i64::MIN)
+            };
+            let past_cursor = |alias: &str| match cursor {
+                None => String::new(),
+                Some(_) => format!(
+                    "AND ({alias}.created_at, {alias}.id) {past} (SELECT at, id FROM cursor_key)"
+                ),
+            };
+            let (h, i) = (past_cursor("h"), past_cursor("i"));
+            let heads = format!(
+                "heads (conversation_id, at) AS MATERIALIZED ( \
+                     SELECT mine.id, (SELECT h.created_at FROM messages h \
+                         WHERE h.conversation_id = mine.id {h} \
+                         ORDER BY h.created_at {order}, h.id {order} LIMIT 1) \
+                     FROM mine), \
+                 bound (at) AS (SELECT COALESCE((SELECT at FROM heads WHERE at IS NOT NULL \
+                     ORDER BY at {order} LIMIT 1 OFFSET "
+            );
+            let page = format!(
+                ")) \
+                 SELECT k.id FROM heads JOIN messages k ON k.id IN ( \
+                     SELECT i.id FROM messages i WHERE i.conversation_id = heads.conversation_id \
+                         AND i.created_at {at_or_past} (SELECT at FROM bound) {i} \
+                         ORDER BY i.created_at {order}, i.id {order} LIMIT "
+            );
+            let merge = format!(
+                ") WHERE heads.at {at_or_past} (SELECT at FROM bound) \
+                 ORDER BY k.created_at {order}, k.id {order} LIMIT "
+            );
+            // The viewer's conversations, each branch on its own index (the
+            // membership predicate's `OR` has none).
+            let mine = sql::<Bool>(
+                "\"messages\".\"id\" IN (WITH mine (id) AS ( \
+                     SELECT id FROM conversations WHERE group_id IS NULL AND creator_id = ",
+            )
+            .bind::<IdSql, _>(v)
+            .sql(" UNION SELECT id FROM conversations WHERE peer_id = ")
+            .bind::<IdSql, _>(v)
+            .sql(
+                " UNION SELECT c.id FROM group_members g CROSS JOIN conversations c \
+                     WHERE c.group_id = g.group_id AND g.contact_id = ",
+            )
+            .bind::<IdSql, _>(v)
+            .sql("), ");
+            // Unused without a cursor (then NULL): one shape of statement.
+            let candidates = mine
+                .sql(
+                    "cursor_key (at, id) AS MATERIALIZED (SELECT created_at, id FROM messages \
+                         WHERE id = ",
+                )
+                .bind::<Nullable<IdSql>, _>(cursor.map(|(_, k)| k))
+                .sql(" AND conversation_id IN (SELECT id FROM mine)), ")
+                .sql(&heads);
+            let q = with_senders!()
+                .select((MessageRow::as_select(), ContactRow::as_select()))
+                .filter(
+                    candidates
+                        .bind::<BigInt, _>(fetch - 1)
+                        .sql("), ")
+                        .bind::<BigInt, _>(far)
+                        .sql(&page)
+                        .bind::<BigInt, _>(fetch)
+                        .sql(&merge)
+                        .bind::<BigInt, _>(fetch)
+                        .sql(")"),
+                )
+                .into_boxed::<Db>();
+            let q = if backwards {
+                q.order((messages::created_at.asc(), messages::id.asc()))
+            } else {
+                q.order((messages::created_at.desc(), messages::id.desc()))
+            };
+            Ok(q.limit(fetch).load(conn)?)
         }
 
         /// The page from its rows (in the order of travel): their relations,
