@@ -365,12 +365,12 @@ async fn messages_pages_follow_the_merged_order(s: S) {
         let id = MessageId::from_uuid(Uuid::from_u128(u128::from((n * 37) % 90 + 1)));
         let mut m = new_message(conv, &alice, "x", at_us(10, micros));
         m.id = id;
-        s.append_message(m).await.expect("append");
+        s.append_message(m, None).await.expect("append");
         sent.push((micros, id, conv.id));
         if n % 10 == 0 {
             let mut other = new_message(&hidden, &peers[2], "not alice's", at_us(10, micros));
             other.id = MessageId::from_uuid(Uuid::from_u128(1000 + u128::from(n)));
-            s.append_message(other).await.expect("append");
+            s.append_message(other, None).await.expect("append");
         }
     }
     sent.sort_by_key(|m| std::cmp::Reverse((m.0, m.1)));
