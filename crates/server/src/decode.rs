@@ -122,6 +122,18 @@ enum Seg {
 /// thousands of segments from costing deep recursion and quadratic names.
 const MAX_SEGMENTS: usize = 8;
 
+/// How many distinct keys (or indices) one object may have. The widest the
+/// API takes is an operation's handful of parameters, 32 reaction names or
+/// 10 attachments; refusing a wider object at once keeps a hostile body of
+/// thousands of distinct keys from costing a map that large.
+pub const MAX_KEYS: usize = 256;
+
+fn too_many_keys() -> DecodeError {
+    body_err(format!(
+        "an object has more than {MAX_KEYS} distinct parameters"
+    ))
+}
+
 /// `name[a][0][]` -> `[Key(name), Key(a), Index(0), Push]`.
 fn parse_key(key: String) -> Result<Vec<Seg>, DecodeError> {
     // The common plain name becomes its segment without a copy.
@@ -251,6 +263,7 @@ impl Node {
                 };
                 let child = match entries.get_index_of(key.as_str()) {
                     Some(i) => &mut entries[i],
+                    None if entries.len() >= MAX_KEYS => return Err(too_many_keys()),
                     None => entries.entry(std::mem::take(key)).or_insert(Node::Empty),
                 };
                 child.fill(path, depth + 1, value)
@@ -262,6 +275,9 @@ impl Node {
                 let Node::Indexed(items) = self else {
                     return Err(given_twice(here()));
                 };
+                if items.len() >= MAX_KEYS && !items.contains_key(index) {
+                    return Err(too_many_keys());
+                }
                 items
                     .entry(*index)
                     .or_insert(Node::Empty)
@@ -368,6 +384,11 @@ impl<'de> Visitor<'de> for StrictVisitor {
         while let Some(key) = access.next_key::<String>()? {
             if map.contains_key(&key) {
                 return Err(de::Error::custom(format!("duplicate key {key:?}")));
+            }
+            if map.len() >= MAX_KEYS {
+                return Err(de::Error::custom(format!(
+                    "an object has more than {MAX_KEYS} keys"
+                )));
             }
             let Strict(value) = access.next_value()?;
             map.insert(key, value);
@@ -586,6 +607,41 @@ mod tests {
             decode_json(br#"{"x": {"a": 1, "a": 2}}"#),
             Err(DecodeError::Body(_))
         ));
+    }
+
+    #[test]
+    fn objects_wider_than_the_api_takes_are_refused_at_once() {
+        let keys =
+            |n: usize, f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>().join("&");
+        // At the bound: decoded. One more distinct key or index: body_invalid.
+        for n in [MAX_KEYS, MAX_KEYS + 1] {
+            let shapes = [
+                keys(n, &|i| format!("k{i}=v")),
+                keys(n, &|i| format!("a[k{i}]=v")),
+                keys(n, &|i| format!("a[{i}][x]=v")),
+            ];
+            for body in shapes {
+                let got = form(&body);
+                if n == MAX_KEYS {
+                    assert!(got.is_ok(), "{n}: {got:?}");
+                } else {
+                    assert!(
+                        matches!(&got, Err(DecodeError::Body(m)) if m.contains("more than 256")),
+                        "{n}: {got:?}"
+                    );
+                }
+            }
+            let json = format!(
+                "{{{}}}",
+                (0..n)
+                    .map(|i| format!("\"k{i}\": 1"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            assert_eq!(decode_json(json.as_bytes()).is_ok(), n == MAX_KEYS);
+        }
+        // Repeating a key and long lists are not widening.
+        assert!(form(&keys(2000, &|_| "a[]=v".to_owned())).is_ok());
     }
 
     #[test]
