@@ -423,3 +423,62 @@ async fn sqlite_locked_by_another_process_fails_writes_fast_changes_nothing_and_
         .collect();
     assert_eq!(texts, ["after"], "a write answered 503 was committed");
 }
+
+/// A request's store calls share one budget: two writes that would each
+/// wait their own 1.8 s deadline on a locked database give up together
+/// within the request's budget, the second at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_s_store_calls_share_one_budget() {
+    use confab_server::startup::{open_service, Database};
+    use confab_service::ServiceError;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("confab.db");
+    let url = db.display().to_string();
+    cli(&url, &["migrate"]);
+    let service = {
+        let url = url.clone();
+        tokio::task::spawn_blocking(move || {
+            open_service(&Database::from_env_value(Some(&url)).expect("url")).expect("open")
+        })
+        .await
+        .expect("join")
+    };
+    let Some(mut locker) = lock_sqlite_elsewhere(&db, 4.0) else {
+        return;
+    };
+    let budget = Duration::from_millis(1000);
+    let started = Instant::now();
+    let (first, second) = confab_store_sqlite::within_db_budget(budget, async {
+        let first = service.create_contact("one", "+15550100", None).await;
+        let first_took = started.elapsed();
+        let second = service.create_contact("two", "+15550101", None).await;
+        ((first, first_took), second)
+    })
+    .await;
+    let took = started.elapsed();
+    let (first, first_took) = first;
+    assert!(
+        matches!(first, Err(ServiceError::Unavailable(_))),
+        "{first:?}"
+    );
+    assert!(
+        matches!(second, Err(ServiceError::Unavailable(_))),
+        "{second:?}"
+    );
+    // The first call got the budget, not its own 1.8 s; the second nothing.
+    assert!(
+        first_took >= budget && first_took < budget + Duration::from_millis(400),
+        "first call took {first_took:?}"
+    );
+    assert!(
+        took < budget + Duration::from_millis(400),
+        "both took {took:?}"
+    );
+    assert!(locker.wait().expect("wait").success());
+    // Outside a request's budget, the database answers again.
+    assert!(service
+        .create_contact("three", "+15550102", None)
+        .await
+        .is_ok());
+}

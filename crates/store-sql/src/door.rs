@@ -18,10 +18,18 @@
 //! instead, so that a request answered 503 changed nothing. The one
 //! exception is a stall that begins while `COMMIT` itself is in flight
 //! (`docs/reliability.md`).
+//!
+//! A request may make several calls (a token lookup, an idempotency claim,
+//! the write). Run inside [`within_db_budget`], they share one budget: each
+//! call's deadline is the smaller of its own and what the request has left,
+//! so the request as a whole never waits on the database longer than the
+//! budget.
 
+use std::cell::Cell;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use confab_ports::{PoolState, StoreError};
 use diesel::connection::{Connection, InstrumentationEvent};
@@ -72,6 +80,29 @@ impl Drop for AbandonOnDrop {
     }
 }
 
+tokio::task_local! {
+    /// What the current request may still spend waiting on the database.
+    static BUDGET: Cell<Duration>;
+}
+
+/// Runs `request` with `budget` for all its waits on the database together
+/// (API.md section 9: no request waits on the database longer than 2 s).
+/// Store calls outside it have only their own deadline.
+pub async fn within_db_budget<F: Future>(budget: Duration, request: F) -> F::Output {
+    BUDGET.scope(Cell::new(budget), request).await
+}
+
+/// The deadline of a call that would take at most `own`: no more than what
+/// its request has left.
+fn budgeted(own: Duration) -> Duration {
+    BUDGET.try_with(|left| own.min(left.get())).unwrap_or(own)
+}
+
+/// Charges `spent` to the current request's budget, if it has one.
+fn charge(spent: Duration) {
+    let _ = BUDGET.try_with(|left| left.set(left.get().saturating_sub(spent)));
+}
+
 /// The deadline passed: the database did not answer in time.
 #[derive(Debug, thiserror::Error)]
 #[error("the database did not answer within {0:?}")]
@@ -83,6 +114,12 @@ where
     T: Send + 'static,
     F: FnOnce(&S, &Abandoned) -> Result<T, Error> + Send + 'static,
 {
+    let deadline = budgeted(deadline);
+    if deadline.is_zero() {
+        // The request already spent its budget on earlier calls.
+        return Err(StoreError::Unavailable(Box::new(TimedOut(deadline))));
+    }
+    let started = Instant::now();
     let store = store.clone();
     let span = tracing::Span::current();
     let abandoned = Abandoned::default();
@@ -100,7 +137,9 @@ where
             result
         })
     });
-    match tokio::time::timeout(deadline, task).await {
+    let outcome = tokio::time::timeout(deadline, task).await;
+    charge(started.elapsed());
+    match outcome {
         Ok(joined) => joined
             .map_err(|e| StoreError::Other(Box::new(e)))?
             .map_err(Error::into_store::<S>),

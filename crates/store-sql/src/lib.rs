@@ -67,6 +67,7 @@ mod sqlite;
 
 use backend::SqlBackend;
 
+pub use door::within_db_budget;
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 #[cfg(feature = "sqlite")]
