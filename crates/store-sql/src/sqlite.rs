@@ -170,15 +170,12 @@ impl SqlBackend for SqliteStore {
         id: DbId,
         viewer: DbId,
     ) -> QueryResult<Option<MessageRow>> {
+        // Joined to its one conversation (primary-key lookups; the write
+        // transaction holds SQLite's lock already).
         messages::table
-            .find(id)
-            .filter(
-                messages::conversation_id.eq_any(
-                    conversations::table
-                        .filter(visible_to!(viewer))
-                        .select(conversations::id),
-                ),
-            )
+            .inner_join(conversations::table)
+            .filter(messages::id.eq(id))
+            .filter(visible_to!(viewer))
             .select(MessageRow::as_select())
             .first(conn)
             .optional()

@@ -257,15 +257,14 @@ macro_rules! expand {
             id: MessageId,
         ) -> Result<Option<Message>> {
             let v = viewer.db();
+            // Joined to its one conversation, whose membership is then
+            // checked on that row: primary-key lookups only. (As `IN (the
+            // viewer's conversations)`, SQLite listed every direct
+            // conversation of everyone to find the viewer's.)
             let rows: Vec<(MessageRow, ContactRow)> = with_senders!()
+                .inner_join(conversations::table)
                 .filter(messages::id.eq(id.db()))
-                .filter(
-                    messages::conversation_id.eq_any(
-                        conversations::table
-                            .filter(visible_to!(v))
-                            .select(conversations::id),
-                    ),
-                )
+                .filter(visible_to!(v))
                 .select((MessageRow::as_select(), ContactRow::as_select()))
                 .load(conn)?;
             Ok(hydrate(conn, rows)?.pop())
