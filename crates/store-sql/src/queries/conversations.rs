@@ -80,10 +80,7 @@ macro_rules! expand {
                     ))
                     .execute(conn)?;
             }
-            if let Some(completion) = completion {
-                let (claim, response) = completion.render(&());
-                complete(conn, &claim, &response)?;
-            }
+            complete(conn, completion, &())?;
             Ok(())
         }
 

@@ -139,10 +139,7 @@ macro_rules! expand {
                 .values(&rows)
                 .execute(conn)?;
             let created = load_group(conn, g)?.ok_or_else(not_found)?;
-            if let Some(completion) = completion {
-                let (claim, response) = completion.render(&created);
-                complete(conn, &claim, &response)?;
-            }
+            complete(conn, completion, &created)?;
             Ok(created)
         }
 

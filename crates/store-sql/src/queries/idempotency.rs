@@ -12,7 +12,9 @@
 macro_rules! expand {
     () => {
         use confab_domain::Timestamp;
-        use confab_ports::{ClaimOutcome, ClaimRequest, KeyClaim, StoreError, StoredResponse};
+        use confab_ports::{
+            ClaimOutcome, ClaimRequest, Completion, KeyClaim, StoreError, StoredResponse,
+        };
         use diesel::prelude::*;
 
         use super::{Conn, Result};
@@ -126,14 +128,19 @@ macro_rules! expand {
             Ok(updated == 1)
         }
 
-        /// Inside a write's transaction: stores the response of the write, or
-        /// fails with `ClaimLost` so that the transaction rolls back.
-        pub(crate) fn complete(
+        /// Inside a write's transaction, when the write protects a key:
+        /// stores the response rendered from what was `written`, or fails
+        /// with `ClaimLost` so that the transaction rolls back.
+        pub(crate) fn complete<T: 'static>(
             conn: &mut Conn,
-            claim: &KeyClaim,
-            response: &StoredResponse,
+            completion: Option<Completion<T>>,
+            written: &T,
         ) -> Result<()> {
-            if store_response(conn, claim, response)? {
+            let Some(completion) = completion else {
+                return Ok(());
+            };
+            let (claim, response) = completion.render(written);
+            if store_response(conn, &claim, &response)? {
                 Ok(())
             } else {
                 Err(Error::Store(StoreError::ClaimLost))

@@ -244,10 +244,7 @@ macro_rules! expand {
                 created_at: message.created_at,
                 updated_at: None,
             };
-            if let Some(completion) = completion {
-                let (claim, response) = completion.render(&written);
-                complete(conn, &claim, &response)?;
-            }
+            complete(conn, completion, &written)?;
             Ok(written)
         }
 
