@@ -9,6 +9,7 @@
 mod contact;
 mod conversation;
 mod error;
+mod event;
 mod group;
 mod ids;
 mod message;
@@ -22,6 +23,7 @@ pub use conversation::{
     PinnedMessageChange, ARCHIVE_FUTURE_TOLERANCE_SECS,
 };
 pub use error::{DomainError, Field, Rule};
+pub use event::{Audience, Event, EventId, EventType, Subject};
 pub use group::{Group, GroupMember, GroupRole};
 pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId};
 pub use message::{

@@ -17,6 +17,13 @@ use confab_domain::{
 };
 use uuid::Uuid;
 
+mod events;
+pub use events::{
+    EventSignal, EventStore, NoSignal, Outbox, PayloadRenderer, StoredEvent,
+};
+#[cfg(feature = "mocks")]
+pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};
+
 /// The cause of a [`StoreError`]: the database's or pool's own error, kept
 /// whole so that the log shows the full chain.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

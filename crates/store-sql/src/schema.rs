@@ -152,6 +152,36 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    /// The outbox (API.md section 11). `position` is the commit order: on
+    /// PostgreSQL `pg_current_xact_id() * 2^20 + index`, on SQLite an
+    /// AUTOINCREMENT key (see the migration).
+    events (id) {
+        id -> IdSql,
+        position -> BigInt,
+        #[sql_name = "type"]
+        kind -> Text,
+        actor_id -> IdSql,
+        created_at -> BigInt,
+        payload -> Text,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    event_recipients (contact_id, position) {
+        contact_id -> IdSql,
+        position -> BigInt,
+        event_id -> IdSql,
+        payload -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(tokens -> contacts (contact_id));
 diesel::joinable!(idempotency_keys -> contacts (contact_id));
 diesel::joinable!(group_members -> groups (group_id));
@@ -161,6 +191,7 @@ diesel::joinable!(messages -> conversations (conversation_id));
 diesel::joinable!(reactions -> messages (message_id));
 diesel::joinable!(reactions -> contacts (contact_id));
 diesel::joinable!(attachments -> messages (message_id));
+diesel::joinable!(event_recipients -> events (event_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     contacts,
@@ -173,4 +204,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     reactions,
     attachments,
     idempotency_keys,
+    events,
+    event_recipients,
 );

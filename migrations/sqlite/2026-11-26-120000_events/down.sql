@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS event_recipients;
+DROP TABLE IF EXISTS events;
