@@ -18,11 +18,11 @@ use confab_domain::{
 use uuid::Uuid;
 
 mod events;
-pub use events::{
-    EventSignal, EventStore, NoSignal, Outbox, PayloadRenderer, StoredEvent,
-};
+pub use events::{EventSignal, EventStore, NoSignal, Outbox, PayloadRenderer, StoredEvent};
 #[cfg(feature = "mocks")]
 pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};
+mod webhooks;
+pub use webhooks::*;
 
 /// The cause of a [`StoreError`]: the database's or pool's own error, kept
 /// whole so that the log shows the full chain.
@@ -527,6 +527,7 @@ pub trait Store:
     + MessageStore
     + GroupStore
     + IdempotencyStore
+    + WebhookStore
     + HealthCheck
 {
 }
@@ -537,6 +538,7 @@ impl<T> Store for T where
         + MessageStore
         + GroupStore
         + IdempotencyStore
+        + WebhookStore
         + HealthCheck
 {
 }

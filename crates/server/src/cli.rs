@@ -12,7 +12,12 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
-use confab_service::{Confab, ServiceError};
+use std::sync::Arc;
+
+use confab_domain::EventType;
+use confab_service::{
+    parse_event_types, AddressPolicy, Confab, ServiceError, Webhook, WebhookError,
+};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::Settings;
@@ -45,6 +50,32 @@ enum Command {
     /// Manage access tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Manage webhooks (URLs that receive events).
+    #[command(subcommand)]
+    Webhook(WebhookCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum WebhookCommand {
+    /// Create a webhook; prints {"id","url","events","secret"} as JSON on
+    /// stdout (the secret is shown only this once).
+    Create {
+        /// An http:// or https:// URL; private, loopback and link-local
+        /// addresses are refused unless CONFAB_WEBHOOK_ALLOW_PRIVATE=true.
+        #[arg(long)]
+        url: String,
+        /// Event types to receive, comma-separated (default: every type),
+        /// e.g. message.created,message.updated.
+        #[arg(long, default_value = "")]
+        events: String,
+    },
+    /// List the webhooks as a JSON array (without their secrets).
+    List,
+    /// Delete a webhook.
+    Delete {
+        #[arg(long)]
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -179,6 +210,9 @@ fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
                 println!("{token}");
                 Ok(())
             }
+            Command::Webhook(command) => {
+                webhook(&service, command, settings.webhook_allow_private).await
+            }
             Command::Token(TokenCommand::Revoke { username }) => {
                 let count = service
                     .revoke_tokens(&username)
@@ -201,10 +235,70 @@ async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
     let options = ServerOptions {
         rate_limits: settings.rate_limits(),
         cors: settings.cors_origins.clone(),
+        webhook_allow_private: settings.webhook_allow_private,
     };
     let app = Application::build_with_options(service, listener, options).await?;
     tracing::info!(%address, "confab is serving");
     app.run_until_stopped().await.context("the server failed")
+}
+
+/// A webhook as `webhook create` and `webhook list` print it.
+fn webhook_json(webhook: &Webhook, with_secret: bool) -> serde_json::Value {
+    let mut object = serde_json::json!({
+        "id": webhook.id.to_string(),
+        "url": webhook.url,
+        "events": webhook.events.iter().map(|t| t.name()).collect::<Vec<_>>(),
+    });
+    if with_secret {
+        object["secret"] = webhook.secret.expose().into();
+    } else {
+        object["created_at"] = webhook.created_at.secs().into();
+    }
+    object
+}
+
+async fn webhook(
+    service: &Confab,
+    command: WebhookCommand,
+    allow_private: bool,
+) -> anyhow::Result<()> {
+    match command {
+        WebhookCommand::Create { url, events } => {
+            let events = parse_event_types(&events).map_err(|e| match e {
+                WebhookError::UnknownEventTypes(_) => {
+                    let known: Vec<&str> = EventType::ALL.iter().map(|t| t.name()).collect();
+                    anyhow!("invalid --events: {e} (known: {})", known.join(", "))
+                }
+                other => anyhow::Error::new(other),
+            })?;
+            let policy = AddressPolicy {
+                allow_private,
+                resolver: Arc::new(crate::webhooks::SystemResolver),
+            };
+            let webhook = service
+                .create_webhook(&url, events, &policy)
+                .await
+                .map_err(|e| match e {
+                    WebhookError::Service(e) => anyhow::Error::new(e),
+                    refused => anyhow!("invalid --url: {refused}"),
+                })?;
+            println!("{}", webhook_json(&webhook, true));
+        }
+        WebhookCommand::List => {
+            let list: Vec<_> = service
+                .list_webhooks()
+                .await?
+                .iter()
+                .map(|w| webhook_json(w, false))
+                .collect();
+            println!("{}", serde_json::Value::Array(list));
+        }
+        WebhookCommand::Delete { id } => {
+            service.delete_webhook(&id).await?;
+            eprintln!("deleted webhook {id}");
+        }
+    }
+    Ok(())
 }
 
 /// A service error as the operator should read it, options named as flags.

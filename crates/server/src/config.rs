@@ -213,6 +213,20 @@ pub struct Settings {
         value_parser = seconds_parser("CONFAB_DB_WAIT_SECS")
     )]
     pub db_wait_secs: u32,
+
+    /// Let webhooks go to private, loopback, link-local and other
+    /// non-public addresses (true or false): for receivers on the same
+    /// host or network.
+    #[arg(
+        long,
+        env = "CONFAB_WEBHOOK_ALLOW_PRIVATE",
+        global = true,
+        default_value = "false",
+        value_name = "BOOL",
+        action = clap::ArgAction::Set,
+        value_parser = parse_allow_private
+    )]
+    pub webhook_allow_private: bool,
 }
 
 impl Settings {
@@ -230,6 +244,16 @@ impl Settings {
             per_token: Quota::new(self.rate_limit_per_second, self.rate_limit_burst),
             anonymous: Quota::new(self.rate_limit_anon_per_second, self.rate_limit_anon_burst),
         }
+    }
+}
+
+fn parse_allow_private(raw: &str) -> Result<bool, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" | "" => Ok(false),
+        _ => Err(format!(
+            "CONFAB_WEBHOOK_ALLOW_PRIVATE {raw:?} is not true or false"
+        )),
     }
 }
 
@@ -427,6 +451,10 @@ mod tests {
             ),
             ("--rate-limit-burst=-1", "CONFAB_RATE_LIMIT_BURST"),
             ("--db-wait-secs=soon", "CONFAB_DB_WAIT_SECS"),
+            (
+                "--webhook-allow-private=maybe",
+                "CONFAB_WEBHOOK_ALLOW_PRIVATE",
+            ),
         ] {
             let e = settings(&[arg]).expect_err(name);
             assert!(e.to_string().contains(name), "{name}: {e}");
@@ -439,6 +467,19 @@ mod tests {
                 .log_format,
             LogFormat::Json
         );
+    }
+
+    #[test]
+    fn webhook_allow_private_is_a_boolean() {
+        let allow =
+            |v: &str| settings(&["--webhook-allow-private", v]).map(|s| s.webhook_allow_private);
+        for yes in ["true", "TRUE", "1", "yes"] {
+            assert!(allow(yes).expect(yes), "{yes}");
+        }
+        for no in ["false", "False", "0", "no"] {
+            assert!(!allow(no).expect(no), "{no}");
+        }
+        assert!(allow("on?").is_err());
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! privately `routes` (thin handlers), `requests` (one request type per
 //! operation), `params` and `decode` (the one way request attributes are
 //! read), `dto` (wire objects), `error`, `auth`, `ratelimit`, `metrics`
-//! (`GET /metrics`) and `request_id`.
+//! (`GET /metrics`), `request_id` and `webhooks` (the delivery worker).
 
 pub mod cli;
 pub mod config;
@@ -33,3 +33,4 @@ mod ratelimit;
 mod request_id;
 mod requests;
 mod routes;
+mod webhooks;

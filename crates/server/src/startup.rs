@@ -102,6 +102,8 @@ fn connect_postgres(url: &str, wait: Duration) -> anyhow::Result<PgStore> {
 pub struct ServerOptions {
     pub rate_limits: RateLimits,
     pub cors: CorsOrigins,
+    /// Webhooks may go to non-public addresses (`CONFAB_WEBHOOK_ALLOW_PRIVATE`).
+    pub webhook_allow_private: bool,
 }
 
 /// The HTTP server, bound and ready to run.
@@ -141,6 +143,7 @@ impl Application {
             .context("the listener has no local address")?
             .port();
         crate::idempotency::spawn_pruning(service.clone());
+        crate::webhooks::spawn_delivery(service.clone(), options.webhook_allow_private);
         let service = web::Data::new(service);
         // One limiter and one set of metrics for all workers: a budget and a
         // count are per server, not per thread.

@@ -19,6 +19,7 @@ mod idempotency;
 mod messages;
 #[cfg(test)]
 mod tests;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -34,6 +35,7 @@ pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, KEY_TTL_SECS, LEASE_SECS,
 };
 pub use messages::{MessageUpdate, SendMessage};
+pub use webhooks::*;
 
 /// The ports the service runs on. Each is a separate trait object so tests
 /// can mock them one by one; in production they are all the same store.
@@ -45,6 +47,7 @@ pub struct Ports {
     pub messages: Arc<dyn confab_ports::MessageStore>,
     pub groups: Arc<dyn confab_ports::GroupStore>,
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
+    pub webhooks: Arc<dyn confab_ports::WebhookStore>,
     pub health: Arc<dyn confab_ports::HealthCheck>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
@@ -62,6 +65,7 @@ impl Ports {
             messages: store.clone(),
             groups: store.clone(),
             idempotency: store.clone(),
+            webhooks: store.clone(),
             health: store,
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7),

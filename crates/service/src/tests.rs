@@ -12,7 +12,7 @@ use confab_domain::{
 use confab_ports::{
     ClaimOutcome, KeyClaim, MockClock, MockContactStore, MockConversationStore, MockGroupStore,
     MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore, MockTokenStore,
-    StoreError,
+    MockWebhookStore, StoreError,
 };
 use mockall::predicate::eq;
 use uuid::Uuid;
@@ -32,6 +32,7 @@ struct Mocks {
     messages: MockMessageStore,
     groups: MockGroupStore,
     idempotency: MockIdempotencyStore,
+    webhooks: MockWebhookStore,
 }
 
 impl Mocks {
@@ -43,6 +44,7 @@ impl Mocks {
             messages: MockMessageStore::new(),
             groups: MockGroupStore::new(),
             idempotency: MockIdempotencyStore::new(),
+            webhooks: MockWebhookStore::new(),
         }
     }
 
@@ -58,6 +60,7 @@ impl Mocks {
             messages: Arc::new(self.messages),
             groups: Arc::new(self.groups),
             idempotency: Arc::new(self.idempotency),
+            webhooks: Arc::new(self.webhooks),
             health: Arc::new(MockHealthCheck::new()),
             clock: Arc::new(clock),
             ids: Arc::new(ids),

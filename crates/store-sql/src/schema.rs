@@ -182,6 +182,37 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    /// Webhooks and their first-attempt cursor and lease (see the migration).
+    webhooks (id) {
+        id -> IdSql,
+        url -> Text,
+        event_types -> Text,
+        secret -> Text,
+        created_at -> BigInt,
+        cursor_position -> BigInt,
+        leased_by -> Nullable<IdSql>,
+        leased_until -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    webhook_retries (webhook_id, event_id) {
+        webhook_id -> IdSql,
+        event_id -> IdSql,
+        attempt -> Integer,
+        next_at -> BigInt,
+        first_attempt_at -> BigInt,
+        leased_by -> Nullable<IdSql>,
+    }
+}
+
 diesel::joinable!(tokens -> contacts (contact_id));
 diesel::joinable!(idempotency_keys -> contacts (contact_id));
 diesel::joinable!(group_members -> groups (group_id));
@@ -192,6 +223,8 @@ diesel::joinable!(reactions -> messages (message_id));
 diesel::joinable!(reactions -> contacts (contact_id));
 diesel::joinable!(attachments -> messages (message_id));
 diesel::joinable!(event_recipients -> events (event_id));
+diesel::joinable!(webhook_retries -> webhooks (webhook_id));
+diesel::joinable!(webhook_retries -> events (event_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     contacts,
@@ -206,4 +239,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     idempotency_keys,
     events,
     event_recipients,
+    webhooks,
+    webhook_retries,
 );

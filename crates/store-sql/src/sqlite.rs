@@ -31,6 +31,9 @@ mod queries {
 mod ports {
     crate::ports::impl_ports!(super::SqliteStore);
 }
+mod ports_webhooks {
+    crate::ports_webhooks::impl_webhook_ports!(super::SqliteStore);
+}
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 

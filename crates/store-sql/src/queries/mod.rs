@@ -22,6 +22,7 @@ pub(crate) mod message_updates;
 pub(crate) mod messages;
 pub(crate) mod paging;
 pub(crate) mod tokens;
+pub(crate) mod webhooks;
 
 pub(crate) type Result<T> = std::result::Result<T, Error>;
 
@@ -79,10 +80,13 @@ macro_rules! instantiate {
         mod groups {
             $crate::queries::groups::expand!();
         }
+        mod webhooks {
+            $crate::queries::webhooks::expand!();
+        }
 
         pub(crate) use self::{
             contacts::*, conversations::*, groups::*, health::*, idempotency::*,
-            message_updates::*, messages::*, tokens::*,
+            message_updates::*, messages::*, tokens::*, webhooks::*,
         };
     };
 }

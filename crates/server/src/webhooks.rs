@@ -1,0 +1,388 @@
+//! Webhook delivery (API.md section 11): two loops on the main runtime
+//! (never on actix's workers), started by [`spawn_delivery`]. One leases
+//! webhooks with events to attempt first and sends those in event order,
+//! one webhook per task; the other leases due retries and sends each on
+//! its own. What to do with each outcome (the cursor, the backoff, giving
+//! up) is the service's; this module sends HTTP requests.
+//!
+//! Both loops poll the store every [`POLL_EVERY`] when idle: a new event
+//! goes out within about that, in every process, without a listener.
+//!
+//! Requests go through [`reqwest`] with rustls (no system OpenSSL), no
+//! proxy, no redirects, a [`DELIVERY_TIMEOUT_SECS`] limit, and a resolver
+//! that refuses non-public addresses: the address checked is the one
+//! connected to, so a name cannot resolve to a public address for the
+//! check and a private one for the connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use confab_service::{
+    first_refused, is_public_address, parse_webhook_url, Confab, HostResolver, LeasedRetry,
+    StoredEvent, Webhook, WebhookLease, DELIVERY_TIMEOUT_SECS, EVENTS_PER_BATCH,
+};
+use hmac::{Hmac, Mac};
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use sha2::Sha256;
+use tokio::sync::Semaphore;
+
+/// How often idle loops look for new events and due retries.
+pub const POLL_EVERY: Duration = Duration::from_millis(250);
+/// The pause after a store error, so that a database outage is not hammered.
+const ERROR_PAUSE: Duration = Duration::from_secs(1);
+/// Webhooks whose first attempts one process sends at once.
+const PARALLEL_WEBHOOKS: usize = 8;
+/// Retries one process sends at once.
+const PARALLEL_RETRIES: usize = 16;
+/// Resolving a host name may take this long.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Starts delivering webhooks on the current runtime, for as long as it
+/// runs. `allow_private`: `CONFAB_WEBHOOK_ALLOW_PRIVATE`.
+pub fn spawn_delivery(service: Confab, allow_private: bool) {
+    let client = match client(allow_private) {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build the webhook client: no webhook is delivered");
+            return;
+        }
+    };
+    let sender = Arc::new(Sender {
+        client,
+        allow_private,
+    });
+    tokio::spawn(first_attempts(service.clone(), sender.clone()));
+    tokio::spawn(retries(service, sender));
+}
+
+/// Resolves names with the system resolver (for `webhook create`).
+pub struct SystemResolver;
+
+#[async_trait]
+impl HostResolver for SystemResolver {
+    async fn resolve(&self, host: &str) -> Result<Vec<std::net::IpAddr>, String> {
+        Ok(lookup(host).await?.into_iter().map(|a| a.ip()).collect())
+    }
+}
+
+async fn lookup(host: &str) -> Result<Vec<SocketAddr>, String> {
+    match tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host, 0))).await {
+        Ok(Ok(found)) => Ok(found.collect()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {RESOLVE_TIMEOUT:?}")),
+    }
+}
+
+/// reqwest's resolver: the system's, refusing a name with any non-public
+/// address unless private addresses are allowed.
+struct GuardedResolver {
+    allow_private: bool,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let allow_private = self.allow_private;
+        Box::pin(async move {
+            let host = name.as_str();
+            let found = lookup(host).await?;
+            if found.is_empty() {
+                return Err(format!("{host} resolves to no address").into());
+            }
+            if !allow_private {
+                let ips: Vec<_> = found.iter().map(SocketAddr::ip).collect();
+                if let Some(ip) = first_refused(&ips) {
+                    return Err(format!(
+                        "{host} resolves to {ip}, which is not public (CONFAB_WEBHOOK_ALLOW_PRIVATE)"
+                    )
+                    .into());
+                }
+            }
+            let addrs: Addrs = Box::new(found.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+fn client(allow_private: bool) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .use_rustls_tls()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(DELIVERY_TIMEOUT_SECS))
+        .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+        .user_agent(concat!("confab-webhooks/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+struct Sender {
+    client: reqwest::Client,
+    allow_private: bool,
+}
+
+/// The body of a delivery: the event as the event stream shows it, its
+/// payload as the acting contact sees it.
+pub fn event_body(event: &StoredEvent) -> String {
+    // The payload is stored as JSON text: embedded as is.
+    format!(
+        r#"{{"id":"{}","type":"{}","created_at":{},"payload":{}}}"#,
+        event.id,
+        event.kind.name(),
+        event.created_at.secs(),
+        event.payload
+    )
+}
+
+/// `Confab-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of
+/// "<t>.<body>">`, keyed with the secret's text.
+pub fn signature(secret: &str, t: i64, body: &str) -> String {
+    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else {
+        // HMAC takes keys of any length.
+        unreachable!("HMAC refused a key");
+    };
+    mac.update(t.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body.as_bytes());
+    let hex: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("t={t},v1={hex}")
+}
+
+fn unix_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+impl Sender {
+    /// One attempt: whether the webhook answered 2xx in time.
+    async fn attempt(&self, webhook: &Webhook, event: &StoredEvent, attempt: u32) -> bool {
+        let target = match parse_webhook_url(&webhook.url) {
+            Ok(target) => target,
+            Err(e) => {
+                tracing::warn!(webhook = %webhook.id, error = %e, "webhook URL refused");
+                return false;
+            }
+        };
+        // A literal address is never resolved: checked here.
+        if let Some(ip) = target.literal {
+            if !self.allow_private && !is_public_address(ip) {
+                tracing::warn!(
+                    webhook = %webhook.id,
+                    %ip,
+                    "webhook address is not public (CONFAB_WEBHOOK_ALLOW_PRIVATE)"
+                );
+                return false;
+            }
+        }
+        let body = event_body(event);
+        let signature = signature(webhook.secret.expose(), unix_secs(), &body);
+        let sent = self
+            .client
+            .post(target.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("Confab-Event-Id", event.id.to_string())
+            .header("Confab-Delivery-Attempt", attempt.to_string())
+            .header("Confab-Signature", signature)
+            .body(body)
+            .send()
+            .await;
+        match sent {
+            Ok(response) if response.status().is_success() => {
+                tracing::debug!(webhook = %webhook.id, event = %event.id, attempt, "webhook delivered");
+                true
+            }
+            Ok(response) => {
+                tracing::info!(
+                    webhook = %webhook.id,
+                    event = %event.id,
+                    attempt,
+                    status = response.status().as_u16(),
+                    "webhook answered without success"
+                );
+                false
+            }
+            Err(e) => {
+                // The error's chain names the cause (timeout, refused
+                // address, connection); the URL it may print is the
+                // operator's own.
+                let error = format!("{:#}", anyhow::Error::new(e));
+                tracing::info!(webhook = %webhook.id, event = %event.id, attempt, error, "webhook attempt failed");
+                false
+            }
+        }
+    }
+}
+
+/// Leases webhooks with events to attempt first, one task each.
+async fn first_attempts(service: Confab, sender: Arc<Sender>) {
+    let slots = Arc::new(Semaphore::new(PARALLEL_WEBHOOKS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        match service.lease_webhook().await {
+            Ok(Some(lease)) => {
+                let service = service.clone();
+                let sender = sender.clone();
+                tokio::spawn(async move {
+                    drain(&service, &sender, &lease).await;
+                    drop(slot);
+                });
+            }
+            Ok(None) => {
+                drop(slot);
+                tokio::time::sleep(POLL_EVERY).await;
+            }
+            Err(e) => {
+                drop(slot);
+                tracing::warn!(error = %e, "cannot lease a webhook");
+                tokio::time::sleep(ERROR_PAUSE).await;
+            }
+        }
+    }
+}
+
+/// Sends a leased webhook's events in order, moving its cursor after each,
+/// until none is left (or the lease is lost); then frees it.
+async fn drain(service: &Confab, sender: &Sender, lease: &WebhookLease) {
+    let mut after = lease.cursor;
+    let held = 'events: loop {
+        let batch = match service.next_webhook_events(lease, after).await {
+            Ok(batch) => batch,
+            Err(e) => {
+                tracing::warn!(webhook = %lease.webhook.id, error = %e, "cannot read events");
+                break 'events true;
+            }
+        };
+        let more = batch.events.len() >= usize::try_from(EVENTS_PER_BATCH).unwrap_or(usize::MAX);
+        for event in &batch.events {
+            let delivered = sender.attempt(&lease.webhook, event, 1).await;
+            match service.first_attempt_made(lease, event, delivered).await {
+                Ok(true) => after = event.position,
+                Ok(false) => break 'events false,
+                Err(e) => {
+                    // The cursor stays before the event: it is attempted
+                    // again (at least once).
+                    tracing::warn!(webhook = %lease.webhook.id, event = %event.id, error = %e, "cannot record a webhook attempt");
+                    break 'events true;
+                }
+            }
+        }
+        if batch.through > after {
+            match service.skip_webhook_events(lease, batch.through).await {
+                Ok(true) => after = batch.through,
+                Ok(false) => break 'events false,
+                Err(e) => {
+                    tracing::warn!(webhook = %lease.webhook.id, error = %e, "cannot move a webhook cursor");
+                    break 'events true;
+                }
+            }
+        }
+        if !more {
+            break 'events true;
+        }
+    };
+    if !held {
+        tracing::info!(webhook = %lease.webhook.id, "webhook lease lost");
+        return;
+    }
+    if let Err(e) = service.release_webhook(lease).await {
+        // It runs out by itself.
+        tracing::warn!(webhook = %lease.webhook.id, error = %e, "cannot release a webhook lease");
+    }
+}
+
+/// Leases due retries and sends each on its own task.
+async fn retries(service: Confab, sender: Arc<Sender>) {
+    let slots = Arc::new(Semaphore::new(PARALLEL_RETRIES));
+    loop {
+        let free = slots.available_permits();
+        if free == 0 {
+            // Wait until one attempt ends.
+            if slots.acquire().await.is_err() {
+                return;
+            }
+            continue;
+        }
+        let leased = service
+            .lease_retries(u32::try_from(free).unwrap_or(1))
+            .await;
+        match leased {
+            Ok(list) if !list.is_empty() => {
+                for retry in list {
+                    let Ok(slot) = slots.clone().acquire_owned().await else {
+                        return;
+                    };
+                    let service = service.clone();
+                    let sender = sender.clone();
+                    tokio::spawn(async move {
+                        retry_once(&service, &sender, &retry).await;
+                        drop(slot);
+                    });
+                }
+            }
+            Ok(_) => tokio::time::sleep(POLL_EVERY).await,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot lease webhook retries");
+                tokio::time::sleep(ERROR_PAUSE).await;
+            }
+        }
+    }
+}
+
+async fn retry_once(service: &Confab, sender: &Sender, retry: &LeasedRetry) {
+    let delivered = sender
+        .attempt(&retry.webhook, &retry.event, retry.attempt)
+        .await;
+    match service.retry_made(retry, delivered).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::info!(webhook = %retry.webhook.id, event = %retry.event.id, "webhook retry lease lost");
+        }
+        // The lease runs out and the retry is due again.
+        Err(e) => {
+            tracing::warn!(webhook = %retry.webhook.id, event = %retry.event.id, error = %e, "cannot record a webhook retry");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signs_the_timestamp_and_the_raw_body() {
+        // Python: hmac.new(b"key", b"1700000000.{}", hashlib.sha256).hexdigest()
+        assert_eq!(
+            signature("key", 1_700_000_000, "{}"),
+            "t=1700000000,v1=9d713ed406bb7076d4123f0dc2c39d2df5c654ed4b0cd56b52c8b4c940bd63ae"
+        );
+        let sig = signature("key", 1_700_000_000, "{}");
+        assert_ne!(sig, signature("other", 1_700_000_000, "{}"));
+        assert_ne!(sig, signature("key", 1_700_000_001, "{}"));
+        assert_ne!(sig, signature("key", 1_700_000_000, "{ }"));
+    }
+
+    #[test]
+    fn known_hmac_vector() {
+        // RFC 4231 test case 2.
+        let mut mac = Hmac::<Sha256>::new_from_slice(b"Jefe").expect("key");
+        mac.update(b"what do ya want for nothing?");
+        let hex: String = mac
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+}

@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS webhook_retries;
+DROP TABLE IF EXISTS webhooks;
