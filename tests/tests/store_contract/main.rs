@@ -17,3 +17,4 @@ mod statements;
 mod support;
 mod tokens;
 mod unread;
+mod webhooks;
