@@ -143,7 +143,10 @@ pub enum Audience {
     /// The group's members after the change, and `also` (members the change
     /// removed, who learn that they are out). For a deletion, the members
     /// just before it.
-    GroupMembers { group: GroupId, also: Vec<ContactId> },
+    GroupMembers {
+        group: GroupId,
+        also: Vec<ContactId>,
+    },
     /// The contact and everyone sharing a conversation with them (direct,
     /// or through a group that has a conversation).
     ContactCircle(ContactId),

@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 mod events;
 pub use events::{
-    EventSignal, EventStore, NoSignal, Outbox, PayloadRenderer, StoredEvent,
+    EventSignal, EventStore, EventWithRecipients, NoSignal, Outbox, PayloadRenderer, StoredEvent,
 };
 #[cfg(feature = "mocks")]
 pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};
@@ -527,6 +527,7 @@ pub trait Store:
     + MessageStore
     + GroupStore
     + IdempotencyStore
+    + EventStore
     + HealthCheck
 {
 }
@@ -537,6 +538,7 @@ impl<T> Store for T where
         + MessageStore
         + GroupStore
         + IdempotencyStore
+        + EventStore
         + HealthCheck
 {
 }

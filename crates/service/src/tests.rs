@@ -10,9 +10,9 @@ use confab_domain::{
     Timestamp, Username,
 };
 use confab_ports::{
-    ClaimOutcome, KeyClaim, MockClock, MockContactStore, MockConversationStore, MockGroupStore,
-    MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore, MockTokenStore,
-    StoreError,
+    ClaimOutcome, KeyClaim, MockClock, MockContactStore, MockConversationStore, MockEventStore,
+    MockGroupStore, MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore,
+    MockTokenStore, StoreError,
 };
 use mockall::predicate::eq;
 use uuid::Uuid;
@@ -32,6 +32,7 @@ struct Mocks {
     messages: MockMessageStore,
     groups: MockGroupStore,
     idempotency: MockIdempotencyStore,
+    events: MockEventStore,
 }
 
 impl Mocks {
@@ -43,6 +44,7 @@ impl Mocks {
             messages: MockMessageStore::new(),
             groups: MockGroupStore::new(),
             idempotency: MockIdempotencyStore::new(),
+            events: MockEventStore::new(),
         }
     }
 
@@ -58,6 +60,7 @@ impl Mocks {
             messages: Arc::new(self.messages),
             groups: Arc::new(self.groups),
             idempotency: Arc::new(self.idempotency),
+            events: Arc::new(self.events),
             health: Arc::new(MockHealthCheck::new()),
             clock: Arc::new(clock),
             ids: Arc::new(ids),
