@@ -32,4 +32,5 @@ mod params;
 mod ratelimit;
 mod request_id;
 mod requests;
+mod retention;
 mod routes;

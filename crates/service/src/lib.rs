@@ -17,6 +17,7 @@ mod error;
 mod groups;
 mod idempotency;
 mod messages;
+mod retention;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +35,7 @@ pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, KEY_TTL_SECS, LEASE_SECS,
 };
 pub use messages::{MessageUpdate, SendMessage};
+pub use retention::EVENT_TTL_SECS;
 
 /// The ports the service runs on. Each is a separate trait object so tests
 /// can mock them one by one; in production they are all the same store.
