@@ -18,7 +18,9 @@ use confab_domain::{
 use uuid::Uuid;
 
 mod events;
-pub use events::{EventSignal, EventStore, NoSignal, Outbox, PayloadRenderer, StoredEvent};
+pub use events::{
+    EventSignal, EventStore, EventWithRecipients, NoSignal, Outbox, PayloadRenderer, StoredEvent,
+};
 #[cfg(feature = "mocks")]
 pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};
 mod webhooks;
@@ -528,6 +530,7 @@ pub trait Store:
     + GroupStore
     + IdempotencyStore
     + WebhookStore
+    + EventStore
     + HealthCheck
 {
 }
@@ -539,6 +542,7 @@ impl<T> Store for T where
         + GroupStore
         + IdempotencyStore
         + WebhookStore
+        + EventStore
         + HealthCheck
 {
 }

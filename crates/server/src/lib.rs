@@ -32,5 +32,6 @@ mod params;
 mod ratelimit;
 mod request_id;
 mod requests;
+mod retention;
 mod routes;
 mod webhooks;

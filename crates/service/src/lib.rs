@@ -17,6 +17,7 @@ mod error;
 mod groups;
 mod idempotency;
 mod messages;
+mod retention;
 #[cfg(test)]
 mod tests;
 mod webhooks;
@@ -35,6 +36,7 @@ pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, KEY_TTL_SECS, LEASE_SECS,
 };
 pub use messages::{MessageUpdate, SendMessage};
+pub use retention::EVENT_TTL_SECS;
 pub use webhooks::*;
 
 /// The ports the service runs on. Each is a separate trait object so tests
@@ -48,6 +50,7 @@ pub struct Ports {
     pub groups: Arc<dyn confab_ports::GroupStore>,
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub webhooks: Arc<dyn confab_ports::WebhookStore>,
+    pub events: Arc<dyn confab_ports::EventStore>,
     pub health: Arc<dyn confab_ports::HealthCheck>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
@@ -66,6 +69,7 @@ impl Ports {
             groups: store.clone(),
             idempotency: store.clone(),
             webhooks: store.clone(),
+            events: store.clone(),
             health: store,
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7),

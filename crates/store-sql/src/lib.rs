@@ -56,6 +56,7 @@ mod door;
 mod error;
 mod id;
 mod ports;
+mod ports_events;
 mod ports_webhooks;
 mod queries;
 mod rows;

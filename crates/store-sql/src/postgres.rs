@@ -34,6 +34,9 @@ mod ports {
 mod ports_webhooks {
     crate::ports_webhooks::impl_webhook_ports!(super::PgStore);
 }
+mod event_ports {
+    crate::ports_events::impl_event_ports!(super::PgStore);
+}
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 
@@ -190,6 +193,11 @@ impl SqlBackend for PgStore {
     type Db = Pg;
     type Conn = PgConnection;
     type Manager = Manager;
+
+    const EVENT_HORIZON_SQL: &'static str =
+        "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576)";
+    const EVENT_START_SQL: &'static str =
+        "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576 - 1)";
 
     /// `SELECT ... FOR UPDATE`.
     fn lock_message(

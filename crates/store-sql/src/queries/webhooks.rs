@@ -5,10 +5,13 @@
 //! with `FOR UPDATE SKIP LOCKED` (several processes never take the same
 //! row; none waits on another's) and SQLite under its single writer.
 //!
-//! Events are read only below the horizon, the first position an event may
-//! still take (see the events migration): on PostgreSQL a transaction with
-//! a lower id may still commit an event behind one already committed, so a
-//! cursor must never pass a position that could still fill.
+//! Events are read only up to the backend's `EVENT_START_SQL`, the last
+//! position that is final now (see the events migration): on PostgreSQL a
+//! transaction with a lower id may still commit an event behind one already
+//! committed, so a cursor must never pass a position that could still fill.
+//! That bound is read once per batch, so that a batch that read everything
+//! up to it may move the cursor there (SQLite's `EVENT_HORIZON_SQL`, "no
+//! limit", would let an event committed meanwhile be passed over).
 
 use confab_domain::{EventId, EventType, Timestamp};
 use confab_ports::{StoredEvent, Webhook, WebhookId, WebhookSecret};
@@ -21,9 +24,6 @@ use crate::schema::{events, webhooks};
 
 /// What the webhook statements write differently per database.
 pub(crate) trait WebhookSql {
-    /// An SQL expression: the first position an event may still take;
-    /// every event below it is committed or never will be.
-    const HORIZON: &'static str;
     /// Ends the `SELECT` that picks rows to lease.
     const SKIP_LOCKED: &'static str;
     /// `sql` with its `$n` placeholders as the database writes them.
@@ -32,10 +32,6 @@ pub(crate) trait WebhookSql {
 
 #[cfg(feature = "postgres")]
 impl WebhookSql for diesel::pg::Pg {
-    /// Positions are transaction id * 2^20 + index: every transaction below
-    /// the oldest one still running has ended.
-    const HORIZON: &'static str =
-        "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576)";
     const SKIP_LOCKED: &'static str = "FOR UPDATE OF w SKIP LOCKED";
     fn placeholders(sql: &str) -> String {
         sql.to_owned()
@@ -44,9 +40,6 @@ impl WebhookSql for diesel::pg::Pg {
 
 #[cfg(feature = "sqlite")]
 impl WebhookSql for diesel::sqlite::Sqlite {
-    /// One writer at a time: the order of insertion is the order of commit,
-    /// so every event committed is readable.
-    const HORIZON: &'static str = "(SELECT COALESCE(MAX(position), 0) + 1 FROM events)";
     /// The statement runs in a `BEGIN IMMEDIATE` transaction, which holds
     /// the database's write lock.
     const SKIP_LOCKED: &'static str = "";
@@ -136,25 +129,25 @@ fn decode_types(stored: &str) -> Result<Vec<EventType>, Error> {
 
 /// The single value of a `SELECT <expression>`.
 #[derive(Debug, QueryableByName)]
-pub(crate) struct Horizon {
+pub(crate) struct Position {
     #[diesel(sql_type = BigInt)]
-    pub(crate) horizon: i64,
+    pub(crate) position: i64,
 }
 
-/// The lease statement's text: `$1` holder, `$2` until, `$3` now.
-pub(crate) fn lease_webhook_sql<Db: WebhookSql>() -> String {
+/// The lease statement's text: `$1` holder, `$2` until, `$3` now. `end`:
+/// the backend's `EVENT_START_SQL`, the last position that is final now.
+pub(crate) fn lease_webhook_sql<Db: WebhookSql>(end: &str) -> String {
     Db::placeholders(&format!(
         "UPDATE webhooks SET leased_by = $1, leased_until = $2 \
          WHERE leased_until <= $3 AND id = ( \
              SELECT w.id FROM webhooks w \
              WHERE w.leased_until <= $3 AND EXISTS ( \
                  SELECT 1 FROM events e \
-                 WHERE e.position > w.cursor_position AND e.position < {horizon} \
+                 WHERE e.position > w.cursor_position AND e.position <= {end} \
              ) \
              ORDER BY w.leased_until, w.id LIMIT 1 {lock} \
          ) \
          RETURNING id, url, event_types, secret, created_at, cursor_position",
-        horizon = Db::HORIZON,
         lock = Db::SKIP_LOCKED,
     ))
 }
@@ -187,21 +180,26 @@ macro_rules! expand {
         use diesel::sql_types::BigInt;
         use uuid::Uuid;
 
-        use super::{Conn, Db, Result};
+        use super::{Backend, Conn, Db, Result};
         use crate::error::inconsistent;
         use crate::id::{DbId, IdSql};
         use crate::queries::not_found;
         use crate::queries::webhooks::{
-            encode_types, lease_retries_sql, lease_webhook_sql, EventRow, Horizon, RetryKey,
-            WebhookRow, WebhookSql,
+            encode_types, lease_retries_sql, lease_webhook_sql, EventRow, Position, RetryKey,
+            WebhookRow,
         };
         use crate::schema::{events, webhook_retries as retries, webhooks};
+        use crate::SqlBackend;
 
-        fn horizon(conn: &mut Conn) -> Result<i64> {
-            let row: Horizon =
-                diesel::sql_query(format!("SELECT {} AS horizon", <Db as WebhookSql>::HORIZON))
-                    .get_result(conn)?;
-            Ok(row.horizon)
+        /// The last position that is final now: every event up to it is
+        /// readable, every event committed later lies after it.
+        fn final_end(conn: &mut Conn) -> Result<i64> {
+            let row: Position = diesel::sql_query(format!(
+                "SELECT {} AS position",
+                <Backend as SqlBackend>::EVENT_START_SQL
+            ))
+            .get_result(conn)?;
+            Ok(row.position)
         }
 
         pub(crate) fn create_webhook(
@@ -212,9 +210,8 @@ macro_rules! expand {
             secret: WebhookSecret,
             created_at: Timestamp,
         ) -> Result<Webhook> {
-            // Every event committed from now on lies at or above the
-            // horizon: the cursor starts just below it.
-            let cursor = horizon(conn)? - 1;
+            // Every event committed from now on lies after it.
+            let cursor = final_end(conn)?;
             diesel::insert_into(webhooks::table)
                 .values((
                     webhooks::id.eq(DbId::from(*id.as_uuid())),
@@ -263,12 +260,14 @@ macro_rules! expand {
             now: Timestamp,
             until: Timestamp,
         ) -> Result<Option<WebhookLease>> {
-            let row: Option<WebhookRow> = diesel::sql_query(lease_webhook_sql::<Db>())
-                .bind::<IdSql, _>(DbId::from(holder))
-                .bind::<BigInt, _>(until.micros())
-                .bind::<BigInt, _>(now.micros())
-                .get_result(conn)
-                .optional()?;
+            let row: Option<WebhookRow> = diesel::sql_query(lease_webhook_sql::<Db>(
+                <Backend as SqlBackend>::EVENT_START_SQL,
+            ))
+            .bind::<IdSql, _>(DbId::from(holder))
+            .bind::<BigInt, _>(until.micros())
+            .bind::<BigInt, _>(now.micros())
+            .get_result(conn)
+            .optional()?;
             let Some(row) = row else {
                 return Ok(None);
             };
@@ -287,10 +286,10 @@ macro_rules! expand {
             after: i64,
             limit: u32,
         ) -> Result<EventBatch> {
-            let horizon = horizon(conn)?;
+            let end = final_end(conn)?;
             let mut query = events::table
                 .filter(events::position.gt(after))
-                .filter(events::position.lt(horizon))
+                .filter(events::position.le(end))
                 .into_boxed();
             if !types.is_empty() {
                 let names: Vec<&str> = types.iter().map(|t| t.name()).collect();
@@ -306,7 +305,7 @@ macro_rules! expand {
                 // More may follow the last one returned.
                 Some(last) if full => last.position,
                 // Every readable event was returned or filtered out.
-                _ => (horizon - 1).max(after),
+                _ => end.max(after),
             };
             let events = rows
                 .into_iter()
