@@ -52,6 +52,15 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The marker of the `n`th (from 1) bind parameter in raw SQL.
+    fn param(n: usize) -> String;
+
+    /// The SQL expression of the commit-ordered position of the
+    /// transaction's `index`th event (from 0); `None` when the database
+    /// numbers events itself as they are inserted (the events outbox,
+    /// `queries/outbox.rs`).
+    fn event_position(index: usize) -> Option<String>;
+
     /// Locks the group row until the transaction ends; false if there is none.
     fn lock_group(conn: &mut Self::Conn, id: DbId) -> QueryResult<bool>;
 
