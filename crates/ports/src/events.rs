@@ -65,6 +65,15 @@ pub struct StoredEvent {
     pub payload: String,
 }
 
+/// An event with every recipient and the payload as each sees it (for the
+/// fan-out of one process to all its streams).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventWithRecipients {
+    /// With the payload as the actor sees it.
+    pub event: StoredEvent,
+    pub recipients: Vec<(ContactId, String)>,
+}
+
 /// Reading events.
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
@@ -91,7 +100,7 @@ pub trait EventStore: Send + Sync {
         &self,
         after: i64,
         limit: u32,
-    ) -> Result<Vec<(StoredEvent, Vec<(ContactId, String)>)>, StoreError>;
+    ) -> Result<Vec<EventWithRecipients>, StoreError>;
     /// The token hashes among `hashes` that are still live at `now` (so
     /// that one statement checks every open stream's token).
     async fn live_token_hashes(

@@ -24,7 +24,9 @@ use confab_domain::{
 use uuid::Uuid;
 
 mod events;
-pub use events::{EventSignal, EventStore, NoSignal, Outbox, PayloadRenderer, StoredEvent};
+pub use events::{
+    EventSignal, EventStore, EventWithRecipients, NoSignal, Outbox, PayloadRenderer, StoredEvent,
+};
 #[cfg(feature = "mocks")]
 pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};
 
@@ -573,6 +575,7 @@ pub trait Store:
     + MessageStore
     + GroupStore
     + IdempotencyStore
+    + EventStore
     + HealthCheck
 {
 }
@@ -583,6 +586,7 @@ impl<T> Store for T where
         + MessageStore
         + GroupStore
         + IdempotencyStore
+        + EventStore
         + HealthCheck
 {
 }

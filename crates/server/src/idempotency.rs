@@ -135,24 +135,3 @@ where
         }
     }
 }
-
-/// How often answers older than 24 h are deleted (expired ones are ignored
-/// anyway; this only keeps the table small).
-const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(60 * 60);
-
-/// Deletes expired idempotency keys in the background: a minute after
-/// start, then hourly. One short statement each time: it never blocks
-/// requests.
-pub fn spawn_pruning(service: Confab) {
-    tokio::spawn(async move {
-        let mut next = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
-        loop {
-            tokio::time::sleep_until(next).await;
-            next += PRUNE_EVERY;
-            match service.prune_idempotency_keys().await {
-                Ok(pruned) => tracing::debug!(pruned, "expired idempotency keys deleted"),
-                Err(error) => tracing::warn!(%error, "could not delete expired idempotency keys"),
-            }
-        }
-    });
-}

@@ -34,4 +34,5 @@ pub mod payloads;
 mod ratelimit;
 mod request_id;
 mod requests;
+mod retention;
 mod routes;

@@ -142,7 +142,7 @@ impl Application {
             .local_addr()
             .context("the listener has no local address")?
             .port();
-        crate::idempotency::spawn_pruning(service.clone());
+        crate::retention::spawn_pruning(service.clone());
         let service = web::Data::new(service);
         // One limiter and one set of metrics for all workers: a budget and a
         // count are per server, not per thread.

@@ -17,6 +17,7 @@ mod error;
 mod groups;
 mod idempotency;
 mod messages;
+mod retention;
 #[cfg(test)]
 mod tests;
 
@@ -36,6 +37,7 @@ pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, KEY_TTL_SECS, LEASE_SECS,
 };
 pub use messages::{MessageUpdate, SendMessage};
+pub use retention::EVENT_TTL_SECS;
 
 /// The ports the service runs on. Each is a separate trait object so tests
 /// can mock them one by one; in production they are all the same store.
@@ -47,6 +49,7 @@ pub struct Ports {
     pub messages: Arc<dyn confab_ports::MessageStore>,
     pub groups: Arc<dyn confab_ports::GroupStore>,
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
+    pub events: Arc<dyn confab_ports::EventStore>,
     pub health: Arc<dyn confab_ports::HealthCheck>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
@@ -73,6 +76,7 @@ impl Ports {
             messages: store.clone(),
             groups: store.clone(),
             idempotency: store.clone(),
+            events: store.clone(),
             health: store,
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7),

@@ -10,9 +10,9 @@ use confab_domain::{
     Timestamp, Username,
 };
 use confab_ports::{
-    ClaimOutcome, KeyClaim, MockClock, MockContactStore, MockConversationStore, MockGroupStore,
-    MockEventSignal, MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore,
-    MockPayloadRenderer, MockTokenStore, StoreError,
+    ClaimOutcome, KeyClaim, MockClock, MockContactStore, MockConversationStore, MockEventSignal,
+    MockEventStore, MockGroupStore, MockHealthCheck, MockIdGenerator, MockIdempotencyStore,
+    MockMessageStore, MockPayloadRenderer, MockTokenStore, StoreError,
 };
 use mockall::predicate::eq;
 use uuid::Uuid;
@@ -34,6 +34,7 @@ struct Mocks {
     idempotency: MockIdempotencyStore,
     /// `None`: commits may be signalled any number of times.
     signal: Option<MockEventSignal>,
+    events: MockEventStore,
 }
 
 impl Mocks {
@@ -46,6 +47,7 @@ impl Mocks {
             groups: MockGroupStore::new(),
             idempotency: MockIdempotencyStore::new(),
             signal: None,
+            events: MockEventStore::new(),
         }
     }
 
@@ -61,6 +63,7 @@ impl Mocks {
             messages: Arc::new(self.messages),
             groups: Arc::new(self.groups),
             idempotency: Arc::new(self.idempotency),
+            events: Arc::new(self.events),
             health: Arc::new(MockHealthCheck::new()),
             clock: Arc::new(clock),
             ids: Arc::new(ids),
@@ -902,4 +905,17 @@ async fn a_run_that_wrote_nothing_keeps_its_answer_or_frees_its_key() {
     let svc = m.service();
     svc.end_idempotent(claim(), Some(stored(404, "{}"))).await;
     svc.end_idempotent(claim(), None).await;
+}
+
+#[tokio::test]
+async fn prunes_events_older_than_seven_days_in_batches() {
+    let mut m = Mocks::new();
+    m.events
+        .expect_prune_events()
+        .withf(|before, batch| {
+            *before == Timestamp::from_secs(NOW - 7 * 24 * 3600) && *batch == 500
+        })
+        .times(1)
+        .returning(|_, _| Ok(500));
+    assert_eq!(m.service().prune_events(500).await.expect("pruned"), 500);
 }

@@ -61,6 +61,15 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// `queries/outbox.rs`).
     fn event_position(index: usize) -> Option<String>;
 
+    /// An SQL expression: events at positions below it are readable, and no
+    /// event that commits later can lie below it. PostgreSQL: the oldest
+    /// running transaction's first position (positions are transaction id
+    /// * 2^20 + index); SQLite, whose writes are serial: every position.
+    const EVENT_HORIZON_SQL: &'static str;
+    /// An SQL expression: a position that every event committed from now on
+    /// lies after (where a new event stream starts).
+    const EVENT_START_SQL: &'static str;
+
     /// Locks the group row until the transaction ends; false if there is none.
     fn lock_group(conn: &mut Self::Conn, id: DbId) -> QueryResult<bool>;
 

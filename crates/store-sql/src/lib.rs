@@ -56,6 +56,7 @@ mod door;
 mod error;
 mod id;
 mod ports;
+mod ports_events;
 mod queries;
 mod rows;
 mod schema;

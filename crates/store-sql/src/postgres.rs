@@ -31,6 +31,9 @@ mod queries {
 mod ports {
     crate::ports::impl_ports!(super::PgStore);
 }
+mod event_ports {
+    crate::ports_events::impl_event_ports!(super::PgStore);
+}
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 
@@ -187,6 +190,11 @@ impl SqlBackend for PgStore {
     type Db = Pg;
     type Conn = PgConnection;
     type Manager = Manager;
+
+    const EVENT_HORIZON_SQL: &'static str =
+        "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576)";
+    const EVENT_START_SQL: &'static str =
+        "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576 - 1)";
 
     /// `SELECT ... FOR UPDATE`.
     fn lock_message(

@@ -31,6 +31,9 @@ mod queries {
 mod ports {
     crate::ports::impl_ports!(super::SqliteStore);
 }
+mod event_ports {
+    crate::ports_events::impl_event_ports!(super::SqliteStore);
+}
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 
@@ -162,6 +165,9 @@ impl SqlBackend for SqliteStore {
     type Db = Sqlite;
     type Conn = SqliteConnection;
     type Manager = ConnectionManager<SqliteConnection>;
+
+    const EVENT_HORIZON_SQL: &'static str = "9223372036854775807";
+    const EVENT_START_SQL: &'static str = "(SELECT COALESCE(MAX(position), 0) FROM events)";
 
     /// A plain `SELECT`: writes run in `BEGIN IMMEDIATE` transactions, which
     /// already hold the database's write lock.

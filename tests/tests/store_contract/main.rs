@@ -8,6 +8,7 @@
 mod concurrency;
 mod contacts;
 mod conversations;
+mod events_read;
 mod groups;
 mod idempotency;
 mod membership_in_writes;

@@ -14,6 +14,7 @@ use confab_ports::StoreError;
 
 pub(crate) mod contacts;
 pub(crate) mod conversations;
+pub(crate) mod events_read;
 pub(crate) mod groups;
 pub(crate) mod health;
 pub(crate) mod idempotency;
@@ -83,9 +84,12 @@ macro_rules! instantiate {
         mod groups {
             $crate::queries::groups::expand!();
         }
+        mod events_read {
+            $crate::queries::events_read::expand!();
+        }
 
         pub(crate) use self::{
-            contacts::*, conversations::*, groups::*, health::*, idempotency::*,
+            contacts::*, conversations::*, events_read::*, groups::*, health::*, idempotency::*,
             message_updates::*, messages::*, tokens::*,
         };
     };

@@ -1,0 +1,16 @@
+//! Retention: what the service keeps only for a while.
+
+use crate::{Confab, ServiceError};
+
+/// Events are kept at least this long (API.md section 11): 7 days.
+pub const EVENT_TTL_SECS: i64 = 7 * 24 * 3600;
+
+impl Confab {
+    /// Deletes at most `batch` events older than [`EVENT_TTL_SECS`];
+    /// returns how many. A caller prunes in batches until fewer than
+    /// `batch` go, so that no transaction holds its locks for long.
+    pub async fn prune_events(&self, batch: u32) -> Result<u64, ServiceError> {
+        let before = self.now().plus_secs(-EVENT_TTL_SECS);
+        Ok(self.ports.events.prune_events(before, batch).await?)
+    }
+}

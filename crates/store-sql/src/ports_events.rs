@@ -1,0 +1,58 @@
+//! The `EventStore` implementation of both SQL stores, written once: each
+//! method is one read (or one bounded delete) through the door.
+
+/// Implements `EventStore` for `$store` (a [`crate::SqlBackend`]), expanded
+/// in the backend's module beside its `queries` instantiation.
+macro_rules! impl_event_ports {
+    ($store:ty) => {
+        use async_trait::async_trait;
+        use confab_domain::{ContactId, EventId, Timestamp};
+        use confab_ports::{EventStore, EventWithRecipients, StoreError, StoredEvent};
+
+        use super::queries as q;
+        use crate::door::{query, write};
+
+        type Store = $store;
+
+        #[async_trait]
+        impl EventStore for Store {
+            async fn event_position(&self, id: EventId) -> Result<Option<i64>, StoreError> {
+                query(self, move |c| q::event_position(c, id)).await
+            }
+
+            async fn event_start(&self) -> Result<i64, StoreError> {
+                query(self, q::event_start).await
+            }
+
+            async fn events_for(
+                &self,
+                recipient: ContactId,
+                after: i64,
+                limit: u32,
+            ) -> Result<Vec<StoredEvent>, StoreError> {
+                query(self, move |c| q::events_for(c, recipient, after, limit)).await
+            }
+
+            async fn recent_events(
+                &self,
+                after: i64,
+                limit: u32,
+            ) -> Result<Vec<EventWithRecipients>, StoreError> {
+                query(self, move |c| q::recent_events(c, after, limit)).await
+            }
+
+            async fn live_token_hashes(
+                &self,
+                hashes: Vec<String>,
+                now: Timestamp,
+            ) -> Result<Vec<String>, StoreError> {
+                query(self, move |c| q::live_token_hashes(c, hashes, now)).await
+            }
+
+            async fn prune_events(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError> {
+                write(self, move |c| q::prune_events(c, before, batch)).await
+            }
+        }
+    };
+}
+pub(crate) use impl_event_ports;

@@ -1,0 +1,342 @@
+//! Reading events (API.md section 11): the recipient's range, the fan-out
+//! batch, positions, pruning, and the horizon that keeps a reader from
+//! skipping an event that commits after a later one.
+//!
+//! The events are inserted here with plain SQL, the way the outbox writes
+//! them (see the events migration), so that the reads are tested apart from
+//! the writes.
+
+use confab_domain::{ContactId, EventId, EventType, Timestamp};
+use confab_tests::db::Backend;
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, PgConnection, SqliteConnection};
+use uuid::Uuid;
+
+use crate::support::{open, S};
+
+fn sql_id(id: Uuid) -> String {
+    format!("'{id}'")
+}
+
+/// SQL inserting one event with its recipients (`None`: the shared
+/// payload) at the backend's next position.
+fn insert_event(
+    backend: Backend,
+    id: Uuid,
+    index: u32,
+    created_at: i64,
+    to: &[(Uuid, Option<&str>)],
+) -> String {
+    let position = match backend {
+        Backend::Postgres => format!("pg_current_xact_id()::text::bigint * 1048576 + {index}"),
+        Backend::Sqlite => "NULL".to_owned(),
+    };
+    let mut sql = format!(
+        "INSERT INTO events (id, position, type, actor_id, created_at, payload) \
+         VALUES ({}, {position}, 'message.created', {}, {created_at}, '{{\"shared\":true}}');",
+        sql_id(id),
+        sql_id(Uuid::now_v7()),
+    );
+    for (who, own) in to {
+        let own = own.map_or("NULL".to_owned(), |p| format!("'{p}'"));
+        sql.push_str(&format!(
+            "INSERT INTO event_recipients (contact_id, position, event_id, payload) \
+             SELECT {}, position, id, {own} FROM events WHERE id = {};",
+            sql_id(*who),
+            sql_id(id)
+        ));
+    }
+    sql
+}
+
+enum Raw {
+    Pg(PgConnection),
+    Lite(SqliteConnection),
+}
+
+impl Raw {
+    fn connect(backend: Backend, url: &str) -> Self {
+        match backend {
+            Backend::Postgres => Raw::Pg(PgConnection::establish(url).expect("pg")),
+            Backend::Sqlite => {
+                let mut c = SqliteConnection::establish(url).expect("sqlite");
+                c.batch_execute("PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;")
+                    .expect("pragmas");
+                Raw::Lite(c)
+            }
+        }
+    }
+
+    fn run(&mut self, sql: &str) {
+        match self {
+            Raw::Pg(c) => c.batch_execute(sql),
+            Raw::Lite(c) => c.batch_execute(sql),
+        }
+        .expect("sql");
+    }
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.expect("join")
+}
+
+fn ids(events: &[confab_ports::StoredEvent]) -> Vec<Uuid> {
+    events.iter().map(|e| *e.id.as_uuid()).collect()
+}
+
+async fn reads_in_commit_order_with_each_recipients_payload(backend: Backend) {
+    let (db, s): (_, S) = open(backend).await;
+    let url = db.url.clone();
+    let (alice, bob, carol) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    let start = s.event_start().await.expect("start");
+    let (e1, e2, e3) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    blocking(move || {
+        let mut raw = Raw::connect(backend, &url);
+        raw.run(&format!(
+            "BEGIN; {} {} COMMIT;",
+            insert_event(
+                backend,
+                e1,
+                0,
+                10,
+                &[(alice, None), (bob, Some("{\"own\":1}"))]
+            ),
+            insert_event(backend, e2, 1, 10, &[(alice, None)]),
+        ));
+        raw.run(&format!(
+            "BEGIN; {} COMMIT;",
+            insert_event(backend, e3, 0, 20, &[(bob, None)])
+        ));
+    })
+    .await;
+
+    let a = s
+        .events_for(ContactId::from_uuid(alice), start, 10)
+        .await
+        .expect("alice");
+    assert_eq!(ids(&a), vec![e1, e2]);
+    assert!(a.iter().all(|e| e.payload == "{\"shared\":true}"));
+    assert_eq!(a[0].kind, EventType::MessageCreated);
+    assert_eq!(a[0].created_at, Timestamp::from_micros(10));
+    assert!(start < a[0].position && a[0].position < a[1].position);
+
+    let b = s
+        .events_for(ContactId::from_uuid(bob), start, 10)
+        .await
+        .expect("bob");
+    assert_eq!(ids(&b), vec![e1, e3]);
+    assert_eq!(b[0].payload, "{\"own\":1}");
+    // Paging by position: after the first, only the second; a limit holds.
+    let rest = s
+        .events_for(ContactId::from_uuid(bob), b[0].position, 10)
+        .await
+        .expect("rest");
+    assert_eq!(ids(&rest), vec![e3]);
+    assert_eq!(
+        ids(&s
+            .events_for(ContactId::from_uuid(bob), start, 1)
+            .await
+            .expect("one")),
+        vec![e1]
+    );
+    // An outsider reads nothing.
+    assert!(s
+        .events_for(ContactId::from_uuid(carol), start, 10)
+        .await
+        .expect("carol")
+        .is_empty());
+
+    // The fan-out batch: every event once, with all its recipients.
+    let all = s.recent_events(start, 10).await.expect("recent");
+    let shape: Vec<(Uuid, Vec<(Uuid, String)>)> = all
+        .iter()
+        .map(|f| {
+            let (e, to) = (&f.event, &f.recipients);
+            let mut to: Vec<(Uuid, String)> =
+                to.iter().map(|(c, p)| (*c.as_uuid(), p.clone())).collect();
+            to.sort();
+            (*e.id.as_uuid(), to)
+        })
+        .collect();
+    let mut e1_to = vec![
+        (alice, "{\"shared\":true}".to_owned()),
+        (bob, "{\"own\":1}".to_owned()),
+    ];
+    e1_to.sort();
+    assert_eq!(
+        shape,
+        vec![
+            (e1, e1_to),
+            (e2, vec![(alice, "{\"shared\":true}".to_owned())]),
+            (e3, vec![(bob, "{\"shared\":true}".to_owned())]),
+        ]
+    );
+    // A batch cut by its limit resumes after its last event.
+    let first_two = s.recent_events(start, 2).await.expect("two");
+    assert_eq!(first_two.len(), 2);
+    let tail = s
+        .recent_events(first_two[1].event.position, 10)
+        .await
+        .expect("tail");
+    assert_eq!(tail.len(), 1);
+    assert_eq!(*tail[0].event.id.as_uuid(), e3);
+
+    // Positions by id; unknown ids have none.
+    assert_eq!(
+        s.event_position(EventId::from_uuid(e2)).await.expect("pos"),
+        Some(a[1].position)
+    );
+    assert_eq!(
+        s.event_position(EventId::from_uuid(Uuid::now_v7()))
+            .await
+            .expect("pos"),
+        None
+    );
+    // A stream starting now starts after everything committed.
+    let now = s.event_start().await.expect("start");
+    assert!(now >= a[1].position);
+
+    // Pruning: older events go with their recipients, in bounded batches.
+    assert_eq!(
+        s.prune_events(Timestamp::from_micros(15), 1)
+            .await
+            .expect("prune"),
+        1
+    );
+    assert_eq!(
+        s.prune_events(Timestamp::from_micros(15), 100)
+            .await
+            .expect("prune"),
+        1
+    );
+    assert_eq!(
+        s.prune_events(Timestamp::from_micros(15), 100)
+            .await
+            .expect("prune"),
+        0
+    );
+    assert_eq!(
+        ids(&s
+            .events_for(ContactId::from_uuid(bob), start, 10)
+            .await
+            .expect("bob")),
+        vec![e3]
+    );
+    assert_eq!(
+        s.event_position(EventId::from_uuid(e1)).await.expect("pos"),
+        None
+    );
+    drop(db);
+}
+
+/// On PostgreSQL two transactions can commit in the other order than their
+/// events' positions. A reader must not see the later one's event while the
+/// earlier one may still commit below it.
+#[tokio::test]
+async fn postgres_holds_back_events_behind_a_running_transaction() {
+    let backend = Backend::Postgres;
+    let (db, s): (_, S) = open(backend).await;
+    let url = db.url.clone();
+    let alice = Uuid::now_v7();
+    let start = s.event_start().await.expect("start");
+    let (early, late) = (Uuid::now_v7(), Uuid::now_v7());
+
+    let (url1, url2) = (url.clone(), url.clone());
+    let holder = blocking(move || {
+        let mut raw = Raw::connect(backend, &url1);
+        // Takes its transaction id (and so a lower position) first...
+        raw.run(&format!(
+            "BEGIN; {}",
+            insert_event(backend, early, 0, 1, &[(alice, None)])
+        ));
+        raw
+    })
+    .await;
+    blocking(move || {
+        // ...but the other transaction commits first.
+        Raw::connect(backend, &url2).run(&format!(
+            "BEGIN; {} COMMIT;",
+            insert_event(backend, late, 0, 2, &[(alice, None)])
+        ));
+    })
+    .await;
+
+    let who = ContactId::from_uuid(alice);
+    assert!(
+        s.events_for(who, start, 10).await.expect("read").is_empty(),
+        "the later event is held back while an earlier position may still commit"
+    );
+    assert!(s.recent_events(start, 10).await.expect("recent").is_empty());
+    let mid = s.event_start().await.expect("start");
+    assert!(
+        mid < s
+            .event_position(EventId::from_uuid(late))
+            .await
+            .expect("pos")
+            .expect("kept")
+    );
+
+    blocking(move || {
+        let mut holder = holder;
+        holder.run("COMMIT;");
+    })
+    .await;
+    assert_eq!(
+        ids(&s.events_for(who, start, 10).await.expect("read")),
+        vec![early, late]
+    );
+    // A stream that started while the early one ran still gets both.
+    assert_eq!(
+        ids(&s.events_for(who, mid, 10).await.expect("read")),
+        vec![early, late]
+    );
+    drop(db);
+}
+
+#[tokio::test]
+async fn postgres_reads_in_commit_order_with_each_recipients_payload() {
+    reads_in_commit_order_with_each_recipients_payload(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn sqlite_reads_in_commit_order_with_each_recipients_payload() {
+    reads_in_commit_order_with_each_recipients_payload(Backend::Sqlite).await;
+}
+
+#[tokio::test]
+async fn live_token_hashes_are_those_neither_revoked_nor_expired() {
+    for backend in [Backend::Postgres, Backend::Sqlite] {
+        let (db, s): (_, S) = open(backend).await;
+        let alice = crate::support::contact(&s, "alice").await;
+        let token = |hash: &str, expires: Option<i64>| confab_ports::NewToken {
+            id: Uuid::now_v7(),
+            contact_id: alice.id,
+            hash: hash.to_owned(),
+            created_at: Timestamp::from_secs(1),
+            expires_at: expires.map(Timestamp::from_secs),
+        };
+        s.insert_token(token("live", None)).await.expect("live");
+        s.insert_token(token("expired", Some(5)))
+            .await
+            .expect("exp");
+        let now = Timestamp::from_secs(10);
+        let mut live = s
+            .live_token_hashes(vec!["live".into(), "expired".into(), "unknown".into()], now)
+            .await
+            .expect("live");
+        live.sort();
+        assert_eq!(live, vec!["live".to_owned()]);
+        s.revoke_tokens(alice.id, now).await.expect("revoke");
+        assert!(s
+            .live_token_hashes(vec!["live".into()], now)
+            .await
+            .expect("live")
+            .is_empty());
+        assert!(s
+            .live_token_hashes(Vec::new(), now)
+            .await
+            .expect("none")
+            .is_empty());
+        drop(db);
+    }
+}
