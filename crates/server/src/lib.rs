@@ -14,7 +14,8 @@
 //! privately `routes` (thin handlers), `requests` (one request type per
 //! operation), `params` and `decode` (the one way request attributes are
 //! read), `dto` (wire objects), `error`, `auth`, `ratelimit`, `metrics`
-//! (`GET /metrics`), `request_id` and `webhooks` (the delivery worker).
+//! (`GET /metrics`), `request_id` and `webhooks` (the delivery worker);
+//! [`payloads`] renders event payloads in the wire format.
 
 pub mod cli;
 pub mod config;
@@ -29,6 +30,7 @@ mod error;
 mod idempotency;
 mod metrics;
 mod params;
+pub mod payloads;
 mod ratelimit;
 mod request_id;
 mod requests;

@@ -2,6 +2,7 @@
 //! only module that names a store.
 
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_cors::Cors;
@@ -13,13 +14,14 @@ use actix_web::middleware::{
 };
 use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
-use confab_service::{Confab, Ports};
+use confab_service::{Confab, NoSignal, Ports};
 use confab_store_postgres::PgStore;
 use confab_store_sqlite::SqliteStore;
 
 pub use crate::config::{CorsOrigins, Database};
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::payloads::WirePayloads;
 use crate::ratelimit::Limiter;
 pub use crate::ratelimit::{Quota, RateLimits};
 use crate::{routes, telemetry};
@@ -40,7 +42,7 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
             store
                 .migrate()
                 .context("cannot apply the PostgreSQL migrations")?;
-            Ports::from_store(store)
+            Ports::from_store(store, Arc::new(WirePayloads), Arc::new(NoSignal))
         }
         Database::Sqlite(path) => {
             let store = SqliteStore::open(path).with_context(|| {
@@ -49,7 +51,7 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
             store
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
-            Ports::from_store(store)
+            Ports::from_store(store, Arc::new(WirePayloads), Arc::new(NoSignal))
         }
     };
     Ok(Confab::new(ports))
