@@ -1,0 +1,749 @@
+//! Webhooks end to end, with the real `confab` binary on both stores and a
+//! receiver made here (a minimal HTTP/1.1 server on 127.0.0.1): signed
+//! deliveries, retries with increasing attempt numbers that never hold
+//! back later events, the CLI's refusals, a delivery in flight when `serve`
+//! is killed made again after a restart, and two `serve` processes on one
+//! PostgreSQL making each attempt once.
+
+mod binary;
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::sleep;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use binary::{free_port, Server, BIN};
+use hmac::{Hmac, Mac};
+use serde_json::Value;
+use sha2::Sha256;
+
+// ---------------------------------------------------------------- databases
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Store {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh database: an SQLite file, or a database on the shared
+/// PostgreSQL server (`CONFAB_TEST_DATABASE_URL`), dropped afterwards.
+struct Db {
+    url: String,
+    dir: tempfile::TempDir,
+    pg_name: Option<String>,
+}
+
+const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+fn pg_admin() -> String {
+    std::env::var("CONFAB_TEST_DATABASE_URL").unwrap_or_else(|_| PG_ADMIN.to_owned())
+}
+
+fn psql(sql: &str) {
+    let out = Command::new("psql")
+        .arg(pg_admin())
+        .args(["-v", "ON_ERROR_STOP=1", "-qtAc", sql])
+        .output()
+        .expect("run psql");
+    assert!(out.status.success(), "psql {sql}: {out:?}");
+}
+
+impl Db {
+    fn new(store: Store) -> Db {
+        let dir = tempfile::tempdir().expect("tempdir");
+        match store {
+            Store::Sqlite => Db {
+                url: dir.path().join("hooks.db").display().to_string(),
+                dir,
+                pg_name: None,
+            },
+            Store::Postgres => {
+                let name = format!("confab_test_{}", uuid::Uuid::now_v7().simple());
+                psql(&format!("CREATE DATABASE {name}"));
+                let admin = pg_admin();
+                let base = admin.rsplit_once('/').map_or(admin.as_str(), |(b, _)| b);
+                Db {
+                    url: format!("{base}/{name}"),
+                    dir,
+                    pg_name: Some(name),
+                }
+            }
+        }
+    }
+
+    fn confab(&self, args: &[&str], allow_private: bool) -> Output {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env("DATABASE_URL", &self.url)
+            .env_remove("CONFAB_LISTEN")
+            .env_remove("CONFAB_WEBHOOK_ALLOW_PRIVATE");
+        if allow_private {
+            cmd.env("CONFAB_WEBHOOK_ALLOW_PRIVATE", "true");
+        }
+        cmd.output().expect("run confab")
+    }
+
+    fn confab_ok(&self, args: &[&str]) -> String {
+        let out = self.confab(args, true);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout)
+            .expect("utf-8")
+            .trim()
+            .to_owned()
+    }
+
+    fn log_path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(format!("{name}.log"))
+    }
+
+    /// `confab serve` on a free port, its log in the temp dir.
+    fn serve(&self, name: &str, allow_private: bool) -> (Server, u16) {
+        let port = free_port();
+        let log = std::fs::File::create(self.log_path(name)).expect("log file");
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .env("DATABASE_URL", &self.url)
+            .env("CONFAB_LISTEN", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", "info")
+            .env_remove("CONFAB_WEBHOOK_ALLOW_PRIVATE")
+            .stdout(Stdio::null())
+            .stderr(log);
+        if allow_private {
+            cmd.env("CONFAB_WEBHOOK_ALLOW_PRIVATE", "true");
+        }
+        let server = Server(cmd.spawn().expect("spawn serve"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "confab serve did not listen");
+            sleep(Duration::from_millis(50));
+        }
+        (server, port)
+    }
+
+    fn logs(&self) -> String {
+        let mut all = String::new();
+        for entry in std::fs::read_dir(self.dir.path()).expect("dir").flatten() {
+            if entry.path().extension().is_some_and(|e| e == "log") {
+                all.push_str(&std::fs::read_to_string(entry.path()).unwrap_or_default());
+            }
+        }
+        all
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Some(name) = &self.pg_name {
+            psql(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+        }
+    }
+}
+
+// ------------------------------------------------------------ the receiver
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+struct Delivery {
+    event_id: String,
+    attempt: u32,
+    signature: String,
+    content_type: String,
+    body: String,
+    /// What it answered (0: held the response open, then dropped it).
+    answered: u16,
+}
+
+enum Reply {
+    Status(u16),
+    /// Keep the response open this long, then close without answering.
+    Hold(Duration),
+}
+
+type Policy = dyn Fn(&Delivery, usize) -> Reply + Send + Sync;
+
+/// A webhook receiver on 127.0.0.1: `policy` decides each answer, given
+/// the request and how many requests came before it.
+struct Receiver {
+    port: u16,
+    got: Arc<Mutex<Vec<Delivery>>>,
+}
+
+impl Receiver {
+    fn start(policy: impl Fn(&Delivery, usize) -> Reply + Send + Sync + 'static) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind receiver");
+        let port = listener.local_addr().expect("addr").port();
+        let got: Arc<Mutex<Vec<Delivery>>> = Arc::default();
+        let policy: Arc<Policy> = Arc::new(policy);
+        let log = got.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let log = log.clone();
+                let policy = policy.clone();
+                std::thread::spawn(move || serve_one(stream, &log, &*policy));
+            }
+        });
+        Receiver { port, got }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/hook", self.port)
+    }
+
+    fn got(&self) -> Vec<Delivery> {
+        self.got.lock().expect("lock").clone()
+    }
+
+    /// Waits until `done` holds for what was received.
+    fn wait(&self, what: &str, timeout: Duration, db: &Db, done: impl Fn(&[Delivery]) -> bool) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if done(&self.got()) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not within {timeout:?}; received {:#?}\nlogs:\n{}",
+                self.got(),
+                db.logs()
+            );
+            sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn serve_one(stream: TcpStream, log: &Mutex<Vec<Delivery>>, policy: &Policy) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut headers = HashMap::new();
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+        }
+    }
+    let len: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; len];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let header = |name: &str| headers.get(name).cloned().unwrap_or_default();
+    let mut delivery = Delivery {
+        event_id: header("confab-event-id"),
+        attempt: header("confab-delivery-attempt").parse().unwrap_or(0),
+        signature: header("confab-signature"),
+        content_type: header("content-type"),
+        body: String::from_utf8(body).expect("utf-8 body"),
+        answered: 0,
+    };
+    let reply = {
+        let mut got = log.lock().expect("lock");
+        let reply = policy(&delivery, got.len());
+        if let Reply::Status(code) = reply {
+            delivery.answered = code;
+        }
+        got.push(delivery);
+        reply
+    };
+    let mut stream = stream;
+    match reply {
+        Reply::Status(code) => {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {code} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+        Reply::Hold(d) => sleep(d),
+    }
+}
+
+// ------------------------------------------------------------------ helpers
+
+/// A request over a plain socket; the status and the JSON body.
+fn call(port: u16, method: &str, path: &str, token: &str, body: &Value) -> (u16, Value) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let body = body.to_string();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("read");
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("status");
+    let json = response
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or(Value::Null);
+    (status, json)
+}
+
+/// Two contacts, a token for the first, a conversation between them.
+struct Chat {
+    token: String,
+    conversation: String,
+}
+
+impl Chat {
+    fn new(db: &Db, port: u16) -> Chat {
+        db.confab_ok(&[
+            "contact",
+            "create",
+            "--username",
+            "alice",
+            "--phone-number",
+            "+15550100",
+        ]);
+        let bob: Value = serde_json::from_str(&db.confab_ok(&[
+            "contact",
+            "create",
+            "--username",
+            "bob",
+            "--phone-number",
+            "+15550101",
+        ]))
+        .expect("contact JSON");
+        let token = db.confab_ok(&["token", "issue", "--username", "alice"]);
+        let (status, conv) = call(
+            port,
+            "POST",
+            "/v1/conversations",
+            &token,
+            &serde_json::json!({"contact_id": bob["id"]}),
+        );
+        assert_eq!(status, 201, "{conv}");
+        Chat {
+            token,
+            conversation: conv["id"].as_str().expect("id").to_owned(),
+        }
+    }
+
+    fn send(&self, port: u16, text: &str) -> String {
+        let (status, message) = call(
+            port,
+            "POST",
+            "/v1/messages",
+            &self.token,
+            &serde_json::json!({"conversation_id": self.conversation, "message": text}),
+        );
+        assert_eq!(status, 201, "{message}");
+        message["id"].as_str().expect("id").to_owned()
+    }
+}
+
+/// `webhook create` with the variable set; the printed object.
+fn create_webhook(db: &Db, url: &str, events: Option<&str>) -> Value {
+    let mut args = vec!["webhook", "create", "--url", url];
+    if let Some(events) = events {
+        args.extend(["--events", events]);
+    }
+    let printed: Value = serde_json::from_str(&db.confab_ok(&args)).expect("webhook JSON");
+    let secret = printed["secret"].as_str().expect("secret");
+    assert_eq!(secret.len(), 64, "32 random bytes in hex");
+    assert!(secret.bytes().all(|b| b.is_ascii_hexdigit()));
+    printed
+}
+
+/// Checks the signature, headers and body shape of a delivery; returns the
+/// body.
+fn verified(d: &Delivery, secret: &str) -> Value {
+    assert_eq!(d.content_type, "application/json");
+    let (t, v1) = d
+        .signature
+        .strip_prefix("t=")
+        .and_then(|rest| rest.split_once(",v1="))
+        .unwrap_or_else(|| panic!("Confab-Signature {:?}", d.signature));
+    let t: i64 = t.parse().expect("t is Unix seconds");
+    let now = i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock")
+            .as_secs(),
+    )
+    .expect("secs");
+    assert!((now - 120..=now + 5).contains(&t), "t={t} now={now}");
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("key");
+    mac.update(format!("{t}.{}", d.body).as_bytes());
+    let expected: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(v1, expected, "signature of {}", d.body);
+    let body: Value = serde_json::from_str(&d.body).expect("JSON body");
+    let keys: Vec<&str> = body
+        .as_object()
+        .expect("object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["id", "type", "created_at", "payload"]);
+    assert_eq!(
+        body["id"],
+        d.event_id.as_str(),
+        "Confab-Event-Id is the event id"
+    );
+    assert!(body["created_at"].is_i64());
+    assert!(body["payload"].is_object());
+    body
+}
+
+// -------------------------------------------------------------------- tests
+
+fn deliveries_are_signed_retried_and_in_order(store: Store) {
+    let db = Db::new(store);
+    db.confab_ok(&["migrate"]);
+    // The first message's event fails twice; every other event succeeds
+    // at once.
+    let first_event: Arc<Mutex<Option<String>>> = Arc::default();
+    let first = first_event.clone();
+    let receiver = Receiver::start(move |d, _| {
+        let mut first = first.lock().expect("lock");
+        let is_first = first.get_or_insert_with(|| d.event_id.clone()) == &d.event_id;
+        if is_first && d.attempt < 3 {
+            Reply::Status(500)
+        } else {
+            Reply::Status(204)
+        }
+    });
+    let hook = create_webhook(&db, &receiver.url(), Some("message.created"));
+    assert_eq!(hook["events"], serde_json::json!(["message.created"]));
+    assert_eq!(hook["url"], receiver.url().as_str());
+    let secret = hook["secret"].as_str().expect("secret").to_owned();
+    let (_server, port) = db.serve("serve", true);
+    let chat = Chat::new(&db, port);
+    let texts: Vec<String> = (1..=5).map(|i| format!("hook-{i}")).collect();
+    let ids: Vec<String> = texts.iter().map(|t| chat.send(port, t)).collect();
+
+    receiver.wait(
+        "5 events delivered, one after 2 failures",
+        Duration::from_secs(30),
+        &db,
+        |got| got.iter().filter(|d| d.answered == 204).count() >= 5,
+    );
+    sleep(Duration::from_millis(800)); // anything extra would show now
+    let got = receiver.got();
+    let bodies: Vec<Value> = got.iter().map(|d| verified(d, &secret)).collect();
+    assert!(
+        bodies.iter().all(|b| b["type"] == "message.created"),
+        "the filter holds (the conversation's event is not sent): {bodies:#?}"
+    );
+    // First attempts in event order.
+    let firsts: Vec<&Value> = got
+        .iter()
+        .zip(&bodies)
+        .filter(|(d, _)| d.attempt == 1)
+        .map(|(_, b)| b)
+        .collect();
+    let order: Vec<&str> = firsts
+        .iter()
+        .map(|b| b["payload"]["id"].as_str().expect("message id"))
+        .collect();
+    assert_eq!(order, ids, "first attempts in event order");
+    for (b, text) in firsts.iter().zip(&texts) {
+        assert!(b["payload"].to_string().contains(text.as_str()), "{b}");
+    }
+    // The failing event: attempts 1, 2, 3; the others never waited for it.
+    let failing = first_event
+        .lock()
+        .expect("lock")
+        .clone()
+        .expect("first event");
+    let attempts: Vec<(u32, u16)> = got
+        .iter()
+        .filter(|d| d.event_id == failing)
+        .map(|d| (d.attempt, d.answered))
+        .collect();
+    assert_eq!(attempts, [(1, 500), (2, 500), (3, 204)]);
+    let success_of_failing = got
+        .iter()
+        .position(|d| d.event_id == failing && d.answered == 204)
+        .expect("delivered at last");
+    let last_other_first = got
+        .iter()
+        .rposition(|d| d.event_id != failing && d.attempt == 1)
+        .expect("others");
+    assert!(
+        last_other_first < success_of_failing,
+        "later events went out while the first was retried"
+    );
+    // Each other event once.
+    let mut seen = HashSet::new();
+    for d in got.iter().filter(|d| d.event_id != failing) {
+        assert!(
+            seen.insert(d.event_id.clone()),
+            "{} delivered twice",
+            d.event_id
+        );
+        assert_eq!(d.attempt, 1);
+    }
+    assert_eq!(seen.len(), 4);
+}
+
+#[test]
+fn sqlite_deliveries_are_signed_retried_and_in_order() {
+    deliveries_are_signed_retried_and_in_order(Store::Sqlite);
+}
+
+#[test]
+fn postgres_deliveries_are_signed_retried_and_in_order() {
+    deliveries_are_signed_retried_and_in_order(Store::Postgres);
+}
+
+fn the_cli_refuses_private_urls_and_unknown_types(store: Store) {
+    let db = Db::new(store);
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost:9/hook",
+        "http://10.0.0.1/hook",
+        "http://169.254.169.254/latest",
+        "http://[::1]:9/hook",
+        "http://[::ffff:127.0.0.1]/hook",
+        "http://100.64.0.1/hook",
+        "http://0x7f.1/hook",
+    ] {
+        let out = db.confab(&["webhook", "create", "--url", url], false);
+        assert_eq!(out.status.code(), Some(1), "{url}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("CONFAB_WEBHOOK_ALLOW_PRIVATE"),
+            "{url}: {stderr}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    for url in ["ftp://example.com/", "not a url", "file:///etc/passwd"] {
+        let out = db.confab(&["webhook", "create", "--url", url], true);
+        assert_eq!(out.status.code(), Some(1), "{url}: {out:?}");
+    }
+    let out = db.confab(
+        &[
+            "webhook",
+            "create",
+            "--url",
+            "http://127.0.0.1:9/",
+            "--events",
+            "message.created,message.exploded",
+        ],
+        true,
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("message.exploded"));
+    // Nothing was stored by the refusals.
+    assert_eq!(db.confab_ok(&["webhook", "list"]), "[]");
+
+    let made = create_webhook(&db, "http://127.0.0.1:9/", None);
+    assert_eq!(made["events"], serde_json::json!([]));
+    let listed = db.confab_ok(&["webhook", "list"]);
+    let secret = made["secret"].as_str().expect("secret");
+    assert!(!listed.contains(secret), "list shows no secret: {listed}");
+    let listed: Value = serde_json::from_str(&listed).expect("JSON");
+    assert_eq!(listed[0]["id"], made["id"]);
+    let id = made["id"].as_str().expect("id");
+    let out = db.confab(&["webhook", "delete", "--id", "0199"], false);
+    assert_eq!(out.status.code(), Some(1));
+    let out = db.confab(
+        &[
+            "webhook",
+            "delete",
+            "--id",
+            "01990000-0000-7000-8000-000000000000",
+        ],
+        false,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    db.confab_ok(&["webhook", "delete", "--id", id]);
+    assert_eq!(db.confab_ok(&["webhook", "list"]), "[]");
+    let out = db.confab(&["webhook", "delete", "--id", id], false);
+    assert_eq!(out.status.code(), Some(1), "a second delete: {out:?}");
+}
+
+#[test]
+fn sqlite_the_cli_refuses_private_urls_and_unknown_types() {
+    the_cli_refuses_private_urls_and_unknown_types(Store::Sqlite);
+}
+
+#[test]
+fn postgres_the_cli_refuses_private_urls_and_unknown_types() {
+    the_cli_refuses_private_urls_and_unknown_types(Store::Postgres);
+}
+
+/// A server without the variable refuses to deliver to the loopback
+/// receiver (each delivery checks the address); one with it delivers the
+/// same event, as a retry.
+#[test]
+fn each_delivery_checks_the_address() {
+    let db = Db::new(Store::Sqlite);
+    db.confab_ok(&["migrate"]);
+    let receiver = Receiver::start(|_, _| Reply::Status(200));
+    create_webhook(&db, &receiver.url(), Some("message.created"));
+    let (server, port) = db.serve("strict", false);
+    let chat = Chat::new(&db, port);
+    chat.send(port, "to a private address");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        assert!(receiver.got().is_empty(), "delivered to a private address");
+        sleep(Duration::from_millis(100));
+    }
+    assert!(
+        db.logs().contains("not public"),
+        "the refusal is logged:\n{}",
+        db.logs()
+    );
+    drop(server);
+    let (_server, _) = db.serve("lenient", true);
+    receiver.wait("the retry", Duration::from_secs(30), &db, |got| {
+        !got.is_empty()
+    });
+    assert!(receiver.got()[0].attempt >= 2, "{:?}", receiver.got());
+}
+
+fn a_delivery_in_flight_when_serve_dies_is_made_again(store: Store) {
+    let db = Db::new(store);
+    db.confab_ok(&["migrate"]);
+    // The first request is held open (the process dies meanwhile); later
+    // ones succeed.
+    let receiver = Receiver::start(|_, before| {
+        if before == 0 {
+            Reply::Hold(Duration::from_secs(60))
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let hook = create_webhook(&db, &receiver.url(), Some("message.created"));
+    let secret = hook["secret"].as_str().expect("secret").to_owned();
+    let (server, port) = db.serve("first", true);
+    let chat = Chat::new(&db, port);
+    let message = chat.send(port, "in flight");
+    receiver.wait("the first attempt", Duration::from_secs(20), &db, |got| {
+        !got.is_empty()
+    });
+    let mut server = server;
+    server.0.kill().expect("SIGKILL serve");
+    let _ = server.0.wait();
+    let (_again, _) = db.serve("restarted", true);
+    // After the lease (20 s) runs out.
+    receiver.wait(
+        "the attempt made again",
+        Duration::from_secs(45),
+        &db,
+        |got| got.iter().any(|d| d.answered == 200),
+    );
+    let got = receiver.got();
+    assert_eq!(got[0].event_id, got[1].event_id, "{got:#?}");
+    let body = verified(&got[1], &secret);
+    assert_eq!(body["payload"]["id"], message.as_str());
+}
+
+#[test]
+fn sqlite_a_delivery_in_flight_when_serve_dies_is_made_again() {
+    a_delivery_in_flight_when_serve_dies_is_made_again(Store::Sqlite);
+}
+
+#[test]
+fn postgres_a_delivery_in_flight_when_serve_dies_is_made_again() {
+    a_delivery_in_flight_when_serve_dies_is_made_again(Store::Postgres);
+}
+
+/// Two `serve` processes on one PostgreSQL: every attempt is made by one
+/// of them only; each event is delivered once (the receiver answers 2xx,
+/// after one failure for every third event).
+#[test]
+fn two_servers_on_one_postgres_make_each_attempt_once() {
+    let db = Db::new(Store::Postgres);
+    db.confab_ok(&["migrate"]);
+    let failed_once: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let failed = failed_once.clone();
+    let receiver = Receiver::start(move |d, before| {
+        if before % 3 == 0 && d.attempt == 1 {
+            failed.lock().expect("lock").insert(d.event_id.clone());
+            Reply::Status(503)
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let hook = create_webhook(&db, &receiver.url(), None);
+    let secret = hook["secret"].as_str().expect("secret").to_owned();
+    // A second webhook doubles the work each process may take.
+    let other = Receiver::start(|_, _| Reply::Status(200));
+    create_webhook(&db, &other.url(), Some("message.created"));
+    let (_a, port_a) = db.serve("a", true);
+    let (_b, port_b) = db.serve("b", true);
+    let chat = Chat::new(&db, port_a);
+    let n = 24;
+    for i in 0..n {
+        let port = if i % 2 == 0 { port_a } else { port_b };
+        chat.send(port, &format!("m{i}"));
+    }
+    receiver.wait(
+        "every message delivered",
+        Duration::from_secs(60),
+        &db,
+        |got| {
+            got.iter()
+                .filter(|d| d.answered == 200 && d.body.contains("\"message.created\""))
+                .count()
+                >= n
+        },
+    );
+    other.wait(
+        "every message delivered",
+        Duration::from_secs(60),
+        &db,
+        |got| got.len() >= n,
+    );
+    sleep(Duration::from_secs(2)); // a duplicate would arrive now
+    let got = receiver.got();
+    let mut attempts = HashSet::new();
+    let mut delivered = HashSet::new();
+    for d in &got {
+        verified(d, &secret);
+        assert!(
+            attempts.insert((d.event_id.clone(), d.attempt)),
+            "attempt {} of {} made twice: {got:#?}",
+            d.attempt,
+            d.event_id
+        );
+        if d.answered == 200 {
+            assert!(
+                delivered.insert(d.event_id.clone()),
+                "{} delivered twice",
+                d.event_id
+            );
+        }
+    }
+    for event in failed_once.lock().expect("lock").iter() {
+        assert!(delivered.contains(event), "{event} retried to success");
+    }
+    let other_ids: Vec<String> = other.got().into_iter().map(|d| d.event_id).collect();
+    let distinct: HashSet<&String> = other_ids.iter().collect();
+    assert_eq!(
+        distinct.len(),
+        other_ids.len(),
+        "no duplicates to the second webhook"
+    );
+    assert_eq!(other_ids.len(), n);
+}
