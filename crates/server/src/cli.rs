@@ -275,8 +275,10 @@ async fn webhook(
                 allow_private,
                 resolver: Arc::new(crate::webhooks::SystemResolver),
             };
+            let target =
+                crate::webhooks::parse_url(&url).map_err(|e| anyhow!("invalid --url: {e}"))?;
             let webhook = service
-                .create_webhook(&url, events, &policy)
+                .create_webhook(target, events, &policy)
                 .await
                 .map_err(|e| match e {
                     WebhookError::Service(e) => anyhow::Error::new(e),

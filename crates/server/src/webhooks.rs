@@ -20,8 +20,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use confab_service::{
-    first_refused, is_public_address, parse_webhook_url, Confab, HostResolver, LeasedRetry,
-    StoredEvent, Webhook, WebhookLease, DELIVERY_TIMEOUT_SECS, EVENTS_PER_BATCH,
+    first_refused, is_public_address, webhook_target, Confab, HostResolver, LeasedRetry, ParsedUrl,
+    StoredEvent, UrlHost, Webhook, WebhookError, WebhookLease, WebhookTarget,
+    DELIVERY_TIMEOUT_SECS, EVENTS_PER_BATCH,
 };
 use hmac::{Hmac, Mac};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -55,6 +56,26 @@ pub fn spawn_delivery(service: Confab, allow_private: bool) {
     });
     tokio::spawn(first_attempts(service.clone(), sender.clone()));
     tokio::spawn(retries(service, sender));
+}
+
+/// `raw` as the HTTP client parses it (WHATWG: `http://2130706433/` is
+/// 127.0.0.1), checked by the service's rules.
+pub fn parse_url(raw: &str) -> Result<WebhookTarget, WebhookError> {
+    let parsed = reqwest::Url::parse(raw.trim())
+        .map(|url| ParsedUrl {
+            scheme: url.scheme().to_owned(),
+            // Written back normalised: an address in its one spelling
+            // (IPv6 in brackets), which parses as one.
+            host: url.host_str().map(|host| {
+                match host.trim_start_matches('[').trim_end_matches(']').parse() {
+                    Ok(ip) => UrlHost::Address(ip),
+                    Err(_) => UrlHost::Name(host.to_owned()),
+                }
+            }),
+            text: url.into(),
+        })
+        .map_err(|e| e.to_string());
+    webhook_target(raw, parsed)
 }
 
 /// Resolves names with the system resolver (for `webhook create`).
@@ -162,15 +183,16 @@ fn unix_secs() -> i64 {
 impl Sender {
     /// One attempt: whether the webhook answered 2xx in time.
     async fn attempt(&self, webhook: &Webhook, event: &StoredEvent, attempt: u32) -> bool {
-        let target = match parse_webhook_url(&webhook.url) {
+        let target = match parse_url(&webhook.url) {
             Ok(target) => target,
-            Err(e) => {
-                tracing::warn!(webhook = %webhook.id, error = %e, "webhook URL refused");
+            Err(_) => {
+                // Checked at creation; the message would hold the URL.
+                tracing::warn!(webhook = %webhook.id, "stored webhook URL does not parse");
                 return false;
             }
         };
         // A literal address is never resolved: checked here.
-        if let Some(ip) = target.literal {
+        if let UrlHost::Address(ip) = target.host {
             if !self.allow_private && !is_public_address(ip) {
                 tracing::warn!(
                     webhook = %webhook.id,
@@ -209,9 +231,9 @@ impl Sender {
             }
             Err(e) => {
                 // The error's chain names the cause (timeout, refused
-                // address, connection); the URL it may print is the
-                // operator's own.
-                let error = format!("{:#}", anyhow::Error::new(e));
+                // address, connection); not the URL, which may hold
+                // credentials.
+                let error = format!("{:#}", anyhow::Error::new(e.without_url()));
                 tracing::info!(webhook = %webhook.id, event = %event.id, attempt, error, "webhook attempt failed");
                 false
             }
@@ -367,6 +389,34 @@ mod tests {
         assert_ne!(sig, signature("other", 1_700_000_000, "{}"));
         assert_ne!(sig, signature("key", 1_700_000_001, "{}"));
         assert_ne!(sig, signature("key", 1_700_000_000, "{ }"));
+    }
+
+    #[test]
+    fn urls_are_parsed_as_the_client_parses_them() {
+        let address = |raw: &str| match parse_url(raw).expect(raw).host {
+            UrlHost::Address(ip) => ip.to_string(),
+            UrlHost::Name(name) => panic!("{raw}: a name, {name}"),
+        };
+        assert_eq!(address("http://127.0.0.1:8080/"), "127.0.0.1");
+        assert_eq!(address("http://2130706433/"), "127.0.0.1");
+        assert_eq!(address("http://0x7f.1/"), "127.0.0.1");
+        assert_eq!(address("http://[::ffff:7f00:1]/"), "::ffff:127.0.0.1");
+        let named = parse_url(" HTTPS://Example.COM/hook?x=1 ").expect("valid");
+        assert_eq!(named.url, "https://example.com/hook?x=1");
+        assert_eq!(named.host, UrlHost::Name("example.com".into()));
+        for bad in [
+            "ftp://example.com/",
+            "file:///etc/passwd",
+            "example.com/hook",
+            "https://",
+            "javascript:alert(1)",
+            "",
+        ] {
+            assert!(
+                matches!(parse_url(bad), Err(WebhookError::BadUrl { .. })),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -25,7 +25,6 @@ pub use confab_ports::{
     EventBatch, HostResolver, LeasedRetry, RetryOutcome, StoredEvent, Webhook, WebhookId,
     WebhookLease, WebhookSecret,
 };
-use url::{Host, Url};
 
 use crate::{Confab, ServiceError};
 
@@ -140,17 +139,40 @@ pub struct AddressPolicy {
     pub resolver: Arc<dyn HostResolver>,
 }
 
-/// A webhook URL that passed the checks.
+/// A URL as the HTTP client parses it: the server parses (it owns the
+/// client), the rules are here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedUrl {
+    /// The URL as the client writes it back (normalised): what is stored
+    /// and requested.
+    pub text: String,
+    pub scheme: String,
+    pub host: Option<UrlHost>,
+}
+
+/// A URL's host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UrlHost {
+    Name(String),
+    /// A literal address, in whatever spelling the URL gave it.
+    Address(IpAddr),
+}
+
+/// A webhook URL that passed the checks of its form.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookTarget {
     /// The URL as parsed (normalised), what is stored and requested.
-    pub url: Url,
-    /// The address, when the host is a literal one.
-    pub literal: Option<IpAddr>,
+    pub url: String,
+    pub host: UrlHost,
 }
 
-/// Parses `raw` as an `http://` or `https://` URL with a host.
-pub fn parse_webhook_url(raw: &str) -> Result<WebhookTarget, WebhookError> {
+/// Checks the form of a webhook URL: `raw` as given, `parsed` as the
+/// client parsed it (or why it could not): an absolute `http://` or
+/// `https://` URL with a host, at most [`MAX_URL_CHARS`] characters.
+pub fn webhook_target(
+    raw: &str,
+    parsed: Result<ParsedUrl, String>,
+) -> Result<WebhookTarget, WebhookError> {
     let bad = |why: &str| WebhookError::BadUrl {
         url: raw.to_owned(),
         why: why.to_owned(),
@@ -158,17 +180,18 @@ pub fn parse_webhook_url(raw: &str) -> Result<WebhookTarget, WebhookError> {
     if raw.chars().count() > MAX_URL_CHARS {
         return Err(bad("it is longer than 2048 characters"));
     }
-    let url = Url::parse(raw.trim()).map_err(|e| bad(&e.to_string()))?;
-    if !matches!(url.scheme(), "http" | "https") {
+    let parsed = parsed.map_err(|why| bad(&why))?;
+    if !matches!(parsed.scheme.as_str(), "http" | "https") {
         return Err(bad("only http and https are allowed"));
     }
-    let literal = match url.host() {
-        None => return Err(bad("it has no host")),
-        Some(Host::Domain(_)) => None,
-        Some(Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-        Some(Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-    };
-    Ok(WebhookTarget { url, literal })
+    match parsed.host {
+        None => Err(bad("it has no host")),
+        Some(UrlHost::Name(name)) if name.is_empty() => Err(bad("it has no host")),
+        Some(host) => Ok(WebhookTarget {
+            url: parsed.text,
+            host,
+        }),
+    }
 }
 
 /// The first of `addresses` a webhook may not go to, when there is one.
@@ -184,11 +207,10 @@ impl AddressPolicy {
         if self.allow_private {
             return Ok(());
         }
-        let host = target.url.host_str().unwrap_or_default().to_owned();
-        let addresses = match target.literal {
-            Some(ip) => vec![ip],
-            None => {
-                let found = self.resolver.resolve(&host).await.map_err(|why| {
+        let (host, addresses) = match &target.host {
+            UrlHost::Address(ip) => (ip.to_string(), vec![*ip]),
+            UrlHost::Name(host) => {
+                let found = self.resolver.resolve(host).await.map_err(|why| {
                     WebhookError::Unresolvable {
                         host: host.clone(),
                         why,
@@ -196,11 +218,11 @@ impl AddressPolicy {
                 })?;
                 if found.is_empty() {
                     return Err(WebhookError::Unresolvable {
-                        host,
+                        host: host.clone(),
                         why: "no address".to_owned(),
                     });
                 }
-                found
+                (host.clone(), found)
             }
         };
         match first_refused(&addresses) {
@@ -246,11 +268,10 @@ impl Confab {
     /// webhook holds its secret: the one time it is shown.
     pub async fn create_webhook(
         &self,
-        url: &str,
+        target: WebhookTarget,
         events: Vec<EventType>,
         policy: &AddressPolicy,
     ) -> Result<Webhook, WebhookError> {
-        let target = parse_webhook_url(url)?;
         policy.check(&target).await?;
         let secret = random_secret()?;
         let webhook = self
@@ -258,7 +279,7 @@ impl Confab {
             .webhooks
             .create_webhook(
                 WebhookId::from_uuid(self.new_uuid()),
-                target.url.to_string(),
+                target.url,
                 events,
                 secret,
                 self.now(),
@@ -441,9 +462,188 @@ impl Confab {
 mod tests {
     use std::sync::Arc;
 
-    use confab_ports::MockHostResolver;
+    use confab_ports::{
+        MockClock, MockContactStore, MockConversationStore, MockEventSignal, MockEventStore,
+        MockGroupStore, MockHealthCheck, MockHostResolver, MockIdGenerator, MockIdempotencyStore,
+        MockMessageStore, MockPayloadRenderer, MockTokenStore, MockWebhookStore,
+    };
+    use uuid::Uuid;
 
     use super::*;
+    use crate::Ports;
+
+    const NOW: i64 = 1_700_000_000;
+
+    /// The service with `webhooks` and no other port expected to be used.
+    fn service(webhooks: MockWebhookStore) -> Confab {
+        let mut clock = MockClock::new();
+        clock.expect_now().returning(|| Timestamp::from_secs(NOW));
+        let mut ids = MockIdGenerator::new();
+        ids.expect_new_id().returning(|| Uuid::from_u128(7));
+        Confab::new(Ports {
+            contacts: Arc::new(MockContactStore::new()),
+            tokens: Arc::new(MockTokenStore::new()),
+            conversations: Arc::new(MockConversationStore::new()),
+            messages: Arc::new(MockMessageStore::new()),
+            groups: Arc::new(MockGroupStore::new()),
+            idempotency: Arc::new(MockIdempotencyStore::new()),
+            webhooks: Arc::new(webhooks),
+            events: Arc::new(MockEventStore::new()),
+            health: Arc::new(MockHealthCheck::new()),
+            clock: Arc::new(clock),
+            ids: Arc::new(ids),
+            render: Arc::new(MockPayloadRenderer::new()),
+            signal: Arc::new(MockEventSignal::new()),
+        })
+    }
+
+    fn stored_event() -> StoredEvent {
+        StoredEvent {
+            id: confab_domain::EventId::from_uuid(Uuid::from_u128(9)),
+            kind: EventType::MessageCreated,
+            created_at: Timestamp::from_secs(NOW - 1),
+            position: 42,
+            payload: "{}".to_owned(),
+        }
+    }
+
+    fn webhook() -> Webhook {
+        Webhook {
+            id: WebhookId::from_uuid(Uuid::from_u128(3)),
+            url: "https://hooks.example/".to_owned(),
+            events: Vec::new(),
+            secret: WebhookSecret::new("s3cret".to_owned()),
+            created_at: Timestamp::from_secs(NOW - 100),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_url_never_reaches_the_store() {
+        // No expectation on the store: a call would fail the test.
+        let confab = service(MockWebhookStore::new());
+        let policy = policy(false, MockHostResolver::new());
+        let refused = confab
+            .create_webhook(target("192.168.0.10"), Vec::new(), &policy)
+            .await;
+        assert!(matches!(refused, Err(WebhookError::PrivateAddress { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_created_webhook_gets_a_fresh_secret_and_its_filter() {
+        let mut store = MockWebhookStore::new();
+        store
+            .expect_create_webhook()
+            .times(1)
+            .withf(|_, url, events, secret, at| {
+                url == "https://x/"
+                    && events == &[EventType::MessageCreated]
+                    && secret.expose().len() == 64
+                    && secret.expose().bytes().all(|b| b.is_ascii_hexdigit())
+                    && *at == Timestamp::from_secs(NOW)
+            })
+            .returning(|id, url, events, secret, created_at| {
+                Ok(Webhook {
+                    id,
+                    url,
+                    events,
+                    secret,
+                    created_at,
+                })
+            });
+        let confab = service(store);
+        let made = confab
+            .create_webhook(
+                target("93.184.215.14"),
+                vec![EventType::MessageCreated],
+                &policy(false, MockHostResolver::new()),
+            )
+            .await
+            .expect("created");
+        assert!(!format!("{made:?}").contains(made.secret.expose()));
+    }
+
+    #[tokio::test]
+    async fn a_failed_first_attempt_moves_the_cursor_with_a_retry_in_one_second() {
+        let mut store = MockWebhookStore::new();
+        store
+            .expect_move_cursor()
+            .times(1)
+            .withf(|m| {
+                m.to == 42
+                    && m.now == Timestamp::from_secs(NOW)
+                    && m.renew_until == Timestamp::from_secs(NOW + WEBHOOK_LEASE_SECS)
+                    && m.retry
+                        == Some(NewRetry {
+                            event: confab_domain::EventId::from_uuid(Uuid::from_u128(9)),
+                            next_at: Timestamp::from_secs(NOW + 1),
+                            first_attempt_at: Timestamp::from_secs(NOW),
+                        })
+            })
+            .returning(|_| Ok(true));
+        store
+            .expect_move_cursor()
+            .times(1)
+            .withf(|m| m.to == 42 && m.retry.is_none())
+            .returning(|_| Ok(false));
+        let confab = service(store);
+        let lease = WebhookLease {
+            webhook: webhook(),
+            holder: Uuid::from_u128(5),
+            cursor: 41,
+            until: Timestamp::from_secs(NOW + WEBHOOK_LEASE_SECS),
+        };
+        assert!(confab
+            .first_attempt_made(&lease, &stored_event(), false)
+            .await
+            .expect("recorded"));
+        // Delivered: no retry; the lost lease is reported.
+        assert!(!confab
+            .first_attempt_made(&lease, &stored_event(), true)
+            .await
+            .expect("recorded"));
+    }
+
+    #[tokio::test]
+    async fn a_retry_is_rescheduled_with_backoff_dropped_after_24_hours_or_done() {
+        let retry = |attempt: u32, first: i64| LeasedRetry {
+            webhook: webhook(),
+            event: stored_event(),
+            attempt,
+            first_attempt_at: Timestamp::from_secs(first),
+            holder: Uuid::from_u128(6),
+        };
+        let mut store = MockWebhookStore::new();
+        let expect = |store: &mut MockWebhookStore, outcome: RetryOutcome| {
+            store
+                .expect_settle_retry()
+                .times(1)
+                .withf(move |_, _, holder, o| *holder == Uuid::from_u128(6) && *o == outcome)
+                .returning(|_, _, _, _| Ok(true));
+        };
+        expect(
+            &mut store,
+            RetryOutcome::RetryAt(Timestamp::from_secs(NOW + 8)),
+        );
+        expect(&mut store, RetryOutcome::Done);
+        let confab = service(store);
+        // The fourth attempt failed: the fifth in 8 s.
+        assert!(confab
+            .retry_made(&retry(4, NOW - 20), false)
+            .await
+            .expect("settled"));
+        // A failure 24 h after the first attempt: given up (Done).
+        assert!(confab
+            .retry_made(&retry(30, NOW - GIVE_UP_AFTER_SECS), false)
+            .await
+            .expect("settled"));
+        let mut store = MockWebhookStore::new();
+        expect(&mut store, RetryOutcome::Done);
+        let confab = service(store);
+        assert!(confab
+            .retry_made(&retry(2, NOW - 5), true)
+            .await
+            .expect("settled"));
+    }
 
     fn ip(s: &str) -> IpAddr {
         s.parse().expect("address")
@@ -500,36 +700,45 @@ mod tests {
         }
     }
 
+    fn parsed(scheme: &str, host: Option<UrlHost>) -> Result<ParsedUrl, String> {
+        Ok(ParsedUrl {
+            text: format!("{scheme}://x/"),
+            scheme: scheme.to_owned(),
+            host,
+        })
+    }
+
+    fn name(host: &str) -> Option<UrlHost> {
+        Some(UrlHost::Name(host.to_owned()))
+    }
+
     #[test]
     fn only_http_and_https_urls_with_a_host() {
-        for bad in [
-            "ftp://example.com/",
-            "file:///etc/passwd",
-            "example.com/hook",
-            "https://",
-            "javascript:alert(1)",
-            "",
+        for (scheme, host) in [
+            ("ftp", name("example.com")),
+            ("file", None),
+            ("javascript", None),
+            ("https", None),
+            ("https", name("")),
         ] {
             assert!(
-                matches!(parse_webhook_url(bad), Err(WebhookError::BadUrl { .. })),
-                "{bad}"
+                matches!(
+                    webhook_target("raw", parsed(scheme, host.clone())),
+                    Err(WebhookError::BadUrl { .. })
+                ),
+                "{scheme} {host:?}"
             );
         }
+        assert!(matches!(
+            webhook_target("raw", Err("relative URL without a base".into())),
+            Err(WebhookError::BadUrl { .. })
+        ));
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL_CHARS));
-        assert!(parse_webhook_url(&long).is_err());
-        let ok = parse_webhook_url("HTTPS://Example.COM/hook?x=1").expect("valid");
-        assert_eq!(ok.url.as_str(), "https://example.com/hook?x=1");
-        assert_eq!(ok.literal, None);
-        // Numeric hosts in every spelling a client would accept are the
-        // address they mean.
-        for (raw, address) in [
-            ("http://127.0.0.1:8080/", "127.0.0.1"),
-            ("http://2130706433/", "127.0.0.1"),
-            ("http://0x7f.1/", "127.0.0.1"),
-            ("http://[::ffff:7f00:1]/", "::ffff:7f00:1"),
-        ] {
-            let target = parse_webhook_url(raw).expect(raw);
-            assert_eq!(target.literal, Some(ip(address)), "{raw}");
+        assert!(webhook_target(&long, parsed("https", name("example.com"))).is_err());
+        for scheme in ["http", "https"] {
+            let ok = webhook_target("raw", parsed(scheme, name("example.com"))).expect(scheme);
+            assert_eq!(ok.url, format!("{scheme}://x/"));
+            assert_eq!(ok.host, UrlHost::Name("example.com".into()));
         }
     }
 
@@ -540,8 +749,15 @@ mod tests {
         }
     }
 
-    fn target(url: &str) -> WebhookTarget {
-        parse_webhook_url(url).expect("valid URL")
+    fn target(host: &str) -> WebhookTarget {
+        let host = match host.trim_matches(['[', ']']).parse::<IpAddr>() {
+            Ok(ip) => UrlHost::Address(ip),
+            Err(_) => UrlHost::Name(host.to_owned()),
+        };
+        WebhookTarget {
+            url: "https://x/".to_owned(),
+            host,
+        }
     }
 
     #[tokio::test]
@@ -549,14 +765,14 @@ mod tests {
         // No expectation: resolving would fail the test.
         let p = policy(false, MockHostResolver::new());
         assert!(matches!(
-            p.check(&target("http://10.0.0.1/hook")).await,
+            p.check(&target("10.0.0.1")).await,
             Err(WebhookError::PrivateAddress { .. })
         ));
         assert!(matches!(
-            p.check(&target("http://[fe80::1]/hook")).await,
+            p.check(&target("[fe80::1]")).await,
             Err(WebhookError::PrivateAddress { .. })
         ));
-        p.check(&target("https://93.184.215.14/hook"))
+        p.check(&target("93.184.215.14"))
             .await
             .expect("a public address");
     }
@@ -581,7 +797,7 @@ mod tests {
             .withf(|host| host == "empty.example")
             .returning(|_| Ok(Vec::new()));
         let p = policy(false, resolver);
-        match p.check(&target("https://mixed.example/")).await {
+        match p.check(&target("mixed.example")).await {
             Err(e @ WebhookError::PrivateAddress { .. }) => {
                 assert!(
                     e.to_string().contains("CONFAB_WEBHOOK_ALLOW_PRIVATE"),
@@ -590,15 +806,13 @@ mod tests {
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
-        p.check(&target("https://public.example/"))
-            .await
-            .expect("public");
+        p.check(&target("public.example")).await.expect("public");
         assert!(matches!(
-            p.check(&target("https://nowhere.example/")).await,
+            p.check(&target("nowhere.example")).await,
             Err(WebhookError::Unresolvable { .. })
         ));
         assert!(matches!(
-            p.check(&target("https://empty.example/")).await,
+            p.check(&target("empty.example")).await,
             Err(WebhookError::Unresolvable { .. })
         ));
     }
@@ -606,12 +820,8 @@ mod tests {
     #[tokio::test]
     async fn allow_private_allows_any_address_without_resolving() {
         let p = policy(true, MockHostResolver::new());
-        p.check(&target("http://127.0.0.1:9/"))
-            .await
-            .expect("allowed");
-        p.check(&target("http://localhost:9/"))
-            .await
-            .expect("allowed");
+        p.check(&target("127.0.0.1")).await.expect("allowed");
+        p.check(&target("localhost")).await.expect("allowed");
     }
 
     #[test]

@@ -48,6 +48,10 @@ macro_rules! impl_webhook_ports {
                 now: Timestamp,
                 until: Timestamp,
             ) -> Result<Option<WebhookLease>, StoreError> {
+                // Idle polls only read; the lease itself is a write.
+                if !query(self, move |c| q::webhook_work_waiting(c, now)).await? {
+                    return Ok(None);
+                }
                 write(self, move |c| q::lease_webhook(c, holder, now, until)).await
             }
 
@@ -80,6 +84,9 @@ macro_rules! impl_webhook_ports {
                 until: Timestamp,
                 limit: u32,
             ) -> Result<Vec<LeasedRetry>, StoreError> {
+                if !query(self, move |c| q::retry_due(c, now)).await? {
+                    return Ok(Vec::new());
+                }
                 write(self, move |c| {
                     q::lease_retries(c, holder, now, until, limit)
                 })

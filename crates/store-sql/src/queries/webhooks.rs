@@ -254,6 +254,35 @@ macro_rules! expand {
             Ok(())
         }
 
+        /// Whether a webhook is free at `now` with events after its cursor:
+        /// a read, so that idle polling never takes SQLite's write lock.
+        pub(crate) fn webhook_work_waiting(conn: &mut Conn, now: Timestamp) -> Result<bool> {
+            let found: Option<DbId> = webhooks::table
+                .filter(webhooks::leased_until.le(now.micros()))
+                .filter(diesel::dsl::exists(
+                    events::table
+                        .filter(events::position.gt(webhooks::cursor_position))
+                        .filter(events::position.le(diesel::dsl::sql::<BigInt>(
+                            <Backend as SqlBackend>::EVENT_START_SQL,
+                        ))),
+                ))
+                .select(webhooks::id)
+                .first(conn)
+                .optional()?;
+            Ok(found.is_some())
+        }
+
+        /// Whether a retry is due at `now` (a read, like
+        /// [`webhook_work_waiting`]).
+        pub(crate) fn retry_due(conn: &mut Conn, now: Timestamp) -> Result<bool> {
+            let found: Option<DbId> = retries::table
+                .filter(retries::next_at.le(now.micros()))
+                .select(retries::webhook_id)
+                .first(conn)
+                .optional()?;
+            Ok(found.is_some())
+        }
+
         pub(crate) fn lease_webhook(
             conn: &mut Conn,
             holder: Uuid,
