@@ -724,3 +724,192 @@ confab_tests::on_both_stores!(
     contact_events_reach_the_contact_and_its_circle,
     positions_follow_commit_order,
 );
+
+/// The payloads the server's renderer writes are the bodies its GET
+/// endpoints answer, byte for byte as JSON values: the whole stack (HTTP,
+/// service, store) on each store.
+mod wire {
+    use std::net::TcpListener;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use confab_domain::{ContactId, EventType};
+    use confab_ports::{Store, StoredEvent};
+    use confab_server::payloads::WirePayloads;
+    use confab_server::startup::{Application, ServerOptions};
+    use confab_service::{Confab, NoSignal, Ports};
+    use confab_store_postgres::PgStore;
+    use confab_store_sqlite::SqliteStore;
+    use confab_tests::db::{Backend, TestDb};
+    use serde_json::Value;
+
+    struct App {
+        base: String,
+        http: reqwest::Client,
+        service: Confab,
+        store: Arc<dyn Store>,
+        _db: TestDb,
+    }
+
+    async fn app(backend: Backend) -> App {
+        let (db, service, store) = tokio::task::spawn_blocking(move || {
+            fn wire<St: Store + Clone + 'static>(st: St) -> (Confab, Arc<dyn Store>) {
+                let ports =
+                    Ports::from_store(st.clone(), Arc::new(WirePayloads), Arc::new(NoSignal));
+                (Confab::new(ports), Arc::new(st))
+            }
+            let db = TestDb::new(backend);
+            let (service, store) = match backend {
+                Backend::Postgres => wire(PgStore::connect(&db.url).expect("connect")),
+                Backend::Sqlite => wire(SqliteStore::open(&db.url).expect("open")),
+            };
+            (db, service, store)
+        })
+        .await
+        .expect("join");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let server =
+            Application::build_with_options(service.clone(), listener, ServerOptions::default())
+                .await
+                .expect("build");
+        tokio::spawn(server.run_until_stopped());
+        App {
+            base: format!("http://127.0.0.1:{port}"),
+            http: reqwest::Client::new(),
+            service,
+            store,
+            _db: db,
+        }
+    }
+
+    impl App {
+        async fn call(
+            &self,
+            method: reqwest::Method,
+            path: &str,
+            token: &str,
+            form: &str,
+        ) -> Value {
+            let mut req = self
+                .http
+                .request(method, format!("{}{path}", self.base))
+                .bearer_auth(token);
+            if !form.is_empty() {
+                req = req
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(form.to_owned());
+            }
+            let resp = req.send().await.expect("sent");
+            assert!(resp.status().is_success(), "{path}: {}", resp.status());
+            resp.json().await.expect("json")
+        }
+
+        async fn get(&self, path: &str, token: &str) -> Value {
+            self.call(reqwest::Method::GET, path, token, "").await
+        }
+
+        /// `who`'s events once there are `n` (PostgreSQL makes them readable
+        /// once older transactions ended).
+        async fn events(&self, who: ContactId, n: usize) -> Vec<StoredEvent> {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            loop {
+                let got = self.store.events_for(who, 0, 100).await.expect("events");
+                if got.len() >= n || Instant::now() > deadline {
+                    assert_eq!(got.len(), n, "{got:?}");
+                    return got;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+
+    fn json(payload: &str) -> Value {
+        serde_json::from_str(payload).expect("payload is JSON")
+    }
+
+    async fn payloads_are_the_get_bodies(backend: Backend) {
+        let app = app(backend).await;
+        let alice = app
+            .service
+            .create_contact("alice", "+15550100", None)
+            .await
+            .expect("alice");
+        let bob = app
+            .service
+            .create_contact("bob", "+15550101", None)
+            .await
+            .expect("bob");
+        let ta = app.service.issue_token("alice", None).await.expect("token");
+
+        // contact.created: GET /v1/contacts/me.
+        let e = app.events(alice.id, 1).await;
+        assert_eq!(e[0].kind, EventType::ContactCreated);
+        assert_eq!(json(&e[0].payload), app.get("/v1/contacts/me", &ta).await);
+
+        // conversation.created: the conversation as the list shows it (a GET
+        // of the one conversation would open it first).
+        let conv = app
+            .call(
+                reqwest::Method::POST,
+                "/v1/conversations",
+                &ta,
+                &format!("contact_id={}", bob.id),
+            )
+            .await;
+        let e = app.events(alice.id, 2).await;
+        assert_eq!(e[1].kind, EventType::ConversationCreated);
+        let list = app.get("/v1/conversations", &ta).await;
+        assert_eq!(json(&e[1].payload), list["data"][0]);
+        assert_eq!(list["data"][0]["id"], conv["id"]);
+
+        // message.created (with an attachment): GET /v1/messages/:id.
+        let form = format!(
+            "conversation_id={}&message=hi&attachments[0][file_url]=https://f.example/a&attachments[0][filename]=a.txt",
+            conv["id"].as_str().expect("id")
+        );
+        let sent = app
+            .call(reqwest::Method::POST, "/v1/messages", &ta, &form)
+            .await;
+        let e = app.events(alice.id, 3).await;
+        assert_eq!(e[2].kind, EventType::MessageCreated);
+        let path = format!("/v1/messages/{}", sent["id"].as_str().expect("id"));
+        assert_eq!(json(&e[2].payload), app.get(&path, &ta).await);
+
+        // group.created: GET /v1/groups/:id.
+        let g = app
+            .call(
+                reqwest::Method::POST,
+                "/v1/groups",
+                &ta,
+                &format!("name=Team&contact_ids[]={}", bob.id),
+            )
+            .await;
+        let e = app.events(alice.id, 4).await;
+        assert_eq!(e[3].kind, EventType::GroupCreated);
+        let path = format!("/v1/groups/{}", g["id"].as_str().expect("id"));
+        assert_eq!(json(&e[3].payload), app.get(&path, &ta).await);
+
+        // contact.updated: GET /v1/contacts/me.
+        app.call(
+            reqwest::Method::PUT,
+            "/v1/contacts/me",
+            &ta,
+            "phone_number=%2B15550199",
+        )
+        .await;
+        let e = app.events(alice.id, 5).await;
+        assert_eq!(e[4].kind, EventType::ContactUpdated);
+        assert_eq!(json(&e[4].payload), app.get("/v1/contacts/me", &ta).await);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_payloads_are_the_get_bodies() {
+        payloads_are_the_get_bodies(Backend::Postgres).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_payloads_are_the_get_bodies() {
+        payloads_are_the_get_bodies(Backend::Sqlite).await;
+    }
+}
