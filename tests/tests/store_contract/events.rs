@@ -713,8 +713,49 @@ async fn positions_follow_commit_order(s: S) {
     assert_eq!(rest[0].position, positions[2]);
 }
 
+async fn concurrent_writes_each_get_their_own_positions(s: S) {
+    let ev = Events::default();
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let mut tasks = Vec::new();
+    for i in 0..20_i64 {
+        let (s, c, alice) = (s.clone(), c.clone(), alice.clone());
+        tasks.push(tokio::spawn(async move {
+            let m = new_message(&c, &alice, &format!("m{i}"), at(2 + i));
+            let e = message_sent(by(&alice, at(2 + i)), ids(), m.id, c.id);
+            s.append_message(m, Outbox::new(e, Arc::new(WirePayloads)), None)
+                .await
+                .expect("append")
+                .id
+        }));
+    }
+    let mut sent = Vec::new();
+    for t in tasks {
+        sent.push(t.await.expect("join"));
+    }
+    // A last write, after all of them: once it is readable, so are they.
+    ev.send(&s, &c, &bob, "last", 30).await;
+    let got = ev.of(&s, &alice).await;
+    assert_eq!(got.len(), 21, "every commit has its event");
+    let positions: Vec<i64> = got.iter().map(|e| e.position).collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+    let mut seen: Vec<String> = got[..20]
+        .iter()
+        .map(|e| {
+            let v: serde_json::Value = serde_json::from_str(&e.payload).expect("json");
+            v["id"].as_str().expect("id").to_owned()
+        })
+        .collect();
+    seen.sort();
+    let mut want: Vec<String> = sent.iter().map(ToString::to_string).collect();
+    want.sort();
+    assert_eq!(seen, want);
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_store;
+    concurrent_writes_each_get_their_own_positions,
     a_sent_message_is_one_event_for_its_members_only,
     refused_or_rolled_back_writes_leave_no_event,
     message_changes_are_events_only_when_something_changed,
