@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::sleep;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use binary::postgres::PrivatePg;
 use binary::{free_port, Server, BIN};
 use hmac::{Hmac, Mac};
 use serde_json::Value;
@@ -72,6 +73,15 @@ impl Db {
                     pg_name: Some(name),
                 }
             }
+        }
+    }
+
+    /// An existing database (a private cluster's), left as it is.
+    fn at(url: String) -> Db {
+        Db {
+            url,
+            dir: tempfile::tempdir().expect("tempdir"),
+            pg_name: None,
         }
     }
 
@@ -746,4 +756,74 @@ fn two_servers_on_one_postgres_make_each_attempt_once() {
         "no duplicates to the second webhook"
     );
     assert_eq!(other_ids.len(), n);
+}
+
+/// An event insert as the outbox writes it on PostgreSQL (position from the
+/// transaction id).
+fn pg_event_insert(id: &str) -> String {
+    format!(
+        "INSERT INTO events (id, position, type, actor_id, created_at, payload) VALUES \
+         ('{id}', pg_current_xact_id()::text::bigint * 1048576, 'message.created', '{}', 0, \
+         '{{\"id\":\"{id}\"}}');",
+        uuid::Uuid::now_v7()
+    )
+}
+
+/// On PostgreSQL an event committed while an older transaction that writes
+/// one is still running waits for it, and both go out in commit-position
+/// order: the cursor never passes a position that could still fill. A
+/// private cluster, since the wait is cluster-wide and would hold back
+/// other tests' events.
+#[test]
+fn postgres_an_event_behind_a_running_transaction_waits_and_keeps_its_place() {
+    let Some(pg) = PrivatePg::started() else {
+        return;
+    };
+    let db = Db::at(pg.url());
+    db.confab_ok(&["migrate"]);
+    let receiver = Receiver::start(|_, _| Reply::Status(200));
+    create_webhook(&db, &receiver.url(), None);
+    let (_server, _) = db.serve("serve", true);
+
+    let early = uuid::Uuid::now_v7().to_string();
+    let late = uuid::Uuid::now_v7().to_string();
+    let mut open = Command::new("psql")
+        .arg(&db.url)
+        .args(["-v", "ON_ERROR_STOP=1", "-qtA"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("psql");
+    let mut stdin = open.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(open.stdout.take().expect("stdout"));
+    writeln!(
+        stdin,
+        "BEGIN;\n{}\nSELECT 'inserted';",
+        pg_event_insert(&early)
+    )
+    .expect("write");
+    stdin.flush().expect("flush");
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("read");
+    assert_eq!(line.trim(), "inserted");
+    let out = Command::new("psql")
+        .arg(&db.url)
+        .args(["-v", "ON_ERROR_STOP=1", "-qc", &pg_event_insert(&late)])
+        .output()
+        .expect("psql");
+    assert!(out.status.success(), "{out:?}");
+    // Committed, but behind the running transaction: not sent.
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < deadline {
+        assert!(receiver.got().is_empty(), "sent past a running transaction");
+        sleep(Duration::from_millis(50));
+    }
+    writeln!(stdin, "COMMIT;").expect("commit");
+    drop(stdin);
+    assert!(open.wait().expect("psql").success());
+    receiver.wait("both events", Duration::from_secs(20), &db, |got| {
+        got.len() >= 2
+    });
+    let order: Vec<String> = receiver.got().into_iter().map(|d| d.event_id).collect();
+    assert_eq!(order, [early, late], "commit-position order");
 }

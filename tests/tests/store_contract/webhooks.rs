@@ -111,6 +111,7 @@ impl Ctx {
         ids
     }
 
+    /// Waits until every one of `ids` is readable.
     async fn wait_readable(&self, ids: &[EventId]) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
@@ -540,57 +541,3 @@ confab_tests::on_both_stores!(
     retries_are_due_at_their_time_and_leased_once,
     events_are_filtered_by_type,
 );
-
-/// PostgreSQL commits transactions out of id order: an event of a running
-/// transaction with a lower id than one already committed is not readable,
-/// and no cursor passes it, until that transaction ends.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn postgres_reads_no_event_behind_a_running_transaction() {
-    on_store_with_db(Backend::Postgres, |c: Ctx| async move {
-        let s = &c.s;
-        c.webhook("https://a.example/", &[]).await;
-        let url = c.db.url.clone();
-        let (early_id, mut open) = tokio::task::spawn_blocking(move || {
-            let id = new_id();
-            let mut conn = PgConnection::establish(&url).expect("connect");
-            conn.batch_execute(&format!(
-                "BEGIN; {}",
-                event_insert(Backend::Postgres, id, EventType::MessageCreated, 0)
-            ))
-            .expect("open transaction");
-            (id, conn)
-        })
-        .await
-        .expect("join");
-        let late = c.committed(&[EventType::MessageUpdated]).await[0];
-        // The later commit is held back behind the running transaction.
-        assert!(s
-            .lease_webhook(new_id(), at(10), at(10 + LEASE))
-            .await
-            .expect("lease")
-            .is_none());
-        let hooks = s.list_webhooks().await.expect("list");
-        assert_eq!(hooks.len(), 1);
-        let held = s.webhook_events(Vec::new(), 0, 10).await.expect("events");
-        assert!(held.events.iter().all(|e| e.id != late));
-        tokio::task::spawn_blocking(move || open.batch_execute("COMMIT").expect("commit"))
-            .await
-            .expect("join");
-        c.wait_readable(&[EventId::from_uuid(early_id), late]).await;
-        let lease = s
-            .lease_webhook(new_id(), at(10), at(10 + LEASE))
-            .await
-            .expect("lease")
-            .expect("both readable now");
-        let batch = s
-            .webhook_events(Vec::new(), lease.cursor, 10)
-            .await
-            .expect("events");
-        assert_eq!(
-            batch.events.iter().map(|e| e.id).collect::<Vec<_>>(),
-            [EventId::from_uuid(early_id), late],
-            "in commit-position order, the early transaction's first"
-        );
-    })
-    .await;
-}
