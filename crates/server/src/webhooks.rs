@@ -274,11 +274,13 @@ async fn first_attempts(service: Confab, sender: Arc<Sender>) {
 /// until none is left (or the lease is lost); then frees it.
 async fn drain(service: &Confab, sender: &Sender, lease: &WebhookLease) {
     let mut after = lease.cursor;
+    let mut failed = false;
     let held = 'events: loop {
         let batch = match service.next_webhook_events(lease, after).await {
             Ok(batch) => batch,
             Err(e) => {
                 tracing::warn!(webhook = %lease.webhook.id, error = %e, "cannot read events");
+                failed = true;
                 break 'events true;
             }
         };
@@ -292,6 +294,7 @@ async fn drain(service: &Confab, sender: &Sender, lease: &WebhookLease) {
                     // The cursor stays before the event: it is attempted
                     // again (at least once).
                     tracing::warn!(webhook = %lease.webhook.id, event = %event.id, error = %e, "cannot record a webhook attempt");
+                    failed = true;
                     break 'events true;
                 }
             }
@@ -302,6 +305,7 @@ async fn drain(service: &Confab, sender: &Sender, lease: &WebhookLease) {
                 Ok(false) => break 'events false,
                 Err(e) => {
                     tracing::warn!(webhook = %lease.webhook.id, error = %e, "cannot move a webhook cursor");
+                    failed = true;
                     break 'events true;
                 }
             }
@@ -313,6 +317,10 @@ async fn drain(service: &Confab, sender: &Sender, lease: &WebhookLease) {
     if !held {
         tracing::info!(webhook = %lease.webhook.id, "webhook lease lost");
         return;
+    }
+    if failed {
+        // Not straight back to a store that just failed.
+        tokio::time::sleep(ERROR_PAUSE).await;
     }
     if let Err(e) = service.release_webhook(lease).await {
         // It runs out by itself.
