@@ -604,9 +604,8 @@ fn postgres_the_cli_refuses_private_urls_and_unknown_types() {
 /// A server without the variable refuses to deliver to the loopback
 /// receiver (each delivery checks the address); one with it delivers the
 /// same event, as a retry.
-#[test]
-fn each_delivery_checks_the_address() {
-    let db = Db::new(Store::Sqlite);
+fn each_delivery_checks_the_address(store: Store) {
+    let db = Db::new(store);
     db.confab_ok(&["migrate"]);
     let receiver = Receiver::start(|_, _| Reply::Status(200));
     // A literal address (checked before sending) and a name (checked by
@@ -650,6 +649,16 @@ fn each_delivery_checks_the_address() {
         got[0].event_id, got[1].event_id,
         "one event, to each webhook"
     );
+}
+
+#[test]
+fn sqlite_each_delivery_checks_the_address() {
+    each_delivery_checks_the_address(Store::Sqlite);
+}
+
+#[test]
+fn postgres_each_delivery_checks_the_address() {
+    each_delivery_checks_the_address(Store::Postgres);
 }
 
 fn a_delivery_in_flight_when_serve_dies_is_made_again(store: Store) {
