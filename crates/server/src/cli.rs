@@ -201,6 +201,7 @@ async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
     let options = ServerOptions {
         rate_limits: settings.rate_limits(),
         cors: settings.cors_origins.clone(),
+        events: settings.hub_options(),
     };
     let app = Application::build_with_options(service, listener, options).await?;
     tracing::info!(%address, "confab is serving");

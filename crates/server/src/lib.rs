@@ -14,10 +14,12 @@
 //! privately `routes` (thin handlers), `requests` (one request type per
 //! operation), `params` and `decode` (the one way request attributes are
 //! read), `dto` (wire objects), `error`, `auth`, `ratelimit`, `metrics`
-//! (`GET /metrics`) and `request_id`.
+//! (`GET /metrics`) and `request_id`; [`events`] (the event hub and the
+//! `GET /v1/events` streams).
 
 pub mod cli;
 pub mod config;
+pub mod events;
 pub mod openapi;
 pub mod startup;
 pub mod telemetry;

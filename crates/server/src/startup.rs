@@ -2,6 +2,7 @@
 //! only module that names a store.
 
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_cors::Cors;
@@ -14,11 +15,13 @@ use actix_web::middleware::{
 use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use confab_service::{Confab, Ports};
-use confab_store_postgres::PgStore;
-use confab_store_sqlite::SqliteStore;
+use confab_store_postgres::{PgStore, PgWakeups};
+use confab_store_sqlite::{LocalWakeups, SqliteStore};
 
 pub use crate::config::{CorsOrigins, Database};
 use crate::error::ApiError;
+use crate::events::Hub;
+pub use crate::events::HubOptions;
 use crate::metrics::Metrics;
 use crate::ratelimit::Limiter;
 pub use crate::ratelimit::{Quota, RateLimits};
@@ -40,7 +43,11 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
             store
                 .migrate()
                 .context("cannot apply the PostgreSQL migrations")?;
-            Ports::from_store(store)
+            // LISTEN on its own connection; it opens when the hub first waits.
+            let wakeups = Arc::new(PgWakeups::new(url)?);
+            let mut ports = Ports::from_store(store);
+            ports.wakeups = wakeups;
+            ports
         }
         Database::Sqlite(path) => {
             let store = SqliteStore::open(path).with_context(|| {
@@ -49,7 +56,10 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
             store
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
-            Ports::from_store(store)
+            let wakeups = Arc::new(LocalWakeups::sqlite());
+            let mut ports = Ports::from_store(store);
+            ports.wakeups = wakeups;
+            ports
         }
     };
     Ok(Confab::new(ports))
@@ -102,12 +112,14 @@ fn connect_postgres(url: &str, wait: Duration) -> anyhow::Result<PgStore> {
 pub struct ServerOptions {
     pub rate_limits: RateLimits,
     pub cors: CorsOrigins,
+    pub events: HubOptions,
 }
 
 /// The HTTP server, bound and ready to run.
 pub struct Application {
     port: u16,
     server: Server,
+    hub: Hub,
 }
 
 impl Application {
@@ -147,6 +159,10 @@ impl Application {
         let limiter = web::Data::new(Limiter::new(options.rate_limits));
         let metrics = Metrics::new();
         Metrics::spawn_upkeep(&metrics);
+        // One hub per server: one reader of the events table for all its
+        // streams.
+        let hub = Hub::start((**service).clone(), options.events, metrics.clone());
+        let hub_data = web::Data::new(hub.clone());
         let metrics = web::Data::from(metrics);
         let cors = options.cors;
         let server = HttpServer::new(move || {
@@ -174,6 +190,7 @@ impl Application {
                 .app_data(service.clone())
                 .app_data(limiter.clone())
                 .app_data(metrics.clone())
+                .app_data(hub_data.clone())
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))
                 .wrap(from_fn(db_budget))
@@ -189,17 +206,56 @@ impl Application {
         .listen(listener)
         .context("cannot listen")?
         .run();
-        Ok(Application { port, server })
+        Ok(Application { port, server, hub })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// The server's event hub.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
     /// Serves until SIGINT / SIGTERM, then shuts down gracefully (in-flight
-    /// requests finish).
+    /// requests finish). Event streams never finish by themselves, so the
+    /// same signals end them (each with a comment saying why), and the
+    /// shutdown does not wait for its timeout on them.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let hub = self.hub.clone();
+        let on_signal = tokio::spawn(async move {
+            shutdown_requested().await;
+            tracing::info!("shutting down: ending the event streams");
+            hub.close();
+        });
+        let result = self.server.await;
+        on_signal.abort();
+        self.hub.close();
+        result
+    }
+}
+
+/// Resolves at SIGINT or SIGTERM (the signals actix stops on).
+async fn shutdown_requested() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -14,6 +14,7 @@ mod auth;
 mod contacts;
 mod conversations;
 mod error;
+mod events;
 mod groups;
 mod idempotency;
 mod messages;
@@ -28,8 +29,10 @@ use confab_ports::{Clock, IdGenerator, Store};
 use uuid::Uuid;
 
 pub use confab_ports::{ConversationFilter, PoolState, StoreError};
+pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
+pub use events::{FanOutEvent, StreamToken};
 pub use groups::{GroupUpdate, NewGroupRequest};
 pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, KEY_TTL_SECS, LEASE_SECS,
@@ -49,6 +52,8 @@ pub struct Ports {
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub events: Arc<dyn confab_ports::EventStore>,
     pub health: Arc<dyn confab_ports::HealthCheck>,
+    /// When to read the events table for this process's streams.
+    pub wakeups: Arc<dyn EventWakeups>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
 }
@@ -67,6 +72,7 @@ impl Ports {
             idempotency: store.clone(),
             events: store.clone(),
             health: store,
+            wakeups: Arc::new(PollOnly(std::time::Duration::from_secs(1))),
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7),
         }

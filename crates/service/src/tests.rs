@@ -62,6 +62,7 @@ impl Mocks {
             idempotency: Arc::new(self.idempotency),
             events: Arc::new(self.events),
             health: Arc::new(MockHealthCheck::new()),
+            wakeups: Arc::new(confab_ports::PollOnly(std::time::Duration::from_secs(1))),
             clock: Arc::new(clock),
             ids: Arc::new(ids),
         })
