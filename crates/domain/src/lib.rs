@@ -23,7 +23,12 @@ pub use conversation::{
     PinnedMessageChange, ARCHIVE_FUTURE_TOLERANCE_SECS,
 };
 pub use error::{DomainError, Field, Rule};
-pub use event::{Audience, Event, EventId, EventType, Subject};
+pub use event::{
+    contact_created, contact_updated, conversation_created, conversation_deleted,
+    conversation_opened, conversation_updated, group_created, group_deleted, group_updated,
+    message_deleted, message_sent, message_updated, Audience, Change, Event, EventId, EventType,
+    Subject,
+};
 pub use group::{Group, GroupMember, GroupRole};
 pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId};
 pub use message::{

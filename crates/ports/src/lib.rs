@@ -7,6 +7,12 @@
 //! Every storage method is one unit of work: it commits entirely or not at
 //! all. Visibility ("is the viewer a member?") is answered by the store in the
 //! same query that loads the data, so that a membership change is seen at once.
+//!
+//! Every write of the API takes an [`Outbox`]: the events the change makes
+//! (API.md section 11). The store writes them, with their recipients
+//! resolved and their payloads rendered from what it wrote, in the write's
+//! own transaction: a committed change has its events, a failed or refused
+//! one (an error) has none.
 
 use async_trait::async_trait;
 use confab_domain::{
@@ -80,23 +86,29 @@ pub trait IdGenerator: Send + Sync {
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait ContactStore: Send + Sync {
-    /// Stores a new contact.
+    /// Stores a new contact, with the `outbox`'s events (`contact.created`).
     /// # Errors
     /// - MUST return `Conflict` when the username is taken in any letter case.
-    async fn create_contact(&self, contact: Contact) -> Result<Contact, StoreError>;
+    async fn create_contact(&self, contact: Contact, outbox: Outbox)
+        -> Result<Contact, StoreError>;
     /// The contact with this id, if any.
     async fn contact(&self, id: ContactId) -> Result<Option<Contact>, StoreError>;
     /// The contact with this username compared case-insensitively, if any.
     async fn contact_by_username(&self, username: &str) -> Result<Option<Contact>, StoreError>;
-    /// Changes the submitted profile attributes; returns the contact.
+    /// Changes the submitted profile attributes; returns the contact. Writes
+    /// the `outbox`'s events (`contact.updated`, payload the contact as
+    /// returned) when the patch is not empty.
     /// # Errors
     /// - MUST return `NotFound` when the contact does not exist.
     async fn update_contact(
         &self,
         id: ContactId,
         patch: ContactProfilePatch,
+        outbox: Outbox,
     ) -> Result<Contact, StoreError>;
-    /// Records activity: sets `last_active_at` to `at` if it is later.
+    /// Records activity: sets `last_active_at` to `at` if it is later. No
+    /// event: activity is recorded on requests, an event each would flood
+    /// every stream.
     async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError>;
 }
 
@@ -146,8 +158,9 @@ pub struct ConversationFilter {
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait ConversationStore: Send + Sync {
-    /// Stores a new conversation; with a `completion`, stores its response
-    /// in the same transaction.
+    /// Stores a new conversation with the `outbox`'s events
+    /// (`conversation.created`, each member's payload its own view); with a
+    /// `completion`, stores its response in the same transaction.
     /// # Errors
     /// - MUST return `NotFound` when the peer contact or the group does not exist.
     /// - MUST return `ClaimLost`, writing nothing, when the completion's
@@ -155,6 +168,7 @@ pub trait ConversationStore: Send + Sync {
     async fn create_conversation(
         &self,
         conversation: Conversation,
+        outbox: Outbox,
         completion: Option<Completion<()>>,
     ) -> Result<(), StoreError>;
     /// The conversation as `viewer` sees it; `None` when it does not exist or
@@ -176,7 +190,11 @@ pub trait ConversationStore: Send + Sync {
     ) -> Result<Paged<ConversationView>, StoreError>;
     /// Opens the conversation for `viewer` at `at`, in one transaction: the
     /// viewer's `last_opened_at` becomes `at`, and every message from another
-    /// sender whose `read_at` is null gets `read_at = at`.
+    /// sender whose `read_at` is null gets `read_at = at`. Writes the
+    /// `outbox`'s events: `conversation.updated` with the view returned, and
+    /// for a `Subject::MessagesMarkedRead` event one `message.updated` per
+    /// message marked read (each with its own new id, payload the message
+    /// as read), none when none was.
     /// # Errors
     /// - MUST return `NotFound` when it does not exist or viewer is not a member.
     async fn open_conversation(
@@ -184,9 +202,13 @@ pub trait ConversationStore: Send + Sync {
         viewer: ContactId,
         id: ConversationId,
         at: Timestamp,
+        outbox: Outbox,
     ) -> Result<ConversationView, StoreError>;
     /// Changes the shared pinned message (if given) and the viewer's own
-    /// state, in one transaction; returns the new view.
+    /// state, in one transaction; returns the new view. Writes the
+    /// `outbox`'s events (`conversation.updated`): for the viewer alone, its
+    /// payload the view returned; for every member, each with their own
+    /// view as payload.
     /// # Errors
     /// - MUST return `NotFound` when it does not exist or viewer is not a member.
     /// - MUST return `Rule(Invalid { field: PinnedMessage, rule:
@@ -198,16 +220,19 @@ pub trait ConversationStore: Send + Sync {
         id: ConversationId,
         pinned: Option<PinnedMessageChange>,
         patch: MemberStatePatch,
+        outbox: Outbox,
     ) -> Result<ConversationView, StoreError>;
     /// Deletes the conversation with all its messages, their reactions and
     /// attachments, and every member's state, when `by` is (still) a member
-    /// (checked in the same statement).
+    /// (checked in the same statement). Writes the `outbox`'s events
+    /// (`conversation.deleted`) for the members it had before.
     /// # Errors
     /// - MUST return `NotFound` when it does not exist or `by` is not a member.
     async fn delete_conversation(
         &self,
         id: ConversationId,
         by: ContactId,
+        outbox: Outbox,
     ) -> Result<(), StoreError>;
 }
 
@@ -247,8 +272,9 @@ pub trait MessageStore: Send + Sync {
     /// `last_active_at` to the message's `created_at`, in one transaction
     /// that also checks the sender's membership (so that a member removed
     /// concurrently cannot post). Returns the message as stored, built from
-    /// what was written (no read back). With a `completion`, stores its
-    /// response in the same transaction.
+    /// what was written (no read back), and writes the `outbox`'s events
+    /// (`message.created`, payload the message returned). With a
+    /// `completion`, stores its response in the same transaction.
     /// # Errors
     /// - MUST return `NotFound` when the conversation does not exist or the
     ///   sender is not a member of it.
@@ -257,6 +283,7 @@ pub trait MessageStore: Send + Sync {
     async fn append_message(
         &self,
         message: NewMessage,
+        outbox: Outbox,
         completion: Option<Completion<Message>>,
     ) -> Result<Message, StoreError>;
     /// The message with this id, when `viewer` is a member of its
@@ -283,6 +310,9 @@ pub trait MessageStore: Send + Sync {
     /// anything changed (new text differing from the old, a reaction or an
     /// attachment added). The caller (`change.reactor`) must be a member of
     /// the message's conversation, checked in the transaction itself.
+    /// Writes the `outbox`'s events (`message.updated` with the message
+    /// returned, `attachment.created` with each appended attachment) only
+    /// when anything changed.
     /// # Errors
     /// - MUST return `NotFound` when the message does not exist or the caller
     ///   is not a member.
@@ -292,10 +322,13 @@ pub trait MessageStore: Send + Sync {
         &self,
         id: MessageId,
         change: MessageChange,
+        outbox: Outbox,
     ) -> Result<Message, StoreError>;
     /// Removes `reactor`'s reaction `name` (no error if it has none); sets
     /// `updated_at = at` if one was removed. `reactor` must be a member of
     /// the message's conversation, checked in the transaction itself.
+    /// Writes the `outbox`'s events (`message.updated`) only when one was
+    /// removed.
     /// # Errors
     /// - MUST return `NotFound` when the message does not exist or `reactor`
     ///   is not a member.
@@ -305,13 +338,21 @@ pub trait MessageStore: Send + Sync {
         reactor: ContactId,
         name: ReactionName,
         at: Timestamp,
+        outbox: Outbox,
     ) -> Result<Message, StoreError>;
     /// Deletes the message with its reactions and attachments, when `by` is
     /// (still) a member of its conversation (checked in the same statement);
     /// a conversation that had it pinned gets `pinned_message_id = null`.
+    /// Writes the `outbox`'s events (`message.deleted`) for the members of
+    /// its conversation.
     /// # Errors
     /// - MUST return `NotFound` when it does not exist or `by` is not a member.
-    async fn delete_message(&self, id: MessageId, by: ContactId) -> Result<(), StoreError>;
+    async fn delete_message(
+        &self,
+        id: MessageId,
+        by: ContactId,
+        outbox: Outbox,
+    ) -> Result<(), StoreError>;
 }
 
 /// A group to create.
@@ -344,8 +385,9 @@ pub struct GroupChange {
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait GroupStore: Send + Sync {
-    /// Stores a new group; with a `completion`, stores its response in the
-    /// same transaction.
+    /// Stores a new group with the `outbox`'s events (`group.created`,
+    /// payload the group returned); with a `completion`, stores its
+    /// response in the same transaction.
     /// # Errors
     /// - MUST return `Rule(Invalid { field: Members, rule: UnknownContacts })`
     ///   when a member id is not an existing contact.
@@ -355,6 +397,7 @@ pub trait GroupStore: Send + Sync {
         &self,
         group: NewGroup,
         at: Timestamp,
+        outbox: Outbox,
         completion: Option<Completion<Group>>,
     ) -> Result<Group, StoreError>;
     /// The group with its members, when `viewer` is a member; else `None`.
@@ -367,6 +410,9 @@ pub trait GroupStore: Send + Sync {
         viewer: ContactId,
         page: Page<GroupId>,
     ) -> Result<Paged<Group>, StoreError>;
+    /// Applies `change`; writes the `outbox`'s events (`group.updated`,
+    /// payload the group returned) when anything changed, for the members
+    /// after it and, of the audience's `also`, only those it removed.
     /// # Errors
     /// - MUST return `NotFound` when the group does not exist.
     /// - MUST return `Rule(Invalid { field: AddedMembers, rule:
@@ -376,11 +422,13 @@ pub trait GroupStore: Send + Sync {
         id: GroupId,
         change: GroupChange,
         at: Timestamp,
+        outbox: Outbox,
     ) -> Result<Group, StoreError>;
-    /// Deletes the group with its conversations and their messages.
+    /// Deletes the group with its conversations and their messages, with
+    /// the `outbox`'s events (`group.deleted`) for the members it had.
     /// # Errors
     /// - MUST return `NotFound` when it does not exist.
-    async fn delete_group(&self, id: GroupId) -> Result<(), StoreError>;
+    async fn delete_group(&self, id: GroupId, outbox: Outbox) -> Result<(), StoreError>;
 }
 
 /// What a request answered, kept so that a retry with the same

@@ -15,7 +15,8 @@
 //! operation), `params` and `decode` (the one way request attributes are
 //! read), `dto` (wire objects), `error`, `auth`, `ratelimit`, `metrics`
 //! (`GET /metrics`) and `request_id`; [`events`] (the event hub and the
-//! `GET /v1/events` streams).
+//! `GET /v1/events` streams); [`payloads`] (event payloads in the wire
+//! format).
 
 pub mod cli;
 pub mod config;
@@ -31,6 +32,7 @@ mod error;
 mod idempotency;
 mod metrics;
 mod params;
+pub mod payloads;
 mod ratelimit;
 mod request_id;
 mod requests;

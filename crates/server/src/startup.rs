@@ -23,6 +23,7 @@ use crate::error::ApiError;
 use crate::events::Hub;
 pub use crate::events::HubOptions;
 use crate::metrics::Metrics;
+use crate::payloads::WirePayloads;
 use crate::ratelimit::Limiter;
 pub use crate::ratelimit::{Quota, RateLimits};
 use crate::{routes, telemetry};
@@ -43,9 +44,10 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
             store
                 .migrate()
                 .context("cannot apply the PostgreSQL migrations")?;
-            // LISTEN on its own connection; it opens when the hub first waits.
+            // LISTEN on its own connection; it opens when the hub first
+            // waits. The same object is told of this process's commits.
             let wakeups = Arc::new(PgWakeups::new(url)?);
-            let mut ports = Ports::from_store(store);
+            let mut ports = Ports::from_store(store, Arc::new(WirePayloads), wakeups.clone());
             ports.wakeups = wakeups;
             ports
         }
@@ -57,7 +59,7 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
             let wakeups = Arc::new(LocalWakeups::sqlite());
-            let mut ports = Ports::from_store(store);
+            let mut ports = Ports::from_store(store, Arc::new(WirePayloads), wakeups.clone());
             ports.wakeups = wakeups;
             ports
         }

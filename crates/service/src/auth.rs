@@ -96,9 +96,16 @@ impl Confab {
             last_active_at: now,
             created_at: now,
         };
+        let events = confab_domain::contact_created(now, self.event_ids(), contact.id);
         // The store refuses a username taken in any letter case (Conflict),
         // atomically: a lookup first would only race with it.
-        Ok(self.ports.contacts.create_contact(contact).await?)
+        let created = self
+            .ports
+            .contacts
+            .create_contact(contact, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(created)
     }
 
     async fn contact_named(&self, username: &str) -> Result<Contact, ServiceError> {

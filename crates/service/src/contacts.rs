@@ -1,6 +1,6 @@
 //! Finding contacts and changing one's own profile.
 
-use confab_domain::{Contact, ContactId, ContactProfilePatch};
+use confab_domain::{contact_updated, Change, Contact, ContactId, ContactProfilePatch};
 
 use crate::{Confab, ServiceError};
 
@@ -38,7 +38,17 @@ impl Confab {
         if patch.is_empty() {
             return Ok(caller.clone());
         }
-        let contact = self.ports.contacts.update_contact(caller.id, patch).await?;
+        let events = contact_updated(
+            Change::new(caller.id, self.now()),
+            self.event_ids(),
+            caller.id,
+        );
+        let contact = self
+            .ports
+            .contacts
+            .update_contact(caller.id, patch, self.outbox(events))
+            .await?;
+        self.committed();
         // The caller's next requests see the new profile at once.
         self.tokens.refresh(&contact);
         Ok(contact)

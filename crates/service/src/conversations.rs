@@ -2,6 +2,7 @@
 //! message), delete.
 
 use confab_domain::{
+    conversation_created, conversation_deleted, conversation_opened, conversation_updated, Change,
     Contact, ContactId, Conversation, ConversationId, ConversationView, Field, GroupId,
     MemberStatePatch, MessageId, Page, Paged, PinnedMessageChange, Rule, Timestamp,
 };
@@ -98,15 +99,17 @@ impl Confab {
             let view = view.clone();
             c.adapt(move |_: &()| view)
         });
+        let events = conversation_created(Change::new(caller.id, now), self.event_ids(), id);
         self.ports
             .conversations
-            .create_conversation(conversation, completion)
+            .create_conversation(conversation, self.outbox(events), completion)
             .await
             .map_err(|e| match e {
                 // The peer or group vanished between the check and the write.
                 confab_ports::StoreError::NotFound => ServiceError::not_found_of(input),
                 e => e.into(),
             })?;
+        self.committed();
         Ok(view)
     }
 
@@ -117,11 +120,15 @@ impl Confab {
         caller: &Contact,
         id: ConversationId,
     ) -> Result<ConversationView, ServiceError> {
-        Ok(self
+        let now = self.now();
+        let events = conversation_opened(Change::new(caller.id, now), self.event_ids(), id);
+        let view = self
             .ports
             .conversations
-            .open_conversation(caller.id, id, self.now())
-            .await?)
+            .open_conversation(caller.id, id, now, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(view)
     }
 
     /// Changes the pinned message (shared) and the caller's own pin, mute
@@ -166,11 +173,20 @@ impl Confab {
         if pinned.is_none() && patch.is_empty() {
             return Ok(view);
         }
-        Ok(self
+        // The pinned message is shared: every member hears of its change.
+        let events = conversation_updated(
+            Change::new(caller.id, now),
+            self.event_ids(),
+            id,
+            pinned.is_some(),
+        );
+        let updated = self
             .ports
             .conversations
-            .update_conversation(caller.id, id, pinned, patch)
-            .await?)
+            .update_conversation(caller.id, id, pinned, patch, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(updated)
     }
 
     /// Deletes the conversation and all its messages.
@@ -190,10 +206,12 @@ impl Confab {
             None => false,
         };
         view.conversation.check_delete(caller.id, is_group_owner)?;
-        Ok(self
-            .ports
+        let events = conversation_deleted(Change::new(caller.id, self.now()), self.event_ids(), id);
+        self.ports
             .conversations
-            .delete_conversation(id, caller.id)
-            .await?)
+            .delete_conversation(id, caller.id, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(())
     }
 }

@@ -144,7 +144,7 @@ mod tests {
     use confab_ports::{
         MockClock, MockContactStore, MockConversationStore, MockEventStore, MockEventWakeups,
         MockGroupStore, MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore,
-        MockTokenStore, StoreError, StoredEvent,
+        MockPayloadRenderer, MockTokenStore, StoreError, StoredEvent,
     };
     use mockall::predicate::eq;
     use uuid::Uuid;
@@ -171,6 +171,8 @@ mod tests {
             wakeups: Arc::new(wakeups),
             clock: Arc::new(clock),
             ids: Arc::new(MockIdGenerator::new()),
+            render: Arc::new(MockPayloadRenderer::new()),
+            signal: Arc::new(confab_ports::NoSignal),
         })
     }
 

@@ -1,7 +1,8 @@
 //! Groups: the members that group conversations are shared by.
 
 use confab_domain::{
-    AvatarUrl, Contact, ContactId, Group, GroupDescription, GroupId, GroupName, Page, Paged,
+    group_created, group_deleted, group_updated, AvatarUrl, Change, Contact, ContactId, Group,
+    GroupDescription, GroupId, GroupName, Page, Paged,
 };
 use confab_ports::{Completion, GroupChange, NewGroup};
 
@@ -71,11 +72,14 @@ impl Confab {
             member_ids: request.contact_ids,
             created_at: now,
         };
-        Ok(self
+        let events = group_created(Change::new(caller.id, now), self.event_ids(), group.id);
+        let created = self
             .ports
             .groups
-            .create_group(group, now, completion)
-            .await?)
+            .create_group(group, now, self.outbox(events), completion)
+            .await?;
+        self.committed();
+        Ok(created)
     }
 
     /// Owners change anything; a member may only remove themself.
@@ -100,6 +104,15 @@ impl Confab {
             &update.add_contact_ids,
             &update.remove_contact_ids,
         )?;
+        let now = self.now();
+        // Those removed hear of it once more (the store keeps only those who
+        // really were members).
+        let events = group_updated(
+            Change::new(caller.id, now),
+            self.event_ids(),
+            id,
+            &update.remove_contact_ids,
+        );
         let change = GroupChange {
             name: update.name,
             description: update.description,
@@ -109,17 +122,25 @@ impl Confab {
         };
         // A member who removed themself gets the group as it is now, without
         // them: the last view they will have of it.
-        Ok(self
+        let updated = self
             .ports
             .groups
-            .update_group(id, change, self.now())
-            .await?)
+            .update_group(id, change, now, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(updated)
     }
 
     /// Deletes the group with its conversations (owner only).
     pub async fn delete_group(&self, caller: &Contact, id: GroupId) -> Result<(), ServiceError> {
         let group = self.visible_group(caller, id).await?;
         group.check_delete(caller.id)?;
-        Ok(self.ports.groups.delete_group(id).await?)
+        let events = group_deleted(Change::new(caller.id, self.now()), self.event_ids(), id);
+        self.ports
+            .groups
+            .delete_group(id, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(())
     }
 }

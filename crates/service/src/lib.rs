@@ -24,11 +24,13 @@ mod tests;
 
 use std::sync::Arc;
 
-use confab_domain::Timestamp;
-use confab_ports::{Clock, IdGenerator, Store};
+use confab_domain::{Event, EventId, Timestamp};
+use confab_ports::{Clock, IdGenerator, Outbox, Store};
 use uuid::Uuid;
 
-pub use confab_ports::{ConversationFilter, PoolState, StoreError};
+pub use confab_ports::{
+    ConversationFilter, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
+};
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
@@ -56,12 +58,21 @@ pub struct Ports {
     pub wakeups: Arc<dyn EventWakeups>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
+    /// Renders event payloads in the wire format (the server's).
+    pub render: Arc<dyn PayloadRenderer>,
+    /// Told after each committed write with events.
+    pub signal: Arc<dyn EventSignal>,
 }
 
 impl Ports {
     /// All storage ports served by one store, with the system clock and
-    /// UUIDv7 ids.
-    pub fn from_store<S: Store + 'static>(store: S) -> Self {
+    /// UUIDv7 ids; events rendered by `render`, their commits told to
+    /// `signal`.
+    pub fn from_store<S: Store + 'static>(
+        store: S,
+        render: Arc<dyn PayloadRenderer>,
+        signal: Arc<dyn EventSignal>,
+    ) -> Self {
         let store = Arc::new(store);
         Self {
             contacts: store.clone(),
@@ -75,6 +86,8 @@ impl Ports {
             wakeups: Arc::new(PollOnly(std::time::Duration::from_secs(1))),
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7),
+            render,
+            signal,
         }
     }
 }
@@ -100,6 +113,21 @@ impl Confab {
 
     fn new_uuid(&self) -> Uuid {
         self.ports.ids.new_id()
+    }
+
+    /// Fresh event ids (time-ordered, from the id generator).
+    fn event_ids(&self) -> impl FnMut() -> EventId + '_ {
+        move || EventId::from_uuid(self.new_uuid())
+    }
+
+    /// The events of a write, to hand to the store with it.
+    fn outbox(&self, events: Vec<Event>) -> Outbox {
+        Outbox::new(events, self.ports.render.clone())
+    }
+
+    /// After a write committed: wakes this process's event streams.
+    fn committed(&self) {
+        self.ports.signal.committed();
     }
 
     /// Whether the store answers (for readiness probes).

@@ -1,8 +1,9 @@
 //! Messages: send, list, read, edit / react / attach, unreact, delete.
 
 use confab_domain::{
-    check_attachment_count, AttachmentId, Contact, ConversationId, Field, Message, MessageId,
-    MessageText, NewAttachment, Page, Paged, ReactionName,
+    check_attachment_count, message_deleted, message_sent, message_updated, AttachmentId, Change,
+    Contact, ConversationId, Field, Message, MessageId, MessageText, NewAttachment, Page, Paged,
+    ReactionName,
 };
 use confab_ports::{Completion, MessageChange, NewMessage, StoreError};
 
@@ -67,22 +68,32 @@ impl Confab {
         // No read first: the store checks membership inside the write, so a
         // member removed meanwhile cannot post, and the send is one
         // transaction.
+        let now = self.now();
         let message = NewMessage {
             id: MessageId::from_uuid(self.new_uuid()),
             conversation_id: send.conversation_id,
             sender: caller.clone(),
             text: send.text,
             attachments: self.with_ids(send.attachments),
-            created_at: self.now(),
+            created_at: now,
         };
-        self.ports
+        let events = message_sent(
+            Change::new(caller.id, now),
+            self.event_ids(),
+            message.id,
+            message.conversation_id,
+        );
+        let sent = self
+            .ports
             .messages
-            .append_message(message, completion)
+            .append_message(message, self.outbox(events), completion)
             .await
             .map_err(|e| match e {
                 StoreError::NotFound => ServiceError::not_found_of(Field::Conversation),
                 e => e.into(),
-            })
+            })?;
+        self.committed();
+        Ok(sent)
     }
 
     pub async fn list_messages(
@@ -131,14 +142,31 @@ impl Confab {
         if unchanged_text && add_reactions.is_empty() && update.attachments.is_empty() {
             return Ok(message);
         }
+        let now = self.now();
         let change = MessageChange {
             text: update.text,
             add_reactions,
             reactor: caller.id,
             add_attachments: self.with_ids(update.attachments),
-            at: self.now(),
+            at: now,
         };
-        Ok(self.ports.messages.update_message(id, change).await?)
+        let appended: Vec<AttachmentId> = change.add_attachments.iter().map(|(a, _)| *a).collect();
+        // The store writes them only if it finds something to change (a
+        // racing request may have added the same reaction first).
+        let events = message_updated(
+            Change::new(caller.id, now),
+            self.event_ids(),
+            id,
+            message.conversation_id,
+            &appended,
+        );
+        let updated = self
+            .ports
+            .messages
+            .update_message(id, change, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(updated)
     }
 
     /// Takes back the caller's own reaction `name` (no error if none).
@@ -156,11 +184,21 @@ impl Confab {
         if !has_it {
             return Ok(message);
         }
-        Ok(self
+        let now = self.now();
+        let events = message_updated(
+            Change::new(caller.id, now),
+            self.event_ids(),
+            id,
+            message.conversation_id,
+            &[],
+        );
+        let updated = self
             .ports
             .messages
-            .remove_reaction(id, caller.id, name, self.now())
-            .await?)
+            .remove_reaction(id, caller.id, name, now, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(updated)
     }
 
     /// Deletes the message (sender only), permanently.
@@ -171,6 +209,17 @@ impl Confab {
     ) -> Result<(), ServiceError> {
         let message = self.visible_message(caller, id).await?;
         message.check_delete(caller.id)?;
-        Ok(self.ports.messages.delete_message(id, caller.id).await?)
+        let events = message_deleted(
+            Change::new(caller.id, self.now()),
+            self.event_ids(),
+            id,
+            message.conversation_id,
+        );
+        self.ports
+            .messages
+            .delete_message(id, caller.id, self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(())
     }
 }

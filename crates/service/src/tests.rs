@@ -10,9 +10,9 @@ use confab_domain::{
     Timestamp, Username,
 };
 use confab_ports::{
-    ClaimOutcome, KeyClaim, MockClock, MockContactStore, MockConversationStore, MockEventStore,
-    MockGroupStore, MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore,
-    MockTokenStore, StoreError,
+    ClaimOutcome, KeyClaim, MockClock, MockContactStore, MockConversationStore, MockEventSignal,
+    MockEventStore, MockGroupStore, MockHealthCheck, MockIdGenerator, MockIdempotencyStore,
+    MockMessageStore, MockPayloadRenderer, MockTokenStore, StoreError,
 };
 use mockall::predicate::eq;
 use uuid::Uuid;
@@ -32,6 +32,8 @@ struct Mocks {
     messages: MockMessageStore,
     groups: MockGroupStore,
     idempotency: MockIdempotencyStore,
+    /// `None`: commits may be signalled any number of times.
+    signal: Option<MockEventSignal>,
     events: MockEventStore,
 }
 
@@ -44,6 +46,7 @@ impl Mocks {
             messages: MockMessageStore::new(),
             groups: MockGroupStore::new(),
             idempotency: MockIdempotencyStore::new(),
+            signal: None,
             events: MockEventStore::new(),
         }
     }
@@ -65,6 +68,13 @@ impl Mocks {
             wakeups: Arc::new(confab_ports::PollOnly(std::time::Duration::from_secs(1))),
             clock: Arc::new(clock),
             ids: Arc::new(ids),
+            // The service never renders a payload: the store does.
+            render: Arc::new(MockPayloadRenderer::new()),
+            signal: Arc::new(self.signal.unwrap_or_else(|| {
+                let mut any = MockEventSignal::new();
+                any.expect_committed().returning(|| ());
+                any
+            })),
         })
     }
 }
@@ -174,7 +184,7 @@ async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversatio
     m.messages
         .expect_append_message()
         .times(1)
-        .returning(|_, _| Err(StoreError::NotFound));
+        .returning(|_, _, _| Err(StoreError::NotFound));
     let svc = m.service();
     let send = SendMessage {
         conversation_id: conv_id(),
@@ -194,14 +204,14 @@ async fn send_appends_as_the_caller_at_now() {
     let mut m = Mocks::new();
     m.messages
         .expect_append_message()
-        .withf(|n, completion| {
+        .withf(|n, _, completion| {
             completion.is_none()
                 && n.sender == bob()
                 && n.conversation_id == conv_id()
                 && n.created_at == Timestamp::from_secs(NOW)
         })
         .times(1)
-        .returning(|_, _| Ok(message_from(bob())));
+        .returning(|_, _, _| Ok(message_from(bob())));
     let svc = m.service();
     let send = SendMessage {
         conversation_id: conv_id(),
@@ -232,13 +242,13 @@ async fn sender_edit_reaches_the_store_with_now() {
     visible_message(&mut m, alice(), &alice());
     m.messages
         .expect_update_message()
-        .withf(|id, c| {
+        .withf(|id, c, _| {
             *id == msg_id()
                 && c.text.as_ref().map(MessageText::as_str) == Some("edited")
                 && c.at == Timestamp::from_secs(NOW)
         })
         .times(1)
-        .returning(|_, _| Ok(message_from(alice())));
+        .returning(|_, _, _| Ok(message_from(alice())));
     let update = MessageUpdate {
         text: Some(text("edited")),
         ..Default::default()
@@ -292,9 +302,9 @@ async fn any_member_reacts_in_own_name() {
     visible_message(&mut m, alice(), &bob());
     m.messages
         .expect_update_message()
-        .withf(|_, c| c.reactor == bob().id && c.add_reactions.len() == 1 && c.text.is_none())
+        .withf(|_, c, _| c.reactor == bob().id && c.add_reactions.len() == 1 && c.text.is_none())
         .times(1)
-        .returning(|_, _| Ok(message_from(alice())));
+        .returning(|_, _, _| Ok(message_from(alice())));
     let update = MessageUpdate {
         reactions: vec![(
             ReactionName::new("like".into()).expect("valid"),
@@ -445,7 +455,7 @@ async fn per_member_changes_go_to_the_store_for_the_caller() {
     let v2 = view(&bob());
     m.conversations
         .expect_update_conversation()
-        .withf(|viewer, _, pinned, patch| {
+        .withf(|viewer, _, pinned, patch, _| {
             *viewer == bob().id
                 && pinned.is_none()
                 && patch.is_muted == Some(true)
@@ -453,7 +463,7 @@ async fn per_member_changes_go_to_the_store_for_the_caller() {
                 && patch.archived_at.is_none()
         })
         .times(1)
-        .returning(move |_, _, _, _| Ok(v2.clone()));
+        .returning(move |_, _, _, _, _| Ok(v2.clone()));
     assert!(m
         .service()
         .update_conversation(&bob(), conv_id(), None, None, Some(true), None)
@@ -542,9 +552,9 @@ async fn a_group_owner_may_delete_a_members_group_conversation() {
         .returning(move |_, _| Ok(Some(g.clone())));
     m.conversations
         .expect_delete_conversation()
-        .with(eq(conv_id()), eq(alice().id))
+        .withf(|id, by, _| *id == conv_id() && *by == alice().id)
         .times(1)
-        .returning(|_, _| Ok(()));
+        .returning(|_, _, _| Ok(()));
     assert!(m
         .service()
         .delete_conversation(&alice(), conv_id())
@@ -650,9 +660,9 @@ async fn duplicate_username_is_a_conflict() {
     let mut m = Mocks::new();
     m.contacts
         .expect_create_contact()
-        .withf(|c| c.username.as_str() == "ALICE")
+        .withf(|c, _| c.username.as_str() == "ALICE")
         .times(1)
-        .returning(|c| {
+        .returning(|c, _| {
             Err(StoreError::Conflict(format!(
                 "username {} is taken",
                 c.username
@@ -823,7 +833,7 @@ async fn a_send_hands_its_completion_to_the_write_and_a_lost_claim_is_in_flight(
     m.messages
         .expect_append_message()
         .times(2)
-        .returning(move |_, completion| {
+        .returning(move |_, _, completion| {
             calls += 1;
             let message = message_from(bob());
             let (claim, response) = completion.expect("a completion").render(&message);
@@ -860,7 +870,7 @@ async fn a_new_conversation_is_completed_with_the_view_the_caller_gets() {
     m.conversations
         .expect_create_conversation()
         .times(1)
-        .returning(|conversation, completion| {
+        .returning(|conversation, _, completion| {
             let (_, response) = completion.expect("a completion").render(&());
             assert_eq!(response.body, conversation.id.to_string());
             Ok(())

@@ -52,6 +52,15 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The marker of the `n`th (from 1) bind parameter in raw SQL.
+    fn param(n: usize) -> String;
+
+    /// The SQL expression of the commit-ordered position of the
+    /// transaction's `index`th event (from 0); `None` when the database
+    /// numbers events itself as they are inserted (the events outbox,
+    /// `queries/outbox.rs`).
+    fn event_position(index: usize) -> Option<String>;
+
     /// An SQL expression: events at positions below it are readable, and no
     /// event that commits later can lie below it. PostgreSQL: the oldest
     /// running transaction's first position (positions are transaction id

@@ -15,7 +15,7 @@ macro_rules! impl_ports {
         use confab_ports::{
             ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter,
             ConversationStore, GroupChange, GroupStore, HealthCheck, IdempotencyStore, KeyClaim,
-            MessageChange, MessageStore, NewGroup, NewMessage, NewToken, StoreError,
+            MessageChange, MessageStore, NewGroup, NewMessage, NewToken, Outbox, StoreError,
             StoredResponse, TokenStore,
         };
 
@@ -61,8 +61,12 @@ macro_rules! impl_ports {
 
         #[async_trait]
         impl ContactStore for Store {
-            async fn create_contact(&self, contact: Contact) -> Result<Contact, StoreError> {
-                write(self, move |c| q::create_contact(c, contact)).await
+            async fn create_contact(
+                &self,
+                contact: Contact,
+                outbox: Outbox,
+            ) -> Result<Contact, StoreError> {
+                write(self, move |c| q::create_contact(c, contact, &outbox)).await
             }
 
             async fn contact(&self, id: ContactId) -> Result<Option<Contact>, StoreError> {
@@ -81,8 +85,9 @@ macro_rules! impl_ports {
                 &self,
                 id: ContactId,
                 patch: ContactProfilePatch,
+                outbox: Outbox,
             ) -> Result<Contact, StoreError> {
-                write(self, move |c| q::update_contact(c, id, patch)).await
+                write(self, move |c| q::update_contact(c, id, patch, &outbox)).await
             }
 
             async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError> {
@@ -119,10 +124,11 @@ macro_rules! impl_ports {
             async fn create_conversation(
                 &self,
                 conversation: Conversation,
+                outbox: Outbox,
                 completion: Option<Completion<()>>,
             ) -> Result<(), StoreError> {
                 write(self, move |c| {
-                    q::create_conversation(c, conversation, completion)
+                    q::create_conversation(c, conversation, &outbox, completion)
                 })
                 .await
             }
@@ -154,8 +160,12 @@ macro_rules! impl_ports {
                 viewer: ContactId,
                 id: ConversationId,
                 at: Timestamp,
+                outbox: Outbox,
             ) -> Result<ConversationView, StoreError> {
-                write(self, move |c| q::open_conversation(c, viewer, id, at)).await
+                write(self, move |c| {
+                    q::open_conversation(c, viewer, id, at, &outbox)
+                })
+                .await
             }
 
             async fn update_conversation(
@@ -164,9 +174,10 @@ macro_rules! impl_ports {
                 id: ConversationId,
                 pinned: Option<PinnedMessageChange>,
                 patch: MemberStatePatch,
+                outbox: Outbox,
             ) -> Result<ConversationView, StoreError> {
                 write(self, move |c| {
-                    q::update_conversation(c, viewer, id, pinned, patch)
+                    q::update_conversation(c, viewer, id, pinned, patch, &outbox)
                 })
                 .await
             }
@@ -175,8 +186,9 @@ macro_rules! impl_ports {
                 &self,
                 id: ConversationId,
                 by: ContactId,
+                outbox: Outbox,
             ) -> Result<(), StoreError> {
-                write(self, move |c| q::delete_conversation(c, id, by)).await
+                write(self, move |c| q::delete_conversation(c, id, by, &outbox)).await
             }
         }
 
@@ -185,9 +197,13 @@ macro_rules! impl_ports {
             async fn append_message(
                 &self,
                 message: NewMessage,
+                outbox: Outbox,
                 completion: Option<Completion<Message>>,
             ) -> Result<Message, StoreError> {
-                write(self, move |c| q::append_message(c, message, completion)).await
+                write(self, move |c| {
+                    q::append_message(c, message, &outbox, completion)
+                })
+                .await
             }
 
             async fn message_for(
@@ -219,8 +235,9 @@ macro_rules! impl_ports {
                 &self,
                 id: MessageId,
                 change: MessageChange,
+                outbox: Outbox,
             ) -> Result<Message, StoreError> {
-                write(self, move |c| q::update_message(c, id, change)).await
+                write(self, move |c| q::update_message(c, id, change, &outbox)).await
             }
 
             async fn remove_reaction(
@@ -229,12 +246,21 @@ macro_rules! impl_ports {
                 reactor: ContactId,
                 name: ReactionName,
                 at: Timestamp,
+                outbox: Outbox,
             ) -> Result<Message, StoreError> {
-                write(self, move |c| q::remove_reaction(c, id, reactor, name, at)).await
+                write(self, move |c| {
+                    q::remove_reaction(c, id, reactor, name, at, &outbox)
+                })
+                .await
             }
 
-            async fn delete_message(&self, id: MessageId, by: ContactId) -> Result<(), StoreError> {
-                write(self, move |c| q::delete_message(c, id, by)).await
+            async fn delete_message(
+                &self,
+                id: MessageId,
+                by: ContactId,
+                outbox: Outbox,
+            ) -> Result<(), StoreError> {
+                write(self, move |c| q::delete_message(c, id, by, &outbox)).await
             }
         }
 
@@ -244,9 +270,13 @@ macro_rules! impl_ports {
                 &self,
                 group: NewGroup,
                 at: Timestamp,
+                outbox: Outbox,
                 completion: Option<Completion<Group>>,
             ) -> Result<Group, StoreError> {
-                write(self, move |c| q::create_group(c, group, at, completion)).await
+                write(self, move |c| {
+                    q::create_group(c, group, at, &outbox, completion)
+                })
+                .await
             }
 
             async fn group_for(
@@ -271,12 +301,13 @@ macro_rules! impl_ports {
                 id: GroupId,
                 change: GroupChange,
                 at: Timestamp,
+                outbox: Outbox,
             ) -> Result<Group, StoreError> {
-                write(self, move |c| q::update_group(c, id, change, at)).await
+                write(self, move |c| q::update_group(c, id, change, at, &outbox)).await
             }
 
-            async fn delete_group(&self, id: GroupId) -> Result<(), StoreError> {
-                write(self, move |c| q::delete_group(c, id)).await
+            async fn delete_group(&self, id: GroupId, outbox: Outbox) -> Result<(), StoreError> {
+                write(self, move |c| q::delete_group(c, id, &outbox)).await
             }
         }
     };

@@ -284,6 +284,20 @@ impl SqlBackend for PgStore {
         Ok(Some(rows.into_iter().map(FeedRow::split).collect()))
     }
 
+    fn param(n: usize) -> String {
+        format!("${n}")
+    }
+
+    /// The transaction id, then the event's index in the transaction: the
+    /// order in which transactions started, which readers turn into commit
+    /// order by reading only below the oldest one still running (see the
+    /// events migration). 2^20 events per transaction at most.
+    fn event_position(index: usize) -> Option<String> {
+        Some(format!(
+            "pg_current_xact_id()::text::bigint * 1048576 + {index}"
+        ))
+    }
+
     fn lock_group(conn: &mut PgConnection, id: DbId) -> QueryResult<bool> {
         groups::table
             .find(id)

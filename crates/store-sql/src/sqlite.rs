@@ -187,6 +187,16 @@ impl SqlBackend for SqliteStore {
             .optional()
     }
 
+    fn param(n: usize) -> String {
+        format!("?{n}")
+    }
+
+    /// `AUTOINCREMENT`: one writer at a time, so insertion order is commit
+    /// order.
+    fn event_position(_index: usize) -> Option<String> {
+        None
+    }
+
     /// Whether the group exists (the write transaction holds the lock already).
     fn lock_group(conn: &mut SqliteConnection, id: DbId) -> QueryResult<bool> {
         diesel::select(diesel::dsl::exists(groups::table.find(id))).get_result(conn)

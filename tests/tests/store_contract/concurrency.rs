@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use confab_domain::{Cursor, MessageId};
 
+use crate::support::no_events;
 use crate::support::{at, at_us, contact, direct, msg_ids, new_message, page, S};
 
 async fn concurrent_writers_into_one_conversation(s: S) {
@@ -37,6 +38,7 @@ async fn concurrent_writers_into_one_conversation(s: S) {
                 let m = s
                     .append_message(
                         new_message(&c, &sender, &format!("message {n}"), created),
+                        no_events(),
                         None,
                     )
                     .await

@@ -3,6 +3,7 @@
 use confab_domain::{AvatarUrl, Contact, ContactId, ContactProfilePatch, PhoneNumber, Username};
 use confab_ports::StoreError;
 
+use crate::support::no_events;
 use crate::support::{assert_err, at, at_us, contact, new_id, S};
 
 async fn health_ping(s: S) {
@@ -38,7 +39,10 @@ async fn contacts_create_and_find(s: S) {
             username: Username::new(taken.into()).expect("username"),
             ..alice.clone()
         };
-        assert_err!(s.create_contact(dup).await, StoreError::Conflict(_));
+        assert_err!(
+            s.create_contact(dup, no_events()).await,
+            StoreError::Conflict(_)
+        );
     }
     let bob = contact(&s, "bob").await;
     assert_ne!(bob.id, alice.id);
@@ -53,6 +57,7 @@ async fn contacts_update_and_touch(s: S) {
                 phone_number: Some(PhoneNumber::new("+4930123456".into()).expect("phone")),
                 avatar_url: None,
             },
+            no_events(),
         )
         .await
         .expect("update");
@@ -68,6 +73,7 @@ async fn contacts_update_and_touch(s: S) {
                 phone_number: None,
                 avatar_url: Some(avatar.clone()),
             },
+            no_events(),
         )
         .await
         .expect("update");
@@ -76,7 +82,7 @@ async fn contacts_update_and_touch(s: S) {
 
     // An empty patch changes nothing.
     let same = s
-        .update_contact(alice.id, ContactProfilePatch::default())
+        .update_contact(alice.id, ContactProfilePatch::default(), no_events())
         .await
         .expect("empty patch");
     assert_eq!(same, updated);
@@ -88,7 +94,8 @@ async fn contacts_update_and_touch(s: S) {
     assert_err!(
         s.update_contact(
             ContactId::from_uuid(new_id()),
-            ContactProfilePatch::default()
+            ContactProfilePatch::default(),
+            no_events()
         )
         .await,
         StoreError::NotFound
@@ -99,7 +106,8 @@ async fn contacts_update_and_touch(s: S) {
             ContactProfilePatch {
                 phone_number: Some(PhoneNumber::new("+15550199".into()).expect("phone")),
                 avatar_url: None
-            }
+            },
+            no_events()
         )
         .await,
         StoreError::NotFound

@@ -7,6 +7,7 @@ use confab_domain::{
 };
 use confab_ports::{ConversationFilter, GroupChange, MessageChange, StoreError};
 
+use crate::support::no_events;
 use crate::support::{
     all_messages, assert_err, at, at_us, attachment, change, contact, conv_ids, direct, group,
     group_conversation, list_convs, new_id, new_message, no_filter, page, rn, send, S,
@@ -49,14 +50,20 @@ async fn conversations_create_and_visibility(s: S) {
     let ghost = ContactId::from_uuid(new_id());
     let bad = Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, ghost, at(2))
         .expect("direct");
-    assert_err!(s.create_conversation(bad, None).await, StoreError::NotFound);
+    assert_err!(
+        s.create_conversation(bad, no_events(), None).await,
+        StoreError::NotFound
+    );
     let bad = Conversation::new_group(
         ConversationId::from_uuid(new_id()),
         alice.id,
         GroupId::from_uuid(new_id()),
         at(2),
     );
-    assert_err!(s.create_conversation(bad, None).await, StoreError::NotFound);
+    assert_err!(
+        s.create_conversation(bad, no_events(), None).await,
+        StoreError::NotFound
+    );
 
     // A group conversation: the group's members see it, nobody else.
     let g = group(&s, &alice, &[&bob], at(3)).await;
@@ -103,6 +110,7 @@ async fn conversations_group_membership_is_live(s: S) {
             ..GroupChange::default()
         },
         at(4),
+        no_events(),
     )
     .await
     .expect("remove bob");
@@ -116,17 +124,27 @@ async fn conversations_group_membership_is_live(s: S) {
         StoreError::NotFound
     );
     assert_err!(
-        s.append_message(new_message(&gc, &bob, "still here?", at(5)), None)
-            .await,
+        s.append_message(
+            new_message(&gc, &bob, "still here?", at(5)),
+            no_events(),
+            None
+        )
+        .await,
         StoreError::NotFound
     );
     assert_err!(
-        s.open_conversation(bob.id, gc.id, at(5)).await,
+        s.open_conversation(bob.id, gc.id, at(5), no_events()).await,
         StoreError::NotFound
     );
     assert_err!(
-        s.update_conversation(bob.id, gc.id, None, MemberStatePatch::default())
-            .await,
+        s.update_conversation(
+            bob.id,
+            gc.id,
+            None,
+            MemberStatePatch::default(),
+            no_events()
+        )
+        .await,
         StoreError::NotFound
     );
 
@@ -142,6 +160,7 @@ async fn conversations_group_membership_is_live(s: S) {
             ..GroupChange::default()
         },
         at(6),
+        no_events(),
     )
     .await
     .expect("add carol");
@@ -218,7 +237,7 @@ async fn conversations_list_filters(s: S) {
         let s = s.clone();
         let alice = alice.id;
         async move {
-            s.update_conversation(alice, c, None, patch)
+            s.update_conversation(alice, c, None, patch, no_events())
                 .await
                 .expect("update state")
         }
@@ -407,7 +426,7 @@ async fn conversations_open_marks_others_messages_read(s: S) {
     assert_eq!(from_alice.read_at, None);
 
     let v = s
-        .open_conversation(bob.id, c.id, at(10))
+        .open_conversation(bob.id, c.id, at(10), no_events())
         .await
         .expect("open");
     assert_eq!(v.state.last_opened_at, Some(at(10)));
@@ -434,23 +453,29 @@ async fn conversations_open_marks_others_messages_read(s: S) {
 
     // Opening again moves last_opened_at but leaves read_at as it was.
     let v = s
-        .open_conversation(bob.id, c.id, at(20))
+        .open_conversation(bob.id, c.id, at(20), no_events())
         .await
         .expect("open");
     assert_eq!(v.state.last_opened_at, Some(at(20)));
     assert_eq!(read(from_alice.id).await, Some(at(10)));
-    s.open_conversation(alice.id, c.id, at(30))
+    s.open_conversation(alice.id, c.id, at(30), no_events())
         .await
         .expect("open");
     assert_eq!(read(from_bob.id).await, Some(at(30)));
 
     assert_err!(
-        s.open_conversation(carol.id, c.id, at(40)).await,
+        s.open_conversation(carol.id, c.id, at(40), no_events())
+            .await,
         StoreError::NotFound
     );
     assert_err!(
-        s.open_conversation(alice.id, ConversationId::from_uuid(new_id()), at(40))
-            .await,
+        s.open_conversation(
+            alice.id,
+            ConversationId::from_uuid(new_id()),
+            at(40),
+            no_events()
+        )
+        .await,
         StoreError::NotFound
     );
 
@@ -459,7 +484,7 @@ async fn conversations_open_marks_others_messages_read(s: S) {
     let gc = group_conversation(&s, &alice, g.id, at(51)).await;
     let gm = send(&s, &gc, &alice, "all", at(52)).await;
     let v = s
-        .open_conversation(carol.id, gc.id, at(60))
+        .open_conversation(carol.id, gc.id, at(60), no_events())
         .await
         .expect("open");
     assert_eq!(v.state.last_opened_at, Some(at(60)));
@@ -497,6 +522,7 @@ async fn conversations_update_pin_and_member_state(s: S) {
             c.id,
             Some(PinnedMessageChange::Pin(m.id)),
             MemberStatePatch::default(),
+            no_events(),
         )
         .await
         .expect("pin");
@@ -521,7 +547,8 @@ async fn conversations_update_pin_and_member_state(s: S) {
                 alice.id,
                 c.id,
                 Some(PinnedMessageChange::Pin(bad)),
-                MemberStatePatch::default()
+                MemberStatePatch::default(),
+                no_events()
             )
             .await,
             StoreError::Rule(DomainError::Invalid {
@@ -539,7 +566,8 @@ async fn conversations_update_pin_and_member_state(s: S) {
             MemberStatePatch {
                 is_muted: Some(true),
                 ..Default::default()
-            }
+            },
+            no_events()
         )
         .await,
         StoreError::Rule(_)
@@ -558,6 +586,7 @@ async fn conversations_update_pin_and_member_state(s: S) {
             c.id,
             Some(PinnedMessageChange::Unpin),
             MemberStatePatch::default(),
+            no_events(),
         )
         .await
         .expect("unpin");
@@ -574,6 +603,7 @@ async fn conversations_update_pin_and_member_state(s: S) {
                 is_muted: Some(true),
                 archived_at: Some(Some(at(5))),
             },
+            no_events(),
         )
         .await
         .expect("state");
@@ -597,6 +627,7 @@ async fn conversations_update_pin_and_member_state(s: S) {
                 is_muted: Some(false),
                 ..Default::default()
             },
+            no_events(),
         )
         .await
         .expect("state");
@@ -613,6 +644,7 @@ async fn conversations_update_pin_and_member_state(s: S) {
                 archived_at: Some(None),
                 ..Default::default()
             },
+            no_events(),
         )
         .await
         .expect("unarchive");
@@ -634,6 +666,7 @@ async fn conversations_update_pin_and_member_state(s: S) {
                 is_muted: Some(true),
                 ..Default::default()
             },
+            no_events(),
         )
         .await
         .expect("bob mutes");
@@ -647,14 +680,26 @@ async fn conversations_update_pin_and_member_state(s: S) {
 
     // An empty update returns the view unchanged.
     let same = s
-        .update_conversation(alice.id, c.id, None, MemberStatePatch::default())
+        .update_conversation(
+            alice.id,
+            c.id,
+            None,
+            MemberStatePatch::default(),
+            no_events(),
+        )
         .await
         .expect("empty");
     assert_eq!(same, a);
 
     assert_err!(
-        s.update_conversation(carol.id, c.id, None, MemberStatePatch::default())
-            .await,
+        s.update_conversation(
+            carol.id,
+            c.id,
+            None,
+            MemberStatePatch::default(),
+            no_events()
+        )
+        .await,
         StoreError::NotFound
     );
     assert_err!(
@@ -662,7 +707,8 @@ async fn conversations_update_pin_and_member_state(s: S) {
             carol.id,
             c.id,
             Some(PinnedMessageChange::Unpin),
-            MemberStatePatch::default()
+            MemberStatePatch::default(),
+            no_events()
         )
         .await,
         StoreError::NotFound
@@ -672,7 +718,8 @@ async fn conversations_update_pin_and_member_state(s: S) {
             alice.id,
             ConversationId::from_uuid(new_id()),
             None,
-            MemberStatePatch::default()
+            MemberStatePatch::default(),
+            no_events()
         )
         .await,
         StoreError::NotFound
@@ -686,13 +733,17 @@ async fn conversations_delete_cascades(s: S) {
     let keep = direct(&s, &alice, &bob, at(1)).await;
     let mut m = new_message(&c, &alice, "with everything", at(2));
     m.attachments = vec![attachment(1)];
-    let m = s.append_message(m, None).await.expect("append");
+    let m = s
+        .append_message(m, no_events(), None)
+        .await
+        .expect("append");
     s.update_message(
         m.id,
         MessageChange {
             add_reactions: vec![rn("like")],
             ..change(&bob, at(3))
         },
+        no_events(),
     )
     .await
     .expect("react");
@@ -704,22 +755,25 @@ async fn conversations_delete_cascades(s: S) {
             is_muted: Some(true),
             ..Default::default()
         },
+        no_events(),
     )
     .await
     .expect("pin");
     let kept = send(&s, &keep, &bob, "stays", at(4)).await;
 
-    s.delete_conversation(c.id, alice.id).await.expect("delete");
+    s.delete_conversation(c.id, alice.id, no_events())
+        .await
+        .expect("delete");
     assert_eq!(s.conversation_for(alice.id, c.id).await.expect("get"), None);
     assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
     assert_eq!(all_messages(&s, &alice, None).await, vec![kept.id]);
     assert_eq!(list_convs(&s, &alice, no_filter()).await, vec![keep.id]);
     assert_err!(
-        s.delete_conversation(c.id, alice.id).await,
+        s.delete_conversation(c.id, alice.id, no_events()).await,
         StoreError::NotFound
     );
     assert_err!(
-        s.delete_conversation(ConversationId::from_uuid(new_id()), alice.id)
+        s.delete_conversation(ConversationId::from_uuid(new_id()), alice.id, no_events())
             .await,
         StoreError::NotFound
     );

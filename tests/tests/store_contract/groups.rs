@@ -6,6 +6,7 @@ use confab_domain::{
 };
 use confab_ports::{GroupChange, NewGroup, StoreError};
 
+use crate::support::no_events;
 use crate::support::{
     all_messages, assert_err, at, contact, group, group_conversation, group_ids, list_convs,
     new_id, no_filter, page, send, S,
@@ -31,7 +32,7 @@ async fn groups_create_and_get(s: S) {
         created_at: at(7),
     };
     let g = s
-        .create_group(new.clone(), at(8), None)
+        .create_group(new.clone(), at(8), no_events(), None)
         .await
         .expect("create");
     assert_eq!(g.id, new.id);
@@ -71,7 +72,7 @@ async fn groups_create_and_get(s: S) {
         ..new.clone()
     };
     assert_err!(
-        s.create_group(bad.clone(), at(9), None).await,
+        s.create_group(bad.clone(), at(9), no_events(), None).await,
         StoreError::Rule(DomainError::Invalid {
             field: Field::Members,
             ..
@@ -88,6 +89,7 @@ async fn groups_create_and_get(s: S) {
                 ..new
             },
             at(10),
+            no_events(),
             None,
         )
         .await
@@ -169,6 +171,7 @@ async fn groups_update_members_and_details(s: S) {
                 remove: vec![],
             },
             at(2),
+            no_events(),
         )
         .await
         .expect("update");
@@ -197,6 +200,7 @@ async fn groups_update_members_and_details(s: S) {
                 ..GroupChange::default()
             },
             at(3),
+            no_events()
         )
         .await,
         StoreError::Rule(DomainError::Invalid {
@@ -217,6 +221,7 @@ async fn groups_update_members_and_details(s: S) {
                 ..GroupChange::default()
             },
             at(4),
+            no_events(),
         )
         .await
         .expect("remove");
@@ -241,6 +246,7 @@ async fn groups_update_members_and_details(s: S) {
                 ..GroupChange::default()
             },
             at(5),
+            no_events(),
         )
         .await
         .expect("rejoin");
@@ -248,14 +254,19 @@ async fn groups_update_members_and_details(s: S) {
     assert_eq!(u.avatar_url.as_str(), "https://img.example/x.png");
     // An empty change returns the group as it is.
     let same = s
-        .update_group(g.id, GroupChange::default(), at(6))
+        .update_group(g.id, GroupChange::default(), at(6), no_events())
         .await
         .expect("empty");
     assert_eq!(same, u);
 
     assert_err!(
-        s.update_group(GroupId::from_uuid(new_id()), GroupChange::default(), at(7))
-            .await,
+        s.update_group(
+            GroupId::from_uuid(new_id()),
+            GroupChange::default(),
+            at(7),
+            no_events()
+        )
+        .await,
         StoreError::NotFound
     );
 }
@@ -269,11 +280,11 @@ async fn groups_delete_cascades(s: S) {
     let kc = group_conversation(&s, &bob, keep.id, at(2)).await;
     let m = send(&s, &gc, &alice, "bye", at(3)).await;
     let km = send(&s, &kc, &alice, "stay", at(3)).await;
-    s.open_conversation(bob.id, gc.id, at(4))
+    s.open_conversation(bob.id, gc.id, at(4), no_events())
         .await
         .expect("open");
 
-    s.delete_group(g.id).await.expect("delete");
+    s.delete_group(g.id, no_events()).await.expect("delete");
     assert_eq!(s.group_for(alice.id, g.id).await.expect("get"), None);
     assert_eq!(
         s.conversation_for(alice.id, gc.id).await.expect("get"),
@@ -284,7 +295,10 @@ async fn groups_delete_cascades(s: S) {
     assert_eq!(all_messages(&s, &bob, None).await, vec![km.id]);
     let groups = s.list_groups(bob.id, page(10, None)).await.expect("list");
     assert_eq!(group_ids(&groups), vec![keep.id]);
-    assert_err!(s.delete_group(g.id).await, StoreError::NotFound);
+    assert_err!(
+        s.delete_group(g.id, no_events()).await,
+        StoreError::NotFound
+    );
 }
 
 confab_tests::on_both_stores!(

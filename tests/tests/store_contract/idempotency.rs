@@ -4,6 +4,7 @@
 use confab_domain::{Contact, Message, Timestamp};
 use confab_ports::{ClaimOutcome, ClaimRequest, Completion, KeyClaim, StoreError, StoredResponse};
 
+use crate::support::no_events;
 use crate::support::{all_messages, assert_err, at, contact, direct, new_id, new_message, S};
 
 const LEASE: i64 = 10;
@@ -69,6 +70,7 @@ async fn idempotency_a_write_keeps_its_answer_and_a_retry_replays_it(s: S) {
     let m = s
         .append_message(
             new_message(&c, &alice, "once", at(100)),
+            no_events(),
             Some(completion(&first)),
         )
         .await
@@ -107,7 +109,8 @@ async fn idempotency_a_failed_write_keeps_nothing(s: S) {
     assert_err!(
         s.append_message(
             new_message(&c, &carol, "no", at(100)),
-            Some(completion(&held)),
+            no_events(),
+            Some(completion(&held))
         )
         .await,
         StoreError::NotFound
@@ -171,7 +174,8 @@ async fn idempotency_a_dead_holder_is_taken_over_and_cannot_write_after(s: S) {
     assert_err!(
         s.append_message(
             new_message(&c, &alice, "late", at(111)),
-            Some(completion(&dead)),
+            no_events(),
+            Some(completion(&dead))
         )
         .await,
         StoreError::ClaimLost
@@ -180,6 +184,7 @@ async fn idempotency_a_dead_holder_is_taken_over_and_cannot_write_after(s: S) {
     let m = s
         .append_message(
             new_message(&c, &alice, "retried", at(112)),
+            no_events(),
             Some(completion(&retry)),
         )
         .await

@@ -4,6 +4,7 @@
 
 use confab_ports::{GroupChange, StoreError};
 
+use crate::support::no_events;
 use crate::support::{
     all_messages, assert_err, at, change, contact, group, group_conversation, rn, send, text, S,
 };
@@ -17,7 +18,7 @@ async fn a_removed_member_changes_nothing_in_the_write_itself(s: S) {
     let theirs = send(&s, &c, &owner, "theirs", at(4)).await;
     let mut reacted = change(&gone, at(5));
     reacted.add_reactions = vec![rn("like")];
-    s.update_message(theirs.id, reacted)
+    s.update_message(theirs.id, reacted, no_events())
         .await
         .expect("react while a member");
 
@@ -29,30 +30,34 @@ async fn a_removed_member_changes_nothing_in_the_write_itself(s: S) {
             ..GroupChange::default()
         },
         at(6),
+        no_events(),
     )
     .await
     .expect("remove");
 
     let mut edit = change(&gone, at(7));
     edit.text = Some(text("edited after removal"));
-    assert_err!(s.update_message(mine.id, edit).await, StoreError::NotFound);
+    assert_err!(
+        s.update_message(mine.id, edit, no_events()).await,
+        StoreError::NotFound
+    );
     let mut react = change(&gone, at(7));
     react.add_reactions = vec![rn("heart")];
     assert_err!(
-        s.update_message(theirs.id, react).await,
+        s.update_message(theirs.id, react, no_events()).await,
         StoreError::NotFound
     );
     assert_err!(
-        s.remove_reaction(theirs.id, gone.id, rn("like"), at(7))
+        s.remove_reaction(theirs.id, gone.id, rn("like"), at(7), no_events())
             .await,
         StoreError::NotFound
     );
     assert_err!(
-        s.delete_message(mine.id, gone.id).await,
+        s.delete_message(mine.id, gone.id, no_events()).await,
         StoreError::NotFound
     );
     assert_err!(
-        s.delete_conversation(c.id, gone.id).await,
+        s.delete_conversation(c.id, gone.id, no_events()).await,
         StoreError::NotFound
     );
 
@@ -75,10 +80,10 @@ async fn a_removed_member_changes_nothing_in_the_write_itself(s: S) {
         vec![theirs.id, mine.id]
     );
     // A member still may.
-    s.delete_message(theirs.id, owner.id)
+    s.delete_message(theirs.id, owner.id, no_events())
         .await
         .expect("member deletes");
-    s.delete_conversation(c.id, owner.id)
+    s.delete_conversation(c.id, owner.id, no_events())
         .await
         .expect("member deletes");
 }

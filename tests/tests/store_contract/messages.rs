@@ -9,6 +9,7 @@ use confab_domain::{
 use confab_ports::{GroupChange, MessageChange, StoreError};
 use uuid::Uuid;
 
+use crate::support::no_events;
 use crate::support::{
     all_messages, assert_err, at, at_us, attachment, change, contact, direct, group,
     group_conversation, msg_ids, new_id, new_message, page, reactions_of, rn, send, text, S,
@@ -21,7 +22,10 @@ async fn messages_append_and_get(s: S) {
     let mut new = new_message(&c, &alice, "hello\nworld", at_us(2, 123_456));
     new.attachments = vec![attachment(1), attachment(2), attachment(3)];
     let wanted: Vec<(AttachmentId, NewAttachment)> = new.attachments.clone();
-    let m = s.append_message(new.clone(), None).await.expect("append");
+    let m = s
+        .append_message(new.clone(), no_events(), None)
+        .await
+        .expect("append");
 
     assert_eq!(m.id, new.id);
     assert_eq!(m.conversation_id, c.id);
@@ -63,7 +67,10 @@ async fn messages_append_and_get(s: S) {
             file_size: None,
         },
     )];
-    let p = s.append_message(plain, None).await.expect("append");
+    let p = s
+        .append_message(plain, no_events(), None)
+        .await
+        .expect("append");
     assert_eq!(p.attachments[0].file_size, None);
     assert_eq!(
         p.attachments[0].file_type.as_str(),
@@ -82,8 +89,12 @@ async fn messages_append_and_get(s: S) {
         Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, bob.id, at(1))
             .expect("direct");
     assert_err!(
-        s.append_message(new_message(&ghost, &alice, "into the void", at(4)), None)
-            .await,
+        s.append_message(
+            new_message(&ghost, &alice, "into the void", at(4)),
+            no_events(),
+            None
+        )
+        .await,
         StoreError::NotFound
     );
     // So must the sender's membership, checked in the write: nothing is
@@ -91,7 +102,10 @@ async fn messages_append_and_get(s: S) {
     let carol = contact(&s, "carol").await;
     let intruder = new_message(&c, &carol, "let me in", at(4));
     let refused = intruder.id;
-    assert_err!(s.append_message(intruder, None).await, StoreError::NotFound);
+    assert_err!(
+        s.append_message(intruder, no_events(), None).await,
+        StoreError::NotFound
+    );
     assert_eq!(s.message_for(alice.id, refused).await.expect("get"), None);
     let v = s
         .conversation_for(bob.id, c.id)
@@ -104,7 +118,7 @@ async fn messages_append_and_get(s: S) {
     too_many.attachments = (0..11).map(attachment).collect();
     let refused = too_many.id;
     assert_err!(
-        s.append_message(too_many, None).await,
+        s.append_message(too_many, no_events(), None).await,
         StoreError::Rule(DomainError::Invalid {
             field: Field::Attachments,
             ..
@@ -114,7 +128,7 @@ async fn messages_append_and_get(s: S) {
     let mut ten = new_message(&c, &alice, "ten", at(6));
     ten.attachments = (0..10).map(attachment).collect();
     assert_eq!(
-        s.append_message(ten, None)
+        s.append_message(ten, no_events(), None)
             .await
             .expect("ten")
             .attachments
@@ -142,7 +156,9 @@ async fn messages_order_is_exact_within_a_second(s: S) {
         with_id(0x60, 0),
     ];
     for m in &order {
-        s.append_message(m.clone(), None).await.expect("append");
+        s.append_message(m.clone(), no_events(), None)
+            .await
+            .expect("append");
     }
     let id = |n: u128| MessageId::from_uuid(Uuid::from_u128(n));
     let want = vec![id(0x20), id(0x10), id(0x50), id(0x40), id(0x30), id(0x60)];
@@ -217,7 +233,9 @@ async fn messages_list_only_visible_conversations(s: S) {
         remove: vec![carol.id],
         ..Default::default()
     };
-    s.update_group(g.id, removed, at(7)).await.expect("remove");
+    s.update_group(g.id, removed, at(7), no_events())
+        .await
+        .expect("remove");
     assert_eq!(
         seen(carol.id, m4.id).await,
         None,
@@ -227,7 +245,9 @@ async fn messages_list_only_visible_conversations(s: S) {
         add: vec![nobody.id],
         ..Default::default()
     };
-    s.update_group(g.id, added, at(8)).await.expect("add");
+    s.update_group(g.id, added, at(8), no_events())
+        .await
+        .expect("add");
     assert_eq!(seen(nobody.id, m4.id).await, Some(m4.id));
 }
 
@@ -365,12 +385,16 @@ async fn messages_pages_follow_the_merged_order(s: S) {
         let id = MessageId::from_uuid(Uuid::from_u128(u128::from((n * 37) % 90 + 1)));
         let mut m = new_message(conv, &alice, "x", at_us(10, micros));
         m.id = id;
-        s.append_message(m, None).await.expect("append");
+        s.append_message(m, no_events(), None)
+            .await
+            .expect("append");
         sent.push((micros, id, conv.id));
         if n % 10 == 0 {
             let mut other = new_message(&hidden, &peers[2], "not alice's", at_us(10, micros));
             other.id = MessageId::from_uuid(Uuid::from_u128(1000 + u128::from(n)));
-            s.append_message(other, None).await.expect("append");
+            s.append_message(other, no_events(), None)
+                .await
+                .expect("append");
         }
     }
     sent.sort_by_key(|m| std::cmp::Reverse((m.0, m.1)));
@@ -431,7 +455,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
 
     // Nothing submitted, or the same text: no change, no updated_at.
     let same = s
-        .update_message(m.id, change(&alice, at(3)))
+        .update_message(m.id, change(&alice, at(3)), no_events())
         .await
         .expect("empty");
     assert_eq!(same, m);
@@ -442,6 +466,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
                 text: Some(text("first")),
                 ..change(&alice, at(3))
             },
+            no_events(),
         )
         .await
         .expect("same text");
@@ -454,6 +479,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
                 text: Some(text("second")),
                 ..change(&alice, at(4))
             },
+            no_events(),
         )
         .await
         .expect("edit");
@@ -470,6 +496,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
                 add_reactions: vec![rn("like")],
                 ..change(&bob, at(5))
             },
+            no_events(),
         )
         .await
         .expect("bob likes");
@@ -481,6 +508,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
                 add_reactions: vec![rn("heart"), rn("like"), rn("heart")],
                 ..change(&alice, at(6))
             },
+            no_events(),
         )
         .await
         .expect("alice reacts");
@@ -499,6 +527,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
                 add_reactions: vec![rn("like")],
                 ..change(&bob, at(7))
             },
+            no_events(),
         )
         .await
         .expect("bob likes again");
@@ -514,6 +543,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
                 add_reactions: vec![rn("like"), rn("heart")],
                 ..change(&bob, at(8))
             },
+            no_events(),
         )
         .await
         .expect("bob hearts");
@@ -537,6 +567,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
                 add_attachments: vec![a1.clone(), a2.clone()],
                 ..change(&alice, at(9))
             },
+            no_events(),
         )
         .await
         .expect("attach");
@@ -549,6 +580,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
                 text: Some(text("third")),
                 ..change(&alice, at(10))
             },
+            no_events(),
         )
         .await
         .expect("attach and edit");
@@ -571,8 +603,12 @@ async fn messages_update_text_reactions_attachments(s: S) {
     assert_eq!(listed.items, vec![r]);
 
     assert_err!(
-        s.update_message(MessageId::from_uuid(new_id()), change(&alice, at(11)))
-            .await,
+        s.update_message(
+            MessageId::from_uuid(new_id()),
+            change(&alice, at(11)),
+            no_events()
+        )
+        .await,
         StoreError::NotFound
     );
 }
@@ -590,6 +626,7 @@ async fn messages_reaction_name_limit(s: S) {
                 add_reactions: names,
                 ..change(&alice, at(3))
             },
+            no_events(),
         )
         .await
         .expect("31 names");
@@ -601,6 +638,7 @@ async fn messages_reaction_name_limit(s: S) {
                 add_reactions: vec![rn("r31")],
                 ..change(&bob, at(4))
             },
+            no_events(),
         )
         .await
         .expect("the 32nd name");
@@ -615,6 +653,7 @@ async fn messages_reaction_name_limit(s: S) {
                 text: Some(text("changed")),
                 ..change(&bob, at(5))
             },
+            no_events()
         )
         .await,
         StoreError::Rule(DomainError::Invalid {
@@ -637,6 +676,7 @@ async fn messages_reaction_name_limit(s: S) {
                 add_reactions: vec![rn("r0"), rn("r5")],
                 ..change(&bob, at(6))
             },
+            no_events(),
         )
         .await
         .expect("join existing names");
@@ -653,7 +693,10 @@ async fn messages_attachment_limit(s: S) {
     let c = direct(&s, &alice, &bob, at(1)).await;
     let mut new = new_message(&c, &alice, "files", at(2));
     new.attachments = (0..9).map(attachment).collect();
-    let m = s.append_message(new, None).await.expect("9 attachments");
+    let m = s
+        .append_message(new, no_events(), None)
+        .await
+        .expect("9 attachments");
 
     let tenth = attachment(9);
     let r = s
@@ -663,6 +706,7 @@ async fn messages_attachment_limit(s: S) {
                 add_attachments: vec![tenth.clone()],
                 ..change(&alice, at(3))
             },
+            no_events(),
         )
         .await
         .expect("the 10th");
@@ -676,6 +720,7 @@ async fn messages_attachment_limit(s: S) {
                 add_attachments: vec![attachment(10)],
                 ..change(&alice, at(4))
             },
+            no_events()
         )
         .await,
         StoreError::Rule(DomainError::Invalid {
@@ -697,6 +742,7 @@ async fn messages_remove_reaction(s: S) {
             add_reactions: vec![rn("like"), rn("wave")],
             ..change(&bob, at(3))
         },
+        no_events(),
     )
     .await
     .expect("bob");
@@ -706,12 +752,13 @@ async fn messages_remove_reaction(s: S) {
             add_reactions: vec![rn("like")],
             ..change(&alice, at(4))
         },
+        no_events(),
     )
     .await
     .expect("alice");
 
     let r = s
-        .remove_reaction(m.id, bob.id, rn("like"), at(5))
+        .remove_reaction(m.id, bob.id, rn("like"), at(5), no_events())
         .await
         .expect("remove");
     // Names follow their first remaining reaction: bob's "wave" now comes
@@ -726,26 +773,32 @@ async fn messages_remove_reaction(s: S) {
     assert_eq!(r.updated_at, Some(at(5)));
     // Not having it is not an error, and changes nothing.
     let r = s
-        .remove_reaction(m.id, bob.id, rn("like"), at(6))
+        .remove_reaction(m.id, bob.id, rn("like"), at(6), no_events())
         .await
         .expect("remove again");
     assert_eq!(r.updated_at, Some(at(5)));
     let r = s
-        .remove_reaction(m.id, alice.id, rn("nope"), at(6))
+        .remove_reaction(m.id, alice.id, rn("nope"), at(6), no_events())
         .await
         .expect("never had it");
     assert_eq!(r.updated_at, Some(at(5)));
     // The last reactor of a name takes the name with them.
     let r = s
-        .remove_reaction(m.id, alice.id, rn("like"), at(7))
+        .remove_reaction(m.id, alice.id, rn("like"), at(7), no_events())
         .await
         .expect("remove");
     assert_eq!(reactions_of(&r), vec![("wave".into(), vec!["bob".into()])]);
     assert_eq!(r.updated_at, Some(at(7)));
 
     assert_err!(
-        s.remove_reaction(MessageId::from_uuid(new_id()), bob.id, rn("like"), at(8))
-            .await,
+        s.remove_reaction(
+            MessageId::from_uuid(new_id()),
+            bob.id,
+            rn("like"),
+            at(8),
+            no_events()
+        )
+        .await,
         StoreError::NotFound
     );
 }
@@ -756,7 +809,10 @@ async fn messages_delete_clears_pin(s: S) {
     let c = direct(&s, &alice, &bob, at(1)).await;
     let mut new = new_message(&c, &alice, "pinned", at(2));
     new.attachments = vec![attachment(1)];
-    let m = s.append_message(new, None).await.expect("append");
+    let m = s
+        .append_message(new, no_events(), None)
+        .await
+        .expect("append");
     let other = send(&s, &c, &bob, "other", at(3)).await;
     s.update_message(
         m.id,
@@ -764,6 +820,7 @@ async fn messages_delete_clears_pin(s: S) {
             add_reactions: vec![rn("like")],
             ..change(&bob, at(4))
         },
+        no_events(),
     )
     .await
     .expect("react");
@@ -772,11 +829,14 @@ async fn messages_delete_clears_pin(s: S) {
         c.id,
         Some(PinnedMessageChange::Pin(m.id)),
         MemberStatePatch::default(),
+        no_events(),
     )
     .await
     .expect("pin");
 
-    s.delete_message(m.id, alice.id).await.expect("delete");
+    s.delete_message(m.id, alice.id, no_events())
+        .await
+        .expect("delete");
     assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
     assert_eq!(all_messages(&s, &bob, Some(c.id)).await, vec![other.id]);
     let v = s
@@ -785,9 +845,12 @@ async fn messages_delete_clears_pin(s: S) {
         .expect("get")
         .expect("some");
     assert_eq!(v.conversation.pinned_message_id, None);
-    assert_err!(s.delete_message(m.id, alice.id).await, StoreError::NotFound);
     assert_err!(
-        s.delete_message(MessageId::from_uuid(new_id()), alice.id)
+        s.delete_message(m.id, alice.id, no_events()).await,
+        StoreError::NotFound
+    );
+    assert_err!(
+        s.delete_message(MessageId::from_uuid(new_id()), alice.id, no_events())
             .await,
         StoreError::NotFound
     );
@@ -804,10 +867,13 @@ async fn messages_delete_clears_pin(s: S) {
         c.id,
         Some(PinnedMessageChange::Pin(third.id)),
         MemberStatePatch::default(),
+        no_events(),
     )
     .await
     .expect("pin");
-    s.delete_message(other.id, alice.id).await.expect("delete");
+    s.delete_message(other.id, alice.id, no_events())
+        .await
+        .expect("delete");
     let v = s
         .conversation_for(bob.id, c.id)
         .await

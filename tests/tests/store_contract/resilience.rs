@@ -12,6 +12,7 @@ use confab_tests::db::{postgres_admin_url, Backend};
 use diesel::connection::SimpleConnection as _;
 use diesel::{Connection as _, PgConnection};
 
+use crate::support::no_events;
 use crate::support::{assert_err, at, at_us, contact, direct, msg_ids, new_message, open, page, S};
 
 /// A database that cannot be reached fails fast instead of hanging requests.
@@ -137,9 +138,13 @@ async fn sqlite_writers_of_two_stores_on_one_file_all_succeed() {
             let (s, c, sender) = (store.clone(), c.clone(), sender.clone());
             tasks.push(tokio::spawn(async move {
                 for i in 0..10 {
-                    s.append_message(new_message(&c, &sender, "x", at_us(2, w * 100 + i)), None)
-                        .await
-                        .unwrap_or_else(|e| panic!("writer {w}: {e}"));
+                    s.append_message(
+                        new_message(&c, &sender, "x", at_us(2, w * 100 + i)),
+                        no_events(),
+                        None,
+                    )
+                    .await
+                    .unwrap_or_else(|e| panic!("writer {w}: {e}"));
                 }
             }));
         }

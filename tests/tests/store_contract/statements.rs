@@ -7,6 +7,7 @@ use confab_store_postgres::PgStore;
 use confab_store_sqlite::SqliteStore;
 use confab_tests::db::{Backend, TestDb};
 
+use crate::support::no_events;
 use crate::support::{
     at, attachment, change, contact, group, group_conversation, new_message, page, reactions_of,
     rn, send, S,
@@ -83,11 +84,14 @@ async fn page_of_messages_costs_a_fixed_number_of_statements(
         let sender = people[(i % 3) as usize];
         let mut m = new_message(&conv, sender, "more", at(3 + i));
         m.attachments = vec![attachment(2 * i), attachment(2 * i + 1)];
-        let m = s.append_message(m, None).await.expect("append");
+        let m = s
+            .append_message(m, no_events(), None)
+            .await
+            .expect("append");
         for who in people {
             let mut c = change(who, at(3 + i));
             c.add_reactions = vec![rn("like"), rn("heart")];
-            s.update_message(m.id, c).await.expect("react");
+            s.update_message(m.id, c, no_events()).await.expect("react");
         }
     }
 
@@ -448,7 +452,11 @@ mod per_endpoint {
     }
 
     pub(super) fn service<St: confab_ports::Store + 'static>(store: St) -> Confab {
-        Confab::new(Ports::from_store(store))
+        Confab::new(Ports::from_store(
+            store,
+            std::sync::Arc::new(confab_server::payloads::WirePayloads),
+            std::sync::Arc::new(confab_service::NoSignal),
+        ))
     }
 }
 

@@ -10,7 +10,8 @@ use confab_domain::{
     Message, MessageId, MessageText, NewAttachment, Page, PageLimit, Paged, PhoneNumber,
     ReactionName, Timestamp, Username,
 };
-use confab_ports::{ConversationFilter, MessageChange, NewGroup, NewMessage, Store};
+use confab_ports::{ConversationFilter, MessageChange, NewGroup, NewMessage, Outbox, Store};
+use confab_server::payloads::WirePayloads;
 use confab_store_postgres::PgStore;
 use confab_store_sqlite::SqliteStore;
 use confab_tests::db::{Backend, TestDb};
@@ -58,6 +59,11 @@ macro_rules! assert_err {
 }
 pub(crate) use assert_err;
 
+/// An outbox without events, for writes whose events a test does not look at.
+pub(crate) fn no_events() -> Outbox {
+    Outbox::new(Vec::new(), Arc::new(WirePayloads))
+}
+
 pub(crate) const T0: i64 = 1_700_000_000;
 
 /// `secs` seconds after the suite's epoch.
@@ -86,14 +92,17 @@ pub(crate) fn no_filter() -> ConversationFilter {
 }
 
 pub(crate) async fn contact(s: &S, username: &str) -> Contact {
-    s.create_contact(Contact {
-        id: ContactId::from_uuid(new_id()),
-        username: Username::new(username.into()).expect("username"),
-        phone_number: PhoneNumber::new("+15550100".into()).expect("phone"),
-        avatar_url: AvatarUrl::none(),
-        last_active_at: at(0),
-        created_at: at(0),
-    })
+    s.create_contact(
+        Contact {
+            id: ContactId::from_uuid(new_id()),
+            username: Username::new(username.into()).expect("username"),
+            phone_number: PhoneNumber::new("+15550100".into()).expect("phone"),
+            avatar_url: AvatarUrl::none(),
+            last_active_at: at(0),
+            created_at: at(0),
+        },
+        no_events(),
+    )
     .await
     .expect("create contact")
 }
@@ -111,7 +120,7 @@ pub(crate) async fn direct(
         created,
     )
     .expect("direct");
-    s.create_conversation(c.clone(), None)
+    s.create_conversation(c.clone(), no_events(), None)
         .await
         .expect("create direct");
     c
@@ -129,7 +138,7 @@ pub(crate) async fn group_conversation(
         group,
         created,
     );
-    s.create_conversation(c.clone(), None)
+    s.create_conversation(c.clone(), no_events(), None)
         .await
         .expect("create group conversation");
     c
@@ -152,6 +161,7 @@ pub(crate) async fn group(
             created_at: created,
         },
         created,
+        no_events(),
         None,
     )
     .await
@@ -185,7 +195,7 @@ pub(crate) async fn send(
     body: &str,
     created: Timestamp,
 ) -> Message {
-    s.append_message(new_message(conv, sender, body, created), None)
+    s.append_message(new_message(conv, sender, body, created), no_events(), None)
         .await
         .expect("append message")
 }

@@ -4,6 +4,7 @@
 use confab_domain::{Contact, Conversation};
 use confab_ports::GroupChange;
 
+use crate::support::no_events;
 use crate::support::{
     at, contact, direct, group, group_conversation, list_convs, no_filter, send, S,
 };
@@ -36,7 +37,7 @@ async fn unread_counts_follow_sends_opens_and_deletes(s: S) {
     );
 
     let opened = s
-        .open_conversation(bob.id, c.id, at(5))
+        .open_conversation(bob.id, c.id, at(5), no_events())
         .await
         .expect("open");
     assert_eq!(opened.state.unread_count, 0);
@@ -46,9 +47,13 @@ async fn unread_counts_follow_sends_opens_and_deletes(s: S) {
 
     // Deleting a message bob had read changes nothing for him; one he had
     // not read is taken back.
-    s.delete_message(first.id, alice.id).await.expect("delete");
+    s.delete_message(first.id, alice.id, no_events())
+        .await
+        .expect("delete");
     assert_eq!(unread(&s, &bob, &c).await, 1);
-    s.delete_message(late.id, alice.id).await.expect("delete");
+    s.delete_message(late.id, alice.id, no_events())
+        .await
+        .expect("delete");
     assert_eq!(unread(&s, &bob, &c).await, 0);
 
     // Lists show it too.
@@ -82,10 +87,12 @@ async fn unread_counts_of_group_members_who_join_late(s: S) {
         add: vec![who.id],
         ..GroupChange::default()
     };
-    s.update_group(g.id, add(&late), at(5)).await.expect("add");
+    s.update_group(g.id, add(&late), at(5), no_events())
+        .await
+        .expect("add");
     // Joining: everything already there from others is unread.
     assert_eq!(unread(&s, &late, &c).await, 2);
-    s.open_conversation(late.id, c.id, at(6))
+    s.open_conversation(late.id, c.id, at(6), no_events())
         .await
         .expect("open");
     send(&s, &c, &owner, "3", at(7)).await;
@@ -99,12 +106,13 @@ async fn unread_counts_of_group_members_who_join_late(s: S) {
             ..GroupChange::default()
         },
         at(8),
+        no_events(),
     )
     .await
     .expect("remove");
     send(&s, &c, &owner, "4 (while away)", at(9)).await;
     send(&s, &c, &member, "5 (while away)", at(10)).await;
-    s.update_group(g.id, add(&late), at(11))
+    s.update_group(g.id, add(&late), at(11), no_events())
         .await
         .expect("add again");
     assert_eq!(unread(&s, &late, &c).await, 3);

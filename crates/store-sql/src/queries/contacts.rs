@@ -5,21 +5,36 @@
 macro_rules! expand {
     () => {
         use confab_domain::{Contact, ContactId, ContactProfilePatch, Timestamp};
-        use confab_ports::StoreError;
+        use confab_ports::{Outbox, StoreError};
         use diesel::prelude::*;
         use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
+        use super::outbox::{self, Written};
         use super::{Conn, Result};
         use crate::queries::not_found;
         use crate::rows::{ContactChangeset, ContactRow, DbKey};
         use crate::schema::contacts;
 
-        pub(crate) fn create_contact(conn: &mut Conn, contact: Contact) -> Result<Contact> {
+        pub(crate) fn create_contact(
+            conn: &mut Conn,
+            contact: Contact,
+            outbox: &Outbox,
+        ) -> Result<Contact> {
             let inserted = diesel::insert_into(contacts::table)
                 .values(&ContactRow::from(&contact))
                 .execute(conn);
             match inserted {
-                Ok(_) => Ok(contact),
+                Ok(_) => {
+                    outbox::write(
+                        conn,
+                        outbox,
+                        &Written {
+                            contact: Some(&contact),
+                            ..Written::default()
+                        },
+                    )?;
+                    Ok(contact)
+                }
                 Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info))
                     if info.message().contains("username_folded") =>
                 {
@@ -60,8 +75,10 @@ macro_rules! expand {
             conn: &mut Conn,
             id: ContactId,
             patch: ContactProfilePatch,
+            outbox: &Outbox,
         ) -> Result<Contact> {
-            if !patch.is_empty() {
+            let changes_something = !patch.is_empty();
+            if changes_something {
                 let changes = ContactChangeset {
                     phone_number: patch.phone_number.map(|p| p.into_inner()),
                     avatar_url: patch.avatar_url.map(|a| a.into_inner()),
@@ -73,7 +90,18 @@ macro_rules! expand {
                     return Err(not_found());
                 }
             }
-            contact(conn, id)?.ok_or_else(not_found)
+            let updated = contact(conn, id)?.ok_or_else(not_found)?;
+            if changes_something {
+                outbox::write(
+                    conn,
+                    outbox,
+                    &Written {
+                        contact: Some(&updated),
+                        ..Written::default()
+                    },
+                )?;
+            }
+            Ok(updated)
         }
 
         pub(crate) fn touch_contact(conn: &mut Conn, id: ContactId, at: Timestamp) -> Result<()> {

@@ -9,20 +9,24 @@ macro_rules! expand {
             ContactId, Conversation, ConversationId, ConversationView, DomainError, Field,
             MemberState, MemberStatePatch, Page, Paged, PinnedMessageChange, Rule, Timestamp,
         };
-        use confab_ports::{Completion, ConversationFilter};
+        use confab_ports::{Completion, ConversationFilter, Outbox};
         use diesel::dsl::exists;
         use diesel::prelude::*;
 
         use super::idempotency::complete;
         use super::membership::{contact_exists, is_member};
+        use super::messages::load_messages;
+        use super::outbox::{self, expand_marked_read, write_events, Written};
         use super::{Backend, Conn, Db, Result};
         use crate::id::DbId;
         use crate::id::IdSql;
         use crate::queries::membership::{conversation_list, visible_to};
         use crate::queries::paging::{fetch_size, finish_page, keyset, seek};
         use crate::queries::{distinct_except, not_found};
-        use crate::rows::{ConversationRow, DbKey, StateChangeset, StateRow};
-        use crate::schema::{conversation_states, conversations, group_members, groups, messages};
+        use crate::rows::{message_id, ConversationRow, DbKey, StateChangeset, StateRow};
+        use crate::schema::{
+            contacts, conversation_states, conversations, group_members, groups, messages,
+        };
         use crate::SqlBackend as _;
 
         fn to_view(
@@ -40,6 +44,7 @@ macro_rules! expand {
         pub(crate) fn create_conversation(
             conn: &mut Conn,
             conversation: Conversation,
+            outbox: &Outbox,
             completion: Option<Completion<()>>,
         ) -> Result<()> {
             let row = ConversationRow::from(&conversation);
@@ -80,8 +85,67 @@ macro_rules! expand {
                     ))
                     .execute(conn)?;
             }
+            // Every member's view is the new conversation with a fresh state;
+            // only a direct one's differ (each sees the other as contact_id).
+            let view_of = |viewer: ContactId| ConversationView {
+                conversation: conversation.clone(),
+                viewer,
+                state: MemberState::default(),
+            };
+            let actor = view_of(conversation.creator_id);
+            let each: Option<Vec<ConversationView>> = conversation
+                .direct_members()
+                .map(|members| members.into_iter().map(view_of).collect());
+            outbox::write(
+                conn,
+                outbox,
+                &Written {
+                    view: Some(&actor),
+                    member_views: each.as_deref(),
+                    ..Written::default()
+                },
+            )?;
             complete(conn, completion, &())?;
             Ok(())
+        }
+
+        /// Every current member's own view of `conversation`, in one
+        /// statement (a member without a state row has the default one).
+        fn member_views(
+            conn: &mut Conn,
+            conversation: &Conversation,
+        ) -> Result<Vec<ConversationView>> {
+            let c = conversation.id.db();
+            let mut q = contacts::table
+                .left_join(
+                    conversation_states::table.on(conversation_states::contact_id
+                        .eq(contacts::id)
+                        .and(conversation_states::conversation_id.eq(c))),
+                )
+                .select((contacts::id, Option::<StateRow>::as_select()))
+                .into_boxed::<Db>();
+            q = match (conversation.direct_members(), conversation.group_id()) {
+                (Some(members), _) => {
+                    q.filter(contacts::id.eq_any(members.iter().map(DbKey::db).collect::<Vec<_>>()))
+                }
+                (None, Some(group)) => q.filter(
+                    contacts::id.eq_any(
+                        group_members::table
+                            .filter(group_members::group_id.eq(group.db()))
+                            .select(group_members::contact_id),
+                    ),
+                ),
+                (None, None) => return Ok(Vec::new()),
+            };
+            let rows: Vec<(DbId, Option<StateRow>)> = q.load(conn)?;
+            Ok(rows
+                .into_iter()
+                .map(|(member, state)| ConversationView {
+                    conversation: conversation.clone(),
+                    viewer: crate::rows::contact_id(member),
+                    state: state.map(MemberState::from).unwrap_or_default(),
+                })
+                .collect())
         }
 
         pub(crate) fn conversation_for(
@@ -142,6 +206,7 @@ macro_rules! expand {
             viewer: ContactId,
             id: ConversationId,
             at: Timestamp,
+            outbox: &Outbox,
         ) -> Result<ConversationView> {
             let (v, c) = (viewer.db(), id.db());
             if !is_member(conn, v, c)? {
@@ -163,15 +228,38 @@ macro_rules! expand {
                     conversation_states::unread_count.eq(0),
                 ))
                 .execute(conn)?;
-            diesel::update(
+            let marked: Vec<DbId> = diesel::update(
                 messages::table
                     .filter(messages::conversation_id.eq(c))
                     .filter(messages::sender_id.ne(v))
                     .filter(messages::read_at.is_null()),
             )
             .set(messages::read_at.eq(Some(at.micros())))
-            .execute(conn)?;
-            conversation_for(conn, viewer, id)?.ok_or_else(not_found)
+            .returning(messages::id)
+            .get_results(conn)?;
+            let view = conversation_for(conn, viewer, id)?.ok_or_else(not_found)?;
+            // A `message.updated` for each message marked read, with its
+            // `read_at`: loaded only when there is one.
+            let mut read = if marked.is_empty() {
+                Vec::new()
+            } else {
+                load_messages(conn, &marked)?
+            };
+            read.sort_by_key(|m| (m.created_at, m.id));
+            let read_ids: Vec<_> = read.iter().map(|m| m.id).collect();
+            debug_assert!(marked.iter().all(|m| read_ids.contains(&message_id(*m))));
+            let events = expand_marked_read(outbox.events.clone(), &read_ids);
+            write_events(
+                conn,
+                &events,
+                &*outbox.render,
+                &Written {
+                    messages: &read,
+                    view: Some(&view),
+                    ..Written::default()
+                },
+            )?;
+            Ok(view)
         }
 
         pub(crate) fn update_conversation(
@@ -180,6 +268,7 @@ macro_rules! expand {
             id: ConversationId,
             pinned: Option<PinnedMessageChange>,
             patch: MemberStatePatch,
+            outbox: &Outbox,
         ) -> Result<ConversationView> {
             let (v, c) = (viewer.db(), id.db());
             if !is_member(conn, v, c)? {
@@ -223,14 +312,34 @@ macro_rules! expand {
                     .set(&changes)
                     .execute(conn)?;
             }
-            conversation_for(conn, viewer, id)?.ok_or_else(not_found)
+            let view = conversation_for(conn, viewer, id)?.ok_or_else(not_found)?;
+            // The shared pinned message changed: each member hears of it
+            // with their own view.
+            let each = match pinned {
+                Some(_) => Some(member_views(conn, &view.conversation)?),
+                None => None,
+            };
+            outbox::write(
+                conn,
+                outbox,
+                &Written {
+                    view: Some(&view),
+                    member_views: each.as_deref(),
+                    ..Written::default()
+                },
+            )?;
+            Ok(view)
         }
 
         pub(crate) fn delete_conversation(
             conn: &mut Conn,
             id: ConversationId,
             by: ContactId,
+            outbox: &Outbox,
         ) -> Result<()> {
+            // To the members it has before it goes; all rolled back below
+            // when the deleter may not delete it.
+            outbox::write(conn, outbox, &Written::default())?;
             // Messages, their reactions and attachments, and the members' states go
             // with it (ON DELETE CASCADE). The deleter must still be a member.
             let by = by.db();

@@ -6,16 +6,18 @@ macro_rules! expand {
     () => {
         use std::collections::HashMap;
 
+        use confab_domain::Audience;
         use confab_domain::{
             AvatarUrl, Contact, ContactId, DomainError, Field, Group, GroupDescription, GroupId,
             GroupMember, GroupName, GroupRole, MemberState, Page, Paged, Rule, Timestamp,
         };
-        use confab_ports::{Completion, GroupChange, NewGroup};
+        use confab_ports::{Completion, GroupChange, NewGroup, Outbox};
         use diesel::dsl::max;
         use diesel::prelude::*;
 
         use super::idempotency::complete;
         use super::membership::count_known_contacts;
+        use super::outbox::{self, write_events, Written};
         use super::{Backend, Conn, Db, Result};
         use crate::error::{corrupt, inconsistent};
         use crate::id::DbId;
@@ -98,6 +100,7 @@ macro_rules! expand {
             conn: &mut Conn,
             group: NewGroup,
             at: Timestamp,
+            outbox: &Outbox,
             completion: Option<Completion<Group>>,
         ) -> Result<Group> {
             let creator = group.created_by;
@@ -139,6 +142,14 @@ macro_rules! expand {
                 .values(&rows)
                 .execute(conn)?;
             let created = load_group(conn, g)?.ok_or_else(not_found)?;
+            outbox::write(
+                conn,
+                outbox,
+                &Written {
+                    group: Some(&created),
+                    ..Written::default()
+                },
+            )?;
             complete(conn, completion, &created)?;
             Ok(created)
         }
@@ -186,14 +197,17 @@ macro_rules! expand {
             id: GroupId,
             change: GroupChange,
             at: Timestamp,
+            outbox: &Outbox,
         ) -> Result<Group> {
             let g = id.db();
             // The row lock serializes membership changes (and their join order).
             if !Backend::lock_group(conn, g)? {
                 return Err(not_found());
             }
-            if change.name.is_some() || change.description.is_some() || change.avatar_url.is_some()
-            {
+            let mut changed = change.name.is_some()
+                || change.description.is_some()
+                || change.avatar_url.is_some();
+            if changed {
                 diesel::update(groups::table.find(g))
                     .set(&GroupChangeset {
                         name: change.name.map(GroupName::into_inner),
@@ -237,19 +251,48 @@ macro_rules! expand {
                         .execute(conn)?;
                     let joined: Vec<DbId> = rows.iter().map(|r| r.contact_id).collect();
                     give_states(conn, g, &joined)?;
+                    changed = true;
                 }
             }
 
             let removes: Vec<DbId> = change.remove.iter().map(DbKey::db).collect();
+            let mut removed: Vec<DbId> = Vec::new();
             if !removes.is_empty() {
-                diesel::delete(
+                removed = diesel::delete(
                     group_members::table
                         .filter(group_members::group_id.eq(g))
                         .filter(group_members::contact_id.eq_any(&removes)),
                 )
-                .execute(conn)?;
+                .returning(group_members::contact_id)
+                .get_results(conn)?;
+                changed |= !removed.is_empty();
             }
-            load_group(conn, g)?.ok_or_else(not_found)
+            let group = load_group(conn, g)?.ok_or_else(not_found)?;
+            if changed {
+                // Of those asked to be removed, only who really was a member
+                // hears of it: never a stranger.
+                let events: Vec<_> = outbox
+                    .events
+                    .iter()
+                    .cloned()
+                    .map(|mut e| {
+                        if let Audience::GroupMembers { also, .. } = &mut e.audience {
+                            also.retain(|c| removed.contains(&c.db()));
+                        }
+                        e
+                    })
+                    .collect();
+                write_events(
+                    conn,
+                    &events,
+                    &*outbox.render,
+                    &Written {
+                        group: Some(&group),
+                        ..Written::default()
+                    },
+                )?;
+            }
+            Ok(group)
         }
 
         /// Members who joined get a state row in each of the group's
@@ -299,7 +342,10 @@ macro_rules! expand {
             Ok(())
         }
 
-        pub(crate) fn delete_group(conn: &mut Conn, id: GroupId) -> Result<()> {
+        pub(crate) fn delete_group(conn: &mut Conn, id: GroupId, outbox: &Outbox) -> Result<()> {
+            // To the members it has before it goes (rolled back with it when
+            // there is no such group).
+            outbox::write(conn, outbox, &Written::default())?;
             // Its conversations (and their messages) and memberships cascade.
             let n = diesel::delete(groups::table.find(id.db())).execute(conn)?;
             if n == 0 {

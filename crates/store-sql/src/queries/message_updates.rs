@@ -10,10 +10,11 @@ macro_rules! expand {
             check_attachment_count, check_reaction_name_count, AttachmentId, ContactId, FileSize,
             Message, MessageId, MessageText, NewAttachment, ReactionName, Timestamp,
         };
-        use confab_ports::MessageChange;
+        use confab_ports::{MessageChange, Outbox};
         use diesel::prelude::*;
 
         use super::messages::load_message;
+        use super::outbox::{self, Written};
         use super::{Backend, Conn, Result};
         use crate::id::DbId;
         use crate::queries::not_found;
@@ -55,6 +56,7 @@ macro_rules! expand {
             conn: &mut Conn,
             id: MessageId,
             change: MessageChange,
+            outbox: &Outbox,
         ) -> Result<Message> {
             let m = id.db();
             // The row lock serializes changes to one message, so that the limits on
@@ -130,7 +132,24 @@ macro_rules! expand {
                     })
                     .execute(conn)?;
             }
-            load_message(conn, m)?.ok_or_else(not_found)
+            let message = load_message(conn, m)?.ok_or_else(not_found)?;
+            // Nothing changed (e.g. a racing request added the same
+            // reaction first): no event.
+            if changed {
+                write_message_events(conn, outbox, &message)?;
+            }
+            Ok(message)
+        }
+
+        fn write_message_events(conn: &mut Conn, outbox: &Outbox, message: &Message) -> Result<()> {
+            outbox::write(
+                conn,
+                outbox,
+                &Written {
+                    messages: std::slice::from_ref(message),
+                    ..Written::default()
+                },
+            )
         }
 
         pub(crate) fn remove_reaction(
@@ -139,6 +158,7 @@ macro_rules! expand {
             reactor: ContactId,
             name: ReactionName,
             at: Timestamp,
+            outbox: &Outbox,
         ) -> Result<Message> {
             let m = id.db();
             Backend::lock_message(conn, m, reactor.db())?.ok_or_else(not_found)?;
@@ -154,7 +174,11 @@ macro_rules! expand {
                     .set(messages::updated_at.eq(Some(at.micros())))
                     .execute(conn)?;
             }
-            load_message(conn, m)?.ok_or_else(not_found)
+            let message = load_message(conn, m)?.ok_or_else(not_found)?;
+            if removed > 0 {
+                write_message_events(conn, outbox, &message)?;
+            }
+            Ok(message)
         }
     };
 }

@@ -11,13 +11,14 @@ macro_rules! expand {
             check_attachment_count, Contact, ContactId, ConversationId, Cursor, Message, MessageId,
             MessageText, Page, Paged, Reaction, ReactionName, Reactor, Username,
         };
-        use confab_ports::{Completion, NewMessage, StoreError};
+        use confab_ports::{Completion, NewMessage, Outbox, StoreError};
         use diesel::dsl::{case_when, exists};
         use diesel::prelude::*;
         use diesel::sql_types::{BigInt, Bool, Nullable, Text};
 
         use super::idempotency::complete;
         use super::message_updates::insert_attachments;
+        use super::outbox::{self, Written};
         use super::{Backend, Conn, Db, Result};
         use crate::error::{corrupt, Error};
         use crate::id::DbId;
@@ -164,9 +165,25 @@ macro_rules! expand {
             Ok(hydrate(conn, rows)?.pop())
         }
 
+        /// The messages with these ids, with their senders and relations,
+        /// in no particular order.
+        pub(super) fn load_messages(conn: &mut Conn, ids: &[DbId]) -> Result<Vec<Message>> {
+            let mut out = Vec::with_capacity(ids.len());
+            // In slices: SQLite binds each id of an `IN` list.
+            for chunk in ids.chunks(5000) {
+                let rows: Vec<(MessageRow, ContactRow)> = with_senders!()
+                    .filter(messages::id.eq_any(chunk))
+                    .select((MessageRow::as_select(), ContactRow::as_select()))
+                    .load(conn)?;
+                out.extend(hydrate(conn, rows)?);
+            }
+            Ok(out)
+        }
+
         pub(crate) fn append_message(
             conn: &mut Conn,
             message: NewMessage,
+            outbox: &Outbox,
             completion: Option<Completion<Message>>,
         ) -> Result<Message> {
             check_attachment_count(message.attachments.len())?;
@@ -244,6 +261,14 @@ macro_rules! expand {
                 created_at: message.created_at,
                 updated_at: None,
             };
+            outbox::write(
+                conn,
+                outbox,
+                &Written {
+                    messages: std::slice::from_ref(&written),
+                    ..Written::default()
+                },
+            )?;
             complete(conn, completion, &written)?;
             Ok(written)
         }
@@ -535,10 +560,17 @@ macro_rules! expand {
             Ok(())
         }
 
-        pub(crate) fn delete_message(conn: &mut Conn, id: MessageId, by: ContactId) -> Result<()> {
+        pub(crate) fn delete_message(
+            conn: &mut Conn,
+            id: MessageId,
+            by: ContactId,
+            outbox: &Outbox,
+        ) -> Result<()> {
             // Locked, with the deleter's membership checked in the same
             // statement; its sender and time say whose unread count it was in.
             let m = Backend::lock_message(conn, id.db(), by.db())?.ok_or_else(not_found)?;
+            // To the members it had: before it goes.
+            outbox::write(conn, outbox, &Written::default())?;
             // Reactions and attachments cascade; a conversation that pinned it gets
             // NULL (ON DELETE SET NULL).
             diesel::delete(messages::table.find(m.id)).execute(conn)?;

@@ -21,6 +21,7 @@ pub(crate) mod idempotency;
 pub(crate) mod membership;
 pub(crate) mod message_updates;
 pub(crate) mod messages;
+pub(crate) mod outbox;
 pub(crate) mod paging;
 pub(crate) mod tokens;
 
@@ -61,6 +62,9 @@ macro_rules! instantiate {
         }
         mod idempotency {
             $crate::queries::idempotency::expand!();
+        }
+        mod outbox {
+            $crate::queries::outbox::expand!();
         }
         mod contacts {
             $crate::queries::contacts::expand!();

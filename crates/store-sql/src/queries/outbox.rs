@@ -1,0 +1,436 @@
+//! The events outbox (API.md section 11): every write hands its events here,
+//! inside its own transaction, so that a committed change has its events and
+//! a rolled-back one has none.
+//!
+//! A write's events cost two statements whatever their number: one `INSERT
+//! INTO events ... RETURNING` (the positions: PostgreSQL's from the
+//! transaction id, SQLite's `AUTOINCREMENT`), and one `INSERT INTO
+//! event_recipients ... SELECT` that resolves every audience in the
+//! database (a `UNION ALL` arm per audience), with the per-recipient
+//! payloads (each member's own view of a conversation) as a `VALUES` arm.
+//! Both are raw SQL: their shape depends on the audiences, and a statement
+//! per audience or per recipient is what this avoids.
+//!
+//! A deletion's recipients are resolved before the delete: its writer calls
+//! [`write`] first.
+
+/// Expands the functions of this file in a backend's `queries` module (see
+/// [`super::instantiate`]).
+macro_rules! expand {
+    () => {
+        use std::collections::HashMap;
+
+        use confab_domain::{
+            Audience, Contact, ConversationView, Event, EventId, EventType, Group, Message,
+            MessageId, Subject,
+        };
+        use confab_ports::{Outbox, PayloadRenderer};
+        use diesel::prelude::*;
+        use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
+        use diesel::sql_types::{BigInt, Text};
+        use uuid::Uuid;
+
+        use super::{Backend, Conn, Db, Result};
+        use crate::error::inconsistent;
+        use crate::id::{DbId, IdSql};
+        use crate::rows::DbKey;
+        use crate::SqlBackend as _;
+
+        /// Event rows per `INSERT INTO events` (five binds each): under
+        /// every database's limit on binds.
+        const EVENTS_PER_INSERT: usize = 1000;
+        /// Binds per `INSERT INTO event_recipients` before another starts
+        /// (SQLite allows 32766).
+        const MAX_BINDS: usize = 30_000;
+
+        /// What a write produced: its events' payloads are rendered from it.
+        #[derive(Default)]
+        pub(super) struct Written<'a> {
+            /// The messages written (a message's attachments are found in it).
+            pub(super) messages: &'a [Message],
+            pub(super) group: Option<&'a Group>,
+            pub(super) contact: Option<&'a Contact>,
+            /// The conversation as the actor sees it.
+            pub(super) view: Option<&'a ConversationView>,
+            /// Every member's own view of the conversation, when those differ:
+            /// a conversation event then goes to exactly these members, each
+            /// with their own payload.
+            pub(super) member_views: Option<&'a [ConversationView]>,
+        }
+
+        /// An event's payload.
+        enum Payload {
+            /// The same for every recipient of the event's audience.
+            Shared(String),
+            /// One per recipient; `actor` is the actor's (the event's own).
+            Each {
+                actor: String,
+                each: Vec<(DbId, String)>,
+            },
+        }
+
+        impl Payload {
+            fn actor(&self) -> &str {
+                match self {
+                    Self::Shared(p) | Self::Each { actor: p, .. } => p,
+                }
+            }
+        }
+
+        fn subject_uuid(subject: &Subject) -> Uuid {
+            match subject {
+                Subject::Contact(id) => *id.as_uuid(),
+                Subject::Conversation(id) | Subject::MessagesMarkedRead(id) => *id.as_uuid(),
+                Subject::Message(id) => *id.as_uuid(),
+                Subject::Group(id) => *id.as_uuid(),
+                Subject::Attachment(id) => *id.as_uuid(),
+            }
+        }
+
+        fn payload(
+            render: &dyn PayloadRenderer,
+            event: &Event,
+            w: &Written<'_>,
+        ) -> Result<Payload> {
+            if event.kind.is_deletion() {
+                return Ok(Payload::Shared(
+                    render.deleted(subject_uuid(&event.subject)),
+                ));
+            }
+            let missing = || {
+                inconsistent(format!(
+                    "the write made no object for its {} event",
+                    event.kind
+                ))
+            };
+            let shared = match event.subject {
+                Subject::Message(id) => render.message(
+                    w.messages
+                        .iter()
+                        .find(|m| m.id == id)
+                        .ok_or_else(missing)?,
+                ),
+                Subject::Attachment(id) => render.attachment(
+                    w.messages
+                        .iter()
+                        .flat_map(|m| &m.attachments)
+                        .find(|a| a.id == id)
+                        .ok_or_else(missing)?,
+                ),
+                Subject::Group(_) => render.group(w.group.ok_or_else(missing)?),
+                Subject::Contact(_) => render.contact(w.contact.ok_or_else(missing)?),
+                Subject::Conversation(_) => {
+                    let actor = render.conversation(w.view.ok_or_else(missing)?);
+                    if let Some(views) = w.member_views {
+                        let each = views
+                            .iter()
+                            .map(|v| (v.viewer.db(), render.conversation(v)))
+                            .collect();
+                        return Ok(Payload::Each { actor, each });
+                    }
+                    actor
+                }
+                Subject::MessagesMarkedRead(_) => {
+                    return Err(inconsistent(
+                        "messages marked read must be expanded by their write".into(),
+                    ))
+                }
+            };
+            Ok(Payload::Shared(shared))
+        }
+
+        /// `events` with each `Subject::MessagesMarkedRead` event replaced by
+        /// one `message.updated` per message in `marked`, each with its own
+        /// new id (none when `marked` is empty).
+        pub(super) fn expand_marked_read(events: Vec<Event>, marked: &[MessageId]) -> Vec<Event> {
+            let mut out = Vec::with_capacity(events.len() + marked.len());
+            for e in events {
+                if let Subject::MessagesMarkedRead(_) = e.subject {
+                    out.extend(marked.iter().map(|m| Event {
+                        id: EventId::from_uuid(Uuid::now_v7()),
+                        kind: EventType::MessageUpdated,
+                        subject: Subject::Message(*m),
+                        ..e.clone()
+                    }));
+                } else {
+                    out.push(e);
+                }
+            }
+            out
+        }
+
+        /// A bind of a raw statement.
+        enum Bind {
+            Id(DbId),
+            Int(i64),
+            Text(String),
+        }
+
+        /// Raw SQL and its binds, numbered in order.
+        #[derive(Default)]
+        struct Sql {
+            text: String,
+            binds: Vec<Bind>,
+        }
+
+        impl Sql {
+            fn push(&mut self, s: &str) {
+                self.text.push_str(s);
+            }
+
+            /// Adds a bind; returns its marker (to use once or more).
+            fn bind(&mut self, b: Bind) -> String {
+                self.binds.push(b);
+                Backend::param(self.binds.len())
+            }
+
+            fn id(&mut self, id: DbId) -> String {
+                self.bind(Bind::Id(id))
+            }
+
+            fn query(self) -> BoxedSqlQuery<'static, Db, SqlQuery> {
+                let mut q = diesel::sql_query(self.text).into_boxed::<Db>();
+                for b in self.binds {
+                    q = match b {
+                        Bind::Id(id) => q.bind::<IdSql, _>(id),
+                        Bind::Int(i) => q.bind::<BigInt, _>(i),
+                        Bind::Text(t) => q.bind::<Text, _>(t),
+                    };
+                }
+                q
+            }
+        }
+
+        #[derive(QueryableByName)]
+        struct Placed {
+            #[diesel(sql_type = IdSql)]
+            id: DbId,
+            #[diesel(sql_type = BigInt)]
+            position: i64,
+        }
+
+        /// Inserts the events; returns each one's position.
+        fn insert_events(conn: &mut Conn, events: &[(&Event, &str)]) -> Result<HashMap<DbId, i64>> {
+            let mut placed = HashMap::with_capacity(events.len());
+            let columns = if Backend::event_position(0).is_some() {
+                "id, position, type, actor_id, created_at, payload"
+            } else {
+                "id, type, actor_id, created_at, payload"
+            };
+            for (n, chunk) in events.chunks(EVENTS_PER_INSERT).enumerate() {
+                let mut sql = Sql::default();
+                sql.push(&format!("INSERT INTO events ({columns}) VALUES "));
+                for (i, (e, payload)) in chunk.iter().enumerate() {
+                    let id = sql.id(e.id.as_uuid().db());
+                    let position = Backend::event_position(n * EVENTS_PER_INSERT + i)
+                        .map(|p| format!("{p}, "))
+                        .unwrap_or_default();
+                    let kind = sql.bind(Bind::Text(e.kind.name().to_owned()));
+                    let actor = sql.id(e.actor.db());
+                    let at = sql.bind(Bind::Int(e.at.micros()));
+                    let payload = sql.bind(Bind::Text((*payload).to_owned()));
+                    let sep = if i == 0 { "" } else { ", " };
+                    sql.push(&format!(
+                        "{sep}({id}, {position}{kind}, {actor}, {at}, {payload})"
+                    ));
+                }
+                sql.push(" RETURNING id, position");
+                let rows: Vec<Placed> = sql.query().load(conn)?;
+                placed.extend(rows.into_iter().map(|p| (p.id, p.position)));
+            }
+            Ok(placed)
+        }
+
+        /// The members of `audience`, as a subquery of one column,
+        /// `contact_id`, without duplicates.
+        fn members(sql: &mut Sql, audience: &Audience) -> String {
+            match audience {
+                Audience::Contact(c) => {
+                    let c = sql.id(c.db());
+                    format!("SELECT {c} AS contact_id")
+                }
+                // Both of a direct conversation, the group's members of a
+                // group one.
+                Audience::ConversationMembers(c) => {
+                    let c = sql.id(c.db());
+                    format!(
+                        "SELECT creator_id AS contact_id FROM conversations \
+                             WHERE id = {c} AND group_id IS NULL \
+                         UNION SELECT peer_id FROM conversations \
+                             WHERE id = {c} AND group_id IS NULL AND peer_id IS NOT NULL \
+                         UNION SELECT g.contact_id FROM conversations c \
+                             JOIN group_members g ON g.group_id = c.group_id WHERE c.id = {c}"
+                    )
+                }
+                Audience::GroupMembers { group, also } => {
+                    let g = sql.id(group.db());
+                    let mut s = format!(
+                        "SELECT contact_id FROM group_members WHERE group_id = {g}"
+                    );
+                    if !also.is_empty() {
+                        let ids: Vec<String> = also.iter().map(|c| sql.id(c.db())).collect();
+                        s.push_str(&format!(
+                            " UNION SELECT id FROM contacts WHERE id IN ({})",
+                            ids.join(", ")
+                        ));
+                    }
+                    s
+                }
+                // The contact, the peers of its direct conversations, and the
+                // members of its groups that have a conversation.
+                Audience::ContactCircle(c) => {
+                    let c = sql.id(c.db());
+                    format!(
+                        "SELECT {c} AS contact_id \
+                         UNION SELECT peer_id FROM conversations \
+                             WHERE creator_id = {c} AND group_id IS NULL AND peer_id IS NOT NULL \
+                         UNION SELECT creator_id FROM conversations \
+                             WHERE peer_id = {c} AND group_id IS NULL \
+                         UNION SELECT o.contact_id FROM group_members me \
+                             JOIN group_members o ON o.group_id = me.group_id \
+                             WHERE me.contact_id = {c} AND EXISTS ( \
+                                 SELECT 1 FROM conversations x WHERE x.group_id = me.group_id)"
+                    )
+                }
+            }
+        }
+
+        /// Inserts every recipient of `events` (already inserted, at
+        /// `placed`): one statement, more only past [`MAX_BINDS`].
+        fn insert_recipients(
+            conn: &mut Conn,
+            events: &[Event],
+            payloads: &[Payload],
+            placed: &HashMap<DbId, i64>,
+        ) -> Result<()> {
+            let position_of = |e: &Event| {
+                placed.get(&e.id.as_uuid().db()).copied().ok_or_else(|| {
+                    inconsistent(format!("event {} was not inserted", e.id))
+                })
+            };
+            // Events of a shared payload, by audience (in order of first
+            // appearance), and the rows of per-recipient payloads.
+            let mut by_audience: Vec<(&Audience, Vec<(DbId, i64)>)> = Vec::new();
+            let mut rows: Vec<(DbId, i64, DbId, Option<&str>)> = Vec::new();
+            for (e, p) in events.iter().zip(payloads) {
+                let (id, position) = (e.id.as_uuid().db(), position_of(e)?);
+                match p {
+                    Payload::Shared(_) => {
+                        match by_audience.iter_mut().find(|(a, _)| *a == &e.audience) {
+                            Some((_, list)) => list.push((id, position)),
+                            None => by_audience.push((&e.audience, vec![(id, position)])),
+                        }
+                    }
+                    Payload::Each { actor, each } => {
+                        for (contact, own) in each {
+                            // The actor's view is the event's own payload.
+                            let own = (own != actor).then_some(own.as_str());
+                            rows.push((*contact, position, id, own));
+                        }
+                    }
+                }
+            }
+
+            let mut arms: Vec<String> = Vec::new();
+            let mut sql = Sql::default();
+            for (audience, list) in by_audience {
+                let m = members(&mut sql, audience);
+                let mut positions: Vec<i64> = list.iter().map(|(_, p)| *p).collect();
+                positions.sort_unstable();
+                let (lo, hi) = (positions[0], positions[positions.len() - 1]);
+                // Consecutive positions (a write's events usually are): a
+                // range, whatever their number. Positions are unique, so the
+                // range holds these events and no other.
+                let which = if hi - lo + 1 == positions.len() as i64 {
+                    let (lo, hi) = (sql.bind(Bind::Int(lo)), sql.bind(Bind::Int(hi)));
+                    format!("e.position BETWEEN {lo} AND {hi}")
+                } else {
+                    let ids: Vec<String> = list.iter().map(|(id, _)| sql.id(*id)).collect();
+                    format!("e.id IN ({})", ids.join(", "))
+                };
+                arms.push(format!(
+                    "SELECT m.contact_id, e.position, e.id, CAST(NULL AS TEXT) \
+                     FROM events e CROSS JOIN ({m}) m WHERE {which}"
+                ));
+                if sql.binds.len() > MAX_BINDS {
+                    run_recipients(conn, std::mem::take(&mut sql), &mut arms, &[])?;
+                }
+            }
+            let mut start = 0;
+            while start < rows.len() || !arms.is_empty() {
+                // Four binds a row.
+                let room = MAX_BINDS.saturating_sub(sql.binds.len()) / 4;
+                let end = rows.len().min(start + room.max(1));
+                run_recipients(conn, std::mem::take(&mut sql), &mut arms, &rows[start..end])?;
+                start = end;
+            }
+            Ok(())
+        }
+
+        /// One `INSERT INTO event_recipients` of `arms` (taken) and `rows`.
+        fn run_recipients(
+            conn: &mut Conn,
+            mut sql: Sql,
+            arms: &mut Vec<String>,
+            rows: &[(DbId, i64, DbId, Option<&str>)],
+        ) -> Result<()> {
+            let mut parts = std::mem::take(arms);
+            if !rows.is_empty() {
+                let values: Vec<String> = rows
+                    .iter()
+                    .map(|(contact, position, event, payload)| {
+                        let c = sql.id(*contact);
+                        let p = sql.bind(Bind::Int(*position));
+                        let e = sql.id(*event);
+                        let payload = match payload {
+                            Some(own) => sql.bind(Bind::Text((*own).to_owned())),
+                            None => "CAST(NULL AS TEXT)".to_owned(),
+                        };
+                        format!("({c}, {p}, {e}, {payload})")
+                    })
+                    .collect();
+                parts.push(format!("VALUES {}", values.join(", ")));
+            }
+            if parts.is_empty() {
+                return Ok(());
+            }
+            let text = format!(
+                "INSERT INTO event_recipients (contact_id, position, event_id, payload) {}",
+                parts.join(" UNION ALL ")
+            );
+            let binds = std::mem::take(&mut sql.binds);
+            Sql { text, binds }.query().execute(conn)?;
+            Ok(())
+        }
+
+        /// Writes `events` with their payloads rendered by `render` from
+        /// `written`, and their recipients.
+        pub(super) fn write_events(
+            conn: &mut Conn,
+            events: &[Event],
+            render: &dyn PayloadRenderer,
+            written: &Written<'_>,
+        ) -> Result<()> {
+            if events.is_empty() {
+                return Ok(());
+            }
+            let payloads = events
+                .iter()
+                .map(|e| payload(render, e, written))
+                .collect::<Result<Vec<_>>>()?;
+            let rows: Vec<(&Event, &str)> = events
+                .iter()
+                .zip(&payloads)
+                .map(|(e, p)| (e, p.actor()))
+                .collect();
+            let placed = insert_events(conn, &rows)?;
+            insert_recipients(conn, events, &payloads, &placed)
+        }
+
+        /// Writes the outbox (see [`write_events`]).
+        pub(super) fn write(conn: &mut Conn, outbox: &Outbox, written: &Written<'_>) -> Result<()> {
+            write_events(conn, &outbox.events, &*outbox.render, written)
+        }
+    };
+}
+pub(crate) use expand;
