@@ -32,11 +32,15 @@ const REVALIDATE_EVERY: Duration = Duration::from_secs(2);
 /// Extra reads after a wakeup: on PostgreSQL an event becomes readable only
 /// once every transaction that began before its own has ended, which may be
 /// a few milliseconds after the notification of its commit.
-const FOLLOW_UPS: [Duration; 4] = [
+/// Spaced out so that a transaction holding the horizon back for a while
+/// (a loaded machine) still delays its followers well under the poll.
+const FOLLOW_UPS: [Duration; 6] = [
     Duration::from_millis(10),
     Duration::from_millis(30),
     Duration::from_millis(70),
     Duration::from_millis(150),
+    Duration::from_millis(300),
+    Duration::from_millis(500),
 ];
 
 /// How the hub and its streams behave.
