@@ -223,3 +223,45 @@ async fn sqlite_two_servers_one_file() {
     confab(&url, &["migrate"]);
     reaches_the_other_process(&url).await;
 }
+
+/// SIGTERM ends the open streams (each with a last comment), so that the
+/// graceful shutdown finishes at once instead of waiting for its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_ends_open_streams() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("shutdown.db");
+    let url = path.to_str().expect("utf-8 path").to_owned();
+    confab(&url, &["migrate"]);
+    let port = free_port();
+    let mut server = serve(&url, port);
+    let alice = user(&url, "alice");
+    let mut stream = Stream::open(port, &alice.token).await;
+    let pid = server.0.id().to_string();
+    let stopped = Instant::now();
+    let ok = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let last = stream
+        .block(Duration::from_secs(5))
+        .await
+        .expect("a last comment");
+    assert!(last.contains("shutting down"), "{last}");
+    assert!(
+        stream.block(Duration::from_secs(5)).await.is_none(),
+        "ended"
+    );
+    loop {
+        if let Some(status) = server.0.try_wait().expect("wait") {
+            assert!(status.success(), "exit status {status:?}");
+            break;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(5),
+            "confab serve still runs {:?} after SIGTERM with a stream open",
+            stopped.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
