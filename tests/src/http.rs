@@ -79,6 +79,25 @@ impl Resp {
 impl TestApp {
     /// Starts the application on `backend` with a fresh database.
     pub async fn spawn(backend: Backend) -> TestApp {
+        // The default per-token limit stays on (the suites show it never
+        // trips normal use). The per-address limit for requests without a
+        // valid token is off: every test actor here shares 127.0.0.1, so it
+        // would be one budget for all of them, and tests that send dead
+        // tokens on purpose would spend it for the others. It has its own
+        // tests in crates/server/tests/rate_limit.rs.
+        Self::spawn_with(
+            backend,
+            RateLimits {
+                anonymous: None,
+                ..RateLimits::default()
+            },
+        )
+        .await
+    }
+
+    /// Starts the application on `backend` with a fresh database and these
+    /// rate limits.
+    pub async fn spawn_with(backend: Backend, limits: RateLimits) -> TestApp {
         let db = match backend {
             Backend::Postgres => TestDb::postgres(),
             Backend::Sqlite => TestDb::sqlite(),
@@ -92,16 +111,6 @@ impl TestApp {
         .expect("join");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        // The default per-token limit stays on (the suites show it never
-        // trips normal use). The per-address limit for requests without a
-        // valid token is off: every test actor here shares 127.0.0.1, so it
-        // would be one budget for all of them, and tests that send dead
-        // tokens on purpose (the authorization matrix) would spend it for
-        // the others. It has its own tests in crates/server/tests/rate_limit.rs.
-        let limits = RateLimits {
-            anonymous: None,
-            ..RateLimits::default()
-        };
         let app = Application::build_with(service.clone(), listener, limits)
             .await
             .expect("build app");

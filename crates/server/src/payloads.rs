@@ -51,3 +51,38 @@ impl PayloadRenderer for WirePayloads {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use confab_domain::{AvatarUrl, ContactId, PhoneNumber, Timestamp, Username};
+    use serde_json::json;
+
+    #[test]
+    fn a_deletion_is_its_id_alone() {
+        let id = Uuid::from_u128(7);
+        assert_eq!(
+            WirePayloads.deleted(id),
+            r#"{"id":"00000000-0000-0000-0000-000000000007"}"#
+        );
+    }
+
+    #[test]
+    fn a_contact_is_its_wire_object() {
+        let c = Contact {
+            id: ContactId::from_uuid(Uuid::from_u128(1)),
+            username: Username::new("alice".into()).expect("valid"),
+            phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
+            avatar_url: AvatarUrl::none(),
+            last_active_at: Timestamp::from_secs(2),
+            created_at: Timestamp::from_secs(1),
+        };
+        let v: serde_json::Value = serde_json::from_str(&WirePayloads.contact(&c)).expect("json");
+        assert_eq!(
+            v,
+            json!({"id": "00000000-0000-0000-0000-000000000001", "username": "alice",
+                   "phone_number": "+15550100", "avatar_url": "", "last_active_at": 2,
+                   "created_at": 1})
+        );
+    }
+}

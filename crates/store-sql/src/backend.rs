@@ -52,6 +52,11 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Whether the database runs several writes as one data-modifying `WITH`
+    /// statement (PostgreSQL), so that a send is one round trip inside its
+    /// transaction (`queries/messages.rs`).
+    const DATA_MODIFYING_WITH: bool;
+
     /// The marker of the `n`th (from 1) bind parameter in raw SQL.
     fn param(n: usize) -> String;
 

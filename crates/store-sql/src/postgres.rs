@@ -191,6 +191,7 @@ impl SqlBackend for PgStore {
     type Conn = PgConnection;
     type Manager = Manager;
 
+    const DATA_MODIFYING_WITH: bool = true;
     const EVENT_HORIZON_SQL: &'static str =
         "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576)";
     const EVENT_START_SQL: &'static str =

@@ -943,4 +943,21 @@ async fn check_effect(
     }
 }
 
-confab_tests::on_both_stores!(crate::support::on_server; authorization_matrix);
+/// The matrix drives each actor's token as fast as the machine allows
+/// (about a thousand requests a token in a few seconds, more than the
+/// default 100/s with a burst of 200 on a fast machine): what it checks is
+/// who may do what, so its server allows more per token. The limit itself is
+/// tested in crates/server/tests/rate_limit.rs.
+async fn on_matrix_server<F, Fut>(backend: confab_tests::db::Backend, test: F)
+where
+    F: FnOnce(TestApp) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let limits = confab_server::startup::RateLimits {
+        per_token: confab_server::startup::Quota::new(100_000, 100_000),
+        anonymous: None,
+    };
+    test(TestApp::spawn_with(backend, limits).await).await;
+}
+
+confab_tests::on_both_stores!(crate::authorization::on_matrix_server; authorization_matrix);

@@ -80,6 +80,26 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     tokio::task::spawn_blocking(f).await.expect("join")
 }
 
+/// Waits until every event up to `id` is readable. On PostgreSQL an event
+/// is readable once every transaction that began before its own has ended,
+/// in the whole cluster: other tests' transactions on the shared server
+/// may hold it back a moment.
+async fn readable(s: &S, id: Uuid) {
+    let position = s
+        .event_position(EventId::from_uuid(id))
+        .await
+        .expect("position")
+        .expect("kept");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while s.event_start().await.expect("start") < position {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "event {id} not readable within 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 fn ids(events: &[confab_ports::StoredEvent]) -> Vec<Uuid> {
     events.iter().map(|e| *e.id.as_uuid()).collect()
 }
@@ -109,6 +129,7 @@ async fn reads_in_commit_order_with_each_recipients_payload(backend: Backend) {
         ));
     })
     .await;
+    readable(&s, e3).await;
 
     let a = s
         .events_for(ContactId::from_uuid(alice), start, 10)
@@ -281,6 +302,7 @@ async fn postgres_holds_back_events_behind_a_running_transaction() {
         holder.run("COMMIT;");
     })
     .await;
+    readable(&s, late).await;
     assert_eq!(
         ids(&s.events_for(who, start, 10).await.expect("read")),
         vec![early, late]

@@ -8,6 +8,7 @@
 mod concurrency;
 mod contacts;
 mod conversations;
+mod events;
 mod events_read;
 mod groups;
 mod idempotency;

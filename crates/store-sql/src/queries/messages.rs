@@ -180,6 +180,188 @@ macro_rules! expand {
             Ok(out)
         }
 
+        /// The message as a reader would load it after `message` was
+        /// appended.
+        fn as_written(message: NewMessage) -> Message {
+            Message {
+                id: message.id,
+                conversation_id: message.conversation_id,
+                sender: message.sender,
+                text: message.text,
+                reactions: Vec::new(),
+                attachments: message
+                    .attachments
+                    .into_iter()
+                    .map(|(id, a)| confab_domain::Attachment {
+                        id,
+                        message_id: message.id,
+                        filename: a.filename,
+                        file_url: a.file_url,
+                        file_type: a.file_type,
+                        file_size: a.file_size,
+                        created_at: message.created_at,
+                    })
+                    .collect(),
+                read_at: None,
+                created_at: message.created_at,
+                updated_at: None,
+            }
+        }
+
+        /// The outbox's one event when it is what a send normally makes: a
+        /// lone `message.created` of this message.
+        fn lone_message_created(
+            outbox: &Outbox,
+            message: MessageId,
+        ) -> Option<(&confab_domain::Event, &confab_domain::Audience)> {
+            match outbox.events.as_slice() {
+                [e] if e.kind == confab_domain::EventType::MessageCreated
+                    && e.subject == confab_domain::Subject::Message(message) =>
+                {
+                    Some((e, &e.audience))
+                }
+                _ => None,
+            }
+        }
+
+        /// What a send's single statement reports.
+        #[derive(QueryableByName)]
+        struct Sent {
+            #[diesel(sql_type = BigInt)]
+            sent: i64,
+            #[diesel(sql_type = BigInt)]
+            completed: i64,
+        }
+
+        /// A send as one data-modifying `WITH` statement (PostgreSQL): the
+        /// same writes as [`append_message`]'s statements, in the same
+        /// transaction, in one round trip instead of five or more. Every
+        /// part after the conversation's update reads the rows that update
+        /// returned, so a sender who is not a member writes nothing.
+        fn append_in_one_statement(
+            conn: &mut Conn,
+            message: NewMessage,
+            (event, audience, render): (
+                &confab_domain::Event,
+                &confab_domain::Audience,
+                &dyn confab_ports::PayloadRenderer,
+            ),
+            completion: Option<Completion<Message>>,
+        ) -> Result<Message> {
+            use super::outbox::{members, Bind, Sql};
+
+            let c = message.conversation_id.db();
+            let sender = message.sender.id.db();
+            let at = message.created_at.micros();
+            let (id, text) = (message.id.db(), message.text.as_str().to_owned());
+            let attachments = message.attachments.clone();
+            let written = as_written(message);
+            let payload = render.message(&written);
+
+            let mut sql = Sql::default();
+            let (c, s, at) = (sql.id(c), sql.id(sender), sql.bind(Bind::Int(at)));
+            // Activity only moves forward (of two racing sends, the later
+            // message wins); membership as `visible_to!` states it.
+            let forward = format!("(last_active_at IS NULL OR last_active_at < {at})");
+            sql.push(&format!(
+                "WITH conv AS ( \
+                     UPDATE conversations SET \
+                         last_active_at = CASE WHEN {forward} THEN {at} ELSE last_active_at END, \
+                         activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
+                     WHERE id = {c} AND ((group_id IS NULL AND (creator_id = {s} OR peer_id = {s})) \
+                         OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {s})) \
+                     RETURNING id \
+                 )"
+            ));
+            let (m, body) = (sql.id(id), sql.bind(Bind::Text(text)));
+            sql.push(&format!(
+                ", msg AS ( \
+                     INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at) \
+                     SELECT {m}, id, {s}, {body}, NULL, {at}, NULL FROM conv RETURNING id \
+                 )"
+            ));
+            if !attachments.is_empty() {
+                let rows: Vec<String> = attachments
+                    .iter()
+                    .zip(0_i64..)
+                    .map(|((aid, a), seq)| {
+                        let aid = sql.id(aid.db());
+                        let seq = sql.bind(Bind::Int(seq));
+                        let name = sql.bind(Bind::Text(a.filename.as_str().to_owned()));
+                        let url = sql.bind(Bind::Text(a.file_url.as_str().to_owned()));
+                        let kind = sql.bind(Bind::Text(a.file_type.as_str().to_owned()));
+                        let size =
+                            sql.bind(Bind::MaybeInt(a.file_size.map(confab_domain::FileSize::bytes)));
+                        format!("({aid}, {seq}, {name}, {url}, {kind}, {size})")
+                    })
+                    .collect();
+                sql.push(&format!(
+                    ", att AS ( \
+                         INSERT INTO attachments (id, message_id, seq, filename, file_url, file_type, file_size, created_at) \
+                         SELECT v.id, msg.id, v.seq, v.filename, v.file_url, v.file_type, v.file_size, {at} \
+                         FROM msg CROSS JOIN (VALUES {}) AS v (id, seq, filename, file_url, file_type, file_size) \
+                     )",
+                    rows.join(", ")
+                ));
+            }
+            // One more unread message for every other member.
+            sql.push(&format!(
+                ", unread AS ( \
+                     UPDATE conversation_states SET unread_count = unread_count + 1 \
+                     WHERE conversation_id = {c} AND contact_id <> {s} AND EXISTS (SELECT 1 FROM msg) \
+                 )"
+            ));
+            // The event and its recipients (the outbox's rows, `outbox.rs`).
+            let position = Backend::event_position(0).unwrap_or_default();
+            let (e, kind) = (
+                sql.id(event.id.as_uuid().db()),
+                sql.bind(Bind::Text(event.kind.name().to_owned())),
+            );
+            let (actor, payload) = (sql.id(event.actor.db()), sql.bind(Bind::Text(payload)));
+            let who = members(&mut sql, audience);
+            sql.push(&format!(
+                ", ev AS ( \
+                     INSERT INTO events (id, position, type, actor_id, created_at, payload) \
+                     SELECT {e}, {position}, {kind}, {actor}, {at}, {payload} FROM msg \
+                     RETURNING id, position \
+                 ), rcp AS ( \
+                     INSERT INTO event_recipients (contact_id, position, event_id, payload) \
+                     SELECT m.contact_id, ev.position, ev.id, CAST(NULL AS TEXT) \
+                     FROM ev CROSS JOIN ({who}) m \
+                 )"
+            ));
+            // The idempotency key's answer, only while its holder holds it.
+            let with_completion = completion.is_some();
+            if let Some(completion) = completion {
+                let (claim, response) = completion.render(&written);
+                let owner = sql.id(claim.contact_id.db());
+                let key = sql.bind(Bind::Text(claim.key));
+                let holder = sql.id(DbId::from(claim.holder));
+                let status = sql.bind(Bind::Int(i64::from(response.status)));
+                let location = sql.bind(Bind::MaybeText(response.location));
+                let body = sql.bind(Bind::Text(response.body));
+                sql.push(&format!(
+                    ", done AS ( \
+                         UPDATE idempotency_keys SET status = {status}, location = {location}, body = {body} \
+                         WHERE contact_id = {owner} AND key = {key} AND claim = {holder} \
+                             AND status IS NULL AND EXISTS (SELECT 1 FROM msg) \
+                         RETURNING 1 \
+                     ) SELECT (SELECT COUNT(*) FROM msg) AS sent, (SELECT COUNT(*) FROM done) AS completed"
+                ));
+            } else {
+                sql.push(" SELECT (SELECT COUNT(*) FROM msg) AS sent, CAST(0 AS BIGINT) AS completed");
+            }
+            let outcome: Sent = sql.query().get_result(conn)?;
+            if outcome.sent == 0 {
+                return Err(not_found());
+            }
+            if with_completion && outcome.completed == 0 {
+                // The transaction rolls back: the key's new holder writes.
+                return Err(Error::Store(StoreError::ClaimLost));
+            }
+            Ok(written)
+        }
+
         pub(crate) fn append_message(
             conn: &mut Conn,
             message: NewMessage,
@@ -187,6 +369,16 @@ macro_rules! expand {
             completion: Option<Completion<Message>>,
         ) -> Result<Message> {
             check_attachment_count(message.attachments.len())?;
+            if Backend::DATA_MODIFYING_WITH {
+                if let Some((event, audience)) = lone_message_created(outbox, message.id) {
+                    return append_in_one_statement(
+                        conn,
+                        message,
+                        (event, audience, &*outbox.render),
+                        completion,
+                    );
+                }
+            }
             let c = message.conversation_id.db();
             let sender = message.sender.id.db();
             let at = message.created_at.micros();
@@ -238,29 +430,7 @@ macro_rules! expand {
             .set(conversation_states::unread_count.eq(conversation_states::unread_count + 1))
             .execute(conn)?;
             // What was written is what a reader would load: no read back.
-            let written = Message {
-                id: message.id,
-                conversation_id: message.conversation_id,
-                sender: message.sender,
-                text: message.text,
-                reactions: Vec::new(),
-                attachments: message
-                    .attachments
-                    .into_iter()
-                    .map(|(id, a)| confab_domain::Attachment {
-                        id,
-                        message_id: message.id,
-                        filename: a.filename,
-                        file_url: a.file_url,
-                        file_type: a.file_type,
-                        file_size: a.file_size,
-                        created_at: message.created_at,
-                    })
-                    .collect(),
-                read_at: None,
-                created_at: message.created_at,
-                updated_at: None,
-            };
+            let written = as_written(message);
             outbox::write(
                 conn,
                 outbox,

@@ -27,7 +27,7 @@ macro_rules! expand {
         use confab_ports::{Outbox, PayloadRenderer};
         use diesel::prelude::*;
         use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
-        use diesel::sql_types::{BigInt, Text};
+        use diesel::sql_types::{BigInt, Nullable, Text};
         use uuid::Uuid;
 
         use super::{Backend, Conn, Db, Result};
@@ -160,41 +160,45 @@ macro_rules! expand {
         }
 
         /// A bind of a raw statement.
-        enum Bind {
+        pub(super) enum Bind {
             Id(DbId),
             Int(i64),
             Text(String),
+            MaybeInt(Option<i64>),
+            MaybeText(Option<String>),
         }
 
         /// Raw SQL and its binds, numbered in order.
         #[derive(Default)]
-        struct Sql {
+        pub(super) struct Sql {
             text: String,
             binds: Vec<Bind>,
         }
 
         impl Sql {
-            fn push(&mut self, s: &str) {
+            pub(super) fn push(&mut self, s: &str) {
                 self.text.push_str(s);
             }
 
             /// Adds a bind; returns its marker (to use once or more).
-            fn bind(&mut self, b: Bind) -> String {
+            pub(super) fn bind(&mut self, b: Bind) -> String {
                 self.binds.push(b);
                 Backend::param(self.binds.len())
             }
 
-            fn id(&mut self, id: DbId) -> String {
+            pub(super) fn id(&mut self, id: DbId) -> String {
                 self.bind(Bind::Id(id))
             }
 
-            fn query(self) -> BoxedSqlQuery<'static, Db, SqlQuery> {
+            pub(super) fn query(self) -> BoxedSqlQuery<'static, Db, SqlQuery> {
                 let mut q = diesel::sql_query(self.text).into_boxed::<Db>();
                 for b in self.binds {
                     q = match b {
                         Bind::Id(id) => q.bind::<IdSql, _>(id),
                         Bind::Int(i) => q.bind::<BigInt, _>(i),
                         Bind::Text(t) => q.bind::<Text, _>(t),
+                        Bind::MaybeInt(i) => q.bind::<Nullable<BigInt>, _>(i),
+                        Bind::MaybeText(t) => q.bind::<Nullable<Text>, _>(t),
                     };
                 }
                 q
@@ -243,7 +247,7 @@ macro_rules! expand {
 
         /// The members of `audience`, as a subquery of one column,
         /// `contact_id`, without duplicates.
-        fn members(sql: &mut Sql, audience: &Audience) -> String {
+        pub(super) fn members(sql: &mut Sql, audience: &Audience) -> String {
             match audience {
                 Audience::Contact(c) => {
                     let c = sql.id(c.db());
