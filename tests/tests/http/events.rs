@@ -539,6 +539,90 @@ async fn heartbeats_keep_an_idle_stream_open_past_the_request_budget(app: TestAp
     assert_eq!(e.data["payload"]["id"], m["id"]);
 }
 
+async fn a_slow_stream_catches_up_from_the_table(app: TestApp) {
+    // A server whose streams may have one live event waiting: a batch of
+    // several overflows it, and the stream must catch up from the table.
+    let base = extra_server(
+        &app,
+        ServerOptions {
+            rate_limits: RateLimits {
+                per_token: None,
+                anonymous: None,
+            },
+            events: HubOptions {
+                queue: 1,
+                ..HubOptions::default()
+            },
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let mut sse = Sse::open(&base, &bob.token, "/v1/events", &[]).await;
+    // Concurrent sends, so that the hub reads several in one batch.
+    let mut sent = HashSet::new();
+    for round in 0..5 {
+        let sends = (0..10).map(|i| {
+            let (base, token, c) = (base.clone(), alice.token.clone(), c.clone());
+            tokio::spawn(async move {
+                let r = reqwest::Client::new()
+                    .post(format!("{base}/v1/messages"))
+                    .bearer_auth(token)
+                    .form(&[
+                        ("conversation_id", c),
+                        ("message", format!("r{round} m{i}")),
+                    ])
+                    .send()
+                    .await
+                    .expect("send");
+                assert_eq!(r.status().as_u16(), 201);
+                r.json::<Value>().await.expect("json")["id"]
+                    .as_str()
+                    .expect("id")
+                    .to_owned()
+            })
+        });
+        for s in futures_util::future::join_all(sends).await {
+            sent.insert(s.expect("join"));
+        }
+    }
+    let (mut seen, mut got, mut last) = (HashSet::new(), Vec::new(), None);
+    read_messages(&mut sse, sent.len(), &mut seen, &mut got, &mut last).await;
+    assert_eq!(got.iter().cloned().collect::<HashSet<_>>(), sent);
+    // In commit order: the same order the list gives.
+    let r = app
+        .send(
+            Method::GET,
+            "/v1/events?limit=100",
+            Some(&bob.token),
+            None,
+            &[("accept", "application/json")],
+        )
+        .await;
+    let listed: Vec<String> = r.expect(200)["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter(|e| e["type"] == "message.created")
+        .map(|e| e["payload"]["id"].as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(got, listed);
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let resyncs: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("confab_event_stream_resyncs_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0);
+    assert!(resyncs >= 1.0, "the stream never fell behind:\n{metrics}");
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_server;
     message_reaches_both_members_not_outsiders,
@@ -548,4 +632,5 @@ confab_tests::on_both_stores!(
     a_revoked_token_ends_the_stream_within_5_s,
     bad_resume_points_and_params_are_400,
     heartbeats_keep_an_idle_stream_open_past_the_request_budget,
+    a_slow_stream_catches_up_from_the_table,
 );
