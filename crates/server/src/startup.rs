@@ -288,6 +288,8 @@ fn cors_middleware(origins: &CorsOrigins) -> Cors {
             header::AUTHORIZATION,
             header::CONTENT_TYPE,
             header::HeaderName::from_static("idempotency-key"),
+            // A fetch()-based event stream client resuming.
+            header::HeaderName::from_static("last-event-id"),
             crate::request_id::HEADER,
         ])
         .expose_headers([

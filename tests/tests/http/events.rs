@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
-use confab_server::startup::{Application, HubOptions, RateLimits, ServerOptions};
+use confab_server::startup::{Application, CorsOrigins, HubOptions, RateLimits, ServerOptions};
 use confab_tests::http::{TestApp, User};
 use futures_util::{Stream, StreamExt};
 use reqwest::Method;
@@ -623,6 +623,36 @@ async fn a_slow_stream_catches_up_from_the_table(app: TestApp) {
     assert!(resyncs >= 1.0, "the stream never fell behind:\n{metrics}");
 }
 
+async fn cors_lets_browsers_resume_with_last_event_id(app: TestApp) {
+    let base = extra_server(
+        &app,
+        ServerOptions {
+            cors: CorsOrigins::Any,
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let r = reqwest::Client::new()
+        .request(Method::OPTIONS, format!("{base}/v1/events"))
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "GET")
+        .header(
+            "access-control-request-headers",
+            "authorization,last-event-id",
+        )
+        .send()
+        .await
+        .expect("preflight");
+    assert!(r.status().is_success(), "{}", r.status());
+    let allowed = r
+        .headers()
+        .get("access-control-allow-headers")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    assert!(allowed.contains("last-event-id"), "{allowed}");
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_server;
     message_reaches_both_members_not_outsiders,
@@ -633,4 +663,5 @@ confab_tests::on_both_stores!(
     bad_resume_points_and_params_are_400,
     heartbeats_keep_an_idle_stream_open_past_the_request_budget,
     a_slow_stream_catches_up_from_the_table,
+    cors_lets_browsers_resume_with_last_event_id,
 );
