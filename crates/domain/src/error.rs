@@ -83,6 +83,8 @@ pub enum Field {
     TokenLifetime,
     /// The key a client sends so that retrying a request cannot repeat it.
     IdempotencyKey,
+    /// The event a stream or an event list resumes after.
+    EventsAfter,
 }
 
 impl fmt::Display for Field {
@@ -113,6 +115,7 @@ impl fmt::Display for Field {
             Self::PageBefore => "item to end the page before",
             Self::TokenLifetime => "token lifetime",
             Self::IdempotencyKey => "idempotency key",
+            Self::EventsAfter => "event to resume after",
         })
     }
 }
@@ -144,6 +147,8 @@ pub enum Rule {
     UnknownContacts,
     /// A page cursor naming an item that is not in the list being paged.
     CursorNotInList,
+    /// An event id that is unknown or older than the events kept.
+    EventNotKept,
 }
 
 impl fmt::Display for Rule {
@@ -174,6 +179,10 @@ impl fmt::Display for Rule {
             Self::CursorNotInList => {
                 f.write_str("must be the id of an item in the list being paged")
             }
+            Self::EventNotKept => f.write_str(
+                "must be the id of an event of the last 7 days (older ones are pruned); \
+                 resync with GET requests and stream without it",
+            ),
         }
     }
 }

@@ -31,6 +31,10 @@ pub use events::{
 pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};
 mod webhooks;
 pub use webhooks::*;
+mod wakeups;
+#[cfg(feature = "mocks")]
+pub use wakeups::MockEventWakeups;
+pub use wakeups::{EventWakeups, PollOnly};
 
 /// The cause of a [`StoreError`]: the database's or pool's own error, kept
 /// whole so that the log shows the full chain.

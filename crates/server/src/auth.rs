@@ -21,7 +21,7 @@ pub struct Caller(pub Contact);
 
 /// The token of `Authorization: Bearer <token>` (scheme in any case). Only
 /// this header counts: a token in the query string is never looked at.
-fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();

@@ -236,6 +236,7 @@ async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
         rate_limits: settings.rate_limits(),
         cors: settings.cors_origins.clone(),
         webhook_allow_private: settings.webhook_allow_private,
+        events: settings.hub_options(),
     };
     let app = Application::build_with_options(service, listener, options).await?;
     tracing::info!(%address, "confab is serving");

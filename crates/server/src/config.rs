@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::bail;
 use tracing_subscriber::EnvFilter;
 
+use crate::events::HubOptions;
 use crate::ratelimit::{Quota, RateLimits};
 use crate::telemetry::LogFormat;
 
@@ -227,11 +228,31 @@ pub struct Settings {
         value_parser = parse_allow_private
     )]
     pub webhook_allow_private: bool,
+    /// Seconds without events after which a `GET /v1/events` stream gets a
+    /// comment line (keeps proxies from closing it); at least 1.
+    #[arg(
+        long,
+        env = "CONFAB_EVENTS_HEARTBEAT_SECS",
+        global = true,
+        default_value_t = Settings::DEFAULT_EVENTS_HEARTBEAT_SECS,
+        value_name = "SECONDS",
+        value_parser = seconds_parser("CONFAB_EVENTS_HEARTBEAT_SECS")
+    )]
+    pub events_heartbeat_secs: u32,
 }
 
 impl Settings {
     pub const DEFAULT_LISTEN: &'static str = "127.0.0.1:8080";
     pub const DEFAULT_DB_WAIT_SECS: u32 = 30;
+    pub const DEFAULT_EVENTS_HEARTBEAT_SECS: u32 = 15;
+
+    /// How the event hub and its streams behave.
+    pub fn hub_options(&self) -> HubOptions {
+        HubOptions {
+            heartbeat: Duration::from_secs(self.events_heartbeat_secs.max(1).into()),
+            ..HubOptions::default()
+        }
+    }
 
     /// How long `serve` and `migrate` wait for the database at start.
     pub fn db_wait(&self) -> Duration {

@@ -425,6 +425,7 @@ pub fn param(field: Field) -> &'static str {
         Field::PageBefore => "ending_before",
         Field::TokenLifetime => "expires_in",
         Field::IdempotencyKey => IDEMPOTENCY_KEY,
+        Field::EventsAfter => "after",
     }
 }
 

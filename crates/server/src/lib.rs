@@ -15,10 +15,12 @@
 //! operation), `params` and `decode` (the one way request attributes are
 //! read), `dto` (wire objects), `error`, `auth`, `ratelimit`, `metrics`
 //! (`GET /metrics`), `request_id` and `webhooks` (the delivery worker);
-//! [`payloads`] renders event payloads in the wire format.
+//! [`events`] (the event hub and the `GET /v1/events` streams);
+//! [`payloads`] (event payloads in the wire format).
 
 pub mod cli;
 pub mod config;
+pub mod events;
 pub mod openapi;
 pub mod startup;
 pub mod telemetry;

@@ -13,7 +13,9 @@ use actix_web::http::header::CONTENT_TYPE;
 use actix_web::http::Method;
 use actix_web::{web, HttpResponse};
 use confab_service::Confab;
-use metrics::{Counter, Gauge, Key, KeyName, Label, Level, Metadata, Recorder, SharedString, Unit};
+use metrics::{
+    Counter, Gauge, Histogram, Key, KeyName, Label, Level, Metadata, Recorder, SharedString, Unit,
+};
 use metrics_exporter_prometheus::{
     Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
 };
@@ -26,6 +28,12 @@ const POOL_MAX: &str = "confab_db_pool_max_connections";
 const POOL_CONNECTIONS: &str = "confab_db_pool_connections";
 const POOL_IDLE: &str = "confab_db_pool_idle_connections";
 const POOL_WAITING: &str = "confab_db_pool_waiting";
+const STREAMS: &str = "confab_event_streams";
+const EVENTS_READ: &str = "confab_events_read_total";
+const EVENTS_QUEUED: &str = "confab_events_queued_total";
+const EVENTS_SENT: &str = "confab_events_sent_total";
+const STREAM_RESYNCS: &str = "confab_event_stream_resyncs_total";
+const EVENT_LAG: &str = "confab_event_lag_seconds";
 
 /// Latency buckets, in seconds: from a cached read to the 2 s store timeout
 /// and beyond.
@@ -45,12 +53,24 @@ pub struct Metrics {
     handle: PrometheusHandle,
     in_flight: Gauge,
     pool: [Gauge; 4],
+    events: EventMetrics,
+}
+
+/// The event hub's and streams' figures.
+struct EventMetrics {
+    streams: Gauge,
+    read: Counter,
+    queued: Counter,
+    sent: Counter,
+    resyncs: Counter,
+    lag: Histogram,
 }
 
 impl Metrics {
     pub fn new() -> Arc<Metrics> {
         let recorder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Full(DURATION.to_owned()), &BUCKETS)
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full(EVENT_LAG.to_owned()), &BUCKETS))
             // The only way this fails is an empty bucket list.
             .unwrap_or_else(|_| PrometheusBuilder::new())
             .build_recorder();
@@ -58,8 +78,10 @@ impl Metrics {
             let key = KeyName::from_const_str(name);
             let help = SharedString::const_str(help);
             match name {
-                REQUESTS | ERRORS => recorder.describe_counter(key, unit, help),
-                DURATION => recorder.describe_histogram(key, unit, help),
+                REQUESTS | ERRORS | EVENTS_READ | EVENTS_QUEUED | EVENTS_SENT | STREAM_RESYNCS => {
+                    recorder.describe_counter(key, unit, help)
+                }
+                DURATION | EVENT_LAG => recorder.describe_histogram(key, unit, help),
                 _ => recorder.describe_gauge(key, unit, help),
             }
         };
@@ -87,8 +109,44 @@ impl Metrics {
             None,
             "Requests waiting for (or taking) a pooled connection.",
         );
+        describe(STREAMS, None, "Open GET /v1/events streams.");
+        describe(
+            EVENTS_READ,
+            None,
+            "Events the hub read from the events table for its streams.",
+        );
+        describe(
+            EVENTS_QUEUED,
+            None,
+            "Events the hub handed to open streams (one per stream).",
+        );
+        describe(
+            EVENTS_SENT,
+            None,
+            "Events written to streams, live or replayed.",
+        );
+        describe(
+            STREAM_RESYNCS,
+            None,
+            "Times a slow stream fell behind the hub and caught up from the table.",
+        );
+        describe(
+            EVENT_LAG,
+            Some(Unit::Seconds),
+            "Time from an event's creation to the hub reading it.",
+        );
         let gauge =
             |name: &'static str| recorder.register_gauge(&Key::from_static_name(name), &META);
+        let counter =
+            |name: &'static str| recorder.register_counter(&Key::from_static_name(name), &META);
+        let events = EventMetrics {
+            streams: gauge(STREAMS),
+            read: counter(EVENTS_READ),
+            queued: counter(EVENTS_QUEUED),
+            sent: counter(EVENTS_SENT),
+            resyncs: counter(STREAM_RESYNCS),
+            lag: recorder.register_histogram(&Key::from_static_name(EVENT_LAG), &META),
+        };
         let in_flight = gauge(IN_FLIGHT);
         let pool = [
             gauge(POOL_MAX),
@@ -102,7 +160,35 @@ impl Metrics {
             handle,
             in_flight,
             pool,
+            events,
         })
+    }
+
+    /// Counts an open stream until the guard drops.
+    pub fn stream_opened(&self) -> InFlight {
+        self.events.streams.increment(1.0);
+        InFlight(self.events.streams.clone())
+    }
+
+    /// The hub read one event, `lag_micros` after it was created.
+    pub fn event_read(&self, lag_micros: i64) {
+        self.events.read.increment(1);
+        #[allow(clippy::cast_precision_loss)]
+        self.events.lag.record(lag_micros.max(0) as f64 / 1e6);
+    }
+
+    pub fn events_queued(&self, n: u64) {
+        self.events.queued.increment(n);
+    }
+
+    pub fn events_sent(&self, n: usize) {
+        self.events
+            .sent
+            .increment(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    pub fn stream_resynced(&self) {
+        self.events.resyncs.increment(1);
     }
 
     /// Counts a request in flight until the guard drops (also when the

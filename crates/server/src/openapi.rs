@@ -65,6 +65,7 @@ pub fn document() -> OpenApi {
         "conversations",
         "groups",
         "contacts",
+        "events",
         "health",
         "docs",
     ]

@@ -14,12 +14,14 @@ use actix_web::middleware::{
 };
 use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
-use confab_service::{Confab, NoSignal, Ports};
-use confab_store_postgres::PgStore;
-use confab_store_sqlite::SqliteStore;
+use confab_service::{Confab, Ports};
+use confab_store_postgres::{PgStore, PgWakeups};
+use confab_store_sqlite::{LocalWakeups, SqliteStore};
 
 pub use crate::config::{CorsOrigins, Database};
 use crate::error::ApiError;
+use crate::events::Hub;
+pub use crate::events::HubOptions;
 use crate::metrics::Metrics;
 use crate::payloads::WirePayloads;
 use crate::ratelimit::Limiter;
@@ -42,7 +44,12 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
             store
                 .migrate()
                 .context("cannot apply the PostgreSQL migrations")?;
-            Ports::from_store(store, Arc::new(WirePayloads), Arc::new(NoSignal))
+            // LISTEN on its own connection; it opens when the hub first
+            // waits. The same object is told of this process's commits.
+            let wakeups = Arc::new(PgWakeups::new(url)?);
+            let mut ports = Ports::from_store(store, Arc::new(WirePayloads), wakeups.clone());
+            ports.wakeups = wakeups;
+            ports
         }
         Database::Sqlite(path) => {
             let store = SqliteStore::open(path).with_context(|| {
@@ -51,7 +58,10 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
             store
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
-            Ports::from_store(store, Arc::new(WirePayloads), Arc::new(NoSignal))
+            let wakeups = Arc::new(LocalWakeups::sqlite());
+            let mut ports = Ports::from_store(store, Arc::new(WirePayloads), wakeups.clone());
+            ports.wakeups = wakeups;
+            ports
         }
     };
     Ok(Confab::new(ports))
@@ -106,12 +116,14 @@ pub struct ServerOptions {
     pub cors: CorsOrigins,
     /// Webhooks may go to non-public addresses (`CONFAB_WEBHOOK_ALLOW_PRIVATE`).
     pub webhook_allow_private: bool,
+    pub events: HubOptions,
 }
 
 /// The HTTP server, bound and ready to run.
 pub struct Application {
     port: u16,
     server: Server,
+    hub: Hub,
 }
 
 impl Application {
@@ -152,6 +164,10 @@ impl Application {
         let limiter = web::Data::new(Limiter::new(options.rate_limits));
         let metrics = Metrics::new();
         Metrics::spawn_upkeep(&metrics);
+        // One hub per server: one reader of the events table for all its
+        // streams.
+        let hub = Hub::start((**service).clone(), options.events, metrics.clone());
+        let hub_data = web::Data::new(hub.clone());
         let metrics = web::Data::from(metrics);
         let cors = options.cors;
         let server = HttpServer::new(move || {
@@ -179,6 +195,7 @@ impl Application {
                 .app_data(service.clone())
                 .app_data(limiter.clone())
                 .app_data(metrics.clone())
+                .app_data(hub_data.clone())
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))
                 .wrap(from_fn(db_budget))
@@ -194,17 +211,56 @@ impl Application {
         .listen(listener)
         .context("cannot listen")?
         .run();
-        Ok(Application { port, server })
+        Ok(Application { port, server, hub })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// The server's event hub.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
     /// Serves until SIGINT / SIGTERM, then shuts down gracefully (in-flight
-    /// requests finish).
+    /// requests finish). Event streams never finish by themselves, so the
+    /// same signals end them (each with a comment saying why), and the
+    /// shutdown does not wait for its timeout on them.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let hub = self.hub.clone();
+        let on_signal = tokio::spawn(async move {
+            shutdown_requested().await;
+            tracing::info!("shutting down: ending the event streams");
+            hub.close();
+        });
+        let result = self.server.await;
+        on_signal.abort();
+        self.hub.close();
+        result
+    }
+}
+
+/// Resolves at SIGINT or SIGTERM (the signals actix stops on).
+async fn shutdown_requested() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -235,6 +291,8 @@ fn cors_middleware(origins: &CorsOrigins) -> Cors {
             header::AUTHORIZATION,
             header::CONTENT_TYPE,
             header::HeaderName::from_static("idempotency-key"),
+            // A fetch()-based event stream client resuming.
+            header::HeaderName::from_static("last-event-id"),
             crate::request_id::HEADER,
         ])
         .expose_headers([

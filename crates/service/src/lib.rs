@@ -14,6 +14,7 @@ mod auth;
 mod contacts;
 mod conversations;
 mod error;
+mod events;
 mod groups;
 mod idempotency;
 mod messages;
@@ -31,8 +32,10 @@ use uuid::Uuid;
 pub use confab_ports::{
     ConversationFilter, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
 };
+pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
+pub use events::{FanOutEvent, StreamToken};
 pub use groups::{GroupUpdate, NewGroupRequest};
 pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, KEY_TTL_SECS, LEASE_SECS,
@@ -54,6 +57,8 @@ pub struct Ports {
     pub webhooks: Arc<dyn confab_ports::WebhookStore>,
     pub events: Arc<dyn confab_ports::EventStore>,
     pub health: Arc<dyn confab_ports::HealthCheck>,
+    /// When to read the events table for this process's streams.
+    pub wakeups: Arc<dyn EventWakeups>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
     /// Renders event payloads in the wire format (the server's).
@@ -82,6 +87,7 @@ impl Ports {
             webhooks: store.clone(),
             events: store.clone(),
             health: store,
+            wakeups: Arc::new(PollOnly(std::time::Duration::from_secs(1))),
             clock: Arc::new(SystemClock),
             ids: Arc::new(UuidV7),
             render,

@@ -68,6 +68,7 @@ impl Mocks {
             webhooks: Arc::new(self.webhooks),
             events: Arc::new(self.events),
             health: Arc::new(MockHealthCheck::new()),
+            wakeups: Arc::new(confab_ports::PollOnly(std::time::Duration::from_secs(1))),
             clock: Arc::new(clock),
             ids: Arc::new(ids),
             // The service never renders a payload: the store does.

@@ -490,6 +490,7 @@ mod tests {
             webhooks: Arc::new(webhooks),
             events: Arc::new(MockEventStore::new()),
             health: Arc::new(MockHealthCheck::new()),
+            wakeups: Arc::new(confab_ports::MockEventWakeups::new()),
             clock: Arc::new(clock),
             ids: Arc::new(ids),
             render: Arc::new(MockPayloadRenderer::new()),

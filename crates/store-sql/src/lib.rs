@@ -61,7 +61,10 @@ mod ports_webhooks;
 mod queries;
 mod rows;
 mod schema;
+mod wakeups;
 
+#[cfg(feature = "postgres")]
+mod listen;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
@@ -71,6 +74,9 @@ use backend::SqlBackend;
 
 pub use door::within_db_budget;
 #[cfg(feature = "postgres")]
+pub use listen::PgWakeups;
+#[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
+pub use wakeups::LocalWakeups;

@@ -5,6 +5,7 @@
 mod authorization;
 mod contacts;
 mod conversations;
+mod events;
 mod groups;
 mod idempotency;
 mod messages;

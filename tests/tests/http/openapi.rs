@@ -157,9 +157,11 @@ async fn the_live_server_answers_as_documented() {
         let m = Method::from_bytes(method.as_bytes()).expect("method");
         let v1 = path.starts_with("/v1/");
 
+        // Ask for JSON: `GET /v1/events` is otherwise an endless stream.
         let resp = client
             .request(m.clone(), &url)
             .bearer_auth(&alice.token)
+            .header("accept", "application/json")
             .send()
             .await
             .expect("sent");

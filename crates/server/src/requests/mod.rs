@@ -14,6 +14,7 @@
 
 pub mod contacts;
 pub mod conversations;
+pub mod events;
 pub mod groups;
 pub mod messages;
 mod shape;

@@ -9,6 +9,7 @@
 mod contacts;
 mod conversations;
 pub(crate) mod docs;
+mod events;
 mod groups;
 mod health;
 mod messages;
@@ -71,6 +72,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         conversations::endpoints(),
         groups::endpoints(),
         contacts::endpoints(),
+        events::endpoints(),
     ]
     .into_iter()
     .flatten()

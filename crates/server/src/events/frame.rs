@@ -1,0 +1,102 @@
+//! The wire form of an event: `{"id","type","created_at","payload"}`, and
+//! its Server-Sent Events frame.
+
+use actix_web::web::Bytes;
+use confab_service::StoredEvent;
+use serde_json::Value;
+
+/// The payload as a JSON value (never a string holding JSON). The store
+/// keeps what the renderer wrote, so it parses; if it did not, the client
+/// still gets valid JSON.
+pub fn payload_value(payload: &str) -> Value {
+    serde_json::from_str(payload).unwrap_or(Value::Null)
+}
+
+/// The event object of the JSON list.
+pub fn event_json(event: &StoredEvent) -> Value {
+    serde_json::json!({
+        "id": event.id.to_string(),
+        "type": event.kind.name(),
+        "created_at": event.created_at.secs(),
+        "payload": payload_value(&event.payload),
+    })
+}
+
+/// One SSE frame: `id:`, `event:` and the event object on one `data:` line.
+/// The stored payload is inserted as it is (no parse on the hot path) when
+/// it is on one line, as compact JSON is; otherwise it is re-encoded,
+/// since a raw line break would end the `data:` field.
+pub fn sse_frame(event: &StoredEvent) -> Bytes {
+    sse_frame_with(event, &event.payload)
+}
+
+/// [`sse_frame`] with the payload as one recipient sees it.
+pub fn sse_frame_with(event: &StoredEvent, payload: &str) -> Bytes {
+    let payload = payload.trim();
+    let data = if payload.is_empty() || payload.contains(['\n', '\r']) {
+        serde_json::json!({
+            "id": event.id.to_string(),
+            "type": event.kind.name(),
+            "created_at": event.created_at.secs(),
+            "payload": payload_value(payload),
+        })
+        .to_string()
+    } else {
+        format!(
+            r#"{{"id":"{}","type":"{}","created_at":{},"payload":{}}}"#,
+            event.id,
+            event.kind.name(),
+            event.created_at.secs(),
+            payload
+        )
+    };
+    Bytes::from(format!(
+        "id: {}\nevent: {}\ndata: {}\n\n",
+        event.id,
+        event.kind.name(),
+        data
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use confab_domain::{EventId, EventType, Timestamp};
+    use uuid::Uuid;
+
+    fn event(payload: &str) -> StoredEvent {
+        StoredEvent {
+            id: EventId::from_uuid(Uuid::from_u128(7)),
+            kind: EventType::MessageCreated,
+            created_at: Timestamp::from_secs(1_700_000_000),
+            position: 3,
+            payload: payload.to_owned(),
+        }
+    }
+
+    #[test]
+    fn frame_carries_the_event_object_on_one_data_line() {
+        let frame = sse_frame(&event(r#"{"id":"m","message":"a\nb"}"#));
+        let text = std::str::from_utf8(&frame).expect("utf-8");
+        let id = "00000000-0000-0000-0000-000000000007";
+        assert!(text.starts_with(&format!("id: {id}\nevent: message.created\ndata: ")));
+        assert!(text.ends_with("\n\n"));
+        let data = text
+            .lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .expect("data line");
+        let v: Value = serde_json::from_str(data).expect("json");
+        assert_eq!(v, event_json(&event(r#"{"id":"m","message":"a\nb"}"#)));
+        assert_eq!(v["payload"]["message"], "a\nb");
+        assert_eq!(v["created_at"], 1_700_000_000);
+        assert_eq!(text.matches('\n').count(), 4, "{text}");
+    }
+
+    #[test]
+    fn a_payload_on_several_lines_is_reencoded() {
+        let frame = sse_frame(&event("{\n\"id\": \"m\"\n}"));
+        let text = std::str::from_utf8(&frame).expect("utf-8");
+        assert_eq!(text.matches('\n').count(), 4, "{text}");
+        assert!(text.contains(r#""payload":{"id":"m"}"#), "{text}");
+    }
+}

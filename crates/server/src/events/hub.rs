@@ -1,0 +1,428 @@
+//! The hub: one per server. It keeps a cursor in the events table; on each
+//! wakeup (this process's commits, a PostgreSQL notification, or the poll
+//! interval) it reads every recipient's new events in batches and hands
+//! each to the subscriptions of its recipients, in memory.
+//!
+//! Each subscription has a bounded queue. The hub never waits for a stream:
+//! when a queue is full it drops the subscription marked [`Ended::Lagged`],
+//! and the stream goes back to the table from its last position (then
+//! subscribes again), so a slow client costs neither the hub's progress nor
+//! unbounded memory. Every [`REVALIDATE_EVERY`] the hub asks the store, in
+//! one call, which of the open streams' tokens are still live, and ends
+//! the streams of the others.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use actix_web::web::Bytes;
+use confab_domain::ContactId;
+use confab_service::{Confab, FanOutEvent, StreamToken};
+use tokio::sync::{mpsc, watch};
+
+use super::frame::sse_frame_with;
+use crate::metrics::Metrics;
+
+/// Events read per query by the hub.
+const BATCH: u32 = 256;
+/// How often the open streams' tokens are checked (revocation reaches a
+/// stream within this plus one query, under the contract's 5 s).
+const REVALIDATE_EVERY: Duration = Duration::from_secs(2);
+/// Extra reads after a wakeup: on PostgreSQL an event becomes readable only
+/// once every transaction that began before its own has ended, which may be
+/// a few milliseconds after the notification of its commit.
+/// Spaced out so that a transaction holding the horizon back for a while
+/// (a loaded machine) still delays its followers well under the poll.
+const FOLLOW_UPS: [Duration; 6] = [
+    Duration::from_millis(10),
+    Duration::from_millis(30),
+    Duration::from_millis(70),
+    Duration::from_millis(150),
+    Duration::from_millis(300),
+    Duration::from_millis(500),
+];
+
+/// How the hub and its streams behave.
+#[derive(Debug, Clone, Copy)]
+pub struct HubOptions {
+    /// The interval of the `:` comment lines that keep proxies open.
+    pub heartbeat: Duration,
+    /// Live events a stream may have waiting before it is sent back to the
+    /// table.
+    pub queue: usize,
+}
+
+impl Default for HubOptions {
+    fn default() -> Self {
+        Self {
+            heartbeat: Duration::from_secs(15),
+            queue: 256,
+        }
+    }
+}
+
+/// Resolves once the hub closes (or is gone).
+pub(crate) async fn until_closed(closing: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is dropped here, before any other await.
+    let _ = closing.wait_for(|closed| *closed).await;
+}
+
+/// A live event for one recipient: its position and its frame.
+#[derive(Debug, Clone)]
+pub(crate) struct Live {
+    pub position: i64,
+    pub frame: Bytes,
+}
+
+/// Why the hub dropped a subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Ended {
+    /// Still subscribed, or the stream itself went away.
+    Open = 0,
+    /// Its queue was full: the stream catches up from the table.
+    Lagged = 1,
+    /// Its token was revoked or expired.
+    Revoked = 2,
+    /// The server is shutting down.
+    Shutdown = 3,
+}
+
+struct Sub {
+    id: u64,
+    tx: mpsc::Sender<Live>,
+    token: StreamToken,
+    ended: Arc<AtomicU8>,
+}
+
+impl Sub {
+    fn end(self, why: Ended) {
+        self.ended.store(why as u8, Ordering::SeqCst);
+        // Dropping the sender wakes the stream with `None`.
+    }
+}
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    closed: bool,
+    subs: HashMap<ContactId, Vec<Sub>>,
+}
+
+struct Inner {
+    service: Confab,
+    options: HubOptions,
+    metrics: Arc<Metrics>,
+    state: Mutex<State>,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every change to the map is complete before the guard drops.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The server's event hub. Clones share it.
+#[derive(Clone)]
+pub struct Hub {
+    inner: Arc<Inner>,
+}
+
+/// A stream's place in the hub. Dropping it unsubscribes.
+pub(crate) struct Subscription {
+    id: u64,
+    contact: ContactId,
+    rx: mpsc::Receiver<Live>,
+    ended: Arc<AtomicU8>,
+    hub: Weak<Inner>,
+}
+
+impl Subscription {
+    /// The next live event; `None` once the hub dropped the subscription
+    /// (see [`Subscription::ended`]).
+    pub(crate) async fn recv(&mut self) -> Option<Live> {
+        self.rx.recv().await
+    }
+
+    pub(crate) fn ended(&self) -> Ended {
+        match self.ended.load(Ordering::SeqCst) {
+            1 => Ended::Lagged,
+            2 => Ended::Revoked,
+            3 => Ended::Shutdown,
+            _ => Ended::Open,
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let Some(hub) = self.hub.upgrade() else {
+            return;
+        };
+        let mut state = hub.lock();
+        if let Some(subs) = state.subs.get_mut(&self.contact) {
+            subs.retain(|s| s.id != self.id);
+            if subs.is_empty() {
+                state.subs.remove(&self.contact);
+            }
+        }
+    }
+}
+
+impl Hub {
+    /// Starts the hub's reader and its token checks on the current tokio
+    /// runtime; they stop at [`Hub::close`].
+    pub fn start(service: Confab, options: HubOptions, metrics: Arc<Metrics>) -> Hub {
+        let (shutdown, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            service,
+            options,
+            metrics,
+            state: Mutex::default(),
+            shutdown,
+        });
+        tokio::spawn(read_loop(inner.clone()));
+        tokio::spawn(revalidate_loop(inner.clone()));
+        Hub { inner }
+    }
+
+    pub fn options(&self) -> HubOptions {
+        self.inner.options
+    }
+
+    pub(crate) fn service(&self) -> &Confab {
+        &self.inner.service
+    }
+
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
+    }
+
+    /// Subscribes `contact`'s stream: every event the hub reads from now on
+    /// for `contact` is queued for it. After [`Hub::close`] the
+    /// subscription is born ended.
+    pub(crate) fn subscribe(&self, contact: ContactId, token: StreamToken) -> Subscription {
+        let (tx, rx) = mpsc::channel(self.inner.options.queue.max(1));
+        let ended = Arc::new(AtomicU8::new(Ended::Open as u8));
+        let mut state = self.inner.lock();
+        state.next_id += 1;
+        let id = state.next_id;
+        let sub = Sub {
+            id,
+            tx,
+            token,
+            ended: ended.clone(),
+        };
+        if state.closed {
+            sub.end(Ended::Shutdown);
+        } else {
+            state.subs.entry(contact).or_default().push(sub);
+        }
+        Subscription {
+            id,
+            contact,
+            rx,
+            ended,
+            hub: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// A receiver that turns `true` when the hub closes.
+    pub(crate) fn closing(&self) -> watch::Receiver<bool> {
+        self.inner.shutdown.subscribe()
+    }
+
+    /// Ends every stream (each finishes its response, so that a graceful
+    /// shutdown does not wait on them) and stops the hub's tasks. New
+    /// streams end at once.
+    pub fn close(&self) {
+        let subs = {
+            let mut state = self.inner.lock();
+            state.closed = true;
+            std::mem::take(&mut state.subs)
+        };
+        for sub in subs.into_values().flatten() {
+            sub.end(Ended::Shutdown);
+        }
+        self.inner.shutdown.send_replace(true);
+    }
+
+    /// Open subscriptions (for tests and metrics).
+    pub fn subscriptions(&self) -> usize {
+        self.inner.lock().subs.values().map(Vec::len).sum()
+    }
+}
+
+/// Waits for the next reason to read: a wakeup (then a few quick follow-up
+/// reads), or the poll interval. Returns `false` when the hub closes.
+async fn read_loop(inner: Arc<Inner>) {
+    let mut closing = inner.shutdown.subscribe();
+    let service = inner.service.clone();
+    let poll = service.events_poll_every();
+    // Streams replay from the table whatever happened before the hub's
+    // first read, so the hub starts at "now".
+    let mut cursor = loop {
+        match service.events_start(None).await {
+            Ok(position) => break position,
+            Err(e) => {
+                tracing::warn!(error = %e, "the event hub cannot read its start; trying again");
+                tokio::select! {
+                    () = until_closed(&mut closing) => return,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
+    };
+    // Follow-up reads still due after the last wakeup: (when, index).
+    let mut woken_at: Option<Instant> = None;
+    let mut step = 0usize;
+    loop {
+        let wait = match woken_at {
+            Some(at) if step < FOLLOW_UPS.len() => {
+                (at + FOLLOW_UPS[step]).saturating_duration_since(Instant::now())
+            }
+            _ => poll,
+        };
+        tokio::select! {
+            () = until_closed(&mut closing) => return,
+            () = service.events_changed() => {
+                woken_at = Some(Instant::now());
+                step = 0;
+            }
+            () = tokio::time::sleep(wait) => {
+                if woken_at.is_some() {
+                    step += 1;
+                    if step >= FOLLOW_UPS.len() {
+                        woken_at = None;
+                    }
+                }
+            }
+        }
+        drain(&inner, &mut cursor).await;
+    }
+}
+
+/// Reads and fans out everything after `cursor` until caught up.
+async fn drain(inner: &Inner, cursor: &mut i64) {
+    loop {
+        match inner.service.recent_events(*cursor, BATCH).await {
+            Ok(batch) => {
+                let full = batch.len() >= BATCH as usize;
+                if let Some(last) = batch.last() {
+                    *cursor = last.event.position;
+                    fan_out(inner, &batch);
+                }
+                if !full {
+                    return;
+                }
+            }
+            Err(e) => {
+                // The next wakeup or poll tries again; streams lose nothing
+                // (they replay from the table when they fall behind).
+                tracing::warn!(error = %e, "the event hub cannot read new events");
+                return;
+            }
+        }
+    }
+}
+
+fn fan_out(inner: &Inner, batch: &[FanOutEvent]) {
+    let now = confab_domain::Timestamp::from_micros(now_micros());
+    let mut delivered = 0u64;
+    let mut state = inner.lock();
+    for FanOutEvent { event, recipients } in batch {
+        inner
+            .metrics
+            .event_read(now.micros() - event.created_at.micros());
+        for (contact, payload) in recipients {
+            let Some(subs) = state.subs.get_mut(contact) else {
+                continue;
+            };
+            let live = Live {
+                position: event.position,
+                frame: sse_frame_with(event, payload),
+            };
+            let mut i = 0;
+            while i < subs.len() {
+                match subs[i].tx.try_send(live.clone()) {
+                    Ok(()) => {
+                        delivered += 1;
+                        i += 1;
+                    }
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        subs.swap_remove(i).end(Ended::Lagged)
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => {
+                        subs.swap_remove(i).end(Ended::Open);
+                    }
+                }
+            }
+            if subs.is_empty() {
+                state.subs.remove(contact);
+            }
+        }
+    }
+    drop(state);
+    inner.metrics.events_queued(delivered);
+}
+
+fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// Ends the streams whose token is no longer live, every
+/// [`REVALIDATE_EVERY`].
+async fn revalidate_loop(inner: Arc<Inner>) {
+    let mut closing = inner.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            () = until_closed(&mut closing) => return,
+            () = tokio::time::sleep(REVALIDATE_EVERY) => {}
+        }
+        let tokens: HashSet<StreamToken> = inner
+            .lock()
+            .subs
+            .values()
+            .flatten()
+            .map(|s| s.token.clone())
+            .collect();
+        if tokens.is_empty() {
+            continue;
+        }
+        let live = match inner
+            .service
+            .live_stream_tokens(tokens.into_iter().collect())
+            .await
+        {
+            Ok(live) => live,
+            Err(e) => {
+                // Not a reason to end streams: the store may be back soon.
+                tracing::warn!(error = %e, "cannot check the open streams' tokens");
+                continue;
+            }
+        };
+        let mut ended = Vec::new();
+        {
+            let mut state = inner.lock();
+            for subs in state.subs.values_mut() {
+                let mut i = 0;
+                while i < subs.len() {
+                    if live.contains(&subs[i].token) {
+                        i += 1;
+                    } else {
+                        ended.push(subs.swap_remove(i));
+                    }
+                }
+            }
+            state.subs.retain(|_, subs| !subs.is_empty());
+        }
+        for sub in ended {
+            sub.end(Ended::Revoked);
+        }
+    }
+}

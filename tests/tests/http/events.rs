@@ -1,0 +1,667 @@
+//! `GET /v1/events` (API.md section 11): streams over real HTTP, on both
+//! stores. A small Server-Sent Events reader reads the frames.
+
+use std::collections::HashSet;
+use std::net::TcpListener;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use confab_server::startup::{Application, CorsOrigins, HubOptions, RateLimits, ServerOptions};
+use confab_tests::http::{TestApp, User};
+use futures_util::{Stream, StreamExt};
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::support::UNKNOWN_ID;
+
+/// One frame of a stream: an event, or a comment line.
+#[derive(Debug, Clone)]
+enum Frame {
+    Event(Event),
+    Comment(String),
+}
+
+#[derive(Debug, Clone)]
+struct Event {
+    id: String,
+    kind: String,
+    data: Value,
+}
+
+type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Vec<u8>>> + Send>>;
+
+/// An open `text/event-stream` response, read frame by frame.
+struct Sse {
+    body: Body,
+    buf: Vec<u8>,
+    /// The response ended (the server closed the stream).
+    ended: bool,
+}
+
+impl Sse {
+    /// Opens `path` with `token` (plus `headers`) and waits for the
+    /// opening comment, after which every commit is delivered.
+    async fn open(base: &str, token: &str, path: &str, headers: &[(&str, &str)]) -> Sse {
+        let client = reqwest::Client::new();
+        let mut req = client
+            .get(format!("{base}{path}"))
+            .bearer_auth(token)
+            .header("accept", "text/event-stream");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let resp = req.send().await.expect("stream request");
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        if status != 200 {
+            let text = resp.text().await.unwrap_or_default();
+            panic!("stream answered {status}: {text}");
+        }
+        assert!(
+            content_type.starts_with("text/event-stream"),
+            "content type {content_type}"
+        );
+        let mut sse = Sse {
+            body: Box::pin(resp.bytes_stream().map(|chunk| chunk.map(|b| b.to_vec()))),
+            buf: Vec::new(),
+            ended: false,
+        };
+        match sse.frame(Duration::from_secs(5)).await {
+            Some(Frame::Comment(c)) if c == "connected" => {}
+            other => panic!("expected the opening comment, got {other:?}"),
+        }
+        sse
+    }
+
+    async fn for_user(app: &TestApp, user: &User) -> Sse {
+        Sse::open(&app.base_url, &user.token, "/v1/events", &[]).await
+    }
+
+    /// The next frame within `within`; `None` on timeout or at the end.
+    async fn frame(&mut self, within: Duration) -> Option<Frame> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
+                let block: Vec<u8> = self.buf.drain(..end + 2).collect();
+                let block = String::from_utf8(block).expect("utf-8 frame");
+                if let Some(frame) = parse(&block) {
+                    return Some(frame);
+                }
+                continue;
+            }
+            if self.ended {
+                return None;
+            }
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Err(_) => return None,
+                Ok(None) => self.ended = true,
+                Ok(Some(chunk)) => match chunk {
+                    Ok(bytes) => self.buf.extend_from_slice(&bytes),
+                    Err(_) => self.ended = true,
+                },
+            }
+        }
+    }
+
+    /// The next event within `within`, skipping comments.
+    async fn event(&mut self, within: Duration) -> Option<Event> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.frame(left).await? {
+                Frame::Event(e) => return Some(e),
+                Frame::Comment(_) => {}
+            }
+        }
+    }
+
+    /// The next event of type `kind`, skipping others.
+    async fn event_of(&mut self, kind: &str, within: Duration) -> Option<Event> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let e = self.event(left).await?;
+            if e.kind == kind {
+                return Some(e);
+            }
+        }
+    }
+
+    /// Asserts no event of `kind` arrives within `within`.
+    async fn expect_no(&mut self, kind: &str, within: Duration) {
+        if let Some(e) = self.event_of(kind, within).await {
+            panic!("unexpected {kind} event: {e:?}");
+        }
+    }
+}
+
+fn parse(block: &str) -> Option<Frame> {
+    let (mut id, mut kind, mut data, mut comment) = (None, None, None, None);
+    for line in block.lines() {
+        if let Some(c) = line.strip_prefix(':') {
+            comment = Some(c.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("id: ") {
+            id = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("event: ") {
+            kind = Some(v.to_owned());
+        } else if let Some(v) = line.strip_prefix("data: ") {
+            assert!(data.is_none(), "one data line per event: {block:?}");
+            data = Some(serde_json::from_str::<Value>(v).expect("data is JSON"));
+        }
+    }
+    match (id, kind, data) {
+        (Some(id), Some(kind), Some(data)) => {
+            assert_eq!(data["id"], id.as_str(), "data.id is the frame id");
+            assert_eq!(data["type"], kind.as_str(), "data.type is the event name");
+            assert!(data["created_at"].is_i64(), "{data}");
+            assert!(
+                data["payload"].is_object(),
+                "payload is a JSON object: {data}"
+            );
+            Some(Frame::Event(Event { id, kind, data }))
+        }
+        (None, None, None) => comment.map(Frame::Comment),
+        _ => panic!("incomplete event frame: {block:?}"),
+    }
+}
+
+const WAIT: Duration = Duration::from_secs(5);
+
+/// Another server (with its own hub) on `app`'s service; returns its URL.
+async fn extra_server(app: &TestApp, options: ServerOptions) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let server = Application::build_with_options(app.service.clone(), listener, options)
+        .await
+        .expect("build");
+    tokio::spawn(server.run_until_stopped());
+    format!("http://127.0.0.1:{port}")
+}
+
+async fn message_reaches_both_members_not_outsiders(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let carol = app.user("carol").await;
+    let c = app.direct(&alice, &bob).await;
+    let mut sa = Sse::for_user(&app, &alice).await;
+    let mut sb = Sse::for_user(&app, &bob).await;
+    let mut sc = Sse::for_user(&app, &carol).await;
+    let sent = app.send_message(&alice, &c, "hello events").await;
+    let mid = sent["id"].as_str().expect("id").to_owned();
+    let ea = sa
+        .event_of("message.created", WAIT)
+        .await
+        .expect("alice's event");
+    let eb = sb
+        .event_of("message.created", WAIT)
+        .await
+        .expect("bob's event");
+    // One change, one id for every recipient.
+    assert_eq!(ea.id, eb.id);
+    for (user, e) in [(&alice, &ea), (&bob, &eb)] {
+        let got = app.get(user, &format!("/v1/messages/{mid}")).await;
+        assert_eq!(&e.data["payload"], got.expect(200), "payload is the GET");
+    }
+    crate::support::assert_recent(&ea.data["created_at"]);
+    sc.expect_no("message.created", Duration::from_secs(1))
+        .await;
+}
+
+async fn a_per_member_change_reaches_that_member_only(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let mut sa = Sse::for_user(&app, &alice).await;
+    let mut sb = Sse::for_user(&app, &bob).await;
+    let r = app
+        .put(
+            &alice,
+            &format!("/v1/conversations/{c}"),
+            &[("is_muted", "true")],
+        )
+        .await;
+    let after = r.expect(200).clone();
+    let e = sa
+        .event_of("conversation.updated", WAIT)
+        .await
+        .expect("alice's conversation.updated");
+    assert_eq!(e.data["payload"], after);
+    assert_eq!(e.data["payload"]["is_muted"], true);
+    sb.expect_no("conversation.updated", Duration::from_secs(1))
+        .await;
+}
+
+/// Reads message.created events until `want` message ids are seen;
+/// returns them with the last event id. Every event id must be new.
+async fn read_messages(
+    sse: &mut Sse,
+    want: usize,
+    seen_events: &mut HashSet<String>,
+    messages: &mut Vec<String>,
+    last: &mut Option<String>,
+) {
+    while messages.len() < want {
+        let e = sse
+            .event(Duration::from_secs(15))
+            .await
+            .unwrap_or_else(|| panic!("stalled after {} messages", messages.len()));
+        assert!(seen_events.insert(e.id.clone()), "event repeated: {e:?}");
+        *last = Some(e.id.clone());
+        if e.kind == "message.created" {
+            messages.push(e.data["payload"]["id"].as_str().expect("id").to_owned());
+        }
+    }
+}
+
+async fn resume_after_disconnecting_mid_burst(app: TestApp) {
+    const N: usize = 1000;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    // Bob's stream from before the burst; it reads a part and drops.
+    let mut first = Sse::for_user(&app, &bob).await;
+    let start = app
+        .send(
+            Method::GET,
+            "/v1/events?limit=1",
+            Some(&bob.token),
+            None,
+            &[("accept", "application/json")],
+        )
+        .await;
+    start.expect(200);
+    // Sent through a second server without the per-token rate limit.
+    let unlimited = extra_server(
+        &app,
+        ServerOptions {
+            rate_limits: RateLimits {
+                per_token: None,
+                anonymous: None,
+            },
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let sender = {
+        let app_url = unlimited;
+        let token = alice.token.clone();
+        let c = c.clone();
+        tokio::spawn(async move { burst_over(&app_url, &token, &c, N).await })
+    };
+    let mut seen = HashSet::new();
+    let mut got = Vec::new();
+    let mut last = None;
+    read_messages(&mut first, 300, &mut seen, &mut got, &mut last).await;
+    drop(first);
+    let sent = sender.await.expect("sender");
+    assert_eq!(sent.len(), N);
+
+    // Resume by header and by query: the rest, once each, in order.
+    let last_id = last.clone().expect("an event was read");
+    for how in ["header", "query"] {
+        let (path, headers): (String, Vec<(&str, &str)>) = if how == "header" {
+            (
+                "/v1/events".into(),
+                vec![("last-event-id", last_id.as_str())],
+            )
+        } else {
+            (format!("/v1/events?after={last_id}"), vec![])
+        };
+        let mut again = Sse::open(&app.base_url, &bob.token, &path, &headers).await;
+        let mut seen2 = seen.clone();
+        let mut got2 = got.clone();
+        let mut last2 = last.clone();
+        read_messages(&mut again, N, &mut seen2, &mut got2, &mut last2).await;
+        assert_eq!(got2, sent, "resumed by {how}: every message once, in order");
+        again
+            .expect_no("message.created", Duration::from_millis(300))
+            .await;
+    }
+
+    // The JSON list pages through the same events, oldest first.
+    let mut listed = Vec::new();
+    let mut after: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let path = match &after {
+            Some(a) => format!("/v1/events?limit=100&after={a}"),
+            None => "/v1/events?limit=100".to_owned(),
+        };
+        let r = app
+            .send(
+                Method::GET,
+                &path,
+                Some(&bob.token),
+                None,
+                &[("accept", "application/json")],
+            )
+            .await;
+        let body = r.expect(200).clone();
+        let data = body["data"].as_array().expect("data").clone();
+        pages += 1;
+        for e in &data {
+            if e["type"] == "message.created" {
+                listed.push(e["payload"]["id"].as_str().expect("id").to_owned());
+            }
+        }
+        if body["has_more"] == false {
+            break;
+        }
+        after = Some(
+            data.last().expect("a full page")["id"]
+                .as_str()
+                .expect("id")
+                .to_owned(),
+        );
+        assert!(pages < 50, "paging does not end");
+    }
+    assert_eq!(listed, sent, "the list gives every message once, in order");
+}
+
+/// The burst, from a task of its own (so that the stream is read while it
+/// runs).
+async fn burst_over(base: &str, token: &str, c: &str, n: usize) -> Vec<String> {
+    let client = reqwest::Client::new();
+    let mut ids = Vec::with_capacity(n);
+    for i in 0..n {
+        let r = client
+            .post(format!("{base}/v1/messages"))
+            .bearer_auth(token)
+            .form(&[("conversation_id", c), ("message", &format!("burst {i}"))])
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status().as_u16(), 201);
+        let v: Value = r.json().await.expect("json");
+        ids.push(v["id"].as_str().expect("id").to_owned());
+    }
+    ids
+}
+
+async fn a_removed_group_member_stops_receiving(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let carol = app.user("carol").await;
+    let r = app
+        .post(
+            &alice,
+            "/v1/groups",
+            &[
+                ("name", "Streamers"),
+                ("contact_ids[]", &bob.id),
+                ("contact_ids[]", &carol.id),
+            ],
+        )
+        .await;
+    let gid = r.expect(201)["id"].as_str().expect("id").to_owned();
+    let r = app
+        .post(&alice, "/v1/conversations", &[("group_id", &gid)])
+        .await;
+    let c = r.expect(201)["id"].as_str().expect("id").to_owned();
+    let mut sb = Sse::for_user(&app, &bob).await;
+    let mut sc = Sse::for_user(&app, &carol).await;
+    app.send_message(&alice, &c, "all of us").await;
+    sc.event_of("message.created", WAIT)
+        .await
+        .expect("carol, still a member");
+    sb.event_of("message.created", WAIT).await.expect("bob");
+    app.put(
+        &alice,
+        &format!("/v1/groups/{gid}"),
+        &[("remove_contact_ids[]", &carol.id)],
+    )
+    .await
+    .expect(200);
+    app.send_message(&alice, &c, "without carol").await;
+    let e = sb.event_of("message.created", WAIT).await.expect("bob");
+    assert_eq!(e.data["payload"]["message"], "without carol");
+    sc.expect_no("message.created", Duration::from_secs(1))
+        .await;
+}
+
+async fn a_revoked_token_ends_the_stream_within_5_s(app: TestApp) {
+    let alice = app.user("alice").await;
+    let mut sse = Sse::for_user(&app, &alice).await;
+    let revoked = Instant::now();
+    app.service
+        .revoke_tokens(&alice.username)
+        .await
+        .expect("revoke");
+    loop {
+        match sse.frame(Duration::from_secs(6)).await {
+            None => break,
+            Some(Frame::Comment(_)) => {}
+            Some(Frame::Event(e)) => panic!("no event expected: {e:?}"),
+        }
+    }
+    assert!(sse.ended, "the stream must end, not stall");
+    assert!(
+        revoked.elapsed() < Duration::from_secs(5),
+        "ended {:?} after the revocation",
+        revoked.elapsed()
+    );
+}
+
+async fn bad_resume_points_and_params_are_400(app: TestApp) {
+    let alice = app.user("alice").await;
+    let json = [("accept", "application/json")];
+    let sse = [("accept", "text/event-stream")];
+    for accept in [&json, &sse] {
+        let get = |path: String, extra: Vec<(&'static str, &'static str)>| {
+            let mut headers = accept.to_vec();
+            headers.extend(extra);
+            let app = &app;
+            let token = alice.token.clone();
+            async move {
+                app.send(Method::GET, &path, Some(&token), None, &headers)
+                    .await
+            }
+        };
+        get(format!("/v1/events?after={UNKNOWN_ID}"), vec![])
+            .await
+            .expect_error(400, "parameter_invalid", Some("after"));
+        get("/v1/events".into(), vec![("last-event-id", UNKNOWN_ID)])
+            .await
+            .expect_error(400, "parameter_invalid", Some("after"));
+        get("/v1/events?after=nope".into(), vec![])
+            .await
+            .expect_error(400, "parameter_invalid", Some("after"));
+        get("/v1/events".into(), vec![("last-event-id", "nope")])
+            .await
+            .expect_error(400, "parameter_invalid", Some("after"));
+        get("/v1/events?starting_after=x".into(), vec![])
+            .await
+            .expect_error(400, "parameter_unknown", Some("starting_after"));
+        get("/v1/events?limit=0".into(), vec![]).await.expect_error(
+            400,
+            "parameter_invalid",
+            Some("limit"),
+        );
+    }
+    // A limit means nothing to a stream.
+    app.send(
+        Method::GET,
+        "/v1/events?limit=5",
+        Some(&alice.token),
+        None,
+        &sse,
+    )
+    .await
+    .expect_error(400, "parameter_invalid", Some("limit"));
+    // Without a token: 401 like the rest of /v1.
+    let r = app.send(Method::GET, "/v1/events", None, None, &sse).await;
+    r.expect_error(401, "unauthorized", None);
+    // The list without events: an empty page.
+    let r = app
+        .send(Method::GET, "/v1/events", Some(&alice.token), None, &json)
+        .await;
+    let body = r.expect(200);
+    assert_eq!(body["has_more"], false);
+    assert!(body["data"].is_array());
+}
+
+async fn heartbeats_keep_an_idle_stream_open_past_the_request_budget(app: TestApp) {
+    // A second server on the same service, with a 1 s heartbeat.
+    let options = ServerOptions {
+        events: HubOptions {
+            heartbeat: Duration::from_secs(1),
+            ..HubOptions::default()
+        },
+        ..ServerOptions::default()
+    };
+    let base = extra_server(&app, options).await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let mut sse = Sse::open(&base, &bob.token, "/v1/events", &[]).await;
+    let mut beats = 0;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(2500) {
+        match sse.frame(Duration::from_secs(2)).await {
+            Some(Frame::Comment(c)) => {
+                assert_eq!(c, "keep-alive");
+                beats += 1;
+            }
+            Some(Frame::Event(_)) => {}
+            None => panic!("no heartbeat within 2 s (ended: {})", sse.ended),
+        }
+    }
+    assert!(beats >= 2, "{beats} heartbeats in 2.5 s");
+    // Well past the 1.9 s database budget of its request, the stream
+    // still reads.
+    let m = app.send_message(&alice, &c, "late").await;
+    let e = sse.event_of("message.created", WAIT).await.expect("event");
+    assert_eq!(e.data["payload"]["id"], m["id"]);
+}
+
+async fn a_slow_stream_catches_up_from_the_table(app: TestApp) {
+    // A server whose streams may have one live event waiting: a batch of
+    // several overflows it, and the stream must catch up from the table.
+    let base = extra_server(
+        &app,
+        ServerOptions {
+            rate_limits: RateLimits {
+                per_token: None,
+                anonymous: None,
+            },
+            events: HubOptions {
+                queue: 1,
+                ..HubOptions::default()
+            },
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let mut sse = Sse::open(&base, &bob.token, "/v1/events", &[]).await;
+    // Concurrent sends, so that the hub reads several in one batch.
+    let mut sent = HashSet::new();
+    for round in 0..5 {
+        let sends = (0..10).map(|i| {
+            let (base, token, c) = (base.clone(), alice.token.clone(), c.clone());
+            tokio::spawn(async move {
+                let r = reqwest::Client::new()
+                    .post(format!("{base}/v1/messages"))
+                    .bearer_auth(token)
+                    .form(&[
+                        ("conversation_id", c),
+                        ("message", format!("r{round} m{i}")),
+                    ])
+                    .send()
+                    .await
+                    .expect("send");
+                assert_eq!(r.status().as_u16(), 201);
+                r.json::<Value>().await.expect("json")["id"]
+                    .as_str()
+                    .expect("id")
+                    .to_owned()
+            })
+        });
+        for s in futures_util::future::join_all(sends).await {
+            sent.insert(s.expect("join"));
+        }
+    }
+    let (mut seen, mut got, mut last) = (HashSet::new(), Vec::new(), None);
+    read_messages(&mut sse, sent.len(), &mut seen, &mut got, &mut last).await;
+    assert_eq!(got.iter().cloned().collect::<HashSet<_>>(), sent);
+    // In commit order: the same order the list gives.
+    let r = app
+        .send(
+            Method::GET,
+            "/v1/events?limit=100",
+            Some(&bob.token),
+            None,
+            &[("accept", "application/json")],
+        )
+        .await;
+    let listed: Vec<String> = r.expect(200)["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .filter(|e| e["type"] == "message.created")
+        .map(|e| e["payload"]["id"].as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(got, listed);
+    let metrics = reqwest::get(format!("{base}/metrics"))
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    let resyncs: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("confab_event_stream_resyncs_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0);
+    assert!(resyncs >= 1.0, "the stream never fell behind:\n{metrics}");
+}
+
+async fn cors_lets_browsers_resume_with_last_event_id(app: TestApp) {
+    let base = extra_server(
+        &app,
+        ServerOptions {
+            cors: CorsOrigins::Any,
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let r = reqwest::Client::new()
+        .request(Method::OPTIONS, format!("{base}/v1/events"))
+        .header("origin", "https://app.example")
+        .header("access-control-request-method", "GET")
+        .header(
+            "access-control-request-headers",
+            "authorization,last-event-id",
+        )
+        .send()
+        .await
+        .expect("preflight");
+    assert!(r.status().is_success(), "{}", r.status());
+    let allowed = r
+        .headers()
+        .get("access-control-allow-headers")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    assert!(allowed.contains("last-event-id"), "{allowed}");
+}
+
+confab_tests::on_both_stores!(
+    crate::support::on_server;
+    message_reaches_both_members_not_outsiders,
+    a_per_member_change_reaches_that_member_only,
+    resume_after_disconnecting_mid_burst,
+    a_removed_group_member_stops_receiving,
+    a_revoked_token_ends_the_stream_within_5_s,
+    bad_resume_points_and_params_are_400,
+    heartbeats_keep_an_idle_stream_open_past_the_request_budget,
+    a_slow_stream_catches_up_from_the_table,
+    cors_lets_browsers_resume_with_last_event_id,
+);
