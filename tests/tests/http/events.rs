@@ -436,7 +436,11 @@ async fn a_revoked_token_ends_the_stream_within_5_s(app: TestApp) {
         match sse.frame(Duration::from_secs(6)).await {
             None => break,
             Some(Frame::Comment(_)) => {}
-            Some(Frame::Event(e)) => panic!("no event expected: {e:?}"),
+            // Only alice's own `contact.created` may come (committed just
+            // before the stream opened, while another test's transaction
+            // on the shared PostgreSQL held the start back): nothing is
+            // written after the revocation.
+            Some(Frame::Event(e)) => assert_eq!(e.kind, "contact.created", "{e:?}"),
         }
     }
     assert!(sse.ended, "the stream must end, not stall");
