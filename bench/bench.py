@@ -11,6 +11,7 @@ raw outputs in a temporary directory, which it prints.
 Standard library only.
 """
 
+import base64
 import datetime
 import glob
 import hashlib
@@ -349,7 +350,33 @@ NEW_ID_SET = "\\set r random(1, 4503599627370495)\n"
 
 
 def q(v):
+    # pgbench reads `:name` as a variable even inside a string literal (an
+    # event's JSON payload has `"created_at":1795...`): such text goes in
+    # base64, decoded by the server.
+    if ":" in v:
+        b64 = base64.b64encode(v.encode()).decode()
+        return f"convert_from(decode('{b64}', 'base64'), 'UTF8')"
     return "'" + v.replace("'", "''") + "'"
+
+
+UUID_V7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def made_during(v, t0_us, t1_us):
+    """Whether `v` is a UUIDv7 whose time lies in [t0, t1] (microseconds,
+    one second of slack): an id the captured request created (a message,
+    its event, an attachment), which a replay must vary."""
+    if not UUID_V7.fullmatch(v):
+        return False
+    ms = int(v[:8] + v[9:13], 16)
+    return t0_us // 1000 - 1000 <= ms <= t1_us // 1000 + 1000
+
+
+# Statements of the server's background work (the event hub's reads and its
+# LISTEN connection, the webhook worker, pruning), which land in the capture
+# window beside the request's own and are not part of any request.
+BACKGROUND = re.compile(r'pg_snapshot_xmin|"event_recipients"\."position" BETWEEN|webhook'
+                        r'|^\s*LISTEN\b|^\s*SELECT 1\s*;?\s*$|^\s*DELETE FROM "events"', re.S)
 
 
 def least_sql(ds, t):
@@ -456,6 +483,10 @@ def parse_capture(text, db):
             if current is None:
                 continue
             entry = [sql, {}]
+            last_of_pid[pid] = entry
+            last = entry
+            if BACKGROUND.search(sql):
+                continue
             requests[current].append(entry)
             last_of_pid[pid] = entry
             last = entry
@@ -481,7 +512,11 @@ def exact_script(statements, new_id, t0_us, t1_us):
         if new_id and v == new_id:
             uses_new = True
             return NEW_ID
-        if new_id and v.startswith("{") and new_id in v:
+        if made_during(v, t0_us, t1_us):
+            uses_new = True
+            return NEW_ID
+        # A JSON object is text; `{a,b}` is an array of ids.
+        if new_id and v.startswith("{") and not v.startswith('{"') and new_id in v:
             uses_new = True
             items = [NEW_ID if e == new_id else q(e) for e in v[1:-1].split(",")]
             return "ARRAY[" + ", ".join(items) + "]"
