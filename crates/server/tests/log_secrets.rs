@@ -7,7 +7,7 @@ mod binary;
 
 use binary::{confab_ok, Server, BIN};
 use std::fs::File;
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::thread::sleep;
@@ -15,24 +15,7 @@ use std::time::{Duration, Instant};
 
 /// Sends one raw request; returns the status and the body.
 fn send(port: u16, head: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(
-        s,
-        "{head}\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("write");
-    let mut response = String::new();
-    s.read_to_string(&mut response).expect("read");
-    let status = response
-        .split(' ')
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .expect("status line");
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
+    let (status, _, body) = binary::raw_request(port, head, body);
     (status, body)
 }
 

@@ -7,7 +7,7 @@ mod binary;
 
 use binary::{confab_ok, free_port, Server, BIN};
 use std::fs::File;
-use std::io::{Read as _, Write as _};
+use std::io::Read as _;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -38,22 +38,7 @@ fn serve(db: &Path, listen: &str, port: u16, log: &Path, env: &[(&str, &str)]) -
 
 /// One raw request; the status and the response head.
 fn send(port: u16, head: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    write!(
-        s,
-        "{head}\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    )
-    .expect("write");
-    let mut response = String::new();
-    s.read_to_string(&mut response).expect("read");
-    let status = response
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status line");
-    let head = response
-        .split_once("\r\n\r\n")
-        .map_or(response.clone(), |(h, _)| h.to_owned());
+    let (status, head, _) = binary::raw_request(port, head, "");
     (status, head.to_ascii_lowercase())
 }
 

@@ -288,27 +288,11 @@ fn serve_one(stream: TcpStream, log: &Mutex<Vec<Delivery>>, policy: &Policy) {
 
 /// A request over a plain socket; the status and the JSON body.
 fn call(port: u16, method: &str, path: &str, token: &str, body: &Value) -> (u16, Value) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    let body = body.to_string();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .expect("write");
-    let mut response = String::new();
-    s.read_to_string(&mut response).expect("read");
-    let status = response
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status");
-    let json = response
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b).ok())
-        .unwrap_or(Value::Null);
-    (status, json)
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json"
+    );
+    let (status, _, body) = binary::raw_request(port, &head, &body.to_string());
+    (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }
 
 /// Two contacts, a token for the first, a conversation between them.

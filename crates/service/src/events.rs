@@ -141,11 +141,7 @@ mod tests {
         AvatarUrl, Contact, ContactId, EventId, EventType, Field, PageLimit, PhoneNumber, Rule,
         Timestamp, Username,
     };
-    use confab_ports::{
-        MockClock, MockContactStore, MockConversationStore, MockEventStore, MockEventWakeups,
-        MockGroupStore, MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore,
-        MockPayloadRenderer, MockTokenStore, StoreError, StoredEvent,
-    };
+    use confab_ports::{MockEventStore, MockEventWakeups, StoreError, StoredEvent};
     use mockall::predicate::eq;
     use uuid::Uuid;
 
@@ -157,23 +153,11 @@ mod tests {
     /// The service over `events` (and `wakeups`), every other port a mock
     /// that fails the test if called.
     fn service_with(events: MockEventStore, wakeups: MockEventWakeups) -> Confab {
-        let mut clock = MockClock::new();
-        clock.expect_now().returning(|| Timestamp::from_secs(NOW));
         Confab::new(Ports {
-            contacts: Arc::new(MockContactStore::new()),
-            tokens: Arc::new(MockTokenStore::new()),
-            conversations: Arc::new(MockConversationStore::new()),
-            messages: Arc::new(MockMessageStore::new()),
-            groups: Arc::new(MockGroupStore::new()),
-            idempotency: Arc::new(MockIdempotencyStore::new()),
-            webhooks: Arc::new(confab_ports::MockWebhookStore::new()),
             events: Arc::new(events),
-            health: Arc::new(MockHealthCheck::new()),
             wakeups: Arc::new(wakeups),
-            clock: Arc::new(clock),
-            ids: Arc::new(MockIdGenerator::new()),
-            render: Arc::new(MockPayloadRenderer::new()),
             signal: Arc::new(confab_ports::NoSignal),
+            ..crate::tests::mocked_ports(NOW)
         })
     }
 

@@ -38,6 +38,31 @@ struct Mocks {
     events: MockEventStore,
 }
 
+/// Every port a mock without expectations (any call fails the test), the
+/// clock at `now_secs`: other test modules override the ports they use.
+pub(crate) fn mocked_ports(now_secs: i64) -> Ports {
+    let mut clock = MockClock::new();
+    clock
+        .expect_now()
+        .returning(move || Timestamp::from_secs(now_secs));
+    Ports {
+        contacts: Arc::new(MockContactStore::new()),
+        tokens: Arc::new(MockTokenStore::new()),
+        conversations: Arc::new(MockConversationStore::new()),
+        messages: Arc::new(MockMessageStore::new()),
+        groups: Arc::new(MockGroupStore::new()),
+        idempotency: Arc::new(MockIdempotencyStore::new()),
+        webhooks: Arc::new(MockWebhookStore::new()),
+        events: Arc::new(MockEventStore::new()),
+        health: Arc::new(MockHealthCheck::new()),
+        wakeups: Arc::new(confab_ports::MockEventWakeups::new()),
+        clock: Arc::new(clock),
+        ids: Arc::new(MockIdGenerator::new()),
+        render: Arc::new(MockPayloadRenderer::new()),
+        signal: Arc::new(MockEventSignal::new()),
+    }
+}
+
 impl Mocks {
     fn new() -> Self {
         Self {

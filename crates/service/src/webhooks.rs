@@ -462,11 +462,7 @@ impl Confab {
 mod tests {
     use std::sync::Arc;
 
-    use confab_ports::{
-        MockClock, MockContactStore, MockConversationStore, MockEventSignal, MockEventStore,
-        MockGroupStore, MockHealthCheck, MockHostResolver, MockIdGenerator, MockIdempotencyStore,
-        MockMessageStore, MockPayloadRenderer, MockTokenStore, MockWebhookStore,
-    };
+    use confab_ports::{MockHostResolver, MockIdGenerator, MockWebhookStore};
     use uuid::Uuid;
 
     use super::*;
@@ -476,25 +472,12 @@ mod tests {
 
     /// The service with `webhooks` and no other port expected to be used.
     fn service(webhooks: MockWebhookStore) -> Confab {
-        let mut clock = MockClock::new();
-        clock.expect_now().returning(|| Timestamp::from_secs(NOW));
         let mut ids = MockIdGenerator::new();
         ids.expect_new_id().returning(|| Uuid::from_u128(7));
         Confab::new(Ports {
-            contacts: Arc::new(MockContactStore::new()),
-            tokens: Arc::new(MockTokenStore::new()),
-            conversations: Arc::new(MockConversationStore::new()),
-            messages: Arc::new(MockMessageStore::new()),
-            groups: Arc::new(MockGroupStore::new()),
-            idempotency: Arc::new(MockIdempotencyStore::new()),
             webhooks: Arc::new(webhooks),
-            events: Arc::new(MockEventStore::new()),
-            health: Arc::new(MockHealthCheck::new()),
-            wakeups: Arc::new(confab_ports::MockEventWakeups::new()),
-            clock: Arc::new(clock),
             ids: Arc::new(ids),
-            render: Arc::new(MockPayloadRenderer::new()),
-            signal: Arc::new(MockEventSignal::new()),
+            ..crate::tests::mocked_ports(NOW)
         })
     }
 

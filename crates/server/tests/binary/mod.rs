@@ -1,12 +1,13 @@
 //! What the tests that run the real `confab` binary share: the binary, a
-//! guard that stops a started server, a free port, and a CLI call that must
-//! succeed.
+//! guard that stops a started server, a free port, a CLI call that must
+//! succeed, and one raw HTTP/1.1 request.
 
 #![allow(dead_code)] // each test file uses a part of it
 
 pub mod postgres;
 
-use std::net::TcpListener;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command};
 
@@ -42,4 +43,31 @@ pub fn confab_ok(db: &Path, args: &[&str]) -> String {
         .expect("utf-8")
         .trim()
         .to_owned()
+}
+
+/// Sends one request over a plain socket: `head` is the request line and
+/// any headers (without the final blank line), then `Host`,
+/// `Connection: close` and the body's `Content-Length` are added. Returns
+/// the status, the response head and the body.
+pub fn raw_request(port: u16, head: &str, body: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        s,
+        "{head}\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("read");
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("status line");
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .map_or((response.clone(), String::new()), |(h, b)| {
+            (h.to_owned(), b.to_owned())
+        });
+    (status, head, body)
 }
