@@ -508,6 +508,55 @@ fn postgres_deliveries_are_signed_retried_and_in_order() {
     deliveries_are_signed_retried_and_in_order(Store::Postgres);
 }
 
+/// A receiver that takes longer than 10 s to answer: the attempt is given
+/// up at 10 s and retried (attempt 2 about 1 s later), not left waiting for
+/// the receiver.
+fn an_attempt_unanswered_after_10_s_is_retried(store: Store) {
+    let db = Db::new(store);
+    db.confab_ok(&["migrate"]);
+    let receiver = Receiver::start(|d, _| {
+        if d.attempt == 1 {
+            Reply::Hold(Duration::from_secs(25))
+        } else {
+            Reply::Status(204)
+        }
+    });
+    let hook = create_webhook(&db, &receiver.url(), Some("message.created"));
+    let secret = hook["secret"].as_str().expect("secret").to_owned();
+    let (_server, port) = db.serve("serve", true);
+    let chat = Chat::new(&db, port);
+    let sent = Instant::now();
+    chat.send(port, "slow receiver");
+    receiver.wait(
+        "the retry after the timeout",
+        Duration::from_secs(40),
+        &db,
+        |got| got.iter().any(|d| d.answered == 204),
+    );
+    let retried_after = sent.elapsed();
+    let got = receiver.got();
+    let attempts: Vec<(u32, u16)> = got.iter().map(|d| (d.attempt, d.answered)).collect();
+    assert_eq!(attempts, [(1, 0), (2, 204)], "{got:#?}");
+    assert_eq!(got[0].event_id, got[1].event_id);
+    verified(&got[1], &secret);
+    // Not before the 10 s timeout; long before the receiver's 25 s hold
+    // would have ended the first attempt.
+    assert!(
+        retried_after >= Duration::from_secs(10) && retried_after < Duration::from_secs(20),
+        "attempt 2 after {retried_after:?}"
+    );
+}
+
+#[test]
+fn sqlite_an_attempt_unanswered_after_10_s_is_retried() {
+    an_attempt_unanswered_after_10_s_is_retried(Store::Sqlite);
+}
+
+#[test]
+fn postgres_an_attempt_unanswered_after_10_s_is_retried() {
+    an_attempt_unanswered_after_10_s_is_retried(Store::Postgres);
+}
+
 fn the_cli_refuses_private_urls_and_unknown_types(store: Store) {
     let db = Db::new(store);
     for url in [
