@@ -82,20 +82,6 @@ impl Drop for PgDb {
     }
 }
 
-/// `confab ARGS` on `url`, which must succeed; its stdout, trimmed.
-fn confab(url: &str, args: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .args(args)
-        .env("DATABASE_URL", url)
-        .output()
-        .expect("run confab");
-    assert!(out.status.success(), "{args:?}: {out:?}");
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_owned()
-}
-
 fn serve(url: &str, port: u16) -> Server {
     let child = Command::new(BIN)
         .arg("serve")
@@ -121,7 +107,7 @@ struct User {
 }
 
 fn user(url: &str, name: &str) -> User {
-    let contact: Value = serde_json::from_str(&confab(
+    let contact: Value = serde_json::from_str(&binary::confab_ok(
         url,
         &[
             "contact",
@@ -135,7 +121,7 @@ fn user(url: &str, name: &str) -> User {
     .expect("contact json");
     User {
         id: contact["id"].as_str().expect("id").to_owned(),
-        token: confab(url, &["token", "issue", "--username", name]),
+        token: binary::confab_ok(url, &["token", "issue", "--username", name]),
     }
 }
 
@@ -297,7 +283,7 @@ async fn sqlite_two_servers_one_file() {
     let path = dir.path().join("shared.db");
     let url = path.to_str().expect("utf-8 path").to_owned();
     // Migrated once before both start, so that they do not race for it.
-    confab(&url, &["migrate"]);
+    binary::confab_ok(&url, &["migrate"]);
     reaches_the_other_process(&url, None).await;
 }
 
@@ -308,7 +294,7 @@ async fn shutdown_ends_open_streams() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("shutdown.db");
     let url = path.to_str().expect("utf-8 path").to_owned();
-    confab(&url, &["migrate"]);
+    binary::confab_ok(&url, &["migrate"]);
     let port = free_port();
     let mut server = serve(&url, port);
     let alice = user(&url, "alice");

@@ -6,9 +6,9 @@
 
 pub mod postgres;
 
+use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::Path;
 use std::process::{Child, Command};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_confab");
@@ -31,11 +31,12 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// `confab ARGS` on `db`, which must succeed; its stdout, trimmed.
-pub fn confab_ok(db: &Path, args: &[&str]) -> String {
+/// `confab ARGS` on `db` (a SQLite path or a PostgreSQL URL), which must
+/// succeed; its stdout, trimmed.
+pub fn confab_ok(db: impl AsRef<OsStr>, args: &[&str]) -> String {
     let out = Command::new(BIN)
         .args(args)
-        .env("DATABASE_URL", db)
+        .env("DATABASE_URL", db.as_ref())
         .output()
         .expect("run confab");
     assert!(out.status.success(), "{args:?}: {out:?}");

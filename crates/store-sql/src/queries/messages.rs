@@ -209,16 +209,21 @@ macro_rules! expand {
         }
 
         /// The outbox's one event when it is what a send normally makes: a
-        /// lone `message.created` of this message.
-        fn lone_message_created(
-            outbox: &Outbox,
-            message: MessageId,
-        ) -> Option<(&confab_domain::Event, &confab_domain::Audience)> {
+        /// lone `message.created` of this message for its conversation's
+        /// members.
+        fn lone_message_created<'o>(
+            outbox: &'o Outbox,
+            message: &NewMessage,
+        ) -> Option<&'o confab_domain::Event> {
             match outbox.events.as_slice() {
                 [e] if e.kind == confab_domain::EventType::MessageCreated
-                    && e.subject == confab_domain::Subject::Message(message) =>
+                    && e.subject == confab_domain::Subject::Message(message.id)
+                    && e.audience
+                        == confab_domain::Audience::ConversationMembers(
+                            message.conversation_id,
+                        ) =>
                 {
-                    Some((e, &e.audience))
+                    Some(e)
                 }
                 _ => None,
             }
@@ -241,14 +246,10 @@ macro_rules! expand {
         fn append_in_one_statement(
             conn: &mut Conn,
             message: NewMessage,
-            (event, audience, render): (
-                &confab_domain::Event,
-                &confab_domain::Audience,
-                &dyn confab_ports::PayloadRenderer,
-            ),
+            (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
             completion: Option<Completion<Message>>,
         ) -> Result<Message> {
-            use super::outbox::{members, Bind, Sql};
+            use super::outbox::{Bind, Sql};
 
             let c = message.conversation_id.db();
             let sender = message.sender.id.db();
@@ -270,7 +271,7 @@ macro_rules! expand {
                          activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
                      WHERE id = {c} AND ((group_id IS NULL AND (creator_id = {s} OR peer_id = {s})) \
                          OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {s})) \
-                     RETURNING id \
+                     RETURNING id, creator_id, peer_id, group_id \
                  )"
             ));
             let (m, body) = (sql.id(id), sql.bind(Bind::Text(text)));
@@ -311,14 +312,14 @@ macro_rules! expand {
                      WHERE conversation_id = {c} AND contact_id <> {s} AND EXISTS (SELECT 1 FROM msg) \
                  )"
             ));
-            // The event and its recipients (the outbox's rows, `outbox.rs`).
+            // The event and its recipients (the outbox's rows, `outbox.rs`):
+            // the conversation's members, from the row the update returned.
             let position = Backend::event_position(0).unwrap_or_default();
             let (e, kind) = (
                 sql.id(event.id.as_uuid().db()),
                 sql.bind(Bind::Text(event.kind.name().to_owned())),
             );
             let (actor, payload) = (sql.id(event.actor.db()), sql.bind(Bind::Text(payload)));
-            let who = members(&mut sql, audience);
             sql.push(&format!(
                 ", ev AS ( \
                      INSERT INTO events (id, position, type, actor_id, created_at, payload) \
@@ -327,7 +328,11 @@ macro_rules! expand {
                  ), rcp AS ( \
                      INSERT INTO event_recipients (contact_id, position, event_id, payload) \
                      SELECT m.contact_id, ev.position, ev.id, CAST(NULL AS TEXT) \
-                     FROM ev CROSS JOIN ({who}) m \
+                     FROM ev CROSS JOIN ( \
+                         SELECT creator_id AS contact_id FROM conv WHERE group_id IS NULL \
+                         UNION SELECT peer_id FROM conv WHERE group_id IS NULL AND peer_id IS NOT NULL \
+                         UNION SELECT g.contact_id FROM conv JOIN group_members g ON g.group_id = conv.group_id \
+                     ) m \
                  )"
             ));
             // The idempotency key's answer, only while its holder holds it.
@@ -370,11 +375,11 @@ macro_rules! expand {
         ) -> Result<Message> {
             check_attachment_count(message.attachments.len())?;
             if Backend::DATA_MODIFYING_WITH {
-                if let Some((event, audience)) = lone_message_created(outbox, message.id) {
+                if let Some(event) = lone_message_created(outbox, &message) {
                     return append_in_one_statement(
                         conn,
                         message,
-                        (event, audience, &*outbox.render),
+                        (event, &*outbox.render),
                         completion,
                     );
                 }

@@ -247,7 +247,7 @@ macro_rules! expand {
 
         /// The members of `audience`, as a subquery of one column,
         /// `contact_id`, without duplicates.
-        pub(super) fn members(sql: &mut Sql, audience: &Audience) -> String {
+        fn members(sql: &mut Sql, audience: &Audience) -> String {
             match audience {
                 Audience::Contact(c) => {
                     let c = sql.id(c.db());
