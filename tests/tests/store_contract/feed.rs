@@ -42,10 +42,7 @@ async fn post(
     } else {
         no_events()
     };
-    s.append_message(m, outbox, None)
-        .await
-        .expect("append")
-        .id
+    s.append_message(m, outbox, None).await.expect("append").id
 }
 
 /// Every page of `viewer`'s listing (`conv`, or the feed), followed forwards
@@ -252,10 +249,7 @@ async fn feed_follows_group_membership_at_each_request(s: S) {
         );
     }
     // The members who stayed still see them.
-    assert_eq!(
-        forwards(&s, &bob, None, 2).await,
-        vec![old2, direct1, old1]
-    );
+    assert_eq!(forwards(&s, &bob, None, 2).await, vec![old2, direct1, old1]);
 }
 
 async fn feed_cursor_must_be_a_message_the_viewer_sees(s: S) {
