@@ -30,15 +30,18 @@ CREATE TEMP TABLE others AS SELECT id, row_number() OVER () rn FROM contacts WHE
 INSERT INTO conversations (id, creator_id, peer_id, activity_at, created_at)
   SELECT gen_random_uuid(), a.id, b.id, 1, 1
   FROM others a JOIN others b ON b.rn = (a.rn % 500) + 1 CROSS JOIN generate_series(1,4);
-CREATE TEMP TABLE convs AS SELECT id, creator_id, row_number() OVER () rn FROM conversations;
-INSERT INTO messages (id, conversation_id, sender_id, body, created_at)
-  SELECT gen_random_uuid(), c.id, c.creator_id, 'hello', 1700000000000000 + i*1000
+CREATE TEMP TABLE convs AS SELECT id, creator_id, peer_id, row_number() OVER () rn FROM conversations;
+-- Each message with its audience (direct conversations: creator and peer),
+-- as a send copies it from the conversation.
+INSERT INTO messages (id, conversation_id, sender_id, body, created_at, direct_creator_id, direct_peer_id)
+  SELECT gen_random_uuid(), c.id, c.creator_id, 'hello', 1700000000000000 + i*1000, c.creator_id, c.peer_id
   FROM generate_series(1,1000000) i JOIN convs c ON c.rn = (i % 2000) + 1;
 INSERT INTO conversations (id, creator_id, peer_id, activity_at, created_at)
   SELECT gen_random_uuid(), (SELECT id FROM contacts WHERE username='alice'),
          (SELECT id FROM contacts WHERE username='bob'), 1, 1;
-INSERT INTO messages (id, conversation_id, sender_id, body, created_at)
-  SELECT gen_random_uuid(), c.id, c.creator_id, 'hi bob', 1700000000000000 + i*500*1000 + 1
+INSERT INTO messages (id, conversation_id, sender_id, body, created_at, direct_creator_id, direct_peer_id)
+  SELECT gen_random_uuid(), c.id, c.creator_id, 'hi bob', 1700000000000000 + i*500*1000 + 1,
+         c.creator_id, c.peer_id
   FROM generate_series(1,2000) i, conversations c
   WHERE c.peer_id = (SELECT id FROM contacts WHERE username='bob');
 INSERT INTO conversation_states (conversation_id, contact_id) SELECT id, creator_id FROM conversations;

@@ -60,14 +60,19 @@ WHERE schemaname = 'public' AND tablename = 'messages'
   AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = 'messages'::regclass);
 SELECT format('DROP INDEX %I', indexname) FROM message_indexes \gexec
 
-INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at)
+-- Each message's audience (direct_creator_id, direct_peer_id; no group
+-- conversations here) from the conversation map, as a send copies it.
+INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at,
+                      direct_creator_id, direct_peer_id)
 SELECT pg_temp.bench_id((:base + k * 1000) / 1000, 3, k), c.id,
        pg_temp.bench_id((:base - 7200000000) / 1000, 1,
                         CASE WHEN (k / 7) % 2 = 0 THEN c.creator ELSE c.peer END),
        'Lorem ipsum dolor sit amet, consectetur adipiscing, message ' || k,
        -- The newest 1 % are unread.
        CASE WHEN k <= :messages * 99 / 100 THEN :base + k * 1000 + 60000000 END,
-       :base + k * 1000
+       :base + k * 1000,
+       pg_temp.bench_id((:base - 7200000000) / 1000, 1, c.creator),
+       pg_temp.bench_id((:base - 7200000000) / 1000, 1, c.peer)
 FROM generate_series(1::bigint, :messages) k
 JOIN conv_map c ON c.j = CASE WHEN k % (:messages / :big) = 0 THEN 1
                               ELSE 2 + (k % (:convs - 1)) END;

@@ -39,14 +39,19 @@ SELECT id, creator FROM conv_map UNION ALL SELECT id, peer FROM conv_map;
 
 -- messages
 WITH RECURSIVE s(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM s WHERE k < :messages)
-INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at)
+-- Each message's audience (direct_creator_id, direct_peer_id; no group
+-- conversations here) from the conversation map, as a send copies it.
+INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at,
+                      direct_creator_id, direct_peer_id)
 SELECT printf('%08x-%04x-7%03x-8000-%012x', ((:base + k * 1000) / 1000) >> 16,
               ((:base + k * 1000) / 1000) & 65535, 3, k),
        c.id,
        CASE WHEN (k / 7) % 2 = 0 THEN c.creator ELSE c.peer END,
        'Lorem ipsum dolor sit amet, consectetur adipiscing, message ' || k,
        CASE WHEN k <= :messages * 99 / 100 THEN :base + k * 1000 + 60000000 END,
-       :base + k * 1000
+       :base + k * 1000,
+       c.creator,
+       c.peer
 FROM s JOIN conv_map c ON c.j = CASE WHEN k % (:messages / :big) = 0 THEN 1
                                      ELSE 2 + (k % (:convs - 1)) END;
 

@@ -1,6 +1,6 @@
 //! The PostgreSQL store: its pool, migrations (`migrations/postgres`) and
 //! what is PostgreSQL's own ([`SqlBackend`]: native `uuid` ids, `FOR UPDATE`
-//! row locks, a `LATERAL` feed). The queries are the shared ones.
+//! row locks, a feed merged from index ranges). The queries are the shared ones.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -221,10 +221,18 @@ impl SqlBackend for PgStore {
             .optional()
     }
 
-    /// The newest messages of each of the viewer's conversations (an index
-    /// probe each, `LATERAL`), merged: the cost follows the viewer's
-    /// conversations, never the messages of everyone else, which a scan of
-    /// the global order would wade through.
+    /// A merge of a few ordered index ranges on the messages' audience
+    /// (the `message_audience` migration): the viewer's direct messages as
+    /// creator, as peer, and, `LATERAL` per group the viewer belongs to now
+    /// (live membership), that group's messages; each at most `fetch` rows
+    /// past the cursor, then the first `fetch` of them in the order of
+    /// travel. The cost follows the page and the viewer's groups, never
+    /// the number of the viewer's conversations or their share of all
+    /// messages.
+    ///
+    /// The cursor is resolved once, by primary key, NULL (no rows) unless
+    /// the viewer sees it; each range starts at it as a row comparison
+    /// with the index's `(created_at, id)`.
     fn feed_page(
         conn: &mut PgConnection,
         viewer: DbId,
@@ -238,36 +246,50 @@ impl SqlBackend for PgStore {
         let (order, keyset, limit) = match cursor {
             None => ("DESC", String::new(), "$2"),
             Some((backwards, _)) => {
-                let (le, lt, order) = if backwards {
-                    (">=", ">", "ASC")
+                let (past, order) = if backwards {
+                    (">", "ASC")
                 } else {
-                    ("<=", "<", "DESC")
+                    ("<", "DESC")
                 };
-                // The cursor's key, NULL (no rows) unless it is in the list.
-                let key = "(SELECT created_at FROM messages \
-                     WHERE id = $2 AND conversation_id IN (SELECT id FROM mine))";
                 (
                     order,
-                    format!(
-                        "AND m.created_at {le} {key} \
-                         AND (m.created_at {lt} {key} OR m.id {lt} $2)"
-                    ),
+                    format!("AND (m.created_at, m.id) {past} ((SELECT at FROM cursor_key), $2)"),
                     "$3",
                 )
             }
         };
+        let cursor_key = if cursor.is_some() {
+            "cursor_key (at) AS MATERIALIZED ( \
+                 SELECT created_at FROM messages WHERE id = $2 AND (direct_creator_id = $1 \
+                     OR direct_peer_id = $1 \
+                     OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = $1)) \
+             ), "
+        } else {
+            ""
+        };
+        let range = |audience: &str| {
+            format!(
+                "SELECT m.id, m.conversation_id, m.sender_id, m.body, m.read_at, m.created_at, \
+                     m.updated_at \
+                 FROM messages m WHERE {audience} {keyset} \
+                 ORDER BY m.created_at {order}, m.id {order} LIMIT {limit}"
+            )
+        };
+        let (as_creator, as_peer, in_group) = (
+            range("m.direct_creator_id = $1"),
+            // Never twice: a direct conversation's members are two.
+            range("m.direct_peer_id = $1 AND m.direct_creator_id <> $1"),
+            range("m.group_id = g.group_id"),
+        );
         let sql = format!(
-            "WITH mine AS ( \
-                 SELECT id FROM conversations WHERE creator_id = $1 AND group_id IS NULL \
-                 UNION ALL SELECT id FROM conversations WHERE peer_id = $1 \
-                 UNION ALL SELECT c.id FROM group_members g \
-                     JOIN conversations c ON c.group_id = g.group_id WHERE g.contact_id = $1 \
-             ), page AS ( \
-                 SELECT m.* FROM mine CROSS JOIN LATERAL ( \
-                     SELECT * FROM messages m WHERE m.conversation_id = mine.id {keyset} \
-                     ORDER BY m.created_at {order}, m.id {order} LIMIT {limit} \
-                 ) m \
-                 ORDER BY m.created_at {order}, m.id {order} LIMIT {limit} \
+            "WITH {cursor_key}page AS ( \
+                 SELECT * FROM ( \
+                     ({as_creator}) \
+                     UNION ALL ({as_peer}) \
+                     UNION ALL SELECT r.* FROM group_members g CROSS JOIN LATERAL ({in_group}) r \
+                         WHERE g.contact_id = $1 \
+                 ) u \
+                 ORDER BY created_at {order}, id {order} LIMIT {limit} \
              ) \
              SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
                  p.updated_at, s.username, s.username_folded, s.phone_number, s.avatar_url, \

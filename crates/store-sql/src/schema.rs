@@ -103,6 +103,12 @@ diesel::table! {
         read_at -> Nullable<BigInt>,
         created_at -> BigInt,
         updated_at -> Nullable<BigInt>,
+        /// The audience, copied from the conversation at insert (see the
+        /// `message_audience` migration): a direct conversation's members,
+        /// or a group conversation's group.
+        direct_creator_id -> Nullable<IdSql>,
+        direct_peer_id -> Nullable<IdSql>,
+        group_id -> Nullable<IdSql>,
     }
 }
 

@@ -10,6 +10,7 @@ mod contacts;
 mod conversations;
 mod events;
 mod events_read;
+mod feed;
 mod groups;
 mod idempotency;
 mod membership_in_writes;

@@ -274,11 +274,16 @@ macro_rules! expand {
                      RETURNING id, creator_id, peer_id, group_id \
                  )"
             ));
+            // The message's audience (the feed's index ranges) from the
+            // conversation row the update returned: no second lookup.
             let (m, body) = (sql.id(id), sql.bind(Bind::Text(text)));
             sql.push(&format!(
                 ", msg AS ( \
-                     INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at) \
-                     SELECT {m}, id, {s}, {body}, NULL, {at}, NULL FROM conv RETURNING id \
+                     INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at, \
+                         direct_creator_id, direct_peer_id, group_id) \
+                     SELECT {m}, id, {s}, {body}, NULL, {at}, NULL, \
+                         CASE WHEN group_id IS NULL THEN creator_id END, peer_id, group_id \
+                     FROM conv RETURNING id \
                  )"
             ));
             if !attachments.is_empty() {
@@ -367,6 +372,55 @@ macro_rules! expand {
             Ok(written)
         }
 
+        /// Inserts a message into conversation `c` as `INSERT ... SELECT`
+        /// from the conversation's row, which gives it its audience: the
+        /// direct conversation's creator and peer, or the group conversation's
+        /// group (the columns the feed reads its ranges from).
+        fn insert_from_conversation(
+            conn: &mut Conn,
+            id: DbId,
+            c: DbId,
+            sender: DbId,
+            body: &str,
+            at: i64,
+        ) -> Result<()> {
+            use crate::id::IdSql;
+
+            let source = conversations::table
+                .filter(conversations::id.eq(c))
+                .select((
+                    id.into_sql::<IdSql>(),
+                    conversations::id,
+                    sender.into_sql::<IdSql>(),
+                    body.into_sql::<Text>(),
+                    None::<i64>.into_sql::<Nullable<BigInt>>(),
+                    at.into_sql::<BigInt>(),
+                    None::<i64>.into_sql::<Nullable<BigInt>>(),
+                    case_when::<_, _, IdSql>(
+                        conversations::group_id.is_null(),
+                        conversations::creator_id,
+                    ),
+                    conversations::peer_id,
+                    conversations::group_id,
+                ));
+            diesel::insert_into(messages::table)
+                .values(source)
+                .into_columns((
+                    messages::id,
+                    messages::conversation_id,
+                    messages::sender_id,
+                    messages::body,
+                    messages::read_at,
+                    messages::created_at,
+                    messages::updated_at,
+                    messages::direct_creator_id,
+                    messages::direct_peer_id,
+                    messages::group_id,
+                ))
+                .execute(conn)?;
+            Ok(())
+        }
+
         pub(crate) fn append_message(
             conn: &mut Conn,
             message: NewMessage,
@@ -413,19 +467,11 @@ macro_rules! expand {
             if moved == 0 {
                 return Err(not_found());
             }
-            let row = MessageRow {
-                id: message.id.db(),
-                conversation_id: c,
-                sender_id: sender,
-                body: message.text.as_str().to_owned(),
-                read_at: None,
-                created_at: at,
-                updated_at: None,
-            };
-            diesel::insert_into(messages::table)
-                .values(&row)
-                .execute(conn)?;
-            insert_attachments(conn, row.id, 0, &message.attachments, message.created_at)?;
+            // With its audience copied from the conversation (the feed's
+            // index ranges), in the same statement.
+            let id = message.id.db();
+            insert_from_conversation(conn, id, c, sender, message.text.as_str(), at)?;
+            insert_attachments(conn, id, 0, &message.attachments, message.created_at)?;
             // One more unread message for every other member.
             diesel::update(
                 conversation_states::table
@@ -570,25 +616,24 @@ macro_rules! expand {
         }
 
         /// A page of the all-conversations feed, in the order of travel, for a
-        /// backend without a plan of its own (SQLite): read per conversation
-        /// of the viewer, never by walking everyone's messages in order (or,
-        /// as SQLite did, by reading all of the viewer's messages to sort
-        /// them).
+        /// backend without a plan of its own (SQLite): a merge of a few index
+        /// ranges on the messages' audience (the `message_audience`
+        /// migration), the same whatever the number of the viewer's
+        /// conversations or their share of all messages.
         ///
-        /// `heads` is each of the viewer's conversations with its first
-        /// message past the cursor (one index probe each). `bound` is the
-        /// `fetch`-th of those heads: the `fetch` conversations whose head is
-        /// at or past it hold `fetch` messages at or past it, so the whole
-        /// page is at or past it, and only conversations whose head reaches
-        /// it can hold any of the page. Those are read from their index, up
-        /// to `fetch` messages each between the cursor and the bound, and
-        /// merged. The cursor is resolved once, NULL (no rows) unless it is
-        /// in one of the viewer's conversations.
+        /// The ranges: the viewer's direct messages as creator, as peer,
+        /// and the messages of each group the viewer belongs to now (live
+        /// membership, a join). Each is read from its partial index, at most
+        /// `fetch` rows past the cursor (SQLite has no `LATERAL`: a group's
+        /// range is the correlated `id IN (... LIMIT n)`), and the first
+        /// `fetch` of these few candidates in the order of travel are the
+        /// page. The cursor is resolved once, by primary key, NULL (no
+        /// rows) unless the viewer sees it.
         ///
-        /// The plan is SQLite's (`EXPLAIN QUERY PLAN`: an index probe per
-        /// conversation, then index ranges of the few that reach the bound).
-        /// PostgreSQL accepts the SQL but plans it badly; it has its own
-        /// (`feed_page` of its backend).
+        /// The plan is SQLite's (`EXPLAIN QUERY PLAN`: a search of each
+        /// audience index, of `group_members` by contact, and of the
+        /// primary key for the candidates, whose few rows alone are
+        /// sorted). PostgreSQL has its own (`feed_page` of its backend).
         fn feed_page(
             conn: &mut Conn,
             v: DbId,
@@ -601,77 +646,50 @@ macro_rules! expand {
 
             let backwards = matches!(cursor, Some((true, _)));
             // The order of travel: newest first, or oldest first before a
-            // cursor. `past` is "further along it", `far` the bound when
-            // fewer than `fetch` conversations have a head.
-            let (order, past, at_or_past, far) = if backwards {
-                ("ASC", ">", "<=", i64::MAX)
-            } else {
-                ("DESC", "<", ">=", i64::MIN)
-            };
-            let past_cursor = |alias: &str| match cursor {
+            // cursor; `past` is "further along it".
+            let (order, past) = if backwards { ("ASC", ">") } else { ("DESC", "<") };
+            let past_cursor = match cursor {
                 None => String::new(),
-                Some(_) => format!(
-                    "AND ({alias}.created_at, {alias}.id) {past} (SELECT at, id FROM cursor_key)"
-                ),
+                Some(_) => format!("AND (i.created_at, i.id) {past} (SELECT at, id FROM cursor_key)"),
             };
-            let (h, i) = (past_cursor("h"), past_cursor("i"));
-            let heads = format!(
-                "heads (conversation_id, at) AS MATERIALIZED ( \
-                     SELECT mine.id, (SELECT h.created_at FROM messages h \
-                         WHERE h.conversation_id = mine.id {h} \
-                         ORDER BY h.created_at {order}, h.id {order} LIMIT 1) \
-                     FROM mine), \
-                 bound (at) AS (SELECT COALESCE((SELECT at FROM heads WHERE at IS NOT NULL \
-                     ORDER BY at {order} LIMIT 1 OFFSET "
-            );
-            let page = format!(
-                ")) \
-                 SELECT k.id FROM heads JOIN messages k ON k.id IN ( \
-                     SELECT i.id FROM messages i WHERE i.conversation_id = heads.conversation_id \
-                         AND i.created_at {at_or_past} (SELECT at FROM bound) {i} \
-                         ORDER BY i.created_at {order}, i.id {order} LIMIT "
-            );
-            let merge = format!(
-                ") WHERE heads.at {at_or_past} (SELECT at FROM bound) \
-                 ORDER BY k.created_at {order}, k.id {order} LIMIT "
-            );
-            // The viewer's conversations, each branch on its own index (the
-            // membership predicate's `OR` has none).
-            let mine = sql::<Bool>(
-                "\"messages\".\"id\" IN (WITH mine (id) AS ( \
-                     SELECT id FROM conversations WHERE group_id IS NULL AND creator_id = ",
-            )
-            .bind::<IdSql, _>(v)
-            .sql(" UNION SELECT id FROM conversations WHERE peer_id = ")
-            .bind::<IdSql, _>(v)
-            .sql(
-                " UNION SELECT c.id FROM group_members g CROSS JOIN conversations c \
-                     WHERE c.group_id = g.group_id AND g.contact_id = ",
-            )
-            .bind::<IdSql, _>(v)
-            .sql("), ");
+            // Each range up to its `LIMIT`, whose value follows.
+            let range_end =
+                format!(" {past_cursor} ORDER BY i.created_at {order}, i.id {order} LIMIT ");
             // Unused without a cursor (then NULL): one shape of statement.
-            let candidates = mine
-                .sql(
-                    "cursor_key (at, id) AS MATERIALIZED (SELECT created_at, id FROM messages \
-                         WHERE id = ",
-                )
-                .bind::<Nullable<IdSql>, _>(cursor.map(|(_, k)| k))
-                .sql(" AND conversation_id IN (SELECT id FROM mine)), ")
-                .sql(&heads);
+            let candidates = sql::<Bool>(
+                "\"messages\".\"id\" IN (WITH cursor_key (at, id) AS MATERIALIZED ( \
+                     SELECT created_at, id FROM messages WHERE id = ",
+            )
+            .bind::<Nullable<IdSql>, _>(cursor.map(|(_, k)| k))
+            .sql(" AND (direct_creator_id = ")
+            .bind::<IdSql, _>(v)
+            .sql(" OR direct_peer_id = ")
+            .bind::<IdSql, _>(v)
+            .sql(" OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = ")
+            .bind::<IdSql, _>(v)
+            .sql( "))) SELECT id FROM (SELECT i.id FROM messages i WHERE i.direct_creator_id = ")
+            .bind::<IdSql, _>(v)
+            .sql(&range_end)
+            .bind::<BigInt, _>(fetch)
+            // Never twice: a direct conversation's members are two.
+            .sql(") UNION ALL SELECT id FROM (SELECT i.id FROM messages i WHERE i.direct_peer_id = ")
+            .bind::<IdSql, _>(v)
+            .sql(" AND i.direct_creator_id <> ")
+            .bind::<IdSql, _>(v)
+            .sql(&range_end)
+            .bind::<BigInt, _>(fetch)
+            .sql(
+                ") UNION ALL SELECT k.id FROM group_members g JOIN messages k ON k.id IN ( \
+                     SELECT i.id FROM messages i WHERE i.group_id = g.group_id",
+            )
+            .sql(&range_end)
+            .bind::<BigInt, _>(fetch)
+            .sql(") WHERE g.contact_id = ")
+            .bind::<IdSql, _>(v)
+            .sql(")");
             let q = with_senders!()
                 .select((MessageRow::as_select(), ContactRow::as_select()))
-                .filter(
-                    candidates
-                        .bind::<BigInt, _>(fetch - 1)
-                        .sql("), ")
-                        .bind::<BigInt, _>(far)
-                        .sql(&page)
-                        .bind::<BigInt, _>(fetch)
-                        .sql(&merge)
-                        .bind::<BigInt, _>(fetch)
-                        .sql(")"),
-                )
+                .filter(candidates)
                 .into_boxed::<Db>();
             let q = if backwards {
                 q.order((messages::created_at.asc(), messages::id.asc()))
