@@ -407,14 +407,21 @@ def least_sql(ds, t, events=False):
                "FROM reactions r JOIN contacts rc ON rc.id = r.contact_id WHERE r.message_id = m.id), "
                "(SELECT json_agg(a ORDER BY a.seq) FROM attachments a WHERE a.message_id = m.id) ")
     kind = t["kind"]
+    # The message carries its conversation's audience (the feed's index
+    # ranges; migration 2026-11-26-140000): copied from the checked row.
+    conv = (f"conv AS (SELECT c.id, c.creator_id, c.peer_id, c.group_id FROM me, conversations c "
+            f"WHERE c.id = {q(t.get('conv', ''))} AND {visible('c', 'me.id')})")
+    insert = (f"ins AS (INSERT INTO messages (id, conversation_id, sender_id, body, created_at, "
+              f"direct_creator_id, direct_peer_id, group_id) "
+              f"SELECT {NEW_ID}, conv.id, me.id, {q(BODY_TEXT)}, {NOW_US}, "
+              f"CASE WHEN conv.group_id IS NULL THEN conv.creator_id END, conv.peer_id, conv.group_id "
+              f"FROM conv, me RETURNING *)")
     if kind == "send" and not events:
         return NEW_ID_SET + (
-            f"WITH {auth}, conv AS (SELECT c.id FROM me, conversations c WHERE c.id = {q(t['conv'])} "
-            f"AND {visible('c', 'me.id')}), "
+            f"WITH {auth}, {conv}, "
             f"upd AS (UPDATE conversations SET last_active_at = {NOW_US}, activity_at = {NOW_US} "
             f"WHERE id IN (SELECT id FROM conv) AND (last_active_at IS NULL OR last_active_at < {NOW_US})), "
-            f"ins AS (INSERT INTO messages (id, conversation_id, sender_id, body, created_at) "
-            f"SELECT {NEW_ID}, conv.id, me.id, {q(BODY_TEXT)}, {NOW_US} FROM conv, me RETURNING *) "
+            f"{insert} "
             f"SELECT ins.*, me.* FROM ins, me;\n")
     if kind == "send":
         # What today's contract adds to a send (API.md 11 and 12): the other
@@ -423,12 +430,10 @@ def least_sql(ds, t, events=False):
         # The bench's sends are to direct conversations: the members are the
         # conversation's creator and peer.
         return NEW_ID_SET + (
-            f"WITH {auth}, conv AS (SELECT c.id, c.creator_id, c.peer_id FROM me, conversations c "
-            f"WHERE c.id = {q(t['conv'])} AND {visible('c', 'me.id')}), "
+            f"WITH {auth}, {conv}, "
             f"upd AS (UPDATE conversations SET last_active_at = {NOW_US}, activity_at = {NOW_US} "
             f"WHERE id IN (SELECT id FROM conv) AND (last_active_at IS NULL OR last_active_at < {NOW_US})), "
-            f"ins AS (INSERT INTO messages (id, conversation_id, sender_id, body, created_at) "
-            f"SELECT {NEW_ID}, conv.id, me.id, {q(BODY_TEXT)}, {NOW_US} FROM conv, me RETURNING *), "
+            f"{insert}, "
             f"cnt AS (UPDATE conversation_states s SET unread_count = s.unread_count + 1 FROM conv, me "
             f"WHERE s.conversation_id = conv.id AND s.contact_id <> me.id), "
             f"ev AS (INSERT INTO events (id, position, type, actor_id, created_at, payload) "
@@ -472,10 +477,16 @@ def least_sql(ds, t, events=False):
                 f"FROM mine LEFT JOIN conversation_states s ON s.conversation_id = mine.id "
                 f"AND s.contact_id = (SELECT id FROM me) ORDER BY mine.activity_at DESC, mine.id DESC LIMIT 11;\n")
     if kind == "feed":
-        # `OR false` keeps the IN a hashed subplan (a filter of the ordered
-        # index walk) instead of a semi-join the planner may loop over.
-        return (f"WITH {auth}, {mine}, page AS (SELECT m.* FROM messages m "
-                f"WHERE (m.conversation_id IN (SELECT id FROM mine) OR false) "
+        # The ranges of the messages' audience indexes: the caller's direct
+        # messages as creator, as peer, and each of the caller's groups'.
+        ranges = ("SELECT m.* FROM me CROSS JOIN LATERAL (SELECT * FROM messages m "
+                  "WHERE m.direct_creator_id = me.id ORDER BY m.created_at DESC, m.id DESC LIMIT 11) m "
+                  "UNION ALL SELECT m.* FROM me CROSS JOIN LATERAL (SELECT * FROM messages m "
+                  "WHERE m.direct_peer_id = me.id ORDER BY m.created_at DESC, m.id DESC LIMIT 11) m "
+                  "UNION ALL SELECT m.* FROM me JOIN group_members g ON g.contact_id = me.id "
+                  "CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.group_id = g.group_id "
+                  "ORDER BY m.created_at DESC, m.id DESC LIMIT 11) m")
+        return (f"WITH {auth}, page AS (SELECT * FROM ({ranges}) m "
                 f"ORDER BY m.created_at DESC, m.id DESC LIMIT 11) "
                 f"{hydrate}FROM page m JOIN contacts s ON s.id = m.sender_id "
                 f"ORDER BY m.created_at DESC, m.id DESC;\n")

@@ -25,6 +25,12 @@ SET direct_creator_id = CASE WHEN c.group_id IS NULL THEN c.creator_id END,
 FROM conversations c
 WHERE c.id = m.conversation_id;
 
+-- Every message carries the audience of its kind, so that none can drop out
+-- of every feed unseen (an insert that forgot the copies fails instead).
+ALTER TABLE messages ADD CONSTRAINT messages_audience_check CHECK (
+    (group_id IS NULL AND direct_creator_id IS NOT NULL AND direct_peer_id IS NOT NULL)
+    OR (group_id IS NOT NULL AND direct_creator_id IS NULL AND direct_peer_id IS NULL));
+
 CREATE INDEX messages_direct_creator_order_idx
     ON messages (direct_creator_id, created_at DESC, id DESC)
     WHERE direct_creator_id IS NOT NULL;

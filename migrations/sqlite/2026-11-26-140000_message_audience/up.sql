@@ -25,6 +25,17 @@ SET direct_creator_id = (SELECT CASE WHEN c.group_id IS NULL THEN c.creator_id E
                       FROM conversations c WHERE c.id = messages.conversation_id),
     group_id = (SELECT c.group_id FROM conversations c WHERE c.id = messages.conversation_id);
 
+-- Every message carries the audience of its kind, so that none can drop out
+-- of every feed unseen (an insert that forgot the copies fails instead).
+-- SQLite cannot add a table CHECK constraint to an existing table: a
+-- trigger checks each insert (nothing updates these columns).
+CREATE TRIGGER messages_audience_check BEFORE INSERT ON messages
+WHEN NOT ((NEW.group_id IS NULL AND NEW.direct_creator_id IS NOT NULL AND NEW.direct_peer_id IS NOT NULL)
+          OR (NEW.group_id IS NOT NULL AND NEW.direct_creator_id IS NULL AND NEW.direct_peer_id IS NULL))
+BEGIN
+    SELECT RAISE(ABORT, 'CHECK constraint failed: messages_audience_check');
+END;
+
 CREATE INDEX messages_direct_creator_order_idx
     ON messages (direct_creator_id, created_at DESC, id DESC)
     WHERE direct_creator_id IS NOT NULL;
