@@ -51,7 +51,7 @@ impl PgDb {
     fn listeners(&self) -> Vec<String> {
         Self::admin(&format!(
             "SELECT pid FROM pg_stat_activity WHERE datname = '{}' \
-             AND query ILIKE 'LISTEN%' ORDER BY pid",
+             AND application_name = 'confab events' ORDER BY pid",
             self.name
         ))
         .lines()
@@ -64,7 +64,7 @@ impl PgDb {
     fn terminate_listeners(&self) {
         Self::admin(&format!(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE datname = '{}' AND query ILIKE 'LISTEN%'",
+             WHERE datname = '{}' AND application_name = 'confab events'",
             self.name
         ));
     }

@@ -1,7 +1,11 @@
 //! PostgreSQL `LISTEN confab_events`: the wakeup of every `confab serve`
-//! process when any of them (or the CLI) commits events. The events
-//! migration's trigger sends the notification at commit of each transaction
-//! that inserted events.
+//! process when any of them commits events. Each server sends the
+//! `NOTIFY` itself, on this connection, after its own commits, coalesced to
+//! one in flight at a time: a `NOTIFY` inside the write transactions (the
+//! trigger of the first events migration) took PostgreSQL's notification
+//! lock from each commit to its end, so that all writes with events
+//! committed one at a time. Writes by a process that does not listen (the
+//! CLI) are found by the hub's poll, within a second.
 //!
 //! One dedicated connection (tokio-postgres, outside the diesel pool, which
 //! has no LISTEN), driven by a task of its own. When the database goes away
@@ -24,8 +28,10 @@ use tokio_postgres::{AsyncMessage, Config, NoTls};
 
 use crate::wakeups::LocalWakeups;
 
-/// The channel the events trigger notifies.
+/// The channel of event notifications.
 const CHANNEL: &str = "confab_events";
+/// The listening connection's `application_name` in `pg_stat_activity`.
+pub const LISTENER_NAME: &str = "confab events";
 /// How often the hub reads the table without a notification.
 const POLL_EVERY: Duration = Duration::from_secs(1);
 /// How often an idle listening connection proves it is alive.
@@ -38,11 +44,15 @@ const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 /// Wakeups from PostgreSQL notifications (all processes' commits) and from
 /// this process's own commits (at once, without the round trip). The
-/// listening connection is opened by the first wait, in the waiter's tokio
-/// runtime, so that a process that never streams (the CLI) never opens it.
+/// listening connection is opened by the first wait or the first commit
+/// with events, in the caller's tokio runtime, so that a process that
+/// neither streams nor writes (most CLI commands) never opens it.
 /// Dropping it stops listening.
 pub struct PgWakeups {
     local: LocalWakeups,
+    /// This process committed events: the listening task sends one
+    /// `NOTIFY` (a stored permit, so commits during a send make one more).
+    outgoing: Arc<Notify>,
     config: Config,
     task: OnceLock<JoinHandle<()>>,
 }
@@ -54,6 +64,8 @@ impl PgWakeups {
         let mut config = Config::from_str(database_url)
             .map_err(|e| anyhow::anyhow!("DATABASE_URL is not a PostgreSQL URL: {e}"))?;
         config
+            // How an operator (and the tests) tell it from the pool's.
+            .application_name(LISTENER_NAME)
             .connect_timeout(TIMEOUT)
             .keepalives(true)
             .keepalives_idle(Duration::from_secs(2))
@@ -62,9 +74,24 @@ impl PgWakeups {
             .tcp_user_timeout(TIMEOUT);
         Ok(Self {
             local: LocalWakeups::new(POLL_EVERY),
+            outgoing: Arc::new(Notify::new()),
             config,
             task: OnceLock::new(),
         })
+    }
+}
+
+impl PgWakeups {
+    /// Starts the listening connection's task in the caller's runtime,
+    /// once.
+    fn start(&self, notify: &Arc<Notify>) {
+        self.task.get_or_init(|| {
+            tokio::spawn(listen_forever(
+                self.config.clone(),
+                notify.clone(),
+                self.outgoing.clone(),
+            ))
+        });
     }
 }
 
@@ -79,6 +106,12 @@ impl Drop for PgWakeups {
 impl EventSignal for PgWakeups {
     fn committed(&self) {
         self.local.committed();
+        self.outgoing.notify_one();
+        // A server that writes but has no stream open has not listened yet:
+        // its notifications need the connection too.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.start(self.local.notify());
+        }
     }
 }
 
@@ -86,8 +119,7 @@ impl EventSignal for PgWakeups {
 impl EventWakeups for PgWakeups {
     async fn changed(&self) {
         let notify = self.local.notify();
-        self.task
-            .get_or_init(|| tokio::spawn(listen_forever(self.config.clone(), notify.clone())));
+        self.start(notify);
         notify.notified().await;
     }
 
@@ -96,12 +128,12 @@ impl EventWakeups for PgWakeups {
     }
 }
 
-async fn listen_forever(config: Config, notify: Arc<Notify>) {
+async fn listen_forever(config: Config, notify: Arc<Notify>, outgoing: Arc<Notify>) {
     let mut backoff = BACKOFF_MIN;
     let mut attempt = 0u32;
     loop {
         attempt += 1;
-        match listen_once(&config, &notify, &mut backoff).await {
+        match listen_once(&config, &notify, &outgoing, &mut backoff).await {
             Ok(()) => tracing::warn!("the PostgreSQL LISTEN connection ended; reconnecting"),
             Err(e) => tracing::warn!(
                 attempt,
@@ -116,11 +148,12 @@ async fn listen_forever(config: Config, notify: Arc<Notify>) {
     }
 }
 
-/// One connection's life: connect, `LISTEN`, pass notifications on until
-/// the connection fails or stops answering.
+/// One connection's life: connect, `LISTEN`, pass notifications on and
+/// send this process's own, until the connection fails or stops answering.
 async fn listen_once(
     config: &Config,
     notify: &Arc<Notify>,
+    outgoing: &Arc<Notify>,
     backoff: &mut Duration,
 ) -> anyhow::Result<()> {
     let (client, mut connection) = tokio::time::timeout(TIMEOUT, config.connect(NoTls))
@@ -156,6 +189,11 @@ async fn listen_once(
                         Ok(Err(e)) => Err(e.into()),
                         Err(e) => Err(e.into()),
                     };
+                }
+                () = outgoing.notified() => {
+                    tokio::time::timeout(TIMEOUT, client.batch_execute(&format!("NOTIFY {CHANNEL}")))
+                        .await
+                        .map_err(|_| anyhow::anyhow!("NOTIFY took over {TIMEOUT:?}"))??;
                 }
                 () = tokio::time::sleep(CHECK_EVERY) => {
                     tokio::time::timeout(TIMEOUT, client.simple_query("SELECT 1"))
