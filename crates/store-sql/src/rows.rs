@@ -419,17 +419,22 @@ type AttachmentJson = (String, String, String, String, Option<i64>, i64);
 /// the SQL expression `message` (e.g. `"messages"."id"`): its reactions in
 /// the order they were made, with their reactors' usernames, and its
 /// attachments by position. Each is a correlated subquery reading one range
-/// of an index on `(message_id, seq)` (`reactions_message_id_seq_idx`, then
-/// each reactor by primary key; `attachments_message_id_seq_key`), so a
-/// message and its relations come in one statement.
+/// of an index that starts with `message_id` (PostgreSQL:
+/// `reactions_message_id_seq_idx`; SQLite: the covering index of
+/// `reactions_message_name_contact_key`, `seq` being its rowid; then each
+/// reactor by primary key; both: `attachments_message_id_seq_key`), run for
+/// the rows the statement returns only, so that a message and its relations
+/// come in one statement for the cost of the separate lookups.
 pub(crate) fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, JsonColumn) {
     (
+        // The reactor's username as a scalar subquery, not a join: a
+        // primary-key lookup per reaction whatever the size of `contacts`
+        // (joined, PostgreSQL hashed or merge-joined `contacts` to match a
+        // reaction or two).
         JsonColumn(S::json_rows(
-            "reaction.name, reaction.contact_id, reactor.username",
-            &format!(
-                "FROM reactions reaction JOIN contacts reactor ON reactor.id = reaction.contact_id \
-                 WHERE reaction.message_id = {message}"
-            ),
+            "reaction.name, reaction.contact_id, \
+             (SELECT reactor.username FROM contacts reactor WHERE reactor.id = reaction.contact_id)",
+            &format!("FROM reactions reaction WHERE reaction.message_id = {message}"),
             "reaction.seq",
         )),
         JsonColumn(S::json_rows(
