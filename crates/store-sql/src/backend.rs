@@ -52,6 +52,13 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// An SQL expression (a scalar subquery): a JSON array, as text, with
+    /// one JSON array of `values` (a list of SQL expressions) per row of
+    /// `from` (its `FROM ... WHERE ...`), in `order`; NULL or `[]` when
+    /// there is no row. How a message's reactions and attachments come in
+    /// the statement that reads the message (`rows::relation_columns`).
+    fn json_rows(values: &str, from: &str, order: &str) -> String;
+
     /// Whether the database runs several writes as one data-modifying `WITH`
     /// statement (PostgreSQL), so that a send is one round trip inside its
     /// transaction (`queries/messages.rs`).

@@ -211,9 +211,8 @@ macro_rules! impl_ports {
                 viewer: ContactId,
                 id: MessageId,
             ) -> Result<Option<Message>, StoreError> {
-                // The message with its sender, then its relations: no
-                // transaction needed around two statements of which the
-                // second only completes the first.
+                // One statement (the message with its sender and
+                // relations): no transaction needed.
                 query(self, move |c| q::message_for(c, viewer, id)).await
             }
 
@@ -223,8 +222,9 @@ macro_rules! impl_ports {
                 conversation: Option<ConversationId>,
                 page: Page<MessageId>,
             ) -> Result<Paged<Message>, StoreError> {
-                // As `message_for`: the page is one statement, its relations
-                // a second; a snapshot around them would cost two more.
+                // A page of one conversation is one statement; the feed's
+                // relations take a second, which only completes the first
+                // (a snapshot around them would cost two more).
                 query(self, move |c| {
                     q::list_messages(c, viewer, conversation, page)
                 })

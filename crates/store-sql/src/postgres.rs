@@ -310,6 +310,13 @@ impl SqlBackend for PgStore {
         Ok(Some(rows.into_iter().map(FeedRow::split).collect()))
     }
 
+    /// `json_agg` of `json_build_array`s (both since 9.4), as text.
+    fn json_rows(values: &str, from: &str, order: &str) -> String {
+        format!(
+            "(SELECT CAST(json_agg(json_build_array({values}) ORDER BY {order}) AS TEXT) {from})"
+        )
+    }
+
     fn param(n: usize) -> String {
         format!("${n}")
     }

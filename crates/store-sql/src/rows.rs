@@ -7,10 +7,16 @@
 
 use confab_domain::{
     Attachment, AttachmentId, AvatarUrl, Contact, ContactId, Conversation, ConversationId,
-    ConversationKind, FileSize, FileType, FileUrl, Filename, GroupId, MemberState, MessageId,
-    PhoneNumber, Timestamp, Username,
+    ConversationKind, FileSize, FileType, FileUrl, Filename, GroupId, MemberState, Message,
+    MessageId, MessageText, PhoneNumber, Reaction, ReactionName, Reactor, Timestamp, Username,
+};
+use diesel::backend::Backend;
+use diesel::expression::{
+    is_aggregate, AppearsOnTable, Expression, SelectableExpression, ValidGrouping,
 };
 use diesel::prelude::*;
+use diesel::query_builder::{AstPass, QueryFragment, QueryId};
+use diesel::sql_types::{Nullable, Text};
 use uuid::Uuid;
 
 use crate::error::{corrupt, inconsistent, Error};
@@ -19,6 +25,7 @@ use crate::schema::{
     attachments, contacts, conversation_states, conversations, group_members, groups, messages,
     reactions, tokens,
 };
+use crate::SqlBackend;
 
 /// Conversions between domain ids and the store's id column type.
 pub(crate) trait DbKey {
@@ -346,4 +353,174 @@ impl TryFrom<AttachmentRow> for Attachment {
             created_at: ts(r.created_at),
         })
     }
+}
+
+/// A reactor, from the reaction's contact id and that contact's username.
+pub(crate) fn reactor(id: DbId, username: String) -> Result<Reactor, Error> {
+    Ok(Reactor {
+        contact_id: contact_id(id),
+        username: Username::new(username).map_err(|e| corrupt("username", e))?,
+    })
+}
+
+/// Adds a reaction to a message's `list`, which holds the reactions made
+/// before it: a name's group stays where its first reaction placed it,
+/// reactors in the order they reacted.
+pub(crate) fn add_reaction(
+    list: &mut Vec<Reaction>,
+    name: String,
+    reactor: Reactor,
+) -> Result<(), Error> {
+    match list.iter_mut().find(|r| r.name.as_str() == name) {
+        Some(reaction) => reaction.reactors.push(reactor),
+        None => list.push(Reaction {
+            name: ReactionName::new(name).map_err(|e| corrupt("reaction name", e))?,
+            reactors: vec![reactor],
+        }),
+    }
+    Ok(())
+}
+
+/// A message from its row, its sender's row and its relations.
+pub(crate) fn message(
+    row: MessageRow,
+    sender: ContactRow,
+    reactions: Vec<Reaction>,
+    attachments: Vec<Attachment>,
+) -> Result<Message, Error> {
+    Ok(Message {
+        id: message_id(row.id),
+        conversation_id: conversation_id(row.conversation_id),
+        sender: Contact::try_from(sender)?,
+        text: MessageText::new(row.body).map_err(|e| corrupt("message text", e))?,
+        reactions,
+        attachments,
+        read_at: row.read_at.map(ts),
+        created_at: ts(row.created_at),
+        updated_at: row.updated_at.map(ts),
+    })
+}
+
+/// A message's reactions and attachments, selected with the message as two
+/// JSON arrays ([`relation_columns`]); each NULL or `[]` when it has none.
+#[derive(Debug, Queryable)]
+pub(crate) struct RelationsJson {
+    pub reactions: Option<String>,
+    pub attachments: Option<String>,
+}
+
+/// A reaction in [`RelationsJson`]: name, reactor's id, reactor's username.
+type ReactionJson = (String, String, String);
+/// An attachment in [`RelationsJson`]: id, filename, file URL, file type,
+/// size, creation time.
+type AttachmentJson = (String, String, String, String, Option<i64>, i64);
+
+/// The two select columns of [`RelationsJson`] for the message whose id is
+/// the SQL expression `message` (e.g. `"messages"."id"`): its reactions in
+/// the order they were made, with their reactors' usernames, and its
+/// attachments by position. Each is a correlated subquery reading one range
+/// of an index that starts with `message_id` (PostgreSQL:
+/// `reactions_message_id_seq_idx`; SQLite: the covering index of
+/// `reactions_message_name_contact_key`, `seq` being its rowid; then each
+/// reactor by primary key; both: `attachments_message_id_seq_key`), run for
+/// the rows the statement returns only, so that a message and its relations
+/// come in one statement for the cost of the separate lookups.
+pub(crate) fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, JsonColumn) {
+    (
+        // The reactor's username as a scalar subquery, not a join: a
+        // primary-key lookup per reaction whatever the size of `contacts`
+        // (joined, PostgreSQL hashed or merge-joined `contacts` to match a
+        // reaction or two).
+        JsonColumn(S::json_rows(
+            "reaction.name, reaction.contact_id, \
+             (SELECT reactor.username FROM contacts reactor WHERE reactor.id = reaction.contact_id)",
+            &format!("FROM reactions reaction WHERE reaction.message_id = {message}"),
+            "reaction.seq",
+        )),
+        JsonColumn(S::json_rows(
+            "attachment.id, attachment.filename, attachment.file_url, attachment.file_type, \
+             attachment.file_size, attachment.created_at",
+            &format!("FROM attachments attachment WHERE attachment.message_id = {message}"),
+            "attachment.seq",
+        )),
+    )
+}
+
+/// A message from its row, its sender's row and its [`RelationsJson`].
+pub(crate) fn message_with(
+    row: MessageRow,
+    sender: ContactRow,
+    relations: RelationsJson,
+) -> Result<Message, Error> {
+    let unreadable = |what: &str, e: serde_json::Error| {
+        inconsistent(format!(
+            "the {what} of message {} do not read: {e}",
+            message_id(row.id)
+        ))
+    };
+    let id = |text: &str| {
+        Uuid::parse_str(text).map(DbId::from).map_err(|e| {
+            inconsistent(format!(
+                "an id among the relations of message {} does not read: {e}",
+                message_id(row.id)
+            ))
+        })
+    };
+    let mut reactions = Vec::new();
+    if let Some(json) = relations.reactions {
+        let list: Vec<ReactionJson> =
+            serde_json::from_str(&json).map_err(|e| unreadable("reactions", e))?;
+        for (name, contact, username) in list {
+            add_reaction(&mut reactions, name, reactor(id(&contact)?, username)?)?;
+        }
+    }
+    let mut attachments = Vec::new();
+    if let Some(json) = relations.attachments {
+        let list: Vec<AttachmentJson> =
+            serde_json::from_str(&json).map_err(|e| unreadable("attachments", e))?;
+        for (seq, (attachment, filename, file_url, file_type, file_size, created_at)) in
+            (0..).zip(list)
+        {
+            attachments.push(Attachment::try_from(AttachmentRow {
+                id: id(&attachment)?,
+                message_id: row.id,
+                seq,
+                filename,
+                file_url,
+                file_type,
+                file_size,
+                created_at,
+            })?);
+        }
+    }
+    message(row, sender, reactions, attachments)
+}
+
+/// A select column of trusted SQL text of type `Nullable<Text>`, built from
+/// constants only (no binds). Unlike diesel's `sql` literal, it leaves the
+/// statement cacheable as a prepared statement (keyed by its text).
+#[derive(Debug, Clone)]
+pub(crate) struct JsonColumn(String);
+
+impl Expression for JsonColumn {
+    type SqlType = Nullable<Text>;
+}
+
+impl<DB: Backend> QueryFragment<DB> for JsonColumn {
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        out.push_sql(&self.0);
+        Ok(())
+    }
+}
+
+impl QueryId for JsonColumn {
+    type QueryId = ();
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<QS> AppearsOnTable<QS> for JsonColumn {}
+impl<QS> SelectableExpression<QS> for JsonColumn {}
+
+impl<GB> ValidGrouping<GB> for JsonColumn {
+    type IsAggregate = is_aggregate::Never;
 }

@@ -191,6 +191,12 @@ impl SqlBackend for SqliteStore {
             .optional()
     }
 
+    /// `json_group_array` of `json_array`s (the bundled library's JSON
+    /// functions; `ORDER BY` inside an aggregate since 3.44).
+    fn json_rows(values: &str, from: &str, order: &str) -> String {
+        format!("(SELECT json_group_array(json_array({values}) ORDER BY {order}) {from})")
+    }
+
     fn param(n: usize) -> String {
         format!("?{n}")
     }

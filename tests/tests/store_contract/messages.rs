@@ -894,4 +894,180 @@ confab_tests::on_both_stores!(
     messages_attachment_limit,
     messages_remove_reaction,
     messages_delete_clears_pin,
+    messages_relations_read_whole_everywhere,
 );
+
+/// A page, a single get, a backwards page and the all-conversations feed
+/// give each message its own reactions (grouped by name in the order of
+/// their first reaction, reactors in the order they reacted, however the
+/// reactions to several messages interleave) and attachments (by position,
+/// every field as written: quotes, backslashes and non-ASCII text, an
+/// absent size, a size beyond 2^53), and nothing of its neighbours'.
+async fn messages_relations_read_whole_everywhere(s: S) {
+    use confab_domain::{FileSize, Message};
+
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let carol = contact(&s, "carol.x-1").await;
+    let g = group(&s, &alice, &[&bob, &carol], at(0)).await;
+    let c = group_conversation(&s, &alice, g.id, at(1)).await;
+    let bare = send(&s, &c, &alice, "bare", at(2)).await;
+
+    let odd = (
+        AttachmentId::from_uuid(new_id()),
+        NewAttachment {
+            filename: Filename::new(r#"a "quoted" \ name, ünï 😀 [1].txt"#.into())
+                .expect("filename"),
+            file_url: FileUrl::new("https://files.example/x?a=1&b=%22q%22#\"f\"".into())
+                .expect("url"),
+            file_type: FileType::new("application/vnd.api+json".into()).expect("type"),
+            file_size: Some(FileSize::new(9_007_199_254_740_993).expect("size")),
+        },
+    );
+    let one = attachment(1);
+    let mut no_size = attachment(7);
+    no_size.1.file_size = None;
+    let mut new = new_message(&c, &bob, "rich", at_us(3, 7));
+    new.attachments = vec![odd.clone(), one.clone(), no_size.clone()];
+    let rich = s
+        .append_message(new, no_events(), None)
+        .await
+        .expect("append");
+    let mid = send(&s, &c, &carol, "between", at(4)).await;
+
+    // Reactions to both messages, interleaved.
+    let react = |who: &confab_domain::Contact, m: MessageId, names: &[&str], t: i64| {
+        let s = s.clone();
+        let c = MessageChange {
+            add_reactions: names.iter().map(|n| rn(n)).collect(),
+            ..change(who, at(t))
+        };
+        async move { s.update_message(m, c, no_events()).await.expect("react") }
+    };
+    react(&bob, rich.id, &["like"], 5).await;
+    react(&carol, mid.id, &["+1"], 6).await;
+    react(&carol, rich.id, &["heart"], 7).await;
+    react(&alice, rich.id, &["party", "like"], 8).await;
+    react(&alice, mid.id, &["+1"], 9).await;
+    react(&carol, rich.id, &["like"], 10).await;
+    react(&bob, rich.id, &["heart"], 11).await;
+    let extra = attachment(2);
+    s.update_message(
+        rich.id,
+        MessageChange {
+            add_attachments: vec![extra.clone()],
+            ..change(&bob, at(12))
+        },
+        no_events(),
+    )
+    .await
+    .expect("attach");
+    let last = send(&s, &c, &alice, "last", at(13)).await;
+
+    let names = |m: &Message| -> Vec<(String, Vec<String>)> { reactions_of(m) };
+    let owned = |list: &[(&str, &[&str])]| -> Vec<(String, Vec<String>)> {
+        list.iter()
+            .map(|(n, who)| {
+                (
+                    (*n).to_owned(),
+                    who.iter().map(|w| (*w).to_owned()).collect(),
+                )
+            })
+            .collect()
+    };
+    let people = [&alice, &bob, &carol];
+    let check = |m: &Message, label: &str| {
+        // Every reactor is the contact of that username.
+        for r in &m.reactions {
+            for x in &r.reactors {
+                let who = people
+                    .iter()
+                    .find(|p| p.username == x.username)
+                    .expect("a known reactor");
+                assert_eq!(x.contact_id, who.id, "{label}: reactor id");
+            }
+        }
+        let (reactions, attachments): (Vec<(String, Vec<String>)>, Vec<_>) = if m.id == rich.id {
+            (
+                owned(&[
+                    ("like", &["bob", "alice", "carol.x-1"]),
+                    ("heart", &["carol.x-1", "bob"]),
+                    ("party", &["alice"]),
+                ]),
+                vec![
+                    (odd.clone(), at_us(3, 7)),
+                    (one.clone(), at_us(3, 7)),
+                    (no_size.clone(), at_us(3, 7)),
+                    (extra.clone(), at(12)),
+                ],
+            )
+        } else if m.id == mid.id {
+            (owned(&[("+1", &["carol.x-1", "alice"])]), vec![])
+        } else {
+            (vec![], vec![])
+        };
+        assert_eq!(
+            names(m),
+            reactions,
+            "{label}: reactions of {}",
+            m.text.as_str()
+        );
+        assert_eq!(
+            m.attachments.len(),
+            attachments.len(),
+            "{label}: attachments of {}",
+            m.text.as_str()
+        );
+        for (got, ((id, a), created)) in m.attachments.iter().zip(&attachments) {
+            assert_eq!(got.id, *id, "{label}: attachment id");
+            assert_eq!(got.message_id, m.id, "{label}: attachment's message");
+            assert_eq!(got.filename, a.filename, "{label}: filename");
+            assert_eq!(got.file_url, a.file_url, "{label}: file_url");
+            assert_eq!(got.file_type, a.file_type, "{label}: file_type");
+            assert_eq!(got.file_size, a.file_size, "{label}: file_size");
+            assert_eq!(got.created_at, *created, "{label}: attachment created_at");
+        }
+    };
+
+    // A page of the conversation, newest first.
+    let first = s
+        .list_messages(bob.id, Some(c.id), page(10, None))
+        .await
+        .expect("page");
+    assert_eq!(msg_ids(&first), vec![last.id, mid.id, rich.id, bare.id]);
+    for m in &first.items {
+        check(m, "page");
+    }
+    // Each message alone: the same as in the page.
+    for m in &first.items {
+        let got = s
+            .message_for(carol.id, m.id)
+            .await
+            .expect("get")
+            .expect("visible");
+        check(&got, "message_for");
+        assert_eq!(&got, m, "message_for equals the page's");
+    }
+    // Backwards from the oldest, then forwards past the newest.
+    let back = s
+        .list_messages(alice.id, Some(c.id), page(2, Some(Cursor::Before(bare.id))))
+        .await
+        .expect("backwards page");
+    assert_eq!(msg_ids(&back), vec![mid.id, rich.id]);
+    assert!(back.has_more);
+    for m in &back.items {
+        check(m, "backwards page");
+    }
+    assert_eq!(back.items[..], first.items[1..3]);
+    let next = s
+        .list_messages(alice.id, Some(c.id), page(1, Some(Cursor::After(mid.id))))
+        .await
+        .expect("next page");
+    assert_eq!(next.items[..], first.items[2..3]);
+    // The all-conversations feed reads the same messages.
+    let feed = s
+        .list_messages(bob.id, None, page(10, None))
+        .await
+        .expect("feed");
+    assert_eq!(feed.items, first.items);
+}

@@ -1,5 +1,5 @@
-//! Messages: appending, reading (with their senders in the same statement,
-//! reactions and attachments together in one more) and deleting.
+//! Messages: appending, reading (with their senders, reactions and
+//! attachments in the same statement) and deleting.
 
 /// Expands the functions of this file in a backend's `queries` module (see
 /// [`super::instantiate`]).
@@ -8,8 +8,8 @@ macro_rules! expand {
         use std::collections::HashMap;
 
         use confab_domain::{
-            check_attachment_count, Contact, ContactId, ConversationId, Cursor, Message, MessageId,
-            MessageText, Page, Paged, Reaction, ReactionName, Reactor, Username,
+            check_attachment_count, ContactId, ConversationId, Cursor, Message, MessageId, Page,
+            Paged, Reaction,
         };
         use confab_ports::{Completion, NewMessage, Outbox, StoreError};
         use diesel::dsl::{case_when, exists};
@@ -20,14 +20,14 @@ macro_rules! expand {
         use super::message_updates::insert_attachments;
         use super::outbox::{self, Written};
         use super::{Backend, Conn, Db, Result};
-        use crate::error::{corrupt, Error};
+        use crate::error::Error;
         use crate::id::DbId;
         use crate::queries::membership::visible_to;
         use crate::queries::not_found;
         use crate::queries::paging::{fetch_size, finish_page};
         use crate::rows::{
-            contact_id, conversation_id, message_id, ts, AttachmentRow, ContactRow, DbKey,
-            MessageRow,
+            add_reaction, message, message_with, reactor, relation_columns, AttachmentRow,
+            ContactRow, DbKey, JsonColumn, MessageRow, RelationsJson,
         };
         use crate::schema::{
             attachments, contacts, conversation_states, conversations, messages, reactions,
@@ -51,7 +51,8 @@ macro_rules! expand {
 
         /// Loads the reactions (with the reactors' usernames) and attachments of
         /// all `rows` in one statement, and assembles the messages in order. The
-        /// senders come with the rows.
+        /// senders come with the rows. For rows read without their relations
+        /// (the feed); the others select them ([`Whole`]).
         pub(super) fn hydrate(
             conn: &mut Conn,
             rows: Vec<(MessageRow, ContactRow)>,
@@ -98,22 +99,9 @@ macro_rules! expand {
             let mut attachments_of: HashMap<DbId, Vec<confab_domain::Attachment>> = HashMap::new();
             for (is_reaction, message, seq, id, a, b, c, size, created_at) in relations {
                 if is_reaction {
-                    let (name, username) = (a, b);
-                    let reactor = Reactor {
-                        contact_id: contact_id(id),
-                        username: Username::new(username).map_err(|e| corrupt("username", e))?,
-                    };
-                    // Rows come in reaction order: a name's group is placed where its
-                    // first reaction is, reactors in the order they reacted.
+                    // Rows come in reaction order.
                     let list = reactions_of.entry(message).or_default();
-                    match list.iter_mut().find(|r| r.name.as_str() == name) {
-                        Some(reaction) => reaction.reactors.push(reactor),
-                        None => list.push(Reaction {
-                            name: ReactionName::new(name)
-                                .map_err(|e| corrupt("reaction name", e))?,
-                            reactors: vec![reactor],
-                        }),
-                    }
+                    add_reaction(list, a, reactor(id, b)?)?;
                 } else {
                     let row = AttachmentRow {
                         id,
@@ -134,19 +122,51 @@ macro_rules! expand {
 
             rows.into_iter()
                 .map(|(r, sender)| {
-                    Ok(Message {
-                        id: message_id(r.id),
-                        conversation_id: conversation_id(r.conversation_id),
-                        sender: Contact::try_from(sender)?,
-                        text: MessageText::new(r.body).map_err(|e| corrupt("message text", e))?,
-                        reactions: reactions_of.remove(&r.id).unwrap_or_default(),
-                        attachments: attachments_of.remove(&r.id).unwrap_or_default(),
-                        read_at: r.read_at.map(ts),
-                        created_at: ts(r.created_at),
-                        updated_at: r.updated_at.map(ts),
-                    })
+                    let reactions = reactions_of.remove(&r.id).unwrap_or_default();
+                    let attachments = attachments_of.remove(&r.id).unwrap_or_default();
+                    message(r, sender, reactions, attachments)
                 })
                 .collect()
+        }
+
+        /// A message read whole in one statement: its row, its sender's and
+        /// its reactions and attachments ([`with_relations`]).
+        type Whole = (MessageRow, ContactRow, RelationsJson);
+
+        /// The select list of [`Whole`] rows of `messages` joined to their
+        /// senders.
+        fn with_relations() -> (
+            diesel::helper_types::AsSelect<MessageRow, Db>,
+            diesel::helper_types::AsSelect<ContactRow, Db>,
+            (JsonColumn, JsonColumn),
+        ) {
+            (
+                MessageRow::as_select(),
+                ContactRow::as_select(),
+                relation_columns::<Backend>("\"messages\".\"id\""),
+            )
+        }
+
+        /// Rows of a page, and how they become its messages.
+        trait PageRows: Sized {
+            fn into_messages(conn: &mut Conn, rows: Vec<Self>) -> Result<Vec<Message>>;
+        }
+
+        /// Rows with their senders only: their relations take one statement
+        /// more ([`hydrate`]).
+        impl PageRows for (MessageRow, ContactRow) {
+            fn into_messages(conn: &mut Conn, rows: Vec<Self>) -> Result<Vec<Message>> {
+                hydrate(conn, rows)
+            }
+        }
+
+        /// Whole rows: no statement more.
+        impl PageRows for Whole {
+            fn into_messages(_: &mut Conn, rows: Vec<Self>) -> Result<Vec<Message>> {
+                rows.into_iter()
+                    .map(|(r, sender, relations)| message_with(r, sender, relations))
+                    .collect()
+            }
         }
 
         /// Messages with their senders (a join: the sender comes in the same
@@ -157,25 +177,28 @@ macro_rules! expand {
             };
         }
 
+        /// The message with this id, whole, in one statement.
         pub(super) fn load_message(conn: &mut Conn, id: DbId) -> Result<Option<Message>> {
-            let rows: Vec<(MessageRow, ContactRow)> = with_senders!()
+            let row: Option<Whole> = with_senders!()
                 .filter(messages::id.eq(id))
-                .select((MessageRow::as_select(), ContactRow::as_select()))
-                .load(conn)?;
-            Ok(hydrate(conn, rows)?.pop())
+                .select(with_relations())
+                .first(conn)
+                .optional()?;
+            row.map(|(r, sender, relations)| message_with(r, sender, relations))
+                .transpose()
         }
 
-        /// The messages with these ids, with their senders and relations,
-        /// in no particular order.
+        /// The messages with these ids, whole, in no particular order: one
+        /// statement per 5000.
         pub(super) fn load_messages(conn: &mut Conn, ids: &[DbId]) -> Result<Vec<Message>> {
             let mut out = Vec::with_capacity(ids.len());
             // In slices: SQLite binds each id of an `IN` list.
             for chunk in ids.chunks(5000) {
-                let rows: Vec<(MessageRow, ContactRow)> = with_senders!()
+                let rows: Vec<Whole> = with_senders!()
                     .filter(messages::id.eq_any(chunk))
-                    .select((MessageRow::as_select(), ContactRow::as_select()))
+                    .select(with_relations())
                     .load(conn)?;
-                out.extend(hydrate(conn, rows)?);
+                out.extend(Whole::into_messages(conn, rows)?);
             }
             Ok(out)
         }
@@ -503,14 +526,17 @@ macro_rules! expand {
             // Joined to its one conversation, whose membership is then
             // checked on that row: primary-key lookups only. (As `IN (the
             // viewer's conversations)`, SQLite listed every direct
-            // conversation of everyone to find the viewer's.)
-            let rows: Vec<(MessageRow, ContactRow)> = with_senders!()
+            // conversation of everyone to find the viewer's.) Whole: one
+            // statement.
+            let row: Option<Whole> = with_senders!()
                 .inner_join(conversations::table)
                 .filter(messages::id.eq(id.db()))
                 .filter(visible_to!(v))
-                .select((MessageRow::as_select(), ContactRow::as_select()))
-                .load(conn)?;
-            Ok(hydrate(conn, rows)?.pop())
+                .select(with_relations())
+                .first(conn)
+                .optional()?;
+            row.map(|(r, sender, relations)| message_with(r, sender, relations))
+                .transpose()
         }
 
         /// The ids of the viewer's conversations (optionally only `$only`), as a
@@ -528,11 +554,12 @@ macro_rules! expand {
             }};
         }
 
-        /// One page: a statement for the messages with their senders, with the
-        /// membership and the cursor's position resolved inside it, and one for
-        /// their reactions and attachments. Only an empty page costs a second
-        /// statement instead, to tell "nothing there" from an invisible
-        /// conversation or a cursor that is not in the list.
+        /// One page: a statement for the messages with their senders,
+        /// reactions and attachments, with the membership and the cursor's
+        /// position resolved inside it (the all-conversations feed loads the
+        /// relations in a second statement). Only an empty page costs a
+        /// second statement instead, to tell "nothing there" from an
+        /// invisible conversation or a cursor that is not in the list.
         pub(crate) fn list_messages(
             conn: &mut Conn,
             viewer: ContactId,
@@ -547,12 +574,13 @@ macro_rules! expand {
                 Cursor::Before(id) => (true, id.db()),
             });
             let backwards = matches!(cursor, Some((true, _)));
-            let rows = match only {
-                Some(c) => conversation_page(conn, v, c, cursor, fetch)?,
-                None => match Backend::feed_page(conn, v, cursor, fetch)? {
-                    Some(rows) => rows,
-                    None => feed_page(conn, v, cursor, fetch)?,
-                },
+            if let Some(c) = only {
+                let rows = conversation_page(conn, v, c, cursor, fetch)?;
+                return finish_list(conn, v, only, cursor, rows, limit, backwards);
+            }
+            let rows = match Backend::feed_page(conn, v, cursor, fetch)? {
+                Some(rows) => rows,
+                None => feed_page(conn, v, cursor, fetch)?,
             };
             finish_list(conn, v, only, cursor, rows, limit, backwards)
         }
@@ -572,13 +600,16 @@ macro_rules! expand {
         /// is in this conversation. Its conversation is compared in the
         /// select list, not the `WHERE`: with both as conditions, a generic
         /// plan read it through the conversation's index, all of it.
+        ///
+        /// Rows come whole: each message's relations are subqueries of the
+        /// select list, run for the rows of the page only.
         fn conversation_page(
             conn: &mut Conn,
             v: DbId,
             c: DbId,
             cursor: Option<(bool, DbId)>,
             fetch: i64,
-        ) -> Result<Vec<(MessageRow, ContactRow)>> {
+        ) -> Result<Vec<Whole>> {
             use crate::id::IdSql;
             use crate::queries::paging::{after, before};
 
@@ -589,7 +620,7 @@ macro_rules! expand {
                 .single_value();
             let q = with_senders!()
                 .filter(messages::conversation_id.nullable().eq(visible))
-                .select((MessageRow::as_select(), ContactRow::as_select()))
+                .select(with_relations())
                 .into_boxed::<Db>();
             let cursor_message = diesel::alias!(messages as cursor_message);
             let key = |id: DbId| {
@@ -699,14 +730,15 @@ macro_rules! expand {
             Ok(q.limit(fetch).load(conn)?)
         }
 
-        /// The page from its rows (in the order of travel): their relations,
-        /// or why it is empty.
-        fn finish_list(
+        /// The page from its rows (in the order of travel), whole or still
+        /// to be completed with their relations ([`PageRows`]), or why it is
+        /// empty.
+        fn finish_list<R: PageRows>(
             conn: &mut Conn,
             v: DbId,
             only: Option<DbId>,
             cursor: Option<(bool, DbId)>,
-            rows: Vec<(MessageRow, ContactRow)>,
+            rows: Vec<R>,
             limit: usize,
             backwards: bool,
         ) -> Result<Paged<Message>> {
@@ -715,7 +747,7 @@ macro_rules! expand {
             }
             let (rows, has_more) = finish_page(rows, limit, backwards);
             Ok(Paged {
-                items: hydrate(conn, rows)?,
+                items: R::into_messages(conn, rows)?,
                 has_more,
             })
         }
