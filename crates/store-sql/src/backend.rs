@@ -8,7 +8,7 @@ use diesel::QueryResult;
 use crate::door::Abandoned;
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
-use crate::rows::{ContactRow, MessageRow};
+use crate::rows::{MessageRow, WholeRow};
 
 /// A pooled connection of backend `S`.
 pub(crate) type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
@@ -48,7 +48,7 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
         _viewer: DbId,
         _cursor: Option<(bool, DbId)>,
         _fetch: i64,
-    ) -> QueryResult<Option<Vec<(MessageRow, ContactRow)>>> {
+    ) -> QueryResult<Option<Vec<WholeRow>>> {
         Ok(None)
     }
 

@@ -22,7 +22,7 @@ use crate::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::queries::membership::visible_to;
-use crate::rows::{ContactRow, MessageRow};
+use crate::rows::{relation_columns, ContactRow, MessageRow, RelationsJson, WholeRow};
 use crate::schema::{conversations, groups, messages};
 
 mod queries {
@@ -238,7 +238,7 @@ impl SqlBackend for PgStore {
         viewer: DbId,
         cursor: Option<(bool, DbId)>,
         fetch: i64,
-    ) -> QueryResult<Option<Vec<(MessageRow, ContactRow)>>> {
+    ) -> QueryResult<Option<Vec<WholeRow>>> {
         use diesel::sql_types::BigInt;
 
         use crate::id::IdSql;
@@ -281,6 +281,10 @@ impl SqlBackend for PgStore {
             range("m.direct_peer_id = $1 AND m.direct_creator_id <> $1"),
             range("m.group_id = g.group_id"),
         );
+        // Whole rows: each message's reactions and attachments in the same
+        // statement (`rows::relation_columns`), for the page's rows only.
+        let (reactions, attachments) = relation_columns::<PgStore>("p.id");
+        let (reactions, attachments) = (reactions.sql(), attachments.sql());
         let sql = format!(
             "WITH {cursor_key}page AS ( \
                  SELECT * FROM ( \
@@ -293,7 +297,8 @@ impl SqlBackend for PgStore {
              ) \
              SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
                  p.updated_at, s.username, s.username_folded, s.phone_number, s.avatar_url, \
-                 s.last_active_at, s.created_at AS sender_created_at \
+                 s.last_active_at, s.created_at AS sender_created_at, \
+                 {reactions} AS reactions, {attachments} AS attachments \
              FROM page p CROSS JOIN LATERAL ( \
                  SELECT * FROM contacts WHERE id = p.sender_id \
              ) s \
@@ -413,10 +418,14 @@ struct FeedRow {
     last_active_at: i64,
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     sender_created_at: i64,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    reactions: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
+    attachments: Option<String>,
 }
 
 impl FeedRow {
-    fn split(self) -> (MessageRow, ContactRow) {
+    fn split(self) -> WholeRow {
         (
             MessageRow {
                 id: self.id,
@@ -435,6 +444,10 @@ impl FeedRow {
                 avatar_url: self.avatar_url,
                 last_active_at: self.last_active_at,
                 created_at: self.sender_created_at,
+            },
+            RelationsJson {
+                reactions: self.reactions,
+                attachments: self.attachments,
             },
         )
     }

@@ -496,6 +496,10 @@ pub(crate) fn message_with(
     message(row, sender, reactions, attachments)
 }
 
+/// A message read whole in one statement: its row, its sender's, and its
+/// reactions and attachments ([`relation_columns`]).
+pub(crate) type WholeRow = (MessageRow, ContactRow, RelationsJson);
+
 /// A select column of trusted SQL text of type `Nullable<Text>`, built from
 /// constants only (no binds). Unlike diesel's `sql` literal, it leaves the
 /// statement cacheable as a prepared statement (keyed by its text).
@@ -510,6 +514,13 @@ impl<DB: Backend> QueryFragment<DB> for JsonColumn {
     fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         out.push_sql(&self.0);
         Ok(())
+    }
+}
+
+impl JsonColumn {
+    /// The SQL text, for a statement written out by hand.
+    pub(crate) fn sql(&self) -> &str {
+        &self.0
     }
 }
 

@@ -5,11 +5,9 @@
 /// [`super::instantiate`]).
 macro_rules! expand {
     () => {
-        use std::collections::HashMap;
-
         use confab_domain::{
             check_attachment_count, ContactId, ConversationId, Cursor, Message, MessageId, Page,
-            Paged, Reaction,
+            Paged,
         };
         use confab_ports::{Completion, NewMessage, Outbox, StoreError};
         use diesel::dsl::{case_when, exists};
@@ -26,112 +24,14 @@ macro_rules! expand {
         use crate::queries::not_found;
         use crate::queries::paging::{fetch_size, finish_page};
         use crate::rows::{
-            add_reaction, message, message_with, reactor, relation_columns, AttachmentRow,
-            ContactRow, DbKey, JsonColumn, MessageRow, RelationsJson,
+            message_with, relation_columns, ContactRow, DbKey, JsonColumn, MessageRow,
         };
-        use crate::schema::{
-            attachments, contacts, conversation_states, conversations, messages, reactions,
-        };
+        use crate::schema::{contacts, conversation_states, conversations, messages};
         use crate::SqlBackend as _;
-
-        /// One row of a page's relations: a reaction (with its reactor's
-        /// username) or an attachment, in one shape so that both come in one
-        /// statement (`UNION ALL`).
-        type RelationRow = (
-            bool,
-            DbId,
-            i64,
-            DbId,
-            String,
-            String,
-            String,
-            Option<i64>,
-            i64,
-        );
-
-        /// Loads the reactions (with the reactors' usernames) and attachments of
-        /// all `rows` in one statement, and assembles the messages in order. The
-        /// senders come with the rows. For rows read without their relations
-        /// (the feed); the others select them ([`Whole`]).
-        pub(super) fn hydrate(
-            conn: &mut Conn,
-            rows: Vec<(MessageRow, ContactRow)>,
-        ) -> Result<Vec<Message>> {
-            if rows.is_empty() {
-                return Ok(Vec::new());
-            }
-            let ids: Vec<DbId> = rows.iter().map(|(r, _)| r.id).collect();
-            let reaction_side = reactions::table
-                .inner_join(contacts::table)
-                .filter(reactions::message_id.eq_any(ids.clone()))
-                .select((
-                    true.into_sql::<Bool>(),
-                    reactions::message_id,
-                    reactions::seq,
-                    reactions::contact_id,
-                    reactions::name,
-                    contacts::username,
-                    "".into_sql::<Text>(),
-                    None::<i64>.into_sql::<Nullable<BigInt>>(),
-                    reactions::created_at,
-                ));
-            let attachment_side = attachments::table
-                .filter(attachments::message_id.eq_any(ids))
-                .select((
-                    false.into_sql::<Bool>(),
-                    attachments::message_id,
-                    attachments::seq.cast::<BigInt>(),
-                    attachments::id,
-                    attachments::filename,
-                    attachments::file_url,
-                    attachments::file_type,
-                    attachments::file_size,
-                    attachments::created_at,
-                ));
-            let mut relations: Vec<RelationRow> =
-                reaction_side.union_all(attachment_side).load(conn)?;
-            // Reactions in the order they were made (their seq), attachments in
-            // their position; a compound statement has no portable ORDER BY per
-            // side.
-            relations.sort_by_key(|r| (r.0, r.1, r.2));
-
-            let mut reactions_of: HashMap<DbId, Vec<Reaction>> = HashMap::new();
-            let mut attachments_of: HashMap<DbId, Vec<confab_domain::Attachment>> = HashMap::new();
-            for (is_reaction, message, seq, id, a, b, c, size, created_at) in relations {
-                if is_reaction {
-                    // Rows come in reaction order.
-                    let list = reactions_of.entry(message).or_default();
-                    add_reaction(list, a, reactor(id, b)?)?;
-                } else {
-                    let row = AttachmentRow {
-                        id,
-                        message_id: message,
-                        seq: i32::try_from(seq).unwrap_or(i32::MAX),
-                        filename: a,
-                        file_url: b,
-                        file_type: c,
-                        file_size: size,
-                        created_at,
-                    };
-                    attachments_of
-                        .entry(message)
-                        .or_default()
-                        .push(confab_domain::Attachment::try_from(row)?);
-                }
-            }
-
-            rows.into_iter()
-                .map(|(r, sender)| {
-                    let reactions = reactions_of.remove(&r.id).unwrap_or_default();
-                    let attachments = attachments_of.remove(&r.id).unwrap_or_default();
-                    message(r, sender, reactions, attachments)
-                })
-                .collect()
-        }
 
         /// A message read whole in one statement: its row, its sender's and
         /// its reactions and attachments ([`with_relations`]).
-        type Whole = (MessageRow, ContactRow, RelationsJson);
+        type Whole = crate::rows::WholeRow;
 
         /// The select list of [`Whole`] rows of `messages` joined to their
         /// senders.
@@ -145,28 +45,6 @@ macro_rules! expand {
                 ContactRow::as_select(),
                 relation_columns::<Backend>("\"messages\".\"id\""),
             )
-        }
-
-        /// Rows of a page, and how they become its messages.
-        trait PageRows: Sized {
-            fn into_messages(conn: &mut Conn, rows: Vec<Self>) -> Result<Vec<Message>>;
-        }
-
-        /// Rows with their senders only: their relations take one statement
-        /// more ([`hydrate`]).
-        impl PageRows for (MessageRow, ContactRow) {
-            fn into_messages(conn: &mut Conn, rows: Vec<Self>) -> Result<Vec<Message>> {
-                hydrate(conn, rows)
-            }
-        }
-
-        /// Whole rows: no statement more.
-        impl PageRows for Whole {
-            fn into_messages(_: &mut Conn, rows: Vec<Self>) -> Result<Vec<Message>> {
-                rows.into_iter()
-                    .map(|(r, sender, relations)| message_with(r, sender, relations))
-                    .collect()
-            }
         }
 
         /// Messages with their senders (a join: the sender comes in the same
@@ -198,7 +76,9 @@ macro_rules! expand {
                     .filter(messages::id.eq_any(chunk))
                     .select(with_relations())
                     .load(conn)?;
-                out.extend(Whole::into_messages(conn, rows)?);
+                for (r, sender, relations) in rows {
+                    out.push(message_with(r, sender, relations)?);
+                }
             }
             Ok(out)
         }
@@ -670,7 +550,7 @@ macro_rules! expand {
             v: DbId,
             cursor: Option<(bool, DbId)>,
             fetch: i64,
-        ) -> Result<Vec<(MessageRow, ContactRow)>> {
+        ) -> Result<Vec<Whole>> {
             use diesel::dsl::sql;
 
             use crate::id::IdSql;
@@ -719,7 +599,7 @@ macro_rules! expand {
             .bind::<IdSql, _>(v)
             .sql(")");
             let q = with_senders!()
-                .select((MessageRow::as_select(), ContactRow::as_select()))
+                .select(with_relations())
                 .filter(candidates)
                 .into_boxed::<Db>();
             let q = if backwards {
@@ -730,15 +610,14 @@ macro_rules! expand {
             Ok(q.limit(fetch).load(conn)?)
         }
 
-        /// The page from its rows (in the order of travel), whole or still
-        /// to be completed with their relations ([`PageRows`]), or why it is
-        /// empty.
-        fn finish_list<R: PageRows>(
+        /// The page from its whole rows (in the order of travel), or why it
+        /// is empty.
+        fn finish_list(
             conn: &mut Conn,
             v: DbId,
             only: Option<DbId>,
             cursor: Option<(bool, DbId)>,
-            rows: Vec<R>,
+            rows: Vec<Whole>,
             limit: usize,
             backwards: bool,
         ) -> Result<Paged<Message>> {
@@ -747,7 +626,10 @@ macro_rules! expand {
             }
             let (rows, has_more) = finish_page(rows, limit, backwards);
             Ok(Paged {
-                items: R::into_messages(conn, rows)?,
+                items: rows
+                    .into_iter()
+                    .map(|(r, sender, relations)| message_with(r, sender, relations))
+                    .collect::<Result<_>>()?,
                 has_more,
             })
         }
