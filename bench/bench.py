@@ -375,11 +375,13 @@ def made_during(v, t0_us, t1_us):
     return t0_us // 1000 - 1000 <= ms <= t1_us // 1000 + 1000
 
 
-# Statements of the server's background work (the event hub's reads and its
-# LISTEN connection, the webhook worker, pruning), which land in the capture
-# window beside the request's own and are not part of any request.
+# Statements of the server's background work (the event hub's reads, its
+# LISTEN connection's checks and the NOTIFY it sends after the process's
+# commits, coalesced to one in flight, the webhook worker, pruning), which
+# land in the capture window beside the request's own and are not part of
+# any request.
 BACKGROUND = re.compile(r'pg_snapshot_xmin|"event_recipients"\."position" BETWEEN|webhook'
-                        r'|^\s*LISTEN\b|^\s*SELECT 1\s*;?\s*$|^\s*DELETE FROM "events"', re.S)
+                        r'|^\s*(LISTEN|NOTIFY)\b|^\s*SELECT 1\s*;?\s*$|^\s*DELETE FROM "events"', re.S)
 
 
 def least_sql(ds, t, events=False):

@@ -54,15 +54,25 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
 
     /// An SQL expression (a scalar subquery): a JSON array, as text, with
     /// one JSON array of `values` (a list of SQL expressions) per row of
-    /// `from` (its `FROM ... WHERE ...`), in `order`; NULL or `[]` when
-    /// there is no row. How a message's reactions and attachments come in
-    /// the statement that reads the message (`rows::relation_columns`).
-    fn json_rows(values: &str, from: &str, order: &str) -> String;
+    /// `table` (name, alias) where `filter` holds, in the order of
+    /// `order` = (expression, the index that reads the filtered rows in
+    /// that order); NULL or `[]` when there is no row. How a message's
+    /// reactions and attachments come in the statement that reads the
+    /// message (`rows::relation_columns`).
+    fn json_rows(values: &str, table: (&str, &str), filter: &str, order: (&str, &str)) -> String;
 
     /// Whether the database runs several writes as one data-modifying `WITH`
     /// statement (PostgreSQL), so that a send is one round trip inside its
     /// transaction (`queries/messages.rs`).
     const DATA_MODIFYING_WITH: bool;
+
+    /// Whether getting one message (`GET /v1/messages/:id`) reads its
+    /// reactions and attachments as JSON columns of its row, one statement
+    /// (PostgreSQL: a round trip less), or in a second statement (SQLite:
+    /// no round trip to save, and the one-statement form served 2.8x fewer
+    /// requests under load in the benchmark, `docs/performance.md`). Pages
+    /// read whole on both.
+    const ONE_MESSAGE_WHOLE: bool;
 
     /// The marker of the `n`th (from 1) bind parameter in raw SQL.
     fn param(n: usize) -> String;

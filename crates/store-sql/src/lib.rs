@@ -16,10 +16,11 @@
 //! (`lock_message`, `lock_group`: `FOR UPDATE` on PostgreSQL, nothing on
 //! SQLite, whose write transactions already hold the database's write lock),
 //! which errors mean "unreachable" (`is_unavailable`), the pool and
-//! transactions (`checkout`, `connection_lost`, `write_tx`), and an optional
-//! faster plan for the all-conversations feed (`feed_page`). Reads run
-//! without a transaction: each is one statement, or a statement and the
-//! relations of its rows. Each backend module
+//! transactions (`checkout`, `connection_lost`, `write_tx`), an optional
+//! plan of its own for the all-conversations feed (`feed_page`), and how
+//! a message's reactions and attachments become JSON columns of its row
+//! (`json_rows`). Reads run without a transaction: a message read is one
+//! statement, its relations included. Each backend module
 //! implements it on its store type; a missing or mistyped item is a compile
 //! error there. It is crate-private: a third database would be a module of
 //! this crate, where the queries are instantiated.

@@ -212,7 +212,8 @@ macro_rules! impl_ports {
                 id: MessageId,
             ) -> Result<Option<Message>, StoreError> {
                 // One statement (the message with its sender and
-                // relations): no transaction needed.
+                // relations; on SQLite a second for the relations): no
+                // transaction needed, both read committed rows only.
                 query(self, move |c| q::message_for(c, viewer, id)).await
             }
 

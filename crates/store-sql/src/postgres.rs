@@ -195,6 +195,7 @@ impl SqlBackend for PgStore {
     type Manager = Manager;
 
     const DATA_MODIFYING_WITH: bool = true;
+    const ONE_MESSAGE_WHOLE: bool = true;
     const EVENT_HORIZON_SQL: &'static str =
         "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576)";
     const EVENT_START_SQL: &'static str =
@@ -316,9 +317,15 @@ impl SqlBackend for PgStore {
     }
 
     /// `json_agg` of `json_build_array`s (both since 9.4), as text.
-    fn json_rows(values: &str, from: &str, order: &str) -> String {
+    fn json_rows(
+        values: &str,
+        (table, alias): (&str, &str),
+        filter: &str,
+        (order, _index): (&str, &str),
+    ) -> String {
         format!(
-            "(SELECT CAST(json_agg(json_build_array({values}) ORDER BY {order}) AS TEXT) {from})"
+            "(SELECT CAST(json_agg(json_build_array({values}) ORDER BY {order}) AS TEXT) \
+             FROM {table} {alias} WHERE {filter})"
         )
     }
 

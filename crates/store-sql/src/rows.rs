@@ -434,14 +434,18 @@ pub(crate) fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, Jso
         JsonColumn(S::json_rows(
             "reaction.name, reaction.contact_id, \
              (SELECT reactor.username FROM contacts reactor WHERE reactor.id = reaction.contact_id)",
-            &format!("FROM reactions reaction WHERE reaction.message_id = {message}"),
-            "reaction.seq",
+            ("reactions", "reaction"),
+            &format!("reaction.message_id = {message}"),
+            ("reaction.seq", "reactions_message_id_seq_idx"),
         )),
         JsonColumn(S::json_rows(
             "attachment.id, attachment.filename, attachment.file_url, attachment.file_type, \
              attachment.file_size, attachment.created_at",
-            &format!("FROM attachments attachment WHERE attachment.message_id = {message}"),
-            "attachment.seq",
+            ("attachments", "attachment"),
+            &format!("attachment.message_id = {message}"),
+            // SQLite's name for the index of `attachments_message_id_seq_key`
+            // (the table's second unique constraint).
+            ("attachment.seq", "sqlite_autoindex_attachments_2"),
         )),
     )
 }
