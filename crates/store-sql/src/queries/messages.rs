@@ -509,19 +509,21 @@ macro_rules! expand {
             // viewer's conversations)`, SQLite listed every direct
             // conversation of everyone to find the viewer's.) Whole: one
             // statement where that is faster (see `ONE_MESSAGE_WHOLE`).
+            macro_rules! visible_message {
+                () => {
+                    with_senders!()
+                        .inner_join(conversations::table)
+                        .filter(messages::id.eq(id.db()))
+                        .filter(visible_to!(v))
+                };
+            }
             if !Backend::ONE_MESSAGE_WHOLE {
-                let rows: Vec<(MessageRow, ContactRow)> = with_senders!()
-                    .inner_join(conversations::table)
-                    .filter(messages::id.eq(id.db()))
-                    .filter(visible_to!(v))
+                let rows: Vec<(MessageRow, ContactRow)> = visible_message!()
                     .select((MessageRow::as_select(), ContactRow::as_select()))
                     .load(conn)?;
                 return Ok(hydrate(conn, rows)?.pop());
             }
-            let row: Option<Whole> = with_senders!()
-                .inner_join(conversations::table)
-                .filter(messages::id.eq(id.db()))
-                .filter(visible_to!(v))
+            let row: Option<Whole> = visible_message!()
                 .select(with_relations())
                 .first(conn)
                 .optional()?;
@@ -546,8 +548,8 @@ macro_rules! expand {
 
         /// One page: a statement for the messages with their senders,
         /// reactions and attachments, with the membership and the cursor's
-        /// position resolved inside it (the all-conversations feed loads the
-        /// relations in a second statement). Only an empty page costs a
+        /// position resolved inside it (a conversation's page and the
+        /// all-conversations feed alike). Only an empty page costs a
         /// second statement instead, to tell "nothing there" from an
         /// invisible conversation or a cursor that is not in the list.
         pub(crate) fn list_messages(
