@@ -74,9 +74,6 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// read whole on both.
     const ONE_MESSAGE_WHOLE: bool;
 
-    /// The marker of the `n`th (from 1) bind parameter in raw SQL.
-    fn param(n: usize) -> String;
-
     /// The SQL expression of the commit-ordered position of the
     /// transaction's `index`th event (from 0); `None` when the database
     /// numbers events itself as they are inserted (the events outbox,
@@ -102,6 +99,16 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// How long a port call may take in all before its caller is answered
     /// `Unavailable` (see [`crate::door`]).
     fn deadline(&self) -> Duration;
+
+    /// Where calls take turns for the pool's connections (`door`'s module
+    /// docs).
+    fn gate(&self) -> &crate::door::Gate;
+
+    /// Whether writes take their turn at [`SqlBackend::gate`] too
+    /// (PostgreSQL: one permit per pooled connection); SQLite's writers
+    /// queue for the one write lock instead (`write_tx`), and the pool
+    /// keeps a connection beyond the gate's permits for the writer.
+    const GATED_WRITES: bool;
 
     /// A pooled connection, failing fast when the database is down.
     fn checkout(&self) -> Result<Pooled<Self>, Error>;

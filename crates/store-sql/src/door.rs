@@ -19,6 +19,22 @@
 //! exception is a stall that begins while `COMMIT` itself is in flight
 //! (`docs/reliability.md`).
 //!
+//! # The gate
+//!
+//! A call waits for its turn on the store's [`Gate`] (a fair, first-come
+//! first-served semaphore with one permit per pooled connection) before it
+//! takes a blocking thread, and holds the permit until that thread is done.
+//! So no more calls reach the pool than it has connections: they never
+//! queue inside r2d2's checkout, whose waiters wake in no particular order
+//! (a long tail under load), and at most one blocking thread per connection
+//! runs instead of one per request in flight. The wait for a permit counts
+//! against the call's deadline like any other wait. The readiness probe
+//! ([`ping`]) skips the gate: it must not queue behind a backlog of
+//! requests to tell whether the database answers. SQLite's writes skip it
+//! too ([`SqlBackend::GATED_WRITES`]): they queue for the single write lock
+//! before they take a connection, and the pool holds one connection more
+//! than the gate has permits, for the writer.
+//!
 //! A request may make several calls (a token lookup, an idempotency claim,
 //! the write). Run inside [`within_db_budget`], they share one budget: each
 //! call's deadline is the smaller of its own and what the request has left,
@@ -34,6 +50,7 @@ use std::time::{Duration, Instant};
 use confab_ports::{PoolState, StoreError};
 use diesel::connection::{Connection, InstrumentationEvent};
 use diesel::r2d2::{ManageConnection, Pool, PooledConnection};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::Error;
 use crate::SqlBackend;
@@ -103,12 +120,67 @@ fn charge(spent: Duration) {
     let _ = BUDGET.try_with(|left| left.set(left.get().saturating_sub(spent)));
 }
 
+/// Calls take turns here, first come first served, one per pooled
+/// connection (see the module docs). Cloning shares it.
+#[derive(Debug, Clone)]
+pub(crate) struct Gate {
+    permits: Arc<Semaphore>,
+    /// Callers waiting for a permit or inside a pool checkout (the pool's
+    /// waiters, for metrics).
+    waiting: Arc<AtomicU32>,
+}
+
+impl Gate {
+    /// A gate for a pool of `connections`.
+    pub(crate) fn new(connections: u32) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(connections as usize)),
+            waiting: Arc::default(),
+        }
+    }
+
+    /// Waits for a turn, counted in `waiting` meanwhile (also when the
+    /// wait is cancelled at the deadline).
+    async fn turn(&self) -> Result<OwnedSemaphorePermit, StoreError> {
+        let _waiting = Waiting::enter(&self.waiting);
+        self.permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| StoreError::Other(Box::new(e)))
+    }
+}
+
+/// Counts its holder in a waiting counter for as long as it lives.
+struct Waiting<'a>(&'a AtomicU32);
+
+impl<'a> Waiting<'a> {
+    fn enter(counter: &'a AtomicU32) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Self(counter)
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// The deadline passed: the database did not answer in time.
 #[derive(Debug, thiserror::Error)]
 #[error("the database did not answer within {0:?}")]
 pub(crate) struct TimedOut(Duration);
 
-async fn call<S, T, F>(store: &S, deadline: Duration, f: F) -> Result<T, StoreError>
+/// Whether a call takes its turn at the store's [`Gate`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    Gated,
+    /// The readiness probe: straight to the pool.
+    Ungated,
+}
+
+async fn call<S, T, F>(store: &S, deadline: Duration, turn: Turn, f: F) -> Result<T, StoreError>
 where
     S: SqlBackend,
     T: Send + 'static,
@@ -124,25 +196,35 @@ where
     let span = tracing::Span::current();
     let abandoned = Abandoned::default();
     let _mark = AbandonOnDrop(abandoned.clone());
-    let task = tokio::task::spawn_blocking(move || {
-        span.in_scope(|| {
-            // The caller may have given up while this waited for a thread.
-            abandoned.check()?;
-            let result = f(&store, &abandoned);
-            if let Err(e) = &result {
-                if e.is_connection_lost::<S>() {
-                    store.connection_lost();
+    let gate = store.gate().clone();
+    let task = async move {
+        let permit = match turn {
+            Turn::Gated => Some(gate.turn().await?),
+            Turn::Ungated => None,
+        };
+        tokio::task::spawn_blocking(move || {
+            // Held until this thread is done with its connection, also when
+            // the caller stopped waiting before.
+            let _permit = permit;
+            span.in_scope(|| {
+                // The caller may have given up while this waited for a thread.
+                abandoned.check()?;
+                let result = f(&store, &abandoned);
+                if let Err(e) = &result {
+                    if e.is_connection_lost::<S>() {
+                        store.connection_lost();
+                    }
                 }
-            }
-            result
+                result
+            })
         })
-    });
+        .await
+        .map_err(|e| StoreError::Other(Box::new(e)))
+    };
     let outcome = tokio::time::timeout(deadline, task).await;
     charge(started.elapsed());
     match outcome {
-        Ok(joined) => joined
-            .map_err(|e| StoreError::Other(Box::new(e)))?
-            .map_err(Error::into_store::<S>),
+        Ok(joined) => joined?.map_err(Error::into_store::<S>),
         Err(_) => {
             tracing::warn!(?deadline, "the database did not answer in time");
             Err(StoreError::Unavailable(Box::new(TimedOut(deadline))))
@@ -157,7 +239,7 @@ where
     T: Send + 'static,
     F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
 {
-    query_within(store, store.deadline(), f).await
+    query_within(store, store.deadline(), Turn::Gated, f).await
 }
 
 /// The readiness probe: [`query`] with the probe's own, shorter deadline.
@@ -167,16 +249,21 @@ where
     T: Send + 'static,
     F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
 {
-    query_within(store, PING_DEADLINE.min(store.deadline()), f).await
+    query_within(store, PING_DEADLINE.min(store.deadline()), Turn::Ungated, f).await
 }
 
-async fn query_within<S, T, F>(store: &S, deadline: Duration, f: F) -> Result<T, StoreError>
+async fn query_within<S, T, F>(
+    store: &S,
+    deadline: Duration,
+    turn: Turn,
+    f: F,
+) -> Result<T, StoreError>
 where
     S: SqlBackend,
     T: Send + 'static,
     F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
 {
-    call(store, deadline, move |store, abandoned| {
+    call(store, deadline, turn, move |store, abandoned| {
         let mut conn = store.checkout()?;
         // The checkout may have taken the caller's whole deadline.
         abandoned.check()?;
@@ -193,7 +280,12 @@ where
     T: Send + 'static,
     F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
 {
-    call(store, store.deadline(), move |store, abandoned| {
+    let turn = if S::GATED_WRITES {
+        Turn::Gated
+    } else {
+        Turn::Ungated
+    };
+    call(store, store.deadline(), turn, move |store, abandoned| {
         store.write_tx(abandoned, f)
     })
     .await
@@ -219,21 +311,21 @@ impl diesel::r2d2::HandleError<diesel::r2d2::Error> for LogErrors {
     }
 }
 
-/// A pooled connection, counting the caller in `waiting` meanwhile (the
-/// pool's waiters, for metrics).
+/// A pooled connection, counting the caller in the gate's waiters meanwhile
+/// (for metrics).
 pub(crate) fn counted_checkout<M: ManageConnection>(
     pool: &Pool<M>,
-    waiting: &AtomicU32,
+    gate: &Gate,
 ) -> Result<PooledConnection<M>, diesel::r2d2::PoolError> {
-    waiting.fetch_add(1, Ordering::Relaxed);
-    let pooled = pool.get();
-    waiting.fetch_sub(1, Ordering::Relaxed);
-    pooled
+    let _waiting = Waiting::enter(&gate.waiting);
+    pool.get()
 }
 
-/// The pool right now, for metrics. `waiting` counts the callers inside a
-/// checkout (waiting for a connection or just taking one).
-pub(crate) fn pool_state<M: ManageConnection>(pool: &Pool<M>, waiting: &AtomicU32) -> PoolState {
+/// The pool right now, for metrics. `waiting` counts the callers waiting
+/// for their turn at the gate or inside a checkout (waiting for a
+/// connection or just taking one).
+pub(crate) fn pool_state<M: ManageConnection>(pool: &Pool<M>, gate: &Gate) -> PoolState {
+    let waiting = &gate.waiting;
     let state = pool.state();
     PoolState {
         max_size: pool.max_size(),

@@ -61,6 +61,7 @@ mod ports;
 mod ports_events;
 mod ports_webhooks;
 mod queries;
+mod raw;
 mod rows;
 mod schema;
 mod wakeups;

@@ -3,7 +3,7 @@
 //! row locks, a feed merged from index ranges). The queries are the shared ones.
 
 use std::io::Write as _;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -65,8 +65,18 @@ const CLIENT_TIMEOUTS: [(&str, &str); 6] = [
 /// longer, and ends a session left idle inside a transaction (its client
 /// gone astray), freeing their locks. A stalled server enforces neither:
 /// the door's deadline covers that.
-const SESSION_TIMEOUTS: &str =
-    "SET statement_timeout = '1500ms'; SET idle_in_transaction_session_timeout = '2s'";
+///
+/// And every prepared statement runs its generic plan, planned once per
+/// connection. The statements are written so that their plan does not
+/// depend on the values (a page's conversation is a scalar subquery, a
+/// cursor is found by primary key), so re-planning with the values buys
+/// nothing; but PostgreSQL's own choice kept re-planning a first page on
+/// every execution (a generic plan that does not know the `LIMIT` looked
+/// dearer than a custom one), which halved its throughput
+/// (`docs/performance.md`).
+const SESSION_SETTINGS: &str = "SET statement_timeout = '1500ms'; \
+     SET idle_in_transaction_session_timeout = '2s'; \
+     SET plan_cache_mode = force_generic_plan";
 const POOL_SIZE: u32 = 10;
 const MIN_IDLE: u32 = 2;
 /// How long after a lost connection every checkout tests its connection.
@@ -82,8 +92,8 @@ pub struct PgStore {
     /// SQL statements sent over all pooled connections (see
     /// [`PgStore::statements_run`]).
     statements: Arc<AtomicU64>,
-    /// Callers inside `checkout` now (see `pool_state`).
-    waiting: Arc<AtomicU32>,
+    /// Where calls take turns, one per pooled connection (`door`).
+    gate: crate::door::Gate,
     /// How long a port call may take (see [`PgStore::with_deadline`]).
     deadline: Duration,
 }
@@ -126,7 +136,7 @@ impl PgStore {
             pool,
             suspect_until,
             statements,
-            waiting: Arc::default(),
+            gate: crate::door::Gate::new(POOL_SIZE),
             deadline: crate::door::DEFAULT_DEADLINE,
         })
     }
@@ -151,7 +161,7 @@ impl PgStore {
 
     /// The pool right now, for metrics.
     pub fn pool_state(&self) -> confab_ports::PoolState {
-        crate::door::pool_state(&self.pool, &self.waiting)
+        crate::door::pool_state(&self.pool, &self.gate)
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -177,7 +187,7 @@ impl PgStore {
             .batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
             .context("cannot release the migration lock");
         let restored = conn
-            .batch_execute(SESSION_TIMEOUTS)
+            .batch_execute(SESSION_SETTINGS)
             .context("cannot restore the statement timeout");
         let applied = applied?;
         unlocked?;
@@ -240,13 +250,16 @@ impl SqlBackend for PgStore {
         cursor: Option<(bool, DbId)>,
         fetch: i64,
     ) -> QueryResult<Option<Vec<WholeRow>>> {
-        use diesel::sql_types::BigInt;
+        use crate::raw::{Bind, Sql};
 
-        use crate::id::IdSql;
-
-        let (order, keyset, limit) = match cursor {
-            None => ("DESC", String::new(), "$2"),
-            Some((backwards, _)) => {
+        // Kept prepared (few binds): one shape with a cursor and one
+        // without, each direction.
+        let mut sql = Sql::default();
+        let v = sql.id(viewer);
+        let key = cursor.map(|(_, id)| sql.id(id));
+        let limit = sql.bind(Bind::Int(fetch));
+        let (order, keyset) = match (cursor, &key) {
+            (Some((backwards, _)), Some(k)) => {
                 let (past, order) = if backwards {
                     (">", "ASC")
                 } else {
@@ -254,19 +267,20 @@ impl SqlBackend for PgStore {
                 };
                 (
                     order,
-                    format!("AND (m.created_at, m.id) {past} ((SELECT at FROM cursor_key), $2)"),
-                    "$3",
+                    format!("AND (m.created_at, m.id) {past} ((SELECT at FROM cursor_key), {k})"),
                 )
             }
+            _ => ("DESC", String::new()),
         };
-        let cursor_key = if cursor.is_some() {
-            "cursor_key (at) AS MATERIALIZED ( \
-                 SELECT created_at FROM messages WHERE id = $2 AND (direct_creator_id = $1 \
-                     OR direct_peer_id = $1 \
-                     OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = $1)) \
-             ), "
-        } else {
-            ""
+        let cursor_key = match &key {
+            Some(k) => format!(
+                "cursor_key (at) AS MATERIALIZED ( \
+                     SELECT created_at FROM messages WHERE id = {k} AND (direct_creator_id = {v} \
+                         OR direct_peer_id = {v} \
+                         OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v})) \
+                 ), "
+            ),
+            None => String::new(),
         };
         let range = |audience: &str| {
             format!(
@@ -277,22 +291,24 @@ impl SqlBackend for PgStore {
             )
         };
         let (as_creator, as_peer, in_group) = (
-            range("m.direct_creator_id = $1"),
+            range(&format!("m.direct_creator_id = {v}")),
             // Never twice: a direct conversation's members are two.
-            range("m.direct_peer_id = $1 AND m.direct_creator_id <> $1"),
+            range(&format!(
+                "m.direct_peer_id = {v} AND m.direct_creator_id <> {v}"
+            )),
             range("m.group_id = g.group_id"),
         );
         // Whole rows: each message's reactions and attachments in the same
         // statement (`rows::relation_columns`), for the page's rows only.
         let (reactions, attachments) = relation_columns::<PgStore>("p.id");
         let (reactions, attachments) = (reactions.sql(), attachments.sql());
-        let sql = format!(
+        sql.push(&format!(
             "WITH {cursor_key}page AS ( \
                  SELECT * FROM ( \
                      ({as_creator}) \
                      UNION ALL ({as_peer}) \
                      UNION ALL SELECT r.* FROM group_members g CROSS JOIN LATERAL ({in_group}) r \
-                         WHERE g.contact_id = $1 \
+                         WHERE g.contact_id = {v} \
                  ) u \
                  ORDER BY created_at {order}, id {order} LIMIT {limit} \
              ) \
@@ -304,15 +320,8 @@ impl SqlBackend for PgStore {
                  SELECT * FROM contacts WHERE id = p.sender_id \
              ) s \
              ORDER BY p.created_at {order}, p.id {order}"
-        );
-        let query = diesel::sql_query(sql).bind::<IdSql, _>(viewer);
-        let rows: Vec<FeedRow> = match cursor {
-            None => query.bind::<BigInt, _>(fetch).load(conn)?,
-            Some((_, id)) => query
-                .bind::<IdSql, _>(id)
-                .bind::<BigInt, _>(fetch)
-                .load(conn)?,
-        };
+        ));
+        let rows: Vec<FeedRow> = sql.query::<diesel::pg::Pg>().load(conn)?;
         Ok(Some(rows.into_iter().map(FeedRow::split).collect()))
     }
 
@@ -327,10 +336,6 @@ impl SqlBackend for PgStore {
             "(SELECT CAST(json_agg(json_build_array({values}) ORDER BY {order}) AS TEXT) \
              FROM {table} {alias} WHERE {filter})"
         )
-    }
-
-    fn param(n: usize) -> String {
-        format!("${n}")
     }
 
     /// The transaction id, then the event's index in the transaction: the
@@ -374,8 +379,14 @@ impl SqlBackend for PgStore {
         self.deadline
     }
 
+    const GATED_WRITES: bool = true;
+
+    fn gate(&self) -> &crate::door::Gate {
+        &self.gate
+    }
+
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
-        crate::door::counted_checkout(&self.pool, &self.waiting).map_err(Error::Pool)
+        crate::door::counted_checkout(&self.pool, &self.gate).map_err(Error::Pool)
     }
 
     fn connection_lost(&self) {
@@ -509,13 +520,13 @@ fn unix_millis() -> u64 {
 }
 
 /// Sets up every pooled connection: the server-side limits
-/// ([`SESSION_TIMEOUTS`], not counted), then the statement counter.
+/// ([`SESSION_SETTINGS`], not counted), then the statement counter.
 #[derive(Debug)]
 struct Setup(Arc<AtomicU64>);
 
 impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for Setup {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
-        conn.batch_execute(SESSION_TIMEOUTS)
+        conn.batch_execute(SESSION_SETTINGS)
             .map_err(diesel::r2d2::Error::QueryError)?;
         count_statements(conn, self.0.clone());
         Ok(())

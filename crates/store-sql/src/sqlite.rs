@@ -3,7 +3,7 @@
 //! ids, WAL, `BEGIN IMMEDIATE` behind an in-process writer queue). The
 //! queries are the shared ones.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -40,8 +40,9 @@ mod event_ports {
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 
-/// Readers run in parallel (WAL); writers take turns (see `write_tx`).
-const POOL_SIZE: u32 = 8;
+/// Readers run in parallel (WAL), this many at a time (the door's gate);
+/// writers take turns (see `write_tx`) on one more connection.
+const READERS: u32 = 8;
 /// How long a call waits for a pooled connection, and for another
 /// process's write lock (SQLite's busy timeout): both under a call's
 /// deadline (`door::DEFAULT_DEADLINE`), so that a request fails (503)
@@ -60,8 +61,8 @@ pub struct SqliteStore {
     /// SQL statements sent over all pooled connections (see
     /// [`SqliteStore::statements_run`]).
     statements: Arc<AtomicU64>,
-    /// Callers inside `checkout` now (see `pool_state`).
-    waiting: Arc<AtomicU32>,
+    /// Where calls take turns, one per pooled connection (`door`).
+    gate: crate::door::Gate,
     /// How long a port call may take (see [`SqliteStore::with_deadline`]).
     deadline: Duration,
 }
@@ -91,6 +92,12 @@ impl SqliteStore {
                 .context("cannot switch SQLite to WAL")?;
         }
         let statements = Arc::new(AtomicU64::new(0));
+        // In memory, readers and the writer share the one connection.
+        let (connections, readers) = if in_memory {
+            (1, 1)
+        } else {
+            (READERS + 1, READERS)
+        };
         let builder = Pool::builder()
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(false)
@@ -99,12 +106,12 @@ impl SqliteStore {
         let builder = if in_memory {
             // One connection that never closes: the database lives in it.
             builder
-                .max_size(1)
+                .max_size(connections)
                 .min_idle(Some(1))
                 .idle_timeout(None)
                 .max_lifetime(None)
         } else {
-            builder.max_size(POOL_SIZE).min_idle(Some(1))
+            builder.max_size(connections).min_idle(Some(1))
         };
         let pool = builder
             .build(ConnectionManager::new(path))
@@ -113,7 +120,7 @@ impl SqliteStore {
             pool,
             writer: Arc::new(Mutex::new(())),
             statements,
-            waiting: Arc::default(),
+            gate: crate::door::Gate::new(readers),
             deadline: crate::door::DEFAULT_DEADLINE,
         })
     }
@@ -136,7 +143,7 @@ impl SqliteStore {
 
     /// The pool right now, for metrics.
     pub fn pool_state(&self) -> confab_ports::PoolState {
-        crate::door::pool_state(&self.pool, &self.waiting)
+        crate::door::pool_state(&self.pool, &self.gate)
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -212,10 +219,6 @@ impl SqlBackend for SqliteStore {
         )
     }
 
-    fn param(n: usize) -> String {
-        format!("?{n}")
-    }
-
     /// `AUTOINCREMENT`: one writer at a time, so insertion order is commit
     /// order.
     fn event_position(_index: usize) -> Option<String> {
@@ -244,8 +247,14 @@ impl SqlBackend for SqliteStore {
         self.deadline
     }
 
+    const GATED_WRITES: bool = false;
+
+    fn gate(&self) -> &crate::door::Gate {
+        &self.gate
+    }
+
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
-        crate::door::counted_checkout(&self.pool, &self.waiting).map_err(Error::Pool)
+        crate::door::counted_checkout(&self.pool, &self.gate).map_err(Error::Pool)
     }
 
     /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction

@@ -172,3 +172,109 @@ async fn sqlite_writers_of_two_stores_on_one_file_all_succeed() {
     drop((first, second));
     drop(db);
 }
+
+/// More calls than the pool has connections wait their turn at the store's
+/// gate, counted as waiting; a call whose deadline passes while it waits
+/// (or while its write is blocked) is answered `Unavailable` in time and
+/// changes nothing; once the database moves again, every later call goes
+/// through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_calls_beyond_the_pool_wait_their_turn_within_their_deadline() {
+    const POOL: usize = 10;
+    const QUEUED: usize = 6;
+    let (db, plain) = open(Backend::Postgres).await;
+    let url = db.url.clone();
+    let pg = tokio::task::spawn_blocking(move || {
+        PgStore::connect(&url)
+            .expect("connect")
+            .with_deadline(Duration::from_millis(700))
+    })
+    .await
+    .expect("join");
+    let s: S = Arc::new(pg.clone());
+    let alice = contact(&plain, "alice").await;
+    let bob = contact(&plain, "bob").await;
+    let c = direct(&plain, &alice, &bob, at(1)).await;
+
+    // Another session holds the conversation's row for 1.5 s: every send
+    // blocks on it inside PostgreSQL, holding its pooled connection.
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let conv_id = c.id.as_uuid().to_string();
+    let locker_url = db.url.clone();
+    let locker = std::thread::spawn(move || {
+        let mut conn = PgConnection::establish(&locker_url).expect("locker connection");
+        conn.batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM conversations WHERE id = '{conv_id}' FOR UPDATE"
+        ))
+        .expect("lock the conversation");
+        locked_tx.send(()).expect("locked");
+        std::thread::sleep(Duration::from_millis(1500));
+        conn.batch_execute("COMMIT").expect("release the lock");
+    });
+    locked_rx.recv().expect("locked");
+
+    let started = Instant::now();
+    let sends: Vec<_> = (0..POOL + QUEUED)
+        .map(|i| {
+            let (s, c, alice) = (s.clone(), c.clone(), alice.clone());
+            tokio::spawn(async move {
+                let r = s
+                    .append_message(
+                        new_message(&c, &alice, "x", at_us(2, i as i64)),
+                        no_events(),
+                        None,
+                    )
+                    .await;
+                (r.map(|_| ()), started.elapsed())
+            })
+        })
+        .collect();
+    // The pool's connections are all blocked; the rest wait at the gate.
+    let mut waiting = 0;
+    for _ in 0..50 {
+        waiting = pg.pool_state().waiting;
+        if waiting as usize == QUEUED {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(waiting as usize, QUEUED, "{:?}", pg.pool_state());
+    assert!(pg.pool_state().connections as usize <= POOL);
+    for t in sends {
+        let (r, took) = t.await.expect("join");
+        assert_err!(r, StoreError::Unavailable(_));
+        assert!(
+            took < Duration::from_millis(1200),
+            "answered after {took:?}"
+        );
+    }
+    assert_eq!(pg.pool_state().waiting, 0);
+
+    // The blocked writes run once the lock goes, and roll back: their
+    // callers were answered 503. The queued ones never ran.
+    locker.join().expect("locker");
+    let mut ok = false;
+    for _ in 0..100 {
+        if s.append_message(new_message(&c, &bob, "after", at(3)), no_events(), None)
+            .await
+            .is_ok()
+        {
+            ok = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(ok, "a send goes through once the lock is gone");
+    let all = plain
+        .list_messages(alice.id, Some(c.id), page(100, None))
+        .await
+        .expect("list");
+    assert_eq!(
+        all.items.len(),
+        1,
+        "only the send after the lock: {:?}",
+        msg_ids(&all)
+    );
+    drop((s, pg, plain));
+    drop(db);
+}

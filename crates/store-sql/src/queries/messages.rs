@@ -253,7 +253,7 @@ macro_rules! expand {
             (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
             completion: Option<Completion<Message>>,
         ) -> Result<Message> {
-            use super::outbox::{Bind, Sql};
+            use crate::raw::{Bind, Sql};
 
             let c = message.conversation_id.db();
             let sender = message.sender.id.db();
@@ -365,7 +365,7 @@ macro_rules! expand {
             } else {
                 sql.push(" SELECT (SELECT COUNT(*) FROM msg) AS sent, CAST(0 AS BIGINT) AS completed");
             }
-            let outcome: Sent = sql.query().get_result(conn)?;
+            let outcome: Sent = sql.query::<Db>().get_result(conn)?;
             if outcome.sent == 0 {
                 return Err(not_found());
             }

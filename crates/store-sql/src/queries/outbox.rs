@@ -8,8 +8,9 @@
 //! event_recipients ... SELECT` that resolves every audience in the
 //! database (a `UNION ALL` arm per audience), with the per-recipient
 //! payloads (each member's own view of a conversation) as a `VALUES` arm.
-//! Both are raw SQL: their shape depends on the audiences, and a statement
-//! per audience or per recipient is what this avoids.
+//! Both are raw SQL (`crate::raw`, kept prepared when small): their shape
+//! depends on the audiences, and a statement per audience or per recipient
+//! is what this avoids.
 //!
 //! A deletion's recipients are resolved before the delete: its writer calls
 //! [`write`] first.
@@ -26,13 +27,13 @@ macro_rules! expand {
         };
         use confab_ports::{Outbox, PayloadRenderer};
         use diesel::prelude::*;
-        use diesel::query_builder::{BoxedSqlQuery, SqlQuery};
-        use diesel::sql_types::{BigInt, Nullable, Text};
+        use diesel::sql_types::BigInt;
         use uuid::Uuid;
 
         use super::{Backend, Conn, Db, Result};
         use crate::error::inconsistent;
         use crate::id::{DbId, IdSql};
+        use crate::raw::{Bind, Sql};
         use crate::rows::DbKey;
         use crate::SqlBackend as _;
 
@@ -159,52 +160,6 @@ macro_rules! expand {
             out
         }
 
-        /// A bind of a raw statement.
-        pub(super) enum Bind {
-            Id(DbId),
-            Int(i64),
-            Text(String),
-            MaybeInt(Option<i64>),
-            MaybeText(Option<String>),
-        }
-
-        /// Raw SQL and its binds, numbered in order.
-        #[derive(Default)]
-        pub(super) struct Sql {
-            text: String,
-            binds: Vec<Bind>,
-        }
-
-        impl Sql {
-            pub(super) fn push(&mut self, s: &str) {
-                self.text.push_str(s);
-            }
-
-            /// Adds a bind; returns its marker (to use once or more).
-            pub(super) fn bind(&mut self, b: Bind) -> String {
-                self.binds.push(b);
-                Backend::param(self.binds.len())
-            }
-
-            pub(super) fn id(&mut self, id: DbId) -> String {
-                self.bind(Bind::Id(id))
-            }
-
-            pub(super) fn query(self) -> BoxedSqlQuery<'static, Db, SqlQuery> {
-                let mut q = diesel::sql_query(self.text).into_boxed::<Db>();
-                for b in self.binds {
-                    q = match b {
-                        Bind::Id(id) => q.bind::<IdSql, _>(id),
-                        Bind::Int(i) => q.bind::<BigInt, _>(i),
-                        Bind::Text(t) => q.bind::<Text, _>(t),
-                        Bind::MaybeInt(i) => q.bind::<Nullable<BigInt>, _>(i),
-                        Bind::MaybeText(t) => q.bind::<Nullable<Text>, _>(t),
-                    };
-                }
-                q
-            }
-        }
-
         #[derive(QueryableByName)]
         struct Placed {
             #[diesel(sql_type = IdSql)]
@@ -239,7 +194,7 @@ macro_rules! expand {
                     ));
                 }
                 sql.push(" RETURNING id, position");
-                let rows: Vec<Placed> = sql.query().load(conn)?;
+                let rows: Vec<Placed> = sql.query::<Db>().load(conn)?;
                 placed.extend(rows.into_iter().map(|p| (p.id, p.position)));
             }
             Ok(placed)
@@ -356,14 +311,14 @@ macro_rules! expand {
                     "SELECT m.contact_id, e.position, e.id, CAST(NULL AS TEXT) \
                      FROM events e CROSS JOIN ({m}) m WHERE {which}"
                 ));
-                if sql.binds.len() > MAX_BINDS {
+                if sql.binds() > MAX_BINDS {
                     run_recipients(conn, std::mem::take(&mut sql), &mut arms, &[])?;
                 }
             }
             let mut start = 0;
             while start < rows.len() || !arms.is_empty() {
                 // Four binds a row.
-                let room = MAX_BINDS.saturating_sub(sql.binds.len()) / 4;
+                let room = MAX_BINDS.saturating_sub(sql.binds()) / 4;
                 let end = rows.len().min(start + room.max(1));
                 run_recipients(conn, std::mem::take(&mut sql), &mut arms, &rows[start..end])?;
                 start = end;
@@ -402,8 +357,8 @@ macro_rules! expand {
                 "INSERT INTO event_recipients (contact_id, position, event_id, payload) {}",
                 parts.join(" UNION ALL ")
             );
-            let binds = std::mem::take(&mut sql.binds);
-            Sql { text, binds }.query().execute(conn)?;
+            sql.push(&text);
+            sql.query::<Db>().execute(conn)?;
             Ok(())
         }
 
