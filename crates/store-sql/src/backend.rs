@@ -104,11 +104,10 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// docs).
     fn gate(&self) -> &crate::door::Gate;
 
-    /// Whether writes take their turn at [`SqlBackend::gate`] too
-    /// (PostgreSQL: one permit per pooled connection); SQLite's writers
-    /// queue for the one write lock instead (`write_tx`), and the pool
-    /// keeps a connection beyond the gate's permits for the writer.
-    const GATED_WRITES: bool;
+    /// Whether calls take their turn at [`SqlBackend::gate`] (PostgreSQL:
+    /// one permit per pooled connection) or go straight to the pool
+    /// (SQLite; see `door`'s module docs).
+    const GATED: bool;
 
     /// A pooled connection, failing fast when the database is down.
     fn checkout(&self) -> Result<Pooled<Self>, Error>;

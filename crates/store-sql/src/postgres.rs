@@ -379,7 +379,7 @@ impl SqlBackend for PgStore {
         self.deadline
     }
 
-    const GATED_WRITES: bool = true;
+    const GATED: bool = true;
 
     fn gate(&self) -> &crate::door::Gate {
         &self.gate

@@ -40,9 +40,8 @@ mod event_ports {
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 
-/// Readers run in parallel (WAL), this many at a time (the door's gate);
-/// writers take turns (see `write_tx`) on one more connection.
-const READERS: u32 = 8;
+/// Readers run in parallel (WAL); writers take turns (see `write_tx`).
+const POOL_SIZE: u32 = 8;
 /// How long a call waits for a pooled connection, and for another
 /// process's write lock (SQLite's busy timeout): both under a call's
 /// deadline (`door::DEFAULT_DEADLINE`), so that a request fails (503)
@@ -61,7 +60,8 @@ pub struct SqliteStore {
     /// SQL statements sent over all pooled connections (see
     /// [`SqliteStore::statements_run`]).
     statements: Arc<AtomicU64>,
-    /// Where calls take turns, one per pooled connection (`door`).
+    /// Counts the callers waiting for a connection (`door`); SQLite's calls
+    /// take no turns there (`SqlBackend::GATED`).
     gate: crate::door::Gate,
     /// How long a port call may take (see [`SqliteStore::with_deadline`]).
     deadline: Duration,
@@ -92,12 +92,7 @@ impl SqliteStore {
                 .context("cannot switch SQLite to WAL")?;
         }
         let statements = Arc::new(AtomicU64::new(0));
-        // In memory, readers and the writer share the one connection.
-        let (connections, readers) = if in_memory {
-            (1, 1)
-        } else {
-            (READERS + 1, READERS)
-        };
+        let connections = if in_memory { 1 } else { POOL_SIZE };
         let builder = Pool::builder()
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(false)
@@ -120,7 +115,7 @@ impl SqliteStore {
             pool,
             writer: Arc::new(Mutex::new(())),
             statements,
-            gate: crate::door::Gate::new(readers),
+            gate: crate::door::Gate::new(connections),
             deadline: crate::door::DEFAULT_DEADLINE,
         })
     }
@@ -247,7 +242,7 @@ impl SqlBackend for SqliteStore {
         self.deadline
     }
 
-    const GATED_WRITES: bool = false;
+    const GATED: bool = false;
 
     fn gate(&self) -> &crate::door::Gate {
         &self.gate

@@ -233,6 +233,33 @@ macro_rules! expand {
             }
         }
 
+        /// A send's first write, as raw SQL (kept prepared, `crate::raw`):
+        /// the conversation's activity moves forward to `at` (of two racing
+        /// sends, the later message wins), only where the sender `s` is a
+        /// member (membership as `visible_to!` states it), so that a member
+        /// removed a moment before cannot post. First, so that senders to
+        /// one conversation queue on its row lock. `c`, `s`, `at` are
+        /// markers of `sql`.
+        fn advance_conversation(c: &str, s: &str, at: &str) -> String {
+            let forward = format!("(last_active_at IS NULL OR last_active_at < {at})");
+            format!(
+                "UPDATE conversations SET \
+                     last_active_at = CASE WHEN {forward} THEN {at} ELSE last_active_at END, \
+                     activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
+                 WHERE id = {c} AND ((group_id IS NULL AND (creator_id = {s} OR peer_id = {s})) \
+                     OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {s}))"
+            )
+        }
+
+        /// One more unread message in conversation `c` for every member but
+        /// the sender `s` (markers of a `crate::raw::Sql`).
+        fn count_unread(c: &str, s: &str) -> String {
+            format!(
+                "UPDATE conversation_states SET unread_count = unread_count + 1 \
+                 WHERE conversation_id = {c} AND contact_id <> {s}"
+            )
+        }
+
         /// What a send's single statement reports.
         #[derive(QueryableByName)]
         struct Sent {
@@ -265,18 +292,9 @@ macro_rules! expand {
 
             let mut sql = Sql::default();
             let (c, s, at) = (sql.id(c), sql.id(sender), sql.bind(Bind::Int(at)));
-            // Activity only moves forward (of two racing sends, the later
-            // message wins); membership as `visible_to!` states it.
-            let forward = format!("(last_active_at IS NULL OR last_active_at < {at})");
             sql.push(&format!(
-                "WITH conv AS ( \
-                     UPDATE conversations SET \
-                         last_active_at = CASE WHEN {forward} THEN {at} ELSE last_active_at END, \
-                         activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
-                     WHERE id = {c} AND ((group_id IS NULL AND (creator_id = {s} OR peer_id = {s})) \
-                         OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {s})) \
-                     RETURNING id, creator_id, peer_id, group_id \
-                 )"
+                "WITH conv AS ({} RETURNING id, creator_id, peer_id, group_id)",
+                advance_conversation(&c, &s, &at)
             ));
             // The message's audience (the feed's index ranges) from the
             // conversation row the update returned: no second lookup.
@@ -316,10 +334,8 @@ macro_rules! expand {
             }
             // One more unread message for every other member.
             sql.push(&format!(
-                ", unread AS ( \
-                     UPDATE conversation_states SET unread_count = unread_count + 1 \
-                     WHERE conversation_id = {c} AND contact_id <> {s} AND EXISTS (SELECT 1 FROM msg) \
-                 )"
+                ", unread AS ({} AND EXISTS (SELECT 1 FROM msg))",
+                count_unread(&c, &s)
             ));
             // The event and its recipients (the outbox's rows, `outbox.rs`):
             // the conversation's members, from the row the update returned.
@@ -445,29 +461,14 @@ macro_rules! expand {
             let c = message.conversation_id.db();
             let sender = message.sender.id.db();
             let at = message.created_at.micros();
-            // First, so that appenders to one conversation queue on its row lock;
-            // the sender's membership is part of the same statement, so that a
-            // member removed meanwhile cannot post. Activity only moves forward:
-            // of two racing appends, the later message wins.
-            let forward = conversations::last_active_at
-                .is_null()
-                .or(conversations::last_active_at.lt(at));
-            let moved = diesel::update(
-                conversations::table
-                    .filter(conversations::id.eq(c))
-                    .filter(visible_to!(sender)),
-            )
-            .set((
-                conversations::last_active_at.eq(case_when::<_, _, Nullable<BigInt>>(
-                    forward.clone(),
-                    Some(at),
-                )
-                .otherwise(conversations::last_active_at)),
-                conversations::activity_at
-                    .eq(case_when::<_, _, BigInt>(forward, at)
-                        .otherwise(conversations::activity_at)),
-            ))
-            .execute(conn)?;
+            // The conversation's activity, where the sender is a member
+            // (see `advance_conversation`); raw SQL, since diesel prepares
+            // no `UPDATE` once for all.
+            let mut sql = crate::raw::Sql::default();
+            let (cm, sm) = (sql.id(c), sql.id(sender));
+            let atm = sql.bind(crate::raw::Bind::Int(at));
+            sql.push(&advance_conversation(&cm, &sm, &atm));
+            let moved = sql.query::<Db>().execute(conn)?;
             if moved == 0 {
                 return Err(not_found());
             }
@@ -477,13 +478,10 @@ macro_rules! expand {
             insert_from_conversation(conn, id, c, sender, message.text.as_str(), at)?;
             insert_attachments(conn, id, 0, &message.attachments, message.created_at)?;
             // One more unread message for every other member.
-            diesel::update(
-                conversation_states::table
-                    .filter(conversation_states::conversation_id.eq(c))
-                    .filter(conversation_states::contact_id.ne(sender)),
-            )
-            .set(conversation_states::unread_count.eq(conversation_states::unread_count + 1))
-            .execute(conn)?;
+            let mut sql = crate::raw::Sql::default();
+            let (cm, sm) = (sql.id(c), sql.id(sender));
+            sql.push(&count_unread(&cm, &sm));
+            sql.query::<Db>().execute(conn)?;
             // What was written is what a reader would load: no read back.
             let written = as_written(message);
             outbox::write(
