@@ -66,6 +66,12 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// transaction (`queries/messages.rs`).
     const DATA_MODIFYING_WITH: bool;
 
+    /// Whether the database joins a subquery per row of what precedes it
+    /// (`CROSS JOIN LATERAL`, PostgreSQL): the inbox then reads each of
+    /// the viewer's groups as an ordered range of its own, cut to a page,
+    /// instead of every conversation of the viewer's groups, sorted.
+    const LATERAL: bool;
+
     /// Whether getting one message (`GET /v1/messages/:id`) reads its
     /// reactions and attachments as JSON columns of its row, one statement
     /// (PostgreSQL: a round trip less), or in a second statement (SQLite:

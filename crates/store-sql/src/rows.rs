@@ -261,6 +261,91 @@ impl StateRow {
     }
 }
 
+/// A row of the inbox's statement (`queries/conversations.rs`): a
+/// conversation, then the viewer's state row, absent (all NULL) when the
+/// viewer never changed anything; the state's columns are prefixed
+/// `state_`.
+#[derive(QueryableByName)]
+pub(crate) struct InboxRow {
+    #[diesel(sql_type = crate::id::IdSql)]
+    id: DbId,
+    #[diesel(sql_type = Nullable<crate::id::IdSql>)]
+    group_id: Option<DbId>,
+    #[diesel(sql_type = crate::id::IdSql)]
+    creator_id: DbId,
+    #[diesel(sql_type = Nullable<crate::id::IdSql>)]
+    peer_id: Option<DbId>,
+    #[diesel(sql_type = Nullable<crate::id::IdSql>)]
+    pinned_message_id: Option<DbId>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
+    last_active_at: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    activity_at: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    created_at: i64,
+    #[diesel(sql_type = Nullable<crate::id::IdSql>)]
+    state_contact_id: Option<DbId>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::Bool>)]
+    state_is_pinned: Option<bool>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::Bool>)]
+    state_is_muted: Option<bool>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
+    state_archived_at: Option<i64>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
+    state_last_opened_at: Option<i64>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
+    state_unread_count: Option<i64>,
+}
+
+impl InboxRow {
+    /// The columns, in the names above, of conversation `c` and state row
+    /// `s` (a `LEFT JOIN`).
+    pub(crate) const COLUMNS: &'static str = "c.id, c.group_id, c.creator_id, c.peer_id, \
+        c.pinned_message_id, c.last_active_at, c.activity_at, c.created_at, \
+        s.contact_id AS state_contact_id, s.is_pinned AS state_is_pinned, \
+        s.is_muted AS state_is_muted, s.archived_at AS state_archived_at, \
+        s.last_opened_at AS state_last_opened_at, s.unread_count AS state_unread_count";
+
+    pub(crate) fn split(self) -> Result<(ConversationRow, Option<StateRow>), Error> {
+        let conversation = ConversationRow {
+            id: self.id,
+            group_id: self.group_id,
+            creator_id: self.creator_id,
+            peer_id: self.peer_id,
+            pinned_message_id: self.pinned_message_id,
+            last_active_at: self.last_active_at,
+            activity_at: self.activity_at,
+            created_at: self.created_at,
+        };
+        let Some(contact_id) = self.state_contact_id else {
+            return Ok((conversation, None));
+        };
+        // The columns are NOT NULL in the table: present with the row.
+        let state = match (
+            self.state_is_pinned,
+            self.state_is_muted,
+            self.state_unread_count,
+        ) {
+            (Some(is_pinned), Some(is_muted), Some(unread_count)) => StateRow {
+                conversation_id: self.id,
+                contact_id,
+                is_pinned,
+                is_muted,
+                archived_at: self.state_archived_at,
+                last_opened_at: self.state_last_opened_at,
+                unread_count,
+            },
+            _ => {
+                return Err(inconsistent(format!(
+                    "the state row of conversation {} has NULL columns",
+                    conversation_id(self.id)
+                )))
+            }
+        };
+        Ok((conversation, Some(state)))
+    }
+}
+
 impl From<StateRow> for MemberState {
     fn from(r: StateRow) -> Self {
         Self {

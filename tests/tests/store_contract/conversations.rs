@@ -416,6 +416,131 @@ async fn conversations_paging_both_ways(s: S) {
     }
 }
 
+/// The inbox merges the viewer's direct conversations as creator and as
+/// peer and those of each group the viewer is in (read as separate ranges,
+/// each cut to the page): pages in both directions walk one order, ties on
+/// activity broken by id, filters applied in every range, and nothing of a
+/// group the viewer is not in.
+async fn conversations_paging_merges_every_audience(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let carol = contact(&s, "carol").await;
+    let g1 = group(&s, &carol, &[&alice], at(0)).await;
+    let g2 = group(&s, &bob, &[&alice, &carol], at(0)).await;
+    let elsewhere = group(&s, &bob, &[&carol], at(0)).await;
+    let as_creator = direct(&s, &alice, &bob, at(1)).await.id;
+    let as_peer = direct(&s, &carol, &alice, at(2)).await.id;
+    let in_g1 = group_conversation(&s, &carol, g1.id, at(3)).await.id;
+    let in_g2 = group_conversation(&s, &bob, g2.id, at(4)).await.id;
+    let in_g2_too = group_conversation(&s, &alice, g2.id, at(5)).await.id;
+    // Three at the same instant, one from each kind of range: the later
+    // id comes first.
+    let tie_creator = direct(&s, &alice, &carol, at(6)).await.id;
+    let tie_group = group_conversation(&s, &carol, g1.id, at(6)).await.id;
+    let tie_peer = direct(&s, &bob, &alice, at(6)).await.id;
+    // Never alice's.
+    group_conversation(&s, &bob, elsewhere.id, at(7)).await;
+    direct(&s, &bob, &carol, at(8)).await;
+
+    let mut order = vec![
+        (at(6), tie_creator),
+        (at(6), tie_group),
+        (at(6), tie_peer),
+        (at(5), in_g2_too),
+        (at(4), in_g2),
+        (at(3), in_g1),
+        (at(2), as_peer),
+        (at(1), as_creator),
+    ];
+    order.sort_by(|a, b| b.cmp(a));
+    let order: Vec<ConversationId> = order.into_iter().map(|(_, id)| id).collect();
+    assert_eq!(list_convs(&s, &alice, no_filter()).await, order);
+
+    let list = |filter: ConversationFilter, cursor: Option<Cursor<ConversationId>>| {
+        let s = s.clone();
+        let alice = alice.id;
+        async move {
+            s.list_conversations(alice, filter, page(3, cursor))
+                .await
+                .expect("list")
+        }
+    };
+    // Forwards, three at a time, then back from the end.
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let p = list(no_filter(), cursor).await;
+        seen.extend(conv_ids(&p));
+        if !p.has_more {
+            break;
+        }
+        cursor = Some(Cursor::After(*seen.last().expect("a page")));
+    }
+    assert_eq!(seen, order);
+    let mut back = Vec::new();
+    let mut cursor = Cursor::Before(order[order.len() - 1]);
+    loop {
+        let p = list(no_filter(), Some(cursor)).await;
+        let ids = conv_ids(&p);
+        back.splice(0..0, ids.iter().copied());
+        if !p.has_more {
+            break;
+        }
+        cursor = Cursor::Before(ids[0]);
+    }
+    assert_eq!(back, order[..order.len() - 1]);
+
+    // A filter holds in every range, pages included.
+    for c in [tie_group, as_peer, in_g2, tie_creator] {
+        s.update_conversation(
+            alice.id,
+            c,
+            None,
+            MemberStatePatch {
+                is_muted: Some(true),
+                ..Default::default()
+            },
+            no_events(),
+        )
+        .await
+        .expect("mute");
+    }
+    let muted = |on: bool| ConversationFilter {
+        muted: Some(on),
+        ..ConversationFilter::default()
+    };
+    let want: Vec<_> = order
+        .iter()
+        .copied()
+        .filter(|c| [tie_group, as_peer, in_g2, tie_creator].contains(c))
+        .collect();
+    let p = list(muted(true), None).await;
+    assert_eq!((conv_ids(&p), p.has_more), (want[..3].to_vec(), true));
+    let p = list(muted(true), Some(Cursor::After(want[2]))).await;
+    assert_eq!((conv_ids(&p), p.has_more), (want[3..].to_vec(), false));
+    let unmuted: Vec<_> = order
+        .iter()
+        .copied()
+        .filter(|c| !want.contains(c))
+        .collect();
+    assert_eq!(list_convs(&s, &alice, muted(false)).await, unmuted);
+    // One group's only.
+    let in_group = ConversationFilter {
+        group_id: Some(g2.id),
+        ..ConversationFilter::default()
+    };
+    assert_eq!(
+        list_convs(&s, &alice, in_group).await,
+        vec![in_g2_too, in_g2]
+    );
+    let in_group_muted = ConversationFilter {
+        group_id: Some(g1.id),
+        muted: Some(false),
+        ..ConversationFilter::default()
+    };
+    assert_eq!(list_convs(&s, &alice, in_group_muted).await, vec![in_g1]);
+}
+
 async fn conversations_open_marks_others_messages_read(s: S) {
     let alice = contact(&s, "alice").await;
     let bob = contact(&s, "bob").await;
@@ -791,6 +916,7 @@ confab_tests::on_both_stores!(
     conversations_list_order_follows_activity,
     conversations_list_filters,
     conversations_paging_both_ways,
+    conversations_paging_merges_every_audience,
     conversations_open_marks_others_messages_read,
     conversations_update_pin_and_member_state,
     conversations_delete_cascades,

@@ -21,7 +21,7 @@ macro_rules! expand {
         use crate::id::DbId;
         use crate::id::IdSql;
         use crate::queries::membership::{conversation_list, visible_to};
-        use crate::queries::paging::{fetch_size, finish_page, keyset, seek};
+        use crate::queries::paging::{fetch_size, finish_page, seek, Seek};
         use crate::queries::{distinct_except, not_found};
         use crate::rows::{ConversationRow, DbKey, StateChangeset, StateRow};
         use crate::schema::{
@@ -181,24 +181,146 @@ macro_rules! expand {
                     .optional()?)
             })?;
             let backwards = seek.backwards();
-            let rows: Vec<(ConversationRow, Option<StateRow>)> = keyset!(
-                conversation_list!(v, &filter),
-                conversations::activity_at,
-                conversations::id,
-                seek
-            )
-            .select((
-                ConversationRow::as_select(),
-                Option::<StateRow>::as_select(),
-            ))
-            .limit(fetch)
-            .load(conn)?;
+            let rows = inbox_page(conn, v, &filter, seek, fetch)?;
             let (rows, has_more) = finish_page(rows, limit, backwards);
             let items = rows
                 .into_iter()
                 .map(|(c, s)| to_view(viewer, c, s))
                 .collect::<Result<Vec<_>>>()?;
             Ok(Paged { items, has_more })
+        }
+
+        /// The rows of one inbox page, in the order of travel: a few ordered
+        /// index ranges (migration 2026-11-27-100000), each cut to the page
+        /// before they are merged: the viewer's direct conversations as
+        /// creator, as peer, and the conversations of the groups the viewer
+        /// belongs to now (one range per group where the database has
+        /// `LATERAL`). What a page reads does not grow with the number of
+        /// conversations, the viewer's or everyone's. Filters on the
+        /// viewer's state apply inside each range; an absent state row reads
+        /// as the default state (not muted, not pinned, not archived).
+        fn inbox_page(
+            conn: &mut Conn,
+            v: DbId,
+            filter: &ConversationFilter,
+            seek: Seek<(i64, DbId)>,
+            fetch: i64,
+        ) -> Result<Vec<(ConversationRow, Option<StateRow>)>> {
+            use crate::raw::{Bind, Sql};
+            use crate::rows::InboxRow;
+
+            // Kept prepared: one shape per filter combination and direction.
+            let mut sql = Sql::default();
+            let vm = sql.id(v);
+            let limit = sql.bind(Bind::Int(fetch));
+            let mut cond = String::new();
+            let (order, keyset) = match seek {
+                Seek::First => ("DESC", String::new()),
+                Seek::After((at, id)) => {
+                    let (a, b) = (sql.bind(Bind::Int(at)), sql.id(id));
+                    (
+                        "DESC",
+                        format!(
+                            " AND c.activity_at <= {a} \
+                             AND (c.activity_at < {a} OR (c.activity_at = {a} AND c.id < {b}))"
+                        ),
+                    )
+                }
+                Seek::Before((at, id)) => {
+                    let (a, b) = (sql.bind(Bind::Int(at)), sql.id(id));
+                    (
+                        "ASC",
+                        format!(
+                            " AND c.activity_at >= {a} \
+                             AND (c.activity_at > {a} OR (c.activity_at = {a} AND c.id > {b}))"
+                        ),
+                    )
+                }
+            };
+            let flag = |column: &str, on: bool| {
+                if on {
+                    format!(" AND s.{column}")
+                } else {
+                    format!(" AND (s.{column} IS NULL OR NOT s.{column})")
+                }
+            };
+            if let Some(muted) = filter.muted {
+                cond.push_str(&flag("is_muted", muted));
+            }
+            if let Some(pinned) = filter.pinned {
+                cond.push_str(&flag("is_pinned", pinned));
+            }
+            match filter.archived {
+                Some(true) => cond.push_str(" AND s.archived_at IS NOT NULL"),
+                Some(false) => cond.push_str(" AND s.archived_at IS NULL"),
+                None => {}
+            }
+            if let Some(group) = filter.group_id {
+                let g = sql.id(group.db());
+                cond.push_str(&format!(" AND c.group_id = {g}"));
+            }
+            let columns = InboxRow::COLUMNS;
+            // The viewer's state row, looked up by its key for each
+            // conversation read. PostgreSQL's generic plan would rather
+            // read all of the viewer's state rows and filter them for each
+            // conversation; a lateral subquery with a LIMIT is never
+            // flattened into such a join.
+            let state = if Backend::LATERAL {
+                format!(
+                    "LEFT JOIN LATERAL (SELECT * FROM conversation_states \
+                         WHERE conversation_id = c.id AND contact_id = {vm} LIMIT 1) s ON TRUE"
+                )
+            } else {
+                format!(
+                    "LEFT JOIN conversation_states s \
+                         ON s.conversation_id = c.id AND s.contact_id = {vm}"
+                )
+            };
+            let range = |from: &str, audience: &str| {
+                format!(
+                    "SELECT {columns} FROM {from} {state} \
+                     WHERE {audience}{cond}{keyset} \
+                     ORDER BY c.activity_at {order}, c.id {order} LIMIT {limit}"
+                )
+            };
+            let in_groups = if Backend::LATERAL {
+                format!(
+                    "SELECT r.* FROM group_members g CROSS JOIN LATERAL ({}) r \
+                     WHERE g.contact_id = {vm}",
+                    range("conversations c", "c.group_id = g.group_id")
+                )
+            } else {
+                range(
+                    "group_members g JOIN conversations c ON c.group_id = g.group_id",
+                    &format!("g.contact_id = {vm}"),
+                )
+            };
+            let mut ranges = vec![in_groups];
+            if filter.group_id.is_none() {
+                ranges.push(range(
+                    "conversations c",
+                    &format!("c.creator_id = {vm} AND c.group_id IS NULL"),
+                ));
+                // Never twice: a direct conversation's members are two.
+                ranges.push(range(
+                    "conversations c",
+                    &format!("c.peer_id = {vm} AND c.creator_id <> {vm}"),
+                ));
+            }
+            let union = ranges
+                .iter()
+                .map(|r| format!("SELECT * FROM ({r}) AS r"))
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ");
+            sql.push(&format!(
+                "SELECT * FROM ({union}) AS u \
+                 ORDER BY activity_at {order}, id {order} LIMIT {limit}"
+            ));
+            sql.query::<Db>()
+                .load::<InboxRow>(conn)?
+                .into_iter()
+                .map(InboxRow::split)
+                .collect()
         }
 
         pub(crate) fn open_conversation(
