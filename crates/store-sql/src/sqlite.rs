@@ -307,3 +307,40 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for Pragmas {
             .map_err(diesel::r2d2::Error::QueryError)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use diesel::connection::SimpleConnection as _;
+    use diesel::prelude::*;
+    use diesel::sql_types::Text;
+
+    /// A row of `EXPLAIN QUERY PLAN`.
+    #[derive(QueryableByName)]
+    struct Step {
+        #[diesel(sql_type = Text)]
+        detail: String,
+    }
+
+    /// SQLite is built with its query planner stability guarantee on
+    /// (`SQLITE_ENABLE_QPSG`, `.cargo/config.toml`): a statement's plan
+    /// ignores the values bound to it, so a `GLOB` with a bound prefix
+    /// scans, where a plan that looked at the value would seek the index
+    /// range of the prefix. Without it, SQLite compiles a statement whose
+    /// plan looked at a bound value again after every bind, and it looks at
+    /// a bound `LIMIT`: every page and `first()` was parsed and planned on
+    /// every call, whatever diesel's statement cache kept.
+    #[test]
+    fn plans_do_not_depend_on_bound_values() {
+        let mut conn = SqliteConnection::establish(":memory:").expect("open");
+        conn.batch_execute("CREATE TABLE t (name TEXT); CREATE INDEX t_name ON t (name);")
+            .expect("table");
+        let plan: Vec<Step> =
+            diesel::sql_query("EXPLAIN QUERY PLAN SELECT name FROM t WHERE name GLOB ?")
+                .bind::<Text, _>("abc*")
+                .load(&mut conn)
+                .expect("plan");
+        let plan: Vec<_> = plan.into_iter().map(|s| s.detail).collect();
+        assert!(plan.iter().all(|d| !d.starts_with("SEARCH")), "{plan:?}");
+        assert!(plan.iter().any(|d| d.starts_with("SCAN")), "{plan:?}");
+    }
+}

@@ -290,8 +290,13 @@ macro_rules! expand {
                     range("conversations c", "c.group_id = g.group_id")
                 )
             } else {
+                // CROSS JOIN: SQLite's planner keeps this order (the
+                // viewer's memberships first), where it otherwise walked
+                // every conversation's group index entry and probed
+                // group_members for each (557 against 47 us for the inbox
+                // of 500 conversations on the benchmark's SQLite file).
                 range(
-                    "group_members g JOIN conversations c ON c.group_id = g.group_id",
+                    "group_members g CROSS JOIN conversations c ON c.group_id = g.group_id",
                     &format!("g.contact_id = {vm}"),
                 )
             };

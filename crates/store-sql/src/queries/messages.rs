@@ -661,9 +661,7 @@ macro_rules! expand {
             cursor: Option<(bool, DbId)>,
             fetch: i64,
         ) -> Result<Vec<Whole>> {
-            use diesel::dsl::sql;
-
-            use crate::id::IdSql;
+            use crate::raw::{Bind, Sql};
 
             let backwards = matches!(cursor, Some((true, _)));
             // The order of travel: newest first, or oldest first before a
@@ -673,41 +671,30 @@ macro_rules! expand {
                 None => String::new(),
                 Some(_) => format!("AND (i.created_at, i.id) {past} (SELECT at, id FROM cursor_key)"),
             };
-            // Each range up to its `LIMIT`, whose value follows.
+            // Kept prepared: one shape with a cursor and one without, each
+            // direction. Unused without a cursor (then NULL).
+            let mut sql = Sql::default();
+            let key = sql.bind(Bind::MaybeId(cursor.map(|(_, k)| k)));
+            let vm = sql.id(v);
+            let limit = sql.bind(Bind::Int(fetch));
             let range_end =
-                format!(" {past_cursor} ORDER BY i.created_at {order}, i.id {order} LIMIT ");
-            // Unused without a cursor (then NULL): one shape of statement.
-            let candidates = sql::<Bool>(
+                format!(" {past_cursor} ORDER BY i.created_at {order}, i.id {order} LIMIT {limit}");
+            // The peer's range leaves out the viewer's own conversations
+            // as creator: never twice (a direct conversation's members are
+            // two).
+            sql.push(&format!(
                 "\"messages\".\"id\" IN (WITH cursor_key (at, id) AS MATERIALIZED ( \
-                     SELECT created_at, id FROM messages WHERE id = ",
-            )
-            .bind::<Nullable<IdSql>, _>(cursor.map(|(_, k)| k))
-            .sql(" AND (direct_creator_id = ")
-            .bind::<IdSql, _>(v)
-            .sql(" OR direct_peer_id = ")
-            .bind::<IdSql, _>(v)
-            .sql(" OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = ")
-            .bind::<IdSql, _>(v)
-            .sql( "))) SELECT id FROM (SELECT i.id FROM messages i WHERE i.direct_creator_id = ")
-            .bind::<IdSql, _>(v)
-            .sql(&range_end)
-            .bind::<BigInt, _>(fetch)
-            // Never twice: a direct conversation's members are two.
-            .sql(") UNION ALL SELECT id FROM (SELECT i.id FROM messages i WHERE i.direct_peer_id = ")
-            .bind::<IdSql, _>(v)
-            .sql(" AND i.direct_creator_id <> ")
-            .bind::<IdSql, _>(v)
-            .sql(&range_end)
-            .bind::<BigInt, _>(fetch)
-            .sql(
-                ") UNION ALL SELECT k.id FROM group_members g JOIN messages k ON k.id IN ( \
-                     SELECT i.id FROM messages i WHERE i.group_id = g.group_id",
-            )
-            .sql(&range_end)
-            .bind::<BigInt, _>(fetch)
-            .sql(") WHERE g.contact_id = ")
-            .bind::<IdSql, _>(v)
-            .sql(")");
+                     SELECT created_at, id FROM messages WHERE id = {key} \
+                         AND (direct_creator_id = {vm} OR direct_peer_id = {vm} \
+                         OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {vm}))) \
+                 SELECT id FROM (SELECT i.id FROM messages i WHERE i.direct_creator_id = {vm}{range_end}) \
+                 UNION ALL SELECT id FROM (SELECT i.id FROM messages i \
+                     WHERE i.direct_peer_id = {vm} AND i.direct_creator_id <> {vm}{range_end}) \
+                 UNION ALL SELECT k.id FROM group_members g JOIN messages k ON k.id IN ( \
+                     SELECT i.id FROM messages i WHERE i.group_id = g.group_id{range_end}) \
+                 WHERE g.contact_id = {vm})"
+            ));
+            let candidates = sql.condition();
             let q = with_senders!()
                 .select(with_relations())
                 .filter(candidates)
