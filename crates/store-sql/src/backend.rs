@@ -72,14 +72,6 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// instead of every conversation of the viewer's groups, sorted.
     const LATERAL: bool;
 
-    /// Whether getting one message (`GET /v1/messages/:id`) reads its
-    /// reactions and attachments as JSON columns of its row, one statement
-    /// (PostgreSQL: a round trip less), or in a second statement (SQLite:
-    /// no round trip to save, and the one-statement form served 2.8x fewer
-    /// requests under load in the benchmark, `docs/performance.md`). Pages
-    /// read whole on both.
-    const ONE_MESSAGE_WHOLE: bool;
-
     /// The SQL expression of the commit-ordered position of the
     /// transaction's `index`th event (from 0); `None` when the database
     /// numbers events itself as they are inserted (the events outbox,

@@ -19,9 +19,8 @@
 //! transactions (`checkout`, `connection_lost`, `write_tx`), an optional
 //! plan of its own for the all-conversations feed (`feed_page`), and how
 //! a message's reactions and attachments become JSON columns of its row
-//! (`json_rows`), and whether one message is read that way too
-//! (`ONE_MESSAGE_WHOLE`). Reads run without a transaction: a page is one
-//! statement, its relations included. Each backend module
+//! (`json_rows`). Reads run without a transaction: a page is one
+//! statement, its relations included, and so is one message. Each backend module
 //! implements it on its store type; a missing or mistyped item is a compile
 //! error there. It is crate-private: a third database would be a module of
 //! this crate, where the queries are instantiated.

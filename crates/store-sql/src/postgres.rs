@@ -206,7 +206,6 @@ impl SqlBackend for PgStore {
 
     const DATA_MODIFYING_WITH: bool = true;
     const LATERAL: bool = true;
-    const ONE_MESSAGE_WHOLE: bool = true;
     const EVENT_HORIZON_SQL: &'static str =
         "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576)";
     const EVENT_START_SQL: &'static str =

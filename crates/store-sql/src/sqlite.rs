@@ -173,7 +173,6 @@ impl SqlBackend for SqliteStore {
 
     const DATA_MODIFYING_WITH: bool = false;
     const LATERAL: bool = false;
-    const ONE_MESSAGE_WHOLE: bool = false;
     const EVENT_HORIZON_SQL: &'static str = "9223372036854775807";
     const EVENT_START_SQL: &'static str = "(SELECT COALESCE(MAX(position), 0) FROM events)";
 

@@ -5,16 +5,14 @@
 /// [`super::instantiate`]).
 macro_rules! expand {
     () => {
-        use std::collections::HashMap;
-
         use confab_domain::{
             check_attachment_count, ContactId, ConversationId, Cursor, Message, MessageId, Page,
-            Paged, Reaction,
+            Paged,
         };
         use confab_ports::{Completion, NewMessage, Outbox, StoreError};
         use diesel::dsl::{case_when, exists};
         use diesel::prelude::*;
-        use diesel::sql_types::{BigInt, Bool, Nullable, Text};
+        use diesel::sql_types::{BigInt, Nullable, Text};
 
         use super::idempotency::complete;
         use super::message_updates::insert_attachments;
@@ -25,109 +23,9 @@ macro_rules! expand {
         use crate::queries::membership::visible_to;
         use crate::queries::not_found;
         use crate::queries::paging::{fetch_size, finish_page};
-        use crate::rows::{
-            add_reaction, message, message_with, reactor, relation_columns, AttachmentRow,
-            ContactRow, DbKey, JsonColumn, MessageRow,
-        };
-        use crate::schema::{
-            attachments, contacts, conversation_states, conversations, messages, reactions,
-        };
+        use crate::rows::{message_with, relation_columns, ContactRow, DbKey, JsonColumn, MessageRow};
+        use crate::schema::{contacts, conversation_states, conversations, messages};
         use crate::SqlBackend as _;
-
-        /// One row of a page's relations: a reaction (with its reactor's
-        /// username) or an attachment, in one shape so that both come in one
-        /// statement (`UNION ALL`).
-        type RelationRow = (
-            bool,
-            DbId,
-            i64,
-            DbId,
-            String,
-            String,
-            String,
-            Option<i64>,
-            i64,
-        );
-
-        /// Loads the reactions (with the reactors' usernames) and attachments of
-        /// all `rows` in one statement, and assembles the messages in order. The
-        /// senders come with the rows. For getting one message on a backend
-        /// without [`SqlBackend::ONE_MESSAGE_WHOLE`](crate::SqlBackend).
-        pub(super) fn hydrate(
-            conn: &mut Conn,
-            rows: Vec<(MessageRow, ContactRow)>,
-        ) -> Result<Vec<Message>> {
-            if rows.is_empty() {
-                return Ok(Vec::new());
-            }
-            let ids: Vec<DbId> = rows.iter().map(|(r, _)| r.id).collect();
-            let reaction_side = reactions::table
-                .inner_join(contacts::table)
-                .filter(reactions::message_id.eq_any(ids.clone()))
-                .select((
-                    true.into_sql::<Bool>(),
-                    reactions::message_id,
-                    reactions::seq,
-                    reactions::contact_id,
-                    reactions::name,
-                    contacts::username,
-                    "".into_sql::<Text>(),
-                    None::<i64>.into_sql::<Nullable<BigInt>>(),
-                    reactions::created_at,
-                ));
-            let attachment_side = attachments::table
-                .filter(attachments::message_id.eq_any(ids))
-                .select((
-                    false.into_sql::<Bool>(),
-                    attachments::message_id,
-                    attachments::seq.cast::<BigInt>(),
-                    attachments::id,
-                    attachments::filename,
-                    attachments::file_url,
-                    attachments::file_type,
-                    attachments::file_size,
-                    attachments::created_at,
-                ));
-            let mut relations: Vec<RelationRow> =
-                reaction_side.union_all(attachment_side).load(conn)?;
-            // Reactions in the order they were made (their seq), attachments in
-            // their position; a compound statement has no portable ORDER BY per
-            // side.
-            relations.sort_by_key(|r| (r.0, r.1, r.2));
-
-            let mut reactions_of: HashMap<DbId, Vec<Reaction>> = HashMap::new();
-            let mut attachments_of: HashMap<DbId, Vec<confab_domain::Attachment>> = HashMap::new();
-            for (is_reaction, message, seq, id, a, b, c, size, created_at) in relations {
-                if is_reaction {
-                    // Rows come in reaction order.
-                    let list = reactions_of.entry(message).or_default();
-                    add_reaction(list, a, reactor(id, b)?)?;
-                } else {
-                    let row = AttachmentRow {
-                        id,
-                        message_id: message,
-                        seq: i32::try_from(seq).unwrap_or(i32::MAX),
-                        filename: a,
-                        file_url: b,
-                        file_type: c,
-                        file_size: size,
-                        created_at,
-                    };
-                    attachments_of
-                        .entry(message)
-                        .or_default()
-                        .push(confab_domain::Attachment::try_from(row)?);
-                }
-            }
-
-            rows.into_iter()
-                .map(|(r, sender)| {
-                    let reactions = reactions_of.remove(&r.id).unwrap_or_default();
-                    let attachments = attachments_of.remove(&r.id).unwrap_or_default();
-                    message(r, sender, reactions, attachments)
-                })
-                .collect()
-        }
 
 
         /// A message read whole in one statement: its row, its sender's and
@@ -506,7 +404,7 @@ macro_rules! expand {
             // checked on that row: primary-key lookups only. (As `IN (the
             // viewer's conversations)`, SQLite listed every direct
             // conversation of everyone to find the viewer's.) Whole: one
-            // statement where that is faster (see `ONE_MESSAGE_WHOLE`).
+            // statement, its relations included.
             macro_rules! visible_message {
                 () => {
                     with_senders!()
@@ -514,12 +412,6 @@ macro_rules! expand {
                         .filter(messages::id.eq(id.db()))
                         .filter(visible_to!(v))
                 };
-            }
-            if !Backend::ONE_MESSAGE_WHOLE {
-                let rows: Vec<(MessageRow, ContactRow)> = visible_message!()
-                    .select((MessageRow::as_select(), ContactRow::as_select()))
-                    .load(conn)?;
-                return Ok(hydrate(conn, rows)?.pop());
             }
             let row: Option<Whole> = visible_message!()
                 .select(with_relations())
