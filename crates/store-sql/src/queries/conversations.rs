@@ -198,7 +198,9 @@ macro_rules! expand {
         /// `LATERAL`). What a page reads does not grow with the number of
         /// conversations, the viewer's or everyone's. Filters on the
         /// viewer's state apply inside each range; an absent state row reads
-        /// as the default state (not muted, not pinned, not archived).
+        /// as the default state (not muted, not pinned, not archived), as in
+        /// `conversation_list!`, which resolves the cursor in the same
+        /// filtered list (`list_conversations`): the two change together.
         fn inbox_page(
             conn: &mut Conn,
             v: DbId,
