@@ -67,9 +67,12 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     const DATA_MODIFYING_WITH: bool;
 
     /// Whether the database joins a subquery per row of what precedes it
-    /// (`CROSS JOIN LATERAL`, PostgreSQL): the inbox then reads each of
-    /// the viewer's groups as an ordered range of its own, cut to a page,
-    /// instead of every conversation of the viewer's groups, sorted.
+    /// (`LATERAL`, PostgreSQL). The inbox then reads each of the viewer's
+    /// groups as an ordered range of its own, cut to a page, instead of
+    /// every conversation of the viewer's groups, sorted; and looks the
+    /// viewer's state row up by key for each conversation it reads, where
+    /// a plain join let PostgreSQL's generic plan read all of the viewer's
+    /// state rows for each.
     const LATERAL: bool;
 
     /// The SQL expression of the commit-ordered position of the
