@@ -121,10 +121,11 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// Runs `f` in a transaction that writes: it commits entirely or not at
     /// all, and concurrent writers cannot make it fail half-way for a lock.
     /// Once `abandoned` is set it rolls back instead of committing
-    /// (`door::unless_abandoned` around `f`).
-    fn write_tx<T>(
+    /// (`door::unless_abandoned` around `f`). `f` may run on another
+    /// writer's thread (SQLite's group commit), hence `Send + 'static`.
+    fn write_tx<T: Send + 'static>(
         &self,
         abandoned: &Abandoned,
-        f: impl FnOnce(&mut Self::Conn) -> Result<T, Error>,
+        f: impl FnOnce(&mut Self::Conn) -> Result<T, Error> + Send + 'static,
     ) -> Result<T, Error>;
 }

@@ -37,7 +37,7 @@
 //! (a wake of the async worker, then of a blocking thread, between one
 //! call and the next on a connection) cost more than the order gained:
 //! getting a message served 8,214 requests/s gated against 11,638 without
-//! (`docs/performance.md`); its writers queue for the write lock anyway.
+//! (`docs/performance.md`); its writers queue in order anyway (group commit).
 //!
 //! A request may make several calls (a token lookup, an idempotency claim,
 //! the write). Run inside [`within_db_budget`], they share one budget: each
@@ -77,6 +77,12 @@ pub(crate) struct Abandoned(Arc<AtomicBool>);
 impl Abandoned {
     pub(crate) fn is_set(&self) -> bool {
         self.0.load(Ordering::SeqCst)
+    }
+
+    /// Marks the caller gone, as its deadline would.
+    #[cfg(test)]
+    pub(crate) fn set(&self) {
+        self.0.store(true, Ordering::SeqCst);
     }
 
     /// `Err` once the caller is gone: returned inside a transaction, it

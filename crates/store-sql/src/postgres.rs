@@ -395,10 +395,10 @@ impl SqlBackend for PgStore {
     }
 
     /// A read-committed transaction; the queries take the row locks they need.
-    fn write_tx<T>(
+    fn write_tx<T: Send + 'static>(
         &self,
         abandoned: &Abandoned,
-        f: impl FnOnce(&mut PgConnection) -> Result<T, Error>,
+        f: impl FnOnce(&mut PgConnection) -> Result<T, Error> + Send + 'static,
     ) -> Result<T, Error> {
         let mut pooled = self.checkout()?;
         abandoned.check()?;

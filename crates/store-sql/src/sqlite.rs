@@ -18,13 +18,14 @@ use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness a
 use uuid::Uuid;
 
 use crate::backend::{Pooled, SqlBackend};
-use crate::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
+use crate::door::{count_statements, Abandoned, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::queries::membership::visible_to;
 use crate::rows::MessageRow;
 use crate::schema::{conversations, groups, messages};
 
+mod group_commit;
 mod queries {
     crate::queries::instantiate!(super::SqliteStore);
 }
@@ -40,7 +41,7 @@ mod event_ports {
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 
-/// Readers run in parallel (WAL); writers take turns (see `write_tx`).
+/// Readers run in parallel (WAL); writers commit together (see `write_tx`).
 const POOL_SIZE: u32 = 8;
 /// How long a call waits for a pooled connection, and for another
 /// process's write lock (SQLite's busy timeout): both under a call's
@@ -53,8 +54,11 @@ const BUSY_TIMEOUT_MS: u32 = 1500;
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: Pool<ConnectionManager<SqliteConnection>>,
-    /// Writers of this process queue here, in order, before `BEGIN
-    /// IMMEDIATE`, instead of polling SQLite's lock in its busy handler.
+    /// Writers of this process queue here, in order, and commit together
+    /// (`group_commit`), instead of polling SQLite's lock in its busy
+    /// handler.
+    writers: group_commit::Writers,
+    /// Held by whoever writes: a batch of `writers`, or the migrations.
     /// Other processes (the CLI) still meet them at the busy timeout.
     writer: Arc<Mutex<()>>,
     /// SQL statements sent over all pooled connections (see
@@ -113,6 +117,7 @@ impl SqliteStore {
             .with_context(|| format!("cannot open SQLite database {path}"))?;
         Ok(Self {
             pool,
+            writers: group_commit::Writers::default(),
             writer: Arc::new(Mutex::new(())),
             statements,
             gate: crate::door::Gate::new(connections),
@@ -253,19 +258,22 @@ impl SqlBackend for SqliteStore {
     }
 
     /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction
-    /// never fails half-way for a lock (as a deferred one upgrading would);
-    /// concurrent writers wait their turn instead (a writer whose caller
-    /// gave up meanwhile does nothing when its turn comes).
-    fn write_tx<T>(
+    /// never fails half-way for a lock (as a deferred one upgrading would).
+    /// Concurrent writers queue and commit together, each in a savepoint of
+    /// its own (`group_commit`); a writer whose caller gave up meanwhile
+    /// does nothing when its turn comes.
+    fn write_tx<T: Send + 'static>(
         &self,
         abandoned: &Abandoned,
-        f: impl FnOnce(&mut SqliteConnection) -> Result<T, Error>,
+        f: impl FnOnce(&mut SqliteConnection) -> Result<T, Error> + Send + 'static,
     ) -> Result<T, Error> {
-        let _turn = self.writer_turn();
-        let mut pooled = self.checkout()?;
-        abandoned.check()?;
-        let conn: &mut SqliteConnection = &mut pooled;
-        conn.immediate_transaction(unless_abandoned(abandoned, f))
+        self.writers.write(abandoned, f, |batch| {
+            let _turn = self.writer_turn();
+            match self.checkout() {
+                Ok(mut pooled) => group_commit::run_batch(Ok(&mut pooled), batch),
+                Err(e) => group_commit::run_batch(Err(e), batch),
+            }
+        })
     }
 }
 
