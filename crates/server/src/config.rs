@@ -215,6 +215,19 @@ pub struct Settings {
     )]
     pub db_wait_secs: u32,
 
+    /// Connections to the database, from 1 to 1000: on PostgreSQL, also how
+    /// many statements run at once (requests beyond wait their turn, in
+    /// order); on SQLite, how many reads run at once. Default: on
+    /// PostgreSQL twice this machine's CPUs plus one, on SQLite 8.
+    #[arg(
+        long,
+        env = "CONFAB_DB_POOL_SIZE",
+        global = true,
+        value_name = "CONNECTIONS",
+        value_parser = parse_pool_size
+    )]
+    pub db_pool_size: Option<u32>,
+
     /// Let webhooks go to private, loopback, link-local and other
     /// non-public addresses (true or false): for receivers on the same
     /// host or network.
@@ -340,6 +353,16 @@ fn seconds_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + 
     }
 }
 
+/// `CONFAB_DB_POOL_SIZE`: 1 to 1000 connections.
+fn parse_pool_size(raw: &str) -> Result<u32, String> {
+    match raw.trim().parse::<u32>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "CONFAB_DB_POOL_SIZE {raw:?} is not a whole number of connections from 1 to 1000"
+        )),
+    }
+}
+
 /// The browser origins CORS allows (`CONFAB_CORS_ORIGINS`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum CorsOrigins {
@@ -450,6 +473,13 @@ mod tests {
         assert_eq!(s.cors_origins, CorsOrigins::Off);
         assert_eq!(s.log_format, LogFormat::Text);
         assert_eq!(s.db_wait(), Duration::from_secs(30));
+        assert_eq!(s.db_pool_size, None);
+        assert_eq!(
+            settings(&["--db-pool-size", " 5 "])
+                .expect("five")
+                .db_pool_size,
+            Some(5)
+        );
         assert_eq!(
             settings(&["--db-wait-secs", "0"])
                 .expect("no wait")
@@ -472,6 +502,9 @@ mod tests {
             ),
             ("--rate-limit-burst=-1", "CONFAB_RATE_LIMIT_BURST"),
             ("--db-wait-secs=soon", "CONFAB_DB_WAIT_SECS"),
+            ("--db-pool-size=0", "CONFAB_DB_POOL_SIZE"),
+            ("--db-pool-size=1001", "CONFAB_DB_POOL_SIZE"),
+            ("--db-pool-size=many", "CONFAB_DB_POOL_SIZE"),
             (
                 "--webhook-allow-private=maybe",
                 "CONFAB_WEBHOOK_ALLOW_PRIVATE",

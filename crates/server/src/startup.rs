@@ -31,16 +31,23 @@ use crate::{routes, telemetry};
 /// Connects to the store, applies pending migrations, returns the service.
 /// Blocking: call it outside async code (or in `spawn_blocking`).
 pub fn open_service(db: &Database) -> anyhow::Result<Confab> {
-    open_service_waiting(db, Duration::ZERO)
+    open_service_waiting(db, Duration::ZERO, None)
 }
 
 /// As [`open_service`], but while PostgreSQL cannot be reached, tries again
 /// every [`RETRY_EVERY`] for up to `wait` (logging each failed try), so that
-/// a server started before its database comes up once it does. Blocking.
-pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Confab> {
+/// a server started before its database comes up once it does; with
+/// `pool_size` connections to the database (`CONFAB_DB_POOL_SIZE`), or the
+/// store's default. Blocking.
+pub fn open_service_waiting(
+    db: &Database,
+    wait: Duration,
+    pool_size: Option<u32>,
+) -> anyhow::Result<Confab> {
     let ports = match db {
         Database::Postgres(url) => {
-            let store = connect_postgres(url, wait)?;
+            let pool_size = pool_size.unwrap_or_else(PgStore::default_pool_size);
+            let store = connect_postgres(url, wait, pool_size)?;
             store
                 .migrate()
                 .context("cannot apply the PostgreSQL migrations")?;
@@ -52,7 +59,7 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
             ports
         }
         Database::Sqlite(path) => {
-            let store = SqliteStore::open(path).with_context(|| {
+            let store = SqliteStore::open_with(path, pool_size).with_context(|| {
                 format!("cannot open the SQLite database {path:?} (DATABASE_URL)")
             })?;
             store
@@ -70,11 +77,11 @@ pub fn open_service_waiting(db: &Database, wait: Duration) -> anyhow::Result<Con
 /// The pause between two tries of [`open_service_waiting`].
 pub const RETRY_EVERY: Duration = Duration::from_secs(1);
 
-fn connect_postgres(url: &str, wait: Duration) -> anyhow::Result<PgStore> {
+fn connect_postgres(url: &str, wait: Duration, pool_size: u32) -> anyhow::Result<PgStore> {
     let started = Instant::now();
     let mut attempt = 1u32;
     loop {
-        let error = match PgStore::connect(url) {
+        let error = match PgStore::connect_with(url, pool_size) {
             Ok(store) => {
                 if attempt > 1 {
                     tracing::info!(attempt, "PostgreSQL answers");

@@ -36,6 +36,9 @@ fn cli(url: &str, args: &[&str]) -> String {
         .to_owned()
 }
 
+/// The server's pool (`CONFAB_DB_POOL_SIZE`).
+const POOL_SIZE: usize = 10;
+
 fn spawn_serve(url: &str, port: u16, wait_secs: &str, log: &Path) -> Server {
     let log = std::fs::File::create(log).expect("log file");
     let child = Command::new(BIN)
@@ -43,6 +46,9 @@ fn spawn_serve(url: &str, port: u16, wait_secs: &str, log: &Path) -> Server {
         .env("DATABASE_URL", url)
         .env("CONFAB_LISTEN", format!("127.0.0.1:{port}"))
         .env("CONFAB_DB_WAIT_SECS", wait_secs)
+        // The stall sends more requests than the pool has connections,
+        // whatever the machine's default.
+        .env("CONFAB_DB_POOL_SIZE", POOL_SIZE.to_string())
         .env("CONFAB_RATE_LIMIT_PER_SECOND", "0")
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())
@@ -174,6 +180,19 @@ async fn a_stalled_database_fails_requests_fast_changes_nothing_and_recovers() {
     let _server = spawn_serve(&url, port, "0", &dir.path().join("serve.log"));
     let client = Client::new(port, &token);
     client.until_ok("/readyz", Duration::from_secs(30)).await;
+    let metrics = client
+        .http
+        .get(format!("{}/metrics", client.base))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("metrics text");
+    assert!(
+        metrics.contains(&format!("confab_db_pool_max_connections {POOL_SIZE}\n")),
+        "CONFAB_DB_POOL_SIZE sizes the pool: {metrics}"
+    );
 
     let conv = client
         .post(
@@ -196,7 +215,7 @@ async fn a_stalled_database_fails_requests_fast_changes_nothing_and_recovers() {
 
     pg.stall();
     // Writers first, so that they hold connections inside their
-    // transactions; then more readers than the pool has connections (10),
+    // transactions; then more readers than the pool has connections,
     // and the probe: each holds or waits for a connection that will not
     // answer.
     let mut tasks = Vec::new();
@@ -209,7 +228,7 @@ async fn a_stalled_database_fails_requests_fast_changes_nothing_and_recovers() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    for i in 0..12 {
+    for i in 0..POOL_SIZE + 2 {
         let c = client.clone();
         tasks.push(tokio::spawn(async move {
             (format!("list {i}"), c.get("/v1/conversations").await)

@@ -77,7 +77,6 @@ const CLIENT_TIMEOUTS: [(&str, &str); 6] = [
 const SESSION_SETTINGS: &str = "SET statement_timeout = '1500ms'; \
      SET idle_in_transaction_session_timeout = '2s'; \
      SET plan_cache_mode = force_generic_plan";
-const POOL_SIZE: u32 = 10;
 const MIN_IDLE: u32 = 2;
 /// How long after a lost connection every checkout tests its connection.
 const SUSPECT_FOR: Duration = Duration::from_secs(30);
@@ -117,6 +116,28 @@ impl PgStore {
     /// its connection and the pool replaces the dead ones: the next request
     /// succeeds, without a process restart.
     pub fn connect(database_url: &str) -> anyhow::Result<Self> {
+        Self::connect_with(database_url, Self::default_pool_size())
+    }
+
+    /// The default size of the pool: twice the CPUs this process may use,
+    /// plus one (the PostgreSQL wiki's starting point for a server's
+    /// active connections). Each connection in use is a busy backend and
+    /// a blocking thread of this process: on a machine shared with
+    /// PostgreSQL, many more than its cores take turns at the CPU, and
+    /// the turns show as latency (2 CPUs: p99 6.9 ms with 5 connections
+    /// against 70 ms with 10, at 94 % of the throughput reading and more
+    /// of it sending; `docs/performance.md`). Set it
+    /// (`CONFAB_DB_POOL_SIZE`) for a database on a host of its own.
+    pub fn default_pool_size() -> u32 {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        u32::try_from(cpus.saturating_mul(2).saturating_add(1)).unwrap_or(u32::MAX)
+    }
+
+    /// [`PgStore::connect`] with `pool_size` connections (at least 1):
+    /// at most that many calls reach PostgreSQL at once, the others wait
+    /// their turn at the gate (`door`).
+    pub fn connect_with(database_url: &str, pool_size: u32) -> anyhow::Result<Self> {
+        let pool_size = pool_size.max(1);
         let suspect_until = Arc::new(AtomicU64::new(0));
         let manager = Manager {
             inner: ConnectionManager::new(with_client_timeouts(database_url)),
@@ -124,8 +145,8 @@ impl PgStore {
         };
         let statements = Arc::new(AtomicU64::new(0));
         let pool = Pool::builder()
-            .max_size(POOL_SIZE)
-            .min_idle(Some(MIN_IDLE))
+            .max_size(pool_size)
+            .min_idle(Some(MIN_IDLE.min(pool_size)))
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(true)
             .error_handler(Box::new(LogErrors("PostgreSQL")))
@@ -136,7 +157,7 @@ impl PgStore {
             pool,
             suspect_until,
             statements,
-            gate: crate::door::Gate::new(POOL_SIZE),
+            gate: crate::door::Gate::new(pool_size),
             deadline: crate::door::DEFAULT_DEADLINE,
         })
     }

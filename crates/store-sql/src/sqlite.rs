@@ -85,6 +85,13 @@ impl SqliteStore {
     /// `":memory:"` gives a private in-memory database held by a single
     /// connection (for experiments; every other path is a shared file).
     pub fn open(path: &str) -> anyhow::Result<Self> {
+        Self::open_with(path, None)
+    }
+
+    /// [`SqliteStore::open`] with `pool_size` connections (at least 1;
+    /// default 8): how many reads run at once. Writers commit together
+    /// whatever the size.
+    pub fn open_with(path: &str, pool_size: Option<u32>) -> anyhow::Result<Self> {
         let in_memory = path == ":memory:";
         if !in_memory {
             // WAL is a property of the file: switch it once, before a pool
@@ -96,7 +103,11 @@ impl SqliteStore {
                 .context("cannot switch SQLite to WAL")?;
         }
         let statements = Arc::new(AtomicU64::new(0));
-        let connections = if in_memory { 1 } else { POOL_SIZE };
+        let connections = if in_memory {
+            1
+        } else {
+            pool_size.unwrap_or(POOL_SIZE).max(1)
+        };
         let builder = Pool::builder()
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(false)

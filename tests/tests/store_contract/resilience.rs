@@ -185,7 +185,7 @@ async fn postgres_calls_beyond_the_pool_wait_their_turn_within_their_deadline() 
     let (db, plain) = open(Backend::Postgres).await;
     let url = db.url.clone();
     let pg = tokio::task::spawn_blocking(move || {
-        PgStore::connect(&url)
+        PgStore::connect_with(&url, POOL as u32)
             .expect("connect")
             .with_deadline(Duration::from_millis(700))
     })
