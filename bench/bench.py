@@ -16,6 +16,7 @@ import datetime
 import glob
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -301,8 +302,13 @@ def run_wrk(server, targets_file, seconds, raw_file):
 
 
 def run_pgbench(db, scripts, seconds, raw_file):
-    """scripts: [(path, weight, group)]. Returns the total tps, or None when
-    a run failed.
+    """scripts: [(path, weight, group)]. Returns (the total tps, the p99 of
+    its transactions' latencies in ms), or (None, None) when a run failed.
+
+    The latencies come from pgbench's own per-transaction log (`-l`), one
+    transaction in five sampled so that writing the log costs pgbench
+    little: how long PostgreSQL alone, on this machine, makes the slowest
+    of its clients wait, beside confab's p99.
 
     One pgbench process per group (a target, or a user's mix), its share of
     the clients each: a pgbench client prepares every script it may run, so
@@ -317,10 +323,12 @@ def run_pgbench(db, scripts, seconds, raw_file):
     while len(groups) > CONNECTIONS:
         groups = [sum(groups[i::CONNECTIONS], []) for i in range(CONNECTIONS)]
     procs = []
+    logs = tempfile.mkdtemp(prefix="pgbench-log-")
     for i, group in enumerate(groups):
         clients = CONNECTIONS // len(groups) + (1 if i < CONNECTIONS % len(groups) else 0)
         cmd = ["pgbench", "-h", PG_HOST, "-p", PG_PORT, "-U", PG_USER, "-n", "-M", "prepared",
-               f"-c{clients}", f"-j{min(2, clients)}", f"-T{seconds}"]
+               f"-c{clients}", f"-j{min(2, clients)}", f"-T{seconds}",
+               "-l", "--sampling-rate=0.2", f"--log-prefix={os.path.join(logs, str(i))}"]
         for path, weight in group:
             cmd += ["-f", f"{path}@{weight}"]
         cmd.append(db)
@@ -336,10 +344,25 @@ def run_pgbench(db, scripts, seconds, raw_file):
                 ok = False
             else:
                 total += float(m.group(1))
+    latencies = []
+    for name in os.listdir(logs):
+        with open(os.path.join(logs, name)) as f:
+            # client, transaction, latency in us, script, epoch s, us
+            latencies += [int(line.split()[2]) for line in f if line.strip()]
+    shutil.rmtree(logs, ignore_errors=True)
     if not ok:
         log(f"pgbench failed, see {raw_file}")
-        return None
-    return total
+        return None, None
+    p99 = percentile(latencies, 0.99) / 1000 if latencies else None
+    with open(raw_file, "a") as f:
+        f.write(f"pgbench sampled latencies: {len(latencies)}, p99 {fmt(p99, '.1f')} ms\n")
+    return total, p99
+
+
+def percentile(values, q):
+    """The nearest-rank percentile q (0-1) of values."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 # ------------------------------------------------------------- SQL for pgbench
@@ -800,17 +823,19 @@ def run_store(store, ds, raw, db=None, url=None, exact=None, least=None):
                 if exact and scenario in exact:
                     settle(store, db, url)
                     log(f"{store} {scenario}: pgbench exact")
-                    r["exact"] = run_pgbench(db, [s[:3] for s in exact[scenario]], DURATION, raw_file)
+                    r["exact"], r["exact_p99"] = run_pgbench(
+                        db, [s[:3] for s in exact[scenario]], DURATION, raw_file)
                     r["statements"] = sum(s[3] * s[1] for s in exact[scenario]) / sum(
                         s[1] for s in exact[scenario])
                 if least and scenario in least:
                     settle(store, db, url)
                     log(f"{store} {scenario}: pgbench least")
-                    r["least"] = run_pgbench(db, least[scenario], DURATION, raw_file)
+                    r["least"], r["least_p99"] = run_pgbench(db, least[scenario], DURATION, raw_file)
                 if least and f"{scenario}:events" in least:
                     settle(store, db, url)
                     log(f"{store} {scenario}: pgbench least with events")
-                    r["least_events"] = run_pgbench(db, least[f"{scenario}:events"], DURATION, raw_file)
+                    r["least_events"], _ = run_pgbench(
+                        db, least[f"{scenario}:events"], DURATION, raw_file)
             results[scenario] = r
             log(f"{store} {scenario}: {json.dumps(r)}")
             if PERF and scenario in ("send", "page_first"):
@@ -850,8 +875,8 @@ def report(meta, pg, sqlite_res, profiles):
             f"### PostgreSQL ({meta['pg_sizes']}; seeded in {meta['pg_seed']:.0f} s, {meta['pg_size']})",
             "",
             "| scenario | req/s | p50 ms | p99 ms | errors | SQL statements / request | pgbench exact tps "
-            "| pgbench least tps | confab / exact | confab / least | peak RSS MB |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "| pgbench least tps | pgbench least p99 ms | confab / exact | confab / least | peak RSS MB |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for scenario, what in SCENARIOS:
             r = pg.get(scenario)
@@ -860,6 +885,7 @@ def report(meta, pg, sqlite_res, profiles):
             lines.append(
                 f"| {scenario}: {what} | {r['rps']:.0f} | {r['p50']:.1f} | {r['p99']:.1f} | {r['errors']} "
                 f"| {fmt(r.get('statements'), '.1f')} | {fmt(r.get('exact'))} | {fmt(r.get('least'))} "
+                f"| {fmt(r.get('least_p99'), '.1f')} "
                 f"| {fmt(ratio(r['rps'], r.get('exact')), '.2f')} | {fmt(ratio(r['rps'], r.get('least')), '.2f')} "
                 f"| {r['rss_mb']:.0f} |")
         lines.append("")
@@ -908,7 +934,9 @@ def report(meta, pg, sqlite_res, profiles):
         target("PostgreSQL send >= 0.7x least SQL with today's counters and event (API.md 11-12)",
                fmt(rl, ".2f"), at_least(rl, 0.7))
         worst = max(pg.values(), key=lambda r: r["p99"])
-        target("PostgreSQL p99 < 25 ms (worst scenario)", f"{worst['p99']:.1f} ms", worst["p99"] < 25)
+        own = [r["least_p99"] for r in pg.values() if r.get("least_p99") is not None]
+        alone = f" (pgbench's least SQL alone, worst: {max(own):.1f} ms)" if own else ""
+        target("PostgreSQL p99 < 25 ms (worst scenario)", f"{worst['p99']:.1f} ms{alone}", worst["p99"] < 25)
         for a, b, k, name in (("page_deep", "page_first", 1.2, "deep page within 1.2x of the first"),
                               ("feed", "page_first", 1.5, "feed page within 1.5x of a one-conversation page")):
             slower = ratio(rps(pg, b), rps(pg, a))
