@@ -29,7 +29,9 @@
 //!   error: the savepoint can no longer be rolled back to) stops the
 //!   batch, and every unit in it is answered `Unavailable`;
 //! - a unit that panics is answered with an error and rolled back to its
-//!   savepoint; the batch goes on.
+//!   savepoint; the batch goes on. A panic of the batch's own code (before
+//!   `COMMIT`) answers each of its units that nothing was written, and the
+//!   lead moves on.
 //!
 //! A batch of one runs exactly as before: `BEGIN IMMEDIATE`, its
 //! statements, `COMMIT`, with no savepoint (so a request alone costs the
@@ -137,9 +139,8 @@ impl Writers {
                     let value = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
                     return value.ok_or(Error::Abandoned);
                 }
-                // Every queued unit is answered; a leader that died without
-                // answering (it cannot: a unit's panic is caught) leaves
-                // its callers nothing committed to wait for.
+                // Dropped unanswered: its batch panicked before `COMMIT`
+                // (see `lead`), so nothing of it was written.
                 Err(_) => return Err(Error::Abandoned),
             }
         }
@@ -153,7 +154,19 @@ impl Writers {
             let n = queue.units.len().min(MAX_BATCH);
             queue.units.drain(..n).collect()
         };
-        let answers = run_batch(batch);
+        // A panic outside the units (theirs are caught) must not leave the
+        // lead taken for good, with every later writer queued behind it:
+        // the batch's units are dropped unanswered (their callers hear that
+        // nothing was written: the transaction never reached `COMMIT`, and
+        // its connection, still inside it, is not pooled again), and the
+        // lead moves on.
+        let answers = catch_unwind(AssertUnwindSafe(|| run_batch(batch))).unwrap_or_else(|panic| {
+            tracing::error!(
+                panic = panic_message(panic.as_ref()),
+                "a batch of SQLite writes panicked"
+            );
+            Vec::new()
+        });
         {
             let mut queue = self.queue();
             match queue.units.front() {
@@ -307,7 +320,7 @@ mod tests {
     use diesel::sql_types::Integer;
     use diesel::sqlite::SqliteConnection;
 
-    use super::{run_batch, Writers};
+    use super::{run_batch, Answer, Writers};
     use crate::door::Abandoned;
     use crate::error::Error;
 
@@ -410,6 +423,21 @@ mod tests {
             .collect()
     }
 
+    /// Every unit of a batch after the first write was answered 503 and
+    /// none is stored; the connection is left outside any transaction,
+    /// ready for the next write.
+    fn assert_nothing_of_the_batch_written(db: &Db, answers: &[Result<(), Error>]) {
+        for answer in answers {
+            assert!(
+                matches!(answer, Err(Error::Store(StoreError::Unavailable(_)))),
+                "{answer:?}"
+            );
+        }
+        assert_eq!(rows(db), vec![0]);
+        write(db, &Abandoned::default(), inserts(100)).expect("a write after");
+        assert_eq!(rows(db), vec![0, 100]);
+    }
+
     #[test]
     fn a_batch_commits_each_unit_that_succeeds_and_only_its_own_failure_undoes_a_unit() {
         let db = db();
@@ -495,16 +523,7 @@ mod tests {
                 ),
             ],
         );
-        for answer in &answers {
-            assert!(
-                matches!(answer, Err(Error::Store(StoreError::Unavailable(_)))),
-                "{answer:?}"
-            );
-        }
-        assert_eq!(rows(&db), vec![0]);
-        // The connection is left outside any transaction, ready for more.
-        write(&db, &Abandoned::default(), inserts(3)).expect("a write after");
-        assert_eq!(rows(&db), vec![0, 3]);
+        assert_nothing_of_the_batch_written(&db, &answers);
     }
 
     #[test]
@@ -526,15 +545,21 @@ mod tests {
                 (Abandoned::default(), inserts(3)),
             ],
         );
-        for answer in &answers {
-            assert!(
-                matches!(answer, Err(Error::Store(StoreError::Unavailable(_)))),
-                "{answer:?}"
-            );
-        }
-        assert_eq!(rows(&db), vec![0]);
-        write(&db, &Abandoned::default(), inserts(4)).expect("a write after");
-        assert_eq!(rows(&db), vec![0, 4]);
+        assert_nothing_of_the_batch_written(&db, &answers);
+    }
+
+    #[test]
+    fn a_batch_that_panics_answers_its_writers_and_hands_the_lead_on() {
+        let db = db();
+        let outcome = db.writers.write(
+            &Abandoned::default(),
+            |conn| insert(conn, 1),
+            |_batch| -> Vec<Answer> { panic!("the batch itself panics") },
+        );
+        assert!(matches!(outcome, Err(Error::Abandoned)), "{outcome:?}");
+        assert!(!db.writers.queue().leading);
+        write(&db, &Abandoned::default(), inserts(2)).expect("a write after");
+        assert_eq!(rows(&db), vec![2]);
     }
 
     #[test]
