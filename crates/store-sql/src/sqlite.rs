@@ -281,8 +281,8 @@ impl SqlBackend for SqliteStore {
         self.writers.write(abandoned, f, |batch| {
             let _turn = self.writer_turn();
             match self.checkout() {
-                Ok(mut pooled) => group_commit::run_batch(Ok(&mut pooled), batch),
-                Err(e) => group_commit::run_batch(Err(e), batch),
+                Ok(mut pooled) => group_commit::run_batch(&mut pooled, batch),
+                Err(e) => group_commit::fail_all(batch, &e),
             }
         })
     }

@@ -186,14 +186,7 @@ impl Writers {
 /// Runs `batch` in one transaction on `conn` (which the caller checked
 /// out while holding the store's write lock), as the module docs say, and
 /// pairs each unit's reply channel with its outcome.
-pub(super) fn run_batch(
-    conn: Result<&mut SqliteConnection, Error>,
-    batch: Vec<Unit>,
-) -> Vec<Answer> {
-    let conn = match conn {
-        Ok(conn) => conn,
-        Err(e) => return fail_all(batch, &e),
-    };
+pub(super) fn run_batch(conn: &mut SqliteConnection, batch: Vec<Unit>) -> Vec<Answer> {
     if batch.len() == 1 {
         let Some(unit) = batch.into_iter().next() else {
             return Vec::new();
@@ -286,8 +279,9 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
         .unwrap_or("(no message)")
 }
 
-/// Every unit of `batch` answered: nothing of it was written, because of `e`.
-fn fail_all(batch: Vec<Unit>, e: &Error) -> Vec<Answer> {
+/// Every unit of `batch` answered: nothing of it was written, because of
+/// `e` (the batch failed, or no connection could be had for it).
+pub(super) fn fail_all(batch: Vec<Unit>, e: &Error) -> Vec<Answer> {
     batch
         .into_iter()
         .map(|unit| (unit.caller.reply, Err(not_written(e))))
@@ -345,7 +339,7 @@ mod tests {
     fn write(db: &Db, abandoned: &Abandoned, unit: Unit) -> Result<(), Error> {
         db.writers.write(abandoned, unit, |batch| {
             let mut conn = db.conn.lock().expect("connection");
-            run_batch(Ok(&mut conn), batch)
+            run_batch(&mut conn, batch)
         })
     }
 
@@ -577,7 +571,7 @@ mod tests {
                         },
                         |batch| {
                             let mut conn = db.conn.lock().expect("connection");
-                            run_batch(Ok(&mut conn), batch)
+                            run_batch(&mut conn, batch)
                         },
                     )
                 })
