@@ -121,12 +121,12 @@ pub async fn within_db_budget<F: Future>(budget: Duration, request: F) -> F::Out
 
 /// The deadline of a call that would take at most `own`: no more than what
 /// its request has left.
-fn budgeted(own: Duration) -> Duration {
+pub(crate) fn budgeted(own: Duration) -> Duration {
     BUDGET.try_with(|left| own.min(left.get())).unwrap_or(own)
 }
 
 /// Charges `spent` to the current request's budget, if it has one.
-fn charge(spent: Duration) {
+pub(crate) fn charge(spent: Duration) {
     let _ = BUDGET.try_with(|left| left.set(left.get().saturating_sub(spent)));
 }
 
@@ -181,6 +181,13 @@ impl Drop for Waiting<'_> {
 #[derive(Debug, thiserror::Error)]
 #[error("the database did not answer within {0:?}")]
 pub(crate) struct TimedOut(Duration);
+
+impl TimedOut {
+    /// The deadline `deadline` passed.
+    pub(crate) fn after(deadline: Duration) -> Self {
+        Self(deadline)
+    }
+}
 
 /// Whether a call takes its turn at the store's [`Gate`].
 #[derive(Clone, Copy, PartialEq, Eq)]

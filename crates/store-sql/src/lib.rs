@@ -68,6 +68,8 @@ mod wakeups;
 #[cfg(feature = "postgres")]
 mod listen;
 #[cfg(feature = "postgres")]
+mod pg_reads;
+#[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;

@@ -214,7 +214,7 @@ macro_rules! impl_ports {
                 // One statement (the message with its sender and
                 // relations; on SQLite a second for the relations): no
                 // transaction needed, both read committed rows only.
-                query(self, move |c| q::message_for(c, viewer, id)).await
+                self.read_message_for(viewer, id).await
             }
 
             async fn list_messages(
@@ -226,10 +226,7 @@ macro_rules! impl_ports {
                 // A page of one conversation is one statement; the feed's
                 // relations take a second, which only completes the first
                 // (a snapshot around them would cost two more).
-                query(self, move |c| {
-                    q::list_messages(c, viewer, conversation, page)
-                })
-                .await
+                self.read_list_messages(viewer, conversation, page).await
             }
 
             async fn update_message(

@@ -95,6 +95,9 @@ pub struct PgStore {
     gate: crate::door::Gate,
     /// How long a port call may take (see [`PgStore::with_deadline`]).
     deadline: Duration,
+    /// The hot reads' own connections, awaited on the HTTP workers
+    /// (`pg_reads`).
+    reads: Arc<crate::pg_reads::Reads>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -153,12 +156,19 @@ impl PgStore {
             .connection_customizer(Box::new(Setup(statements.clone())))
             .build(manager)
             .context("cannot connect to PostgreSQL")?;
+        let reads = crate::pg_reads::Reads::new(
+            database_url,
+            reads_per_thread(pool_size),
+            statements.clone(),
+            SESSION_SETTINGS,
+        );
         Ok(Self {
             pool,
             suspect_until,
             statements,
             gate: crate::door::Gate::new(pool_size),
             deadline: crate::door::DEFAULT_DEADLINE,
+            reads: Arc::new(reads),
         })
     }
 
@@ -217,6 +227,94 @@ impl PgStore {
             tracing::info!(applied, "applied PostgreSQL migrations");
         }
         Ok(())
+    }
+}
+
+/// How many of the hot reads' connections each thread may use at once
+/// (`pg_reads`): the pool's size shared among the HTTP workers (actix runs
+/// one per CPU), at least one. So the hot reads open about as many
+/// connections as the diesel pool, and the store at most about twice its
+/// size (`docs/deployment.md`).
+fn reads_per_thread(pool_size: u32) -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (pool_size as usize).div_ceil(cpus).max(1)
+}
+
+impl PgStore {
+    /// A message for its viewer (port `message_for`), on an asynchronous
+    /// connection (`pg_reads`).
+    pub(crate) async fn read_message_for(
+        &self,
+        viewer: confab_domain::ContactId,
+        id: confab_domain::MessageId,
+    ) -> Result<Option<confab_domain::Message>, confab_ports::StoreError> {
+        if !self.reads.enabled() {
+            return crate::door::query(self, move |c| queries::message_for(c, viewer, id)).await;
+        }
+        self.reads
+            .run(self, |mut conn| async move {
+                let query = queries::message_for_query(viewer, id);
+                let row = diesel_async::RunQueryDsl::first::<WholeRow>(query, &mut conn)
+                    .await
+                    .optional();
+                let result = row.map_err(Error::from).and_then(|row| {
+                    row.map(|(r, sender, relations)| {
+                        crate::rows::message_with(r, sender, relations)
+                    })
+                    .transpose()
+                });
+                (conn, result)
+            })
+            .await
+    }
+
+    /// A page of messages (port `list_messages`): a conversation's on an
+    /// asynchronous connection (`pg_reads`), the feed through the door.
+    pub(crate) async fn read_list_messages(
+        &self,
+        viewer: confab_domain::ContactId,
+        conversation: Option<confab_domain::ConversationId>,
+        page: confab_domain::Page<confab_domain::MessageId>,
+    ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
+        let Some(c) = conversation.filter(|_| self.reads.enabled()) else {
+            return crate::door::query(self, move |conn| {
+                queries::list_messages(conn, viewer, conversation, page)
+            })
+            .await;
+        };
+        let (limit, fetch) = crate::queries::paging::fetch_size(&page);
+        let cursor = page.cursor.map(|cursor| match cursor {
+            confab_domain::Cursor::After(id) => (false, crate::rows::DbKey::db(&id)),
+            confab_domain::Cursor::Before(id) => (true, crate::rows::DbKey::db(&id)),
+        });
+        let backwards = matches!(cursor, Some((true, _)));
+        let (v, c) = (crate::rows::DbKey::db(&viewer), crate::rows::DbKey::db(&c));
+        let rows = self
+            .reads
+            .run(self, |mut conn| async move {
+                let query = queries::conversation_page_query(v, c, cursor, fetch);
+                let rows = diesel_async::RunQueryDsl::load::<WholeRow>(query, &mut conn)
+                    .await
+                    .map_err(Error::from);
+                (conn, rows)
+            })
+            .await?;
+        if rows.is_empty() {
+            let cursor = cursor.map(|(_, id)| id);
+            if let Some(query) = queries::empty_page_query(v, Some(c), cursor) {
+                self.reads
+                    .run(self, |mut conn| async move {
+                        let answer =
+                            diesel_async::RunQueryDsl::get_result::<(bool, bool)>(query, &mut conn)
+                                .await
+                                .map_err(Error::from)
+                                .and_then(|answer| queries::explain_empty_page(Some(c), answer));
+                        (conn, answer)
+                    })
+                    .await?;
+            }
+        }
+        queries::page_of(rows, limit, backwards).map_err(Error::into_store::<Self>)
     }
 }
 
@@ -413,6 +511,8 @@ impl SqlBackend for PgStore {
     fn connection_lost(&self) {
         let until = unix_millis().saturating_add(SUSPECT_FOR.as_millis() as u64);
         self.suspect_until.fetch_max(until, Ordering::Relaxed);
+        // The hot reads' connections were most likely lost with it.
+        self.reads.drop_idle();
     }
 
     /// A read-committed transaction; the queries take the row locks they need.

@@ -76,42 +76,86 @@ async fn postgres_fails_fast_while_down_and_recovers() {
 
 /// A restart kills every pooled connection, and checkouts do not test
 /// theirs (no `SELECT 1` per request): the first call on a dead connection
-/// may fail with `Unavailable`, but it makes the pool test and replace the
-/// others, so the next call succeeds, reads and writes alike.
+/// may fail with `Unavailable`, but it makes the store replace the others,
+/// so the next call succeeds, reads and writes alike. That holds for both
+/// kinds of connection PostgreSQL's store keeps: the diesel pool's, and the
+/// ones a message or a conversation's page is read on (awaited on the
+/// caller's thread), whichever of them meets the restart first.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_after_a_restart_at_most_one_call_fails() {
+    for first_read_on_async_connection in [true, false] {
+        restart_then_one_call_at_most_fails(first_read_on_async_connection).await;
+    }
+}
+
+async fn restart_then_one_call_at_most_fails(first_read_on_async_connection: bool) {
     let (db, s) = open(Backend::Postgres).await;
     let name = db
         .postgres_name()
         .expect("a PostgreSQL database")
         .to_owned();
     let alice = contact(&s, "alice").await;
-    // Several connections in the pool, all idle.
-    let busy: Vec<_> = (0..4)
-        .map(|_| {
-            let s = s.clone();
-            tokio::spawn(async move { s.contact_by_username("alice").await })
-        })
-        .collect();
-    for t in busy {
-        t.await.expect("join").expect("lookup");
-    }
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let m = s
+        .append_message(new_message(&c, &alice, "hello", at(2)), no_events(), None)
+        .await
+        .expect("send");
+    // Several connections of both kinds, all idle: the reads' are this
+    // thread's own (they run concurrently in this task, not spawned).
+    let read = || async {
+        s.contact_by_username("alice").await.expect("lookup");
+        s.message_for(alice.id, m.id).await.expect("read");
+        s.list_messages(alice.id, Some(c.id), page(10, None))
+            .await
+            .expect("page");
+    };
+    tokio::join!(read(), read(), read(), read());
 
     pg_admin(format!(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'"
     ))
     .await;
-    match s.contact(alice.id).await {
-        Ok(found) => assert_eq!(found, Some(alice.clone())),
-        Err(e) => assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}"),
-    }
+    // Every call from here on either succeeds or, once at most, fails
+    // with `Unavailable`.
+    let mut failed = 0;
+    let mut check = |outcome: Result<bool, StoreError>, what: &str| match outcome {
+        Ok(found) => assert!(found, "{what}"),
+        Err(e) => {
+            assert!(matches!(e, StoreError::Unavailable(_)), "{what}: {e:?}");
+            failed += 1;
+        }
+    };
+    let first = if first_read_on_async_connection {
+        s.message_for(alice.id, m.id)
+            .await
+            .map(|found| found.is_some())
+    } else {
+        s.contact(alice.id).await.map(|found| found.is_some())
+    };
+    check(first, "the first call");
     for _ in 0..5 {
-        assert_eq!(
-            s.contact(alice.id).await.expect("the next call succeeds"),
-            Some(alice.clone())
+        check(
+            s.contact(alice.id)
+                .await
+                .map(|found| found == Some(alice.clone())),
+            "a contact",
+        );
+        check(
+            s.message_for(alice.id, m.id)
+                .await
+                .map(|found| found.as_ref() == Some(&m)),
+            "a message",
+        );
+        check(
+            s.list_messages(alice.id, Some(c.id), page(10, None))
+                .await
+                .map(|listed| msg_ids(&listed) == vec![m.id]),
+            "a page",
         );
     }
-    contact(&s, "bob").await;
+    assert!(failed <= 1, "{failed} calls failed after the restart");
+    contact(&s, "carol").await;
     drop(s);
     drop(db);
 }

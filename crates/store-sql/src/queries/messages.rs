@@ -34,11 +34,13 @@ macro_rules! expand {
 
         /// The select list of [`Whole`] rows of `messages` joined to their
         /// senders.
-        fn with_relations() -> (
+        type WholeSelection = (
             diesel::helper_types::AsSelect<MessageRow, Db>,
             diesel::helper_types::AsSelect<ContactRow, Db>,
             (JsonColumn, JsonColumn),
-        ) {
+        );
+
+        fn with_relations() -> WholeSelection {
             (
                 MessageRow::as_select(),
                 ContactRow::as_select(),
@@ -53,6 +55,36 @@ macro_rules! expand {
                 messages::table.inner_join(contacts::table.on(contacts::id.eq(messages::sender_id)))
             };
         }
+
+        /// Messages joined to their senders.
+        type WithSenders = diesel::helper_types::InnerJoinOn<
+            messages::table,
+            contacts::table,
+            diesel::helper_types::Eq<contacts::id, messages::sender_id>,
+        >;
+        /// A boxed statement of [`Whole`] rows of messages and senders.
+        pub(crate) type WholeQuery = diesel::helper_types::IntoBoxed<
+            'static,
+            diesel::helper_types::Select<WithSenders, WholeSelection>,
+            Db,
+        >;
+        /// [`empty_page_query`]'s statement.
+        pub(crate) type EmptyPageQuery = diesel::query_builder::BoxedSelectStatement<
+            'static,
+            (diesel::sql_types::Bool, diesel::sql_types::Bool),
+            diesel::query_builder::NoFromClause,
+            Db,
+        >;
+        /// A boxed statement of [`Whole`] rows of messages and senders
+        /// joined to their conversation.
+        pub(crate) type VisibleWholeQuery = diesel::helper_types::IntoBoxed<
+            'static,
+            diesel::helper_types::Select<
+                diesel::helper_types::InnerJoin<WithSenders, conversations::table>,
+                WholeSelection,
+            >,
+            Db,
+        >;
 
         /// The message with this id, whole, in one statement.
         pub(super) fn load_message(conn: &mut Conn, id: DbId) -> Result<Option<Message>> {
@@ -399,26 +431,26 @@ macro_rules! expand {
             viewer: ContactId,
             id: MessageId,
         ) -> Result<Option<Message>> {
-            let v = viewer.db();
-            // Joined to its one conversation, whose membership is then
-            // checked on that row: primary-key lookups only. (As `IN (the
-            // viewer's conversations)`, SQLite listed every direct
-            // conversation of everyone to find the viewer's.) Whole: one
-            // statement, its relations included.
-            macro_rules! visible_message {
-                () => {
-                    with_senders!()
-                        .inner_join(conversations::table)
-                        .filter(messages::id.eq(id.db()))
-                        .filter(visible_to!(v))
-                };
-            }
-            let row: Option<Whole> = visible_message!()
-                .select(with_relations())
-                .first(conn)
-                .optional()?;
+            let row: Option<Whole> = message_for_query(viewer, id).first(conn).optional()?;
             row.map(|(r, sender, relations)| message_with(r, sender, relations))
                 .transpose()
+        }
+
+        /// [`message_for`]'s statement, for a loader of rows of its own.
+        ///
+        /// Joined to its one conversation, whose membership is then
+        /// checked on that row: primary-key lookups only. (As `IN (the
+        /// viewer's conversations)`, SQLite listed every direct
+        /// conversation of everyone to find the viewer's.) Whole: one
+        /// statement, its relations included.
+        pub(crate) fn message_for_query(viewer: ContactId, id: MessageId) -> VisibleWholeQuery {
+            let v = viewer.db();
+            with_senders!()
+                .inner_join(conversations::table)
+                .select(with_relations())
+                .into_boxed::<Db>()
+                .filter(messages::id.eq(id.db()))
+                .filter(visible_to!(v))
         }
 
         /// The ids of the viewer's conversations (optionally only `$only`), as a
@@ -492,6 +524,17 @@ macro_rules! expand {
             cursor: Option<(bool, DbId)>,
             fetch: i64,
         ) -> Result<Vec<Whole>> {
+            Ok(conversation_page_query(v, c, cursor, fetch).load(conn)?)
+        }
+
+        /// [`conversation_page`]'s statement, for a loader of rows of its
+        /// own.
+        pub(crate) fn conversation_page_query(
+            v: DbId,
+            c: DbId,
+            cursor: Option<(bool, DbId)>,
+            fetch: i64,
+        ) -> WholeQuery {
             use crate::id::IdSql;
             use crate::queries::paging::{after, before};
 
@@ -501,9 +544,9 @@ macro_rules! expand {
                 .select(conversations::id)
                 .single_value();
             let q = with_senders!()
-                .filter(messages::conversation_id.nullable().eq(visible))
                 .select(with_relations())
-                .into_boxed::<Db>();
+                .into_boxed::<Db>()
+                .filter(messages::conversation_id.nullable().eq(visible));
             let cursor_message = diesel::alias!(messages as cursor_message);
             let key = |id: DbId| {
                 cursor_message
@@ -525,7 +568,7 @@ macro_rules! expand {
                     .filter(before(at, id, key(k), k.into_sql::<IdSql>()))
                     .order((at.asc(), id.asc())),
             };
-            Ok(q.limit(fetch).load(conn)?)
+            q.limit(fetch)
         }
 
         /// A page of the all-conversations feed, in the order of travel, for a
@@ -611,8 +654,20 @@ macro_rules! expand {
             backwards: bool,
         ) -> Result<Paged<Message>> {
             if rows.is_empty() {
-                check_empty_page(conn, v, only, cursor.map(|(_, id)| id))?;
+                if let Some(q) = empty_page_query(v, only, cursor.map(|(_, id)| id)) {
+                    explain_empty_page(only, q.get_result(conn)?)?;
+                }
             }
+            page_of(rows, limit, backwards)
+        }
+
+        /// The page from its whole rows, fetched `limit + 1` in the order of
+        /// travel.
+        pub(crate) fn page_of(
+            rows: Vec<Whole>,
+            limit: usize,
+            backwards: bool,
+        ) -> Result<Paged<Message>> {
             let (rows, has_more) = finish_page(rows, limit, backwards);
             Ok(Paged {
                 items: rows
@@ -623,30 +678,41 @@ macro_rules! expand {
             })
         }
 
-        /// Why a page came back empty, in one statement: an invisible
-        /// conversation is `NotFound` (before any cursor error), a cursor not in
-        /// the list `CursorNotFound`; else the list is simply empty there.
-        fn check_empty_page(
-            conn: &mut Conn,
+        /// The statement that tells why a page came back empty
+        /// ([`explain_empty_page`]): whether the conversation is visible,
+        /// and whether the cursor is in the list. None when an empty page
+        /// needs no explaining (the feed without a cursor).
+        pub(crate) fn empty_page_query(
             v: DbId,
             only: Option<DbId>,
             cursor: Option<DbId>,
+        ) -> Option<EmptyPageQuery> {
+            use diesel::sql_types::Bool;
+            Some(match (only, cursor) {
+                (None, None) => return None,
+                (Some(_), None) => diesel::select((
+                    exists(listed_conversations!(v, only)),
+                    true.into_sql::<Bool>(),
+                ))
+                .into_boxed(),
+                (_, Some(id)) => diesel::select((
+                    exists(listed_conversations!(v, only)),
+                    exists(messages::table.filter(messages::id.eq(id)).filter(
+                        messages::conversation_id.eq_any(listed_conversations!(v, only)),
+                    )),
+                ))
+                .into_boxed(),
+            })
+        }
+
+        /// Why a page came back empty, from [`empty_page_query`]'s answer:
+        /// an invisible conversation is `NotFound` (before any cursor
+        /// error), a cursor not in the list `CursorNotFound`; else the list
+        /// is simply empty there.
+        pub(crate) fn explain_empty_page(
+            only: Option<DbId>,
+            (visible, cursor_listed): (bool, bool),
         ) -> Result<()> {
-            let (visible, cursor_listed): (bool, bool) =
-                match (only, cursor) {
-                    (None, None) => return Ok(()),
-                    (Some(_), None) => (
-                        diesel::select(exists(listed_conversations!(v, only))).get_result(conn)?,
-                        true,
-                    ),
-                    (_, Some(id)) => diesel::select((
-                        exists(listed_conversations!(v, only)),
-                        exists(messages::table.filter(messages::id.eq(id)).filter(
-                            messages::conversation_id.eq_any(listed_conversations!(v, only)),
-                        )),
-                    ))
-                    .get_result(conn)?,
-                };
             if only.is_some() && !visible {
                 return Err(not_found());
             }
