@@ -1,4 +1,4 @@
-//! PostgreSQL's hot reads (a message, a conversation's page), awaited on the
+//! PostgreSQL's hot reads (a message, a page of messages), awaited on the
 //! HTTP worker that asked for them instead of handed to a blocking thread.
 //!
 //! Every other call goes through the door (`door`): a blocking thread of

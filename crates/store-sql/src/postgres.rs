@@ -268,47 +268,58 @@ impl PgStore {
             .await
     }
 
-    /// A page of messages (port `list_messages`): a conversation's on an
-    /// asynchronous connection (`pg_reads`), the feed through the door.
+    /// A page of messages (port `list_messages`), a conversation's or the
+    /// feed's, on an asynchronous connection (`pg_reads`).
     pub(crate) async fn read_list_messages(
         &self,
         viewer: confab_domain::ContactId,
         conversation: Option<confab_domain::ConversationId>,
         page: confab_domain::Page<confab_domain::MessageId>,
     ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
-        let Some(c) = conversation.filter(|_| self.reads.enabled()) else {
+        use crate::rows::DbKey as _;
+        if !self.reads.enabled() {
             return crate::door::query(self, move |conn| {
                 queries::list_messages(conn, viewer, conversation, page)
             })
             .await;
-        };
+        }
         let (limit, fetch) = crate::queries::paging::fetch_size(&page);
         let cursor = page.cursor.map(|cursor| match cursor {
-            confab_domain::Cursor::After(id) => (false, crate::rows::DbKey::db(&id)),
-            confab_domain::Cursor::Before(id) => (true, crate::rows::DbKey::db(&id)),
+            confab_domain::Cursor::After(id) => (false, id.db()),
+            confab_domain::Cursor::Before(id) => (true, id.db()),
         });
         let backwards = matches!(cursor, Some((true, _)));
-        let (v, c) = (crate::rows::DbKey::db(&viewer), crate::rows::DbKey::db(&c));
+        let (v, only) = (viewer.db(), conversation.map(|c| c.db()));
         let rows = self
             .reads
             .run(self, |mut conn| async move {
-                let query = queries::conversation_page_query(v, c, cursor, fetch);
-                let rows = diesel_async::RunQueryDsl::load::<WholeRow>(query, &mut conn)
-                    .await
-                    .map_err(Error::from);
-                (conn, rows)
+                let rows = match only {
+                    Some(c) => {
+                        let query = queries::conversation_page_query(v, c, cursor, fetch);
+                        diesel_async::RunQueryDsl::load::<WholeRow>(query, &mut conn).await
+                    }
+                    None => {
+                        let query = feed_page_query(v, cursor, fetch);
+                        diesel_async::RunQueryDsl::load::<FeedRow>(query, &mut conn)
+                            .await
+                            .map(|rows| rows.into_iter().map(FeedRow::split).collect())
+                    }
+                };
+                (conn, rows.map_err(Error::from))
             })
             .await?;
         if rows.is_empty() {
+            // Why it is empty: an invisible conversation, a cursor not in
+            // the list, or nothing there.
             let cursor = cursor.map(|(_, id)| id);
-            if let Some(query) = queries::empty_page_query(v, Some(c), cursor) {
+            if let Some(query) = queries::empty_page_query(v, only, cursor) {
                 self.reads
                     .run(self, |mut conn| async move {
                         let answer =
                             diesel_async::RunQueryDsl::get_result::<(bool, bool)>(query, &mut conn)
                                 .await
                                 .map_err(Error::from)
-                                .and_then(|answer| queries::explain_empty_page(Some(c), answer));
+                                .and_then(|answer| queries::explain_empty_page(only, answer));
                         (conn, answer)
                     })
                     .await?;
@@ -369,78 +380,7 @@ impl SqlBackend for PgStore {
         cursor: Option<(bool, DbId)>,
         fetch: i64,
     ) -> QueryResult<Option<Vec<WholeRow>>> {
-        use crate::raw::{Bind, Sql};
-
-        // Kept prepared (few binds): one shape with a cursor and one
-        // without, each direction.
-        let mut sql = Sql::default();
-        let v = sql.id(viewer);
-        let key = cursor.map(|(_, id)| sql.id(id));
-        let limit = sql.bind(Bind::Int(fetch));
-        let (order, keyset) = match (cursor, &key) {
-            (Some((backwards, _)), Some(k)) => {
-                let (past, order) = if backwards {
-                    (">", "ASC")
-                } else {
-                    ("<", "DESC")
-                };
-                (
-                    order,
-                    format!("AND (m.created_at, m.id) {past} ((SELECT at FROM cursor_key), {k})"),
-                )
-            }
-            _ => ("DESC", String::new()),
-        };
-        let cursor_key = match &key {
-            Some(k) => format!(
-                "cursor_key (at) AS MATERIALIZED ( \
-                     SELECT created_at FROM messages WHERE id = {k} AND (direct_creator_id = {v} \
-                         OR direct_peer_id = {v} \
-                         OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v})) \
-                 ), "
-            ),
-            None => String::new(),
-        };
-        let range = |audience: &str| {
-            format!(
-                "SELECT m.id, m.conversation_id, m.sender_id, m.body, m.read_at, m.created_at, \
-                     m.updated_at \
-                 FROM messages m WHERE {audience} {keyset} \
-                 ORDER BY m.created_at {order}, m.id {order} LIMIT {limit}"
-            )
-        };
-        let (as_creator, as_peer, in_group) = (
-            range(&format!("m.direct_creator_id = {v}")),
-            // Never twice: a direct conversation's members are two.
-            range(&format!(
-                "m.direct_peer_id = {v} AND m.direct_creator_id <> {v}"
-            )),
-            range("m.group_id = g.group_id"),
-        );
-        // Whole rows: each message's reactions and attachments in the same
-        // statement (`rows::relation_columns`), for the page's rows only.
-        let (reactions, attachments) = relation_columns::<PgStore>("p.id");
-        let (reactions, attachments) = (reactions.sql(), attachments.sql());
-        sql.push(&format!(
-            "WITH {cursor_key}page AS ( \
-                 SELECT * FROM ( \
-                     ({as_creator}) \
-                     UNION ALL ({as_peer}) \
-                     UNION ALL SELECT r.* FROM group_members g CROSS JOIN LATERAL ({in_group}) r \
-                         WHERE g.contact_id = {v} \
-                 ) u \
-                 ORDER BY created_at {order}, id {order} LIMIT {limit} \
-             ) \
-             SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
-                 p.updated_at, s.username, s.username_folded, s.phone_number, s.avatar_url, \
-                 s.last_active_at, s.created_at AS sender_created_at, \
-                 {reactions} AS reactions, {attachments} AS attachments \
-             FROM page p CROSS JOIN LATERAL ( \
-                 SELECT * FROM contacts WHERE id = p.sender_id \
-             ) s \
-             ORDER BY p.created_at {order}, p.id {order}"
-        ));
-        let rows: Vec<FeedRow> = sql.query::<diesel::pg::Pg>().load(conn)?;
+        let rows: Vec<FeedRow> = feed_page_query(viewer, cursor, fetch).load(conn)?;
         Ok(Some(rows.into_iter().map(FeedRow::split).collect()))
     }
 
@@ -526,6 +466,86 @@ impl SqlBackend for PgStore {
         let conn: &mut PgConnection = &mut pooled;
         conn.transaction(unless_abandoned(abandoned, f))
     }
+}
+
+/// [`PgStore::feed_page`]'s statement, for a loader of rows of its own.
+fn feed_page_query(
+    viewer: DbId,
+    cursor: Option<(bool, DbId)>,
+    fetch: i64,
+) -> crate::raw::RawQuery<Pg> {
+    use crate::raw::{Bind, Sql};
+
+    // Kept prepared (few binds): one shape with a cursor and one
+    // without, each direction.
+    let mut sql = Sql::default();
+    let v = sql.id(viewer);
+    let key = cursor.map(|(_, id)| sql.id(id));
+    let limit = sql.bind(Bind::Int(fetch));
+    let (order, keyset) = match (cursor, &key) {
+        (Some((backwards, _)), Some(k)) => {
+            let (past, order) = if backwards {
+                (">", "ASC")
+            } else {
+                ("<", "DESC")
+            };
+            (
+                order,
+                format!("AND (m.created_at, m.id) {past} ((SELECT at FROM cursor_key), {k})"),
+            )
+        }
+        _ => ("DESC", String::new()),
+    };
+    let cursor_key = match &key {
+        Some(k) => format!(
+            "cursor_key (at) AS MATERIALIZED ( \
+                 SELECT created_at FROM messages WHERE id = {k} AND (direct_creator_id = {v} \
+                     OR direct_peer_id = {v} \
+                     OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v})) \
+             ), "
+        ),
+        None => String::new(),
+    };
+    let range = |audience: &str| {
+        format!(
+            "SELECT m.id, m.conversation_id, m.sender_id, m.body, m.read_at, m.created_at, \
+                 m.updated_at \
+             FROM messages m WHERE {audience} {keyset} \
+             ORDER BY m.created_at {order}, m.id {order} LIMIT {limit}"
+        )
+    };
+    let (as_creator, as_peer, in_group) = (
+        range(&format!("m.direct_creator_id = {v}")),
+        // Never twice: a direct conversation's members are two.
+        range(&format!(
+            "m.direct_peer_id = {v} AND m.direct_creator_id <> {v}"
+        )),
+        range("m.group_id = g.group_id"),
+    );
+    // Whole rows: each message's reactions and attachments in the same
+    // statement (`rows::relation_columns`), for the page's rows only.
+    let (reactions, attachments) = relation_columns::<PgStore>("p.id");
+    let (reactions, attachments) = (reactions.sql(), attachments.sql());
+    sql.push(&format!(
+        "WITH {cursor_key}page AS ( \
+             SELECT * FROM ( \
+                 ({as_creator}) \
+                 UNION ALL ({as_peer}) \
+                 UNION ALL SELECT r.* FROM group_members g CROSS JOIN LATERAL ({in_group}) r \
+                     WHERE g.contact_id = {v} \
+             ) u \
+             ORDER BY created_at {order}, id {order} LIMIT {limit} \
+         ) \
+         SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
+             p.updated_at, s.username, s.username_folded, s.phone_number, s.avatar_url, \
+             s.last_active_at, s.created_at AS sender_created_at, \
+             {reactions} AS reactions, {attachments} AS attachments \
+         FROM page p CROSS JOIN LATERAL ( \
+             SELECT * FROM contacts WHERE id = p.sender_id \
+         ) s \
+         ORDER BY p.created_at {order}, p.id {order}"
+    ));
+    sql.query::<Pg>()
 }
 
 /// A row of [`PgStore::feed_page`]: a message and its sender.
