@@ -43,6 +43,10 @@ const FOLLOW_UPS: [Duration; 6] = [
     Duration::from_millis(500),
 ];
 
+/// With no stream open, how often the hub's cursor moves to "now" (its
+/// wakeups meanwhile read nothing).
+const IDLE_CATCH_UP: Duration = Duration::from_millis(100);
+
 /// How the hub and its streams behave.
 #[derive(Debug, Clone, Copy)]
 pub struct HubOptions {
@@ -279,6 +283,8 @@ async fn read_loop(inner: Arc<Inner>) {
     // Follow-up reads still due after the last wakeup: (when, index).
     let mut woken_at: Option<Instant> = None;
     let mut step = 0usize;
+    // When the cursor last moved without a read (no stream open).
+    let mut moved_idle: Option<Instant> = None;
     loop {
         let wait = match woken_at {
             Some(at) if step < FOLLOW_UPS.len() => {
@@ -301,12 +307,40 @@ async fn read_loop(inner: Arc<Inner>) {
                 }
             }
         }
-        drain(&inner, &mut cursor).await;
+        drain(&inner, &mut cursor, &mut moved_idle).await;
     }
 }
 
 /// Reads and fans out everything after `cursor` until caught up.
-async fn drain(inner: &Inner, cursor: &mut i64) {
+///
+/// With no stream open it reads nothing: at most every
+/// [`IDLE_CATCH_UP`] it moves `cursor` to "now" (one statement that reads
+/// no table), as the hub's start does, instead of reading every new event
+/// and its recipients for no one, on every commit of this process. A
+/// stream that opens after the check replays the table from its own start,
+/// which is no earlier; one that opened before it is seen by the check made
+/// after "now" is read, and gets the usual read from the old cursor, as
+/// does one that opens while the cursor waits for its next move (the
+/// events it already replayed are not sent twice: a stream takes only
+/// events above the last it sent).
+async fn drain(inner: &Inner, cursor: &mut i64, moved_idle: &mut Option<Instant>) {
+    if inner.lock().subs.is_empty() {
+        if moved_idle.is_some_and(|at| at.elapsed() < IDLE_CATCH_UP) {
+            return;
+        }
+        match inner.service.events_start(None).await {
+            Ok(now) if inner.lock().subs.is_empty() => {
+                *cursor = (*cursor).max(now);
+                *moved_idle = Some(Instant::now());
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "the event hub cannot read its position");
+                return;
+            }
+        }
+    }
     loop {
         match inner.service.recent_events(*cursor, BATCH).await {
             Ok(batch) => {
