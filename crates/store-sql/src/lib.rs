@@ -68,7 +68,7 @@ mod wakeups;
 #[cfg(feature = "postgres")]
 mod listen;
 #[cfg(feature = "postgres")]
-mod pg_reads;
+mod pg_async;
 #[cfg(feature = "postgres")]
 mod postgres;
 #[cfg(feature = "sqlite")]

@@ -1,23 +1,26 @@
-//! PostgreSQL's hot reads (a message, a page of messages), awaited on the
-//! HTTP worker that asked for them instead of handed to a blocking thread.
+//! PostgreSQL's hot calls (getting a message, a page of messages, the usual
+//! send), awaited on the HTTP worker that makes them instead of handed to a
+//! blocking thread.
 //!
 //! Every other call goes through the door (`door`): a blocking thread of
-//! tokio's pool takes a pooled diesel connection, runs the statement and
-//! hands the result back. For a read of one statement that is two hand-offs
-//! between threads around one round trip to PostgreSQL, and on a machine
-//! whose cores PostgreSQL shares, the hand-offs cost as much CPU as the
-//! HTTP work of the request (`docs/performance.md`). Here the same diesel
-//! statement, built by the same query function, is sent over an
+//! tokio's pool takes a pooled diesel connection, runs the statements and
+//! hands the result back. For a call of one statement that is two
+//! hand-offs between threads around one round trip to PostgreSQL, and on a
+//! machine whose cores PostgreSQL shares, the hand-offs cost as much CPU as
+//! the HTTP work of the request (`docs/performance.md`). Here the same
+//! diesel statement, built by the same query function, is sent over an
 //! asynchronous connection (diesel-async over tokio-postgres) and awaited
 //! where the request runs: the worker sends it, serves other requests
-//! meanwhile, and reads the answer when the socket has it.
+//! meanwhile, and reads the answer when the socket has it. A send's
+//! `BEGIN` goes in the same round trip as its statement (pipelined), its
+//! `COMMIT` once the answer is in (`PgStore::write_append_message`).
 //!
 //! # Connections per thread
 //!
 //! An asynchronous connection's socket is polled by a task on the runtime
 //! that opened it. So that a worker never waits on another thread's task,
 //! each thread keeps its own connections ([`Slot`]): at most
-//! [`Reads::per_thread`] in use at once (callers beyond wait their turn,
+//! [`AsyncConns::per_thread`] in use at once (callers beyond wait their turn,
 //! first come first served), opened on first need and kept idle between
 //! uses. actix's workers each run their own single-threaded runtime, so a
 //! request's task stays on its worker and meets only that worker's
@@ -25,10 +28,11 @@
 //!
 //! # Bounded waits, lost connections
 //!
-//! A read has the deadline of every store call and shares its request's
+//! A call has the deadline of every store call and shares its request's
 //! budget (`door::within_db_budget`): past it the caller is answered
-//! `Unavailable` and the read is dropped with its connection, which is
-//! closed (a read leaves nothing to roll back). A statement that finds its
+//! `Unavailable` and the call is dropped with its connection, which is
+//! closed: a read leaves nothing behind, and a send's transaction, whose
+//! `COMMIT` was not sent yet, rolls back. A statement that finds its
 //! connection gone (a PostgreSQL restart ends them all) fails its request
 //! (503), and so does one on the diesel pool's connections: either closes
 //! every idle connection here, of every thread, and marks the diesel pool
@@ -53,9 +57,9 @@ use crate::error::Error;
 use crate::SqlBackend;
 
 /// The asynchronous connections of one store, per thread.
-pub(crate) struct Reads {
+pub(crate) struct AsyncConns {
     /// Where to connect; `None` when tokio-postgres does not read the
-    /// store's URL (a libpq-only option): then every read takes the door.
+    /// store's URL (a libpq-only option): then every call takes the door.
     config: Option<Config>,
     slots: ThreadLocal<Slot>,
     per_thread: usize,
@@ -71,9 +75,9 @@ struct Slot {
     idle: Mutex<Vec<AsyncPgConnection>>,
 }
 
-impl std::fmt::Debug for Reads {
+impl std::fmt::Debug for AsyncConns {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reads")
+        f.debug_struct("AsyncConns")
             .field("enabled", &self.config.is_some())
             .field("per_thread", &self.per_thread)
             .finish_non_exhaustive()
@@ -83,7 +87,7 @@ impl std::fmt::Debug for Reads {
 /// How long opening a connection may take (as the LISTEN connection's).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-impl Reads {
+impl AsyncConns {
     /// Connections to `database_url`, at most `per_thread` in use per
     /// thread, counting their statements into `statements`.
     pub(crate) fn new(
@@ -113,7 +117,7 @@ impl Reads {
             Err(error) => {
                 tracing::warn!(
                     %error,
-                    "PostgreSQL reads take a blocking thread: tokio-postgres does not read the URL"
+                    "every PostgreSQL call takes a blocking thread: tokio-postgres does not read the URL"
                 );
                 None
             }
@@ -127,18 +131,20 @@ impl Reads {
         }
     }
 
-    /// Whether reads run here (else through the door).
+    /// Whether calls run here (else through the door).
     pub(crate) fn enabled(&self) -> bool {
         self.config.is_some()
     }
 
-    /// Runs `read` on one of this thread's connections, within the call's
-    /// deadline. `read` hands the connection back with its outcome.
+    /// Runs `read` (a read or a send) on one of this thread's connections, within the call's
+    /// deadline. `read` hands the connection back with its outcome, or
+    /// `None` to have it closed (its state unknown: a transaction that
+    /// neither committed nor rolled back).
     pub(crate) async fn run<S, T, F, Fut>(&self, store: &S, read: F) -> Result<T, StoreError>
     where
         S: SqlBackend,
         F: FnOnce(AsyncPgConnection) -> Fut,
-        Fut: Future<Output = (AsyncPgConnection, Result<T, Error>)>,
+        Fut: Future<Output = (Option<AsyncPgConnection>, Result<T, Error>)>,
     {
         let deadline = budgeted(store.deadline());
         if deadline.is_zero() {
@@ -160,7 +166,7 @@ impl Reads {
     where
         S: SqlBackend,
         F: FnOnce(AsyncPgConnection) -> Fut,
-        Fut: Future<Output = (AsyncPgConnection, Result<T, Error>)>,
+        Fut: Future<Output = (Option<AsyncPgConnection>, Result<T, Error>)>,
     {
         let slot = self.slots.get_or(|| Slot {
             turns: Semaphore::new(self.per_thread),
@@ -177,18 +183,18 @@ impl Reads {
             None => self.connect().await?,
         };
         let (conn, result) = read(conn).await;
-        match &result {
-            Err(e) if e.is_connection_lost::<S>() => {
-                drop(conn);
+        match (&result, conn) {
+            (Err(e), _) if e.is_connection_lost::<S>() => {
                 // Marks the diesel pool suspect and closes the idle
                 // connections here (`PgStore::connection_lost`).
                 store.connection_lost();
             }
-            _ => slot
+            (_, Some(conn)) => slot
                 .idle
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .push(conn),
+            (_, None) => {}
         }
         result.map_err(Error::into_store::<S>)
     }
@@ -196,7 +202,7 @@ impl Reads {
     /// A new connection, set up as the diesel pool's are.
     async fn connect(&self) -> Result<AsyncPgConnection, StoreError> {
         let Some(config) = &self.config else {
-            return Err(StoreError::Other("asynchronous reads are off".into()));
+            return Err(StoreError::Other("asynchronous connections are off".into()));
         };
         let unavailable = |e: Box<dyn std::error::Error + Send + Sync>| {
             tracing::warn!(error = %e, "PostgreSQL connection error");

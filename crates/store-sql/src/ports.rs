@@ -200,10 +200,7 @@ macro_rules! impl_ports {
                 outbox: Outbox,
                 completion: Option<Completion<Message>>,
             ) -> Result<Message, StoreError> {
-                write(self, move |c| {
-                    q::append_message(c, message, &outbox, completion)
-                })
-                .await
+                self.write_append_message(message, outbox, completion).await
             }
 
             async fn message_for(

@@ -95,9 +95,9 @@ pub struct PgStore {
     gate: crate::door::Gate,
     /// How long a port call may take (see [`PgStore::with_deadline`]).
     deadline: Duration,
-    /// The hot reads' own connections, awaited on the HTTP workers
-    /// (`pg_reads`).
-    reads: Arc<crate::pg_reads::Reads>,
+    /// The hot calls' own connections, awaited on the HTTP workers
+    /// (`pg_async`).
+    conns: Arc<crate::pg_async::AsyncConns>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -156,9 +156,9 @@ impl PgStore {
             .connection_customizer(Box::new(Setup(statements.clone())))
             .build(manager)
             .context("cannot connect to PostgreSQL")?;
-        let reads = crate::pg_reads::Reads::new(
+        let conns = crate::pg_async::AsyncConns::new(
             database_url,
-            reads_per_thread(pool_size),
+            async_per_thread(pool_size),
             statements.clone(),
             SESSION_SETTINGS,
         );
@@ -168,7 +168,7 @@ impl PgStore {
             statements,
             gate: crate::door::Gate::new(pool_size),
             deadline: crate::door::DEFAULT_DEADLINE,
-            reads: Arc::new(reads),
+            conns: Arc::new(conns),
         })
     }
 
@@ -230,28 +230,28 @@ impl PgStore {
     }
 }
 
-/// How many of the hot reads' connections each thread may use at once
-/// (`pg_reads`): the pool's size shared among the HTTP workers (actix runs
-/// one per CPU), at least one. So the hot reads open about as many
+/// How many of the hot calls' connections each thread may use at once
+/// (`pg_async`): the pool's size shared among the HTTP workers (actix runs
+/// one per CPU), at least one. So the hot calls open about as many
 /// connections as the diesel pool, and the store at most about twice its
 /// size (`docs/deployment.md`).
-fn reads_per_thread(pool_size: u32) -> usize {
+fn async_per_thread(pool_size: u32) -> usize {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     (pool_size as usize).div_ceil(cpus).max(1)
 }
 
 impl PgStore {
     /// A message for its viewer (port `message_for`), on an asynchronous
-    /// connection (`pg_reads`).
+    /// connection (`pg_async`).
     pub(crate) async fn read_message_for(
         &self,
         viewer: confab_domain::ContactId,
         id: confab_domain::MessageId,
     ) -> Result<Option<confab_domain::Message>, confab_ports::StoreError> {
-        if !self.reads.enabled() {
+        if !self.conns.enabled() {
             return crate::door::query(self, move |c| queries::message_for(c, viewer, id)).await;
         }
-        self.reads
+        self.conns
             .run(self, |mut conn| async move {
                 let query = queries::message_for_query(viewer, id);
                 let row = diesel_async::RunQueryDsl::first::<WholeRow>(query, &mut conn)
@@ -263,13 +263,75 @@ impl PgStore {
                     })
                     .transpose()
                 });
-                (conn, result)
+                (Some(conn), result)
+            })
+            .await
+    }
+
+    /// A send (port `append_message`). The usual one, a message with its
+    /// lone `message.created` event, is one statement
+    /// (`append_statement`); it runs on an asynchronous connection
+    /// (`pg_async`) with `BEGIN` sent in the same round trip (pipelined),
+    /// then `COMMIT` once its answer is in, still awaited: a caller gone
+    /// by then (its deadline passed, its request dropped) drops the
+    /// connection before `COMMIT` is sent, which rolls the transaction
+    /// back, as the door's writes do. Anything else (other events, no
+    /// events) is the door's write.
+    pub(crate) async fn write_append_message(
+        &self,
+        message: confab_ports::NewMessage,
+        outbox: confab_ports::Outbox,
+        completion: Option<confab_ports::Completion<confab_domain::Message>>,
+    ) -> Result<confab_domain::Message, confab_ports::StoreError> {
+        use diesel_async::SimpleAsyncConnection as _;
+        let event =
+            queries::lone_message_created(&outbox, &message).filter(|_| self.conns.enabled());
+        let Some(event) = event else {
+            return crate::door::write(self, move |c| {
+                queries::append_message(c, message, &outbox, completion)
+            })
+            .await;
+        };
+        confab_domain::check_attachment_count(message.attachments.len())
+            .map_err(|e| Error::from(e).into_store::<Self>())?;
+        let (query, written, with_completion) =
+            queries::append_statement(message, (event, &*outbox.render), completion);
+        self.conns
+            .run(self, |mut conn| async move {
+                // `BEGIN` cannot fail on a connection outside a transaction
+                // (every idle one is) but with the connection itself, and
+                // then the statement cannot run either.
+                let (begun, sent) = {
+                    let (mut first, mut second) = (&conn, &conn);
+                    futures_util::future::join(
+                        first.batch_execute("BEGIN"),
+                        diesel_async::RunQueryDsl::get_result::<queries::Sent>(query, &mut second),
+                    )
+                    .await
+                };
+                let outcome = begun
+                    .and(sent)
+                    .map_err(Error::from)
+                    .and_then(|sent| queries::append_outcome(sent, with_completion));
+                let end = if outcome.is_ok() {
+                    "COMMIT"
+                } else {
+                    "ROLLBACK"
+                };
+                match (outcome, conn.batch_execute(end).await) {
+                    (Ok(()), Ok(())) => (Some(conn), Ok(written)),
+                    (Err(e), Ok(())) => (Some(conn), Err(e)),
+                    // Neither committed nor rolled back for sure: the
+                    // connection is closed, which rolls back what is open.
+                    (Ok(()), Err(e)) => (None, Err(Error::from(e))),
+                    (Err(e), Err(_)) => (None, Err(e)),
+                }
             })
             .await
     }
 
     /// A page of messages (port `list_messages`), a conversation's or the
-    /// feed's, on an asynchronous connection (`pg_reads`).
+    /// feed's, on an asynchronous connection (`pg_async`).
     pub(crate) async fn read_list_messages(
         &self,
         viewer: confab_domain::ContactId,
@@ -277,7 +339,7 @@ impl PgStore {
         page: confab_domain::Page<confab_domain::MessageId>,
     ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
         use crate::rows::DbKey as _;
-        if !self.reads.enabled() {
+        if !self.conns.enabled() {
             return crate::door::query(self, move |conn| {
                 queries::list_messages(conn, viewer, conversation, page)
             })
@@ -291,7 +353,7 @@ impl PgStore {
         let backwards = matches!(cursor, Some((true, _)));
         let (v, only) = (viewer.db(), conversation.map(|c| c.db()));
         let rows = self
-            .reads
+            .conns
             .run(self, |mut conn| async move {
                 let rows = match only {
                     Some(c) => {
@@ -305,7 +367,7 @@ impl PgStore {
                             .map(|rows| rows.into_iter().map(FeedRow::split).collect())
                     }
                 };
-                (conn, rows.map_err(Error::from))
+                (Some(conn), rows.map_err(Error::from))
             })
             .await?;
         if rows.is_empty() {
@@ -313,14 +375,14 @@ impl PgStore {
             // the list, or nothing there.
             let cursor = cursor.map(|(_, id)| id);
             if let Some(query) = queries::empty_page_query(v, only, cursor) {
-                self.reads
+                self.conns
                     .run(self, |mut conn| async move {
                         let answer =
                             diesel_async::RunQueryDsl::get_result::<(bool, bool)>(query, &mut conn)
                                 .await
                                 .map_err(Error::from)
                                 .and_then(|answer| queries::explain_empty_page(only, answer));
-                        (conn, answer)
+                        (Some(conn), answer)
                     })
                     .await?;
             }
@@ -451,8 +513,8 @@ impl SqlBackend for PgStore {
     fn connection_lost(&self) {
         let until = unix_millis().saturating_add(SUSPECT_FOR.as_millis() as u64);
         self.suspect_until.fetch_max(until, Ordering::Relaxed);
-        // The hot reads' connections were most likely lost with it.
-        self.reads.drop_idle();
+        // The hot calls' connections were most likely lost with it.
+        self.conns.drop_idle();
     }
 
     /// A read-committed transaction; the queries take the row locks they need.

@@ -81,6 +81,19 @@ impl SqliteStore {
         crate::door::query(self, move |c| queries::message_for(c, viewer, id)).await
     }
 
+    /// A send (port `append_message`).
+    pub(crate) async fn write_append_message(
+        &self,
+        message: confab_ports::NewMessage,
+        outbox: confab_ports::Outbox,
+        completion: Option<confab_ports::Completion<confab_domain::Message>>,
+    ) -> Result<confab_domain::Message, confab_ports::StoreError> {
+        crate::door::write(self, move |c| {
+            queries::append_message(c, message, &outbox, completion)
+        })
+        .await
+    }
+
     /// A page of messages (port `list_messages`).
     pub(crate) async fn read_list_messages(
         &self,

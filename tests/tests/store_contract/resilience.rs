@@ -217,6 +217,121 @@ async fn sqlite_writers_of_two_stores_on_one_file_all_succeed() {
     drop(db);
 }
 
+/// Each of `sends` (its outcome, and when it came) was answered
+/// `Unavailable` well before the lock that held it went.
+async fn answered_unavailable_in_time(
+    sends: Vec<tokio::task::JoinHandle<(Result<(), StoreError>, Duration)>>,
+) {
+    for t in sends {
+        let (r, took) = t.await.expect("join");
+        assert_err!(r, StoreError::Unavailable(_));
+        assert!(
+            took < Duration::from_millis(1200),
+            "answered after {took:?}"
+        );
+    }
+}
+
+/// Another session takes conversation `c`'s row lock and holds it for
+/// `hold`; returns once it is taken.
+fn lock_conversation(
+    url: &str,
+    c: &confab_domain::Conversation,
+    hold: Duration,
+) -> std::thread::JoinHandle<()> {
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let conv_id = c.id.as_uuid().to_string();
+    let url = url.to_owned();
+    let locker = std::thread::spawn(move || {
+        let mut conn = PgConnection::establish(&url).expect("locker connection");
+        conn.batch_execute(&format!(
+            "BEGIN; SELECT 1 FROM conversations WHERE id = '{conv_id}' FOR UPDATE"
+        ))
+        .expect("lock the conversation");
+        locked_tx.send(()).expect("locked");
+        std::thread::sleep(hold);
+        conn.batch_execute("COMMIT").expect("release the lock");
+    });
+    locked_rx.recv().expect("locked");
+    locker
+}
+
+/// The usual send (a message with its `message.created` event: on
+/// PostgreSQL one statement on an asynchronous connection, `BEGIN`
+/// pipelined with it) that waits on a row lock past its deadline is
+/// answered `Unavailable` in time, and its transaction never commits, also
+/// once the lock goes: neither its message nor its event is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_send_past_its_deadline_never_commits() {
+    let (db, plain) = open(Backend::Postgres).await;
+    let url = db.url.clone();
+    let pg = tokio::task::spawn_blocking(move || {
+        PgStore::connect(&url)
+            .expect("connect")
+            .with_deadline(Duration::from_millis(700))
+    })
+    .await
+    .expect("join");
+    let s: S = Arc::new(pg);
+    let alice = contact(&plain, "alice").await;
+    let bob = contact(&plain, "bob").await;
+    let c = direct(&plain, &alice, &bob, at(1)).await;
+    let with_event = |m: &confab_ports::NewMessage| {
+        let change = confab_domain::Change::new(m.sender.id, m.created_at);
+        let id = || confab_domain::EventId::from_uuid(uuid::Uuid::now_v7());
+        let events = confab_domain::message_sent(change, id, m.id, m.conversation_id);
+        confab_ports::Outbox::new(events, Arc::new(confab_server::payloads::WirePayloads))
+    };
+
+    // Held past the sends' deadline (0.7 s) but not past the server's
+    // statement timeout (1.5 s): once it goes, a send that was not rolled
+    // back would complete and commit.
+    let locker = lock_conversation(&db.url, &c, Duration::from_millis(1000));
+    let started = Instant::now();
+    let sends: Vec<_> = (0..4)
+        .map(|i| {
+            let (s, m) = (s.clone(), new_message(&c, &alice, "x", at_us(2, i)));
+            let outbox = with_event(&m);
+            tokio::spawn(async move {
+                let r = s.append_message(m, outbox, None).await;
+                (r.map(|_| ()), started.elapsed())
+            })
+        })
+        .collect();
+    answered_unavailable_in_time(sends).await;
+
+    locker.join().expect("locker");
+    let m = new_message(&c, &bob, "after", at(3));
+    let outbox = with_event(&m);
+    let mut sent = None;
+    for _ in 0..100 {
+        if let Ok(m) = s.append_message(m.clone(), outbox.clone(), None).await {
+            sent = Some(m);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let sent = sent.expect("a send goes through once the lock is gone");
+    let all = plain
+        .list_messages(alice.id, Some(c.id), page(100, None))
+        .await
+        .expect("list");
+    assert_eq!(msg_ids(&all), vec![sent.id], "only the send after the lock");
+    // The sends answered 503 left no event either (the one after the lock
+    // did: the events are readable).
+    let mut after = Vec::new();
+    for _ in 0..100 {
+        after = plain.events_for(alice.id, 0, 1000).await.expect("events");
+        if !after.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(after.len(), 1, "{after:?}");
+    drop((s, plain));
+    drop(db);
+}
+
 /// More calls than the pool has connections wait their turn at the store's
 /// gate, counted as waiting; a call whose deadline passes while it waits
 /// (or while its write is blocked) is answered `Unavailable` in time and
@@ -242,20 +357,7 @@ async fn postgres_calls_beyond_the_pool_wait_their_turn_within_their_deadline() 
 
     // Another session holds the conversation's row for 1.5 s: every send
     // blocks on it inside PostgreSQL, holding its pooled connection.
-    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
-    let conv_id = c.id.as_uuid().to_string();
-    let locker_url = db.url.clone();
-    let locker = std::thread::spawn(move || {
-        let mut conn = PgConnection::establish(&locker_url).expect("locker connection");
-        conn.batch_execute(&format!(
-            "BEGIN; SELECT 1 FROM conversations WHERE id = '{conv_id}' FOR UPDATE"
-        ))
-        .expect("lock the conversation");
-        locked_tx.send(()).expect("locked");
-        std::thread::sleep(Duration::from_millis(1500));
-        conn.batch_execute("COMMIT").expect("release the lock");
-    });
-    locked_rx.recv().expect("locked");
+    let locker = lock_conversation(&db.url, &c, Duration::from_millis(1500));
 
     let started = Instant::now();
     let sends: Vec<_> = (0..POOL + QUEUED)
@@ -284,14 +386,7 @@ async fn postgres_calls_beyond_the_pool_wait_their_turn_within_their_deadline() 
     }
     assert_eq!(waiting as usize, QUEUED, "{:?}", pg.pool_state());
     assert!(pg.pool_state().connections as usize <= POOL);
-    for t in sends {
-        let (r, took) = t.await.expect("join");
-        assert_err!(r, StoreError::Unavailable(_));
-        assert!(
-            took < Duration::from_millis(1200),
-            "answered after {took:?}"
-        );
-    }
+    answered_unavailable_in_time(sends).await;
     assert_eq!(pg.pool_state().waiting, 0);
 
     // The blocked writes run once the lock goes, and roll back: their

@@ -145,7 +145,7 @@ macro_rules! expand {
         /// The outbox's one event when it is what a send normally makes: a
         /// lone `message.created` of this message for its conversation's
         /// members.
-        fn lone_message_created<'o>(
+        pub(crate) fn lone_message_created<'o>(
             outbox: &'o Outbox,
             message: &NewMessage,
         ) -> Option<&'o confab_domain::Event> {
@@ -192,7 +192,7 @@ macro_rules! expand {
 
         /// What a send's single statement reports.
         #[derive(QueryableByName)]
-        struct Sent {
+        pub(crate) struct Sent {
             #[diesel(sql_type = BigInt)]
             sent: i64,
             #[diesel(sql_type = BigInt)]
@@ -207,9 +207,22 @@ macro_rules! expand {
         fn append_in_one_statement(
             conn: &mut Conn,
             message: NewMessage,
-            (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
+            event: (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
             completion: Option<Completion<Message>>,
         ) -> Result<Message> {
+            let (query, written, with_completion) = append_statement(message, event, completion);
+            append_outcome(query.get_result(conn)?, with_completion)?;
+            Ok(written)
+        }
+
+        /// [`append_in_one_statement`]'s statement, for a loader of rows of
+        /// its own, with the message as written and whether the statement
+        /// completes an idempotency key.
+        pub(crate) fn append_statement(
+            message: NewMessage,
+            (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
+            completion: Option<Completion<Message>>,
+        ) -> (crate::raw::RawQuery<Db>, Message, bool) {
             use crate::raw::{Bind, Sql};
 
             let c = message.conversation_id.db();
@@ -311,7 +324,13 @@ macro_rules! expand {
             } else {
                 sql.push(" SELECT (SELECT COUNT(*) FROM msg) AS sent, CAST(0 AS BIGINT) AS completed");
             }
-            let outcome: Sent = sql.query::<Db>().get_result(conn)?;
+            (sql.query::<Db>(), written, with_completion)
+        }
+
+        /// What [`append_statement`]'s answer means: nothing written
+        /// (`NotFound`: not a member, or no such conversation) or the key
+        /// lost to another holder (`ClaimLost`) roll the transaction back.
+        pub(crate) fn append_outcome(outcome: Sent, with_completion: bool) -> Result<()> {
             if outcome.sent == 0 {
                 return Err(not_found());
             }
@@ -319,7 +338,7 @@ macro_rules! expand {
                 // The transaction rolls back: the key's new holder writes.
                 return Err(Error::Store(StoreError::ClaimLost));
             }
-            Ok(written)
+            Ok(())
         }
 
         /// Inserts a message into conversation `c` as `INSERT ... SELECT`
