@@ -2,7 +2,9 @@
 //! runs one query function through [`query`] or [`write`], on
 //! tokio's blocking pool, in the caller's tracing span. The closure checks out
 //! its pooled connection itself, so a connection never lives across an
-//! `.await`.
+//! `.await`. (PostgreSQL's hot calls, getting a message, a page and the
+//! usual send, run the same statements on connections of the HTTP workers
+//! instead, with the same deadline and budget: `pg_async`.)
 //!
 //! # Bounded waits
 //!
