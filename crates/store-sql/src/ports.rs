@@ -1,11 +1,24 @@
 //! The `confab-ports` implementations of both SQL stores, written once: each
 //! method runs one query function through the door ([`crate::door`]) in the
-//! right kind of transaction.
+//! right kind of transaction, but PostgreSQL's hot calls (`pg_async`).
 
 /// Implements every storage port for `$store` (a [`crate::SqlBackend`]),
 /// expanded in the backend's module beside its `queries` instantiation.
+///
+/// A send, getting a message and a page of messages run through the door
+/// (the generated `door_append_message`, `door_message_for`,
+/// `door_list_messages`) unless the backend names methods of its own for
+/// them (PostgreSQL's hot calls, `pg_async`), which may fall back on those.
 macro_rules! impl_ports {
     ($store:ty) => {
+        $crate::ports::impl_ports!(
+            $store,
+            door_append_message,
+            door_message_for,
+            door_list_messages
+        );
+    };
+    ($store:ty, $append_message:ident, $message_for:ident, $list_messages:ident) => {
         use async_trait::async_trait;
         use confab_domain::{
             Contact, ContactId, ContactProfilePatch, Conversation, ConversationId,
@@ -23,6 +36,49 @@ macro_rules! impl_ports {
         use crate::door::{query, write};
 
         type Store = $store;
+
+        impl Store {
+            /// A send (port `append_message`) through the door.
+            pub(crate) async fn door_append_message(
+                &self,
+                message: NewMessage,
+                outbox: Outbox,
+                completion: Option<Completion<Message>>,
+            ) -> Result<Message, StoreError> {
+                write(self, move |c| {
+                    q::append_message(c, message, &outbox, completion)
+                })
+                .await
+            }
+
+            /// A message for its viewer (port `message_for`) through the
+            /// door: one statement (the message with its sender and
+            /// relations; on SQLite a second for the relations), no
+            /// transaction needed, both read committed rows only.
+            pub(crate) async fn door_message_for(
+                &self,
+                viewer: ContactId,
+                id: MessageId,
+            ) -> Result<Option<Message>, StoreError> {
+                query(self, move |c| q::message_for(c, viewer, id)).await
+            }
+
+            /// A page of messages (port `list_messages`) through the door.
+            /// A page of one conversation is one statement; the feed's
+            /// relations take a second, which only completes the first (a
+            /// snapshot around them would cost two more).
+            pub(crate) async fn door_list_messages(
+                &self,
+                viewer: ContactId,
+                conversation: Option<ConversationId>,
+                page: Page<MessageId>,
+            ) -> Result<Paged<Message>, StoreError> {
+                query(self, move |c| {
+                    q::list_messages(c, viewer, conversation, page)
+                })
+                .await
+            }
+        }
 
         #[async_trait]
         impl IdempotencyStore for Store {
@@ -200,7 +256,7 @@ macro_rules! impl_ports {
                 outbox: Outbox,
                 completion: Option<Completion<Message>>,
             ) -> Result<Message, StoreError> {
-                self.write_append_message(message, outbox, completion).await
+                self.$append_message(message, outbox, completion).await
             }
 
             async fn message_for(
@@ -208,10 +264,7 @@ macro_rules! impl_ports {
                 viewer: ContactId,
                 id: MessageId,
             ) -> Result<Option<Message>, StoreError> {
-                // One statement (the message with its sender and
-                // relations; on SQLite a second for the relations): no
-                // transaction needed, both read committed rows only.
-                self.read_message_for(viewer, id).await
+                self.$message_for(viewer, id).await
             }
 
             async fn list_messages(
@@ -220,10 +273,7 @@ macro_rules! impl_ports {
                 conversation: Option<ConversationId>,
                 page: Page<MessageId>,
             ) -> Result<Paged<Message>, StoreError> {
-                // A page of one conversation is one statement; the feed's
-                // relations take a second, which only completes the first
-                // (a snapshot around them would cost two more).
-                self.read_list_messages(viewer, conversation, page).await
+                self.$list_messages(viewer, conversation, page).await
             }
 
             async fn update_message(

@@ -29,7 +29,12 @@ mod queries {
     crate::queries::instantiate!(super::PgStore);
 }
 mod ports {
-    crate::ports::impl_ports!(super::PgStore);
+    crate::ports::impl_ports!(
+        super::PgStore,
+        write_append_message,
+        read_message_for,
+        read_list_messages
+    );
 }
 mod ports_webhooks {
     crate::ports_webhooks::impl_webhook_ports!(super::PgStore);
@@ -249,7 +254,7 @@ impl PgStore {
         id: confab_domain::MessageId,
     ) -> Result<Option<confab_domain::Message>, confab_ports::StoreError> {
         if !self.conns.enabled() {
-            return crate::door::query(self, move |c| queries::message_for(c, viewer, id)).await;
+            return self.door_message_for(viewer, id).await;
         }
         self.conns
             .run(self, |mut conn| async move {
@@ -257,13 +262,10 @@ impl PgStore {
                 let row = diesel_async::RunQueryDsl::first::<WholeRow>(query, &mut conn)
                     .await
                     .optional();
-                let result = row.map_err(Error::from).and_then(|row| {
-                    row.map(|(r, sender, relations)| {
-                        crate::rows::message_with(r, sender, relations)
-                    })
-                    .transpose()
-                });
-                (Some(conn), result)
+                (
+                    Some(conn),
+                    row.map_err(Error::from).and_then(queries::message_of),
+                )
             })
             .await
     }
@@ -287,10 +289,7 @@ impl PgStore {
         let event =
             queries::lone_message_created(&outbox, &message).filter(|_| self.conns.enabled());
         let Some(event) = event else {
-            return crate::door::write(self, move |c| {
-                queries::append_message(c, message, &outbox, completion)
-            })
-            .await;
+            return self.door_append_message(message, outbox, completion).await;
         };
         confab_domain::check_attachment_count(message.attachments.len())
             .map_err(|e| Error::from(e).into_store::<Self>())?;
@@ -340,16 +339,9 @@ impl PgStore {
     ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
         use crate::rows::DbKey as _;
         if !self.conns.enabled() {
-            return crate::door::query(self, move |conn| {
-                queries::list_messages(conn, viewer, conversation, page)
-            })
-            .await;
+            return self.door_list_messages(viewer, conversation, page).await;
         }
-        let (limit, fetch) = crate::queries::paging::fetch_size(&page);
-        let cursor = page.cursor.map(|cursor| match cursor {
-            confab_domain::Cursor::After(id) => (false, id.db()),
-            confab_domain::Cursor::Before(id) => (true, id.db()),
-        });
+        let (limit, fetch, cursor) = queries::page_seek(&page);
         let backwards = matches!(cursor, Some((true, _)));
         let (v, only) = (viewer.db(), conversation.map(|c| c.db()));
         let rows = self

@@ -71,43 +71,6 @@ pub struct SqliteStore {
     deadline: Duration,
 }
 
-impl SqliteStore {
-    /// A message for its viewer (port `message_for`).
-    pub(crate) async fn read_message_for(
-        &self,
-        viewer: confab_domain::ContactId,
-        id: confab_domain::MessageId,
-    ) -> Result<Option<confab_domain::Message>, confab_ports::StoreError> {
-        crate::door::query(self, move |c| queries::message_for(c, viewer, id)).await
-    }
-
-    /// A send (port `append_message`).
-    pub(crate) async fn write_append_message(
-        &self,
-        message: confab_ports::NewMessage,
-        outbox: confab_ports::Outbox,
-        completion: Option<confab_ports::Completion<confab_domain::Message>>,
-    ) -> Result<confab_domain::Message, confab_ports::StoreError> {
-        crate::door::write(self, move |c| {
-            queries::append_message(c, message, &outbox, completion)
-        })
-        .await
-    }
-
-    /// A page of messages (port `list_messages`).
-    pub(crate) async fn read_list_messages(
-        &self,
-        viewer: confab_domain::ContactId,
-        conversation: Option<confab_domain::ConversationId>,
-        page: confab_domain::Page<confab_domain::MessageId>,
-    ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
-        crate::door::query(self, move |c| {
-            queries::list_messages(c, viewer, conversation, page)
-        })
-        .await
-    }
-}
-
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SqliteStore")

@@ -93,6 +93,11 @@ macro_rules! expand {
                 .select(with_relations())
                 .first(conn)
                 .optional()?;
+            message_of(row)
+        }
+
+        /// The message of a whole row, if any.
+        pub(crate) fn message_of(row: Option<Whole>) -> Result<Option<Message>> {
             row.map(|(r, sender, relations)| message_with(r, sender, relations))
                 .transpose()
         }
@@ -450,9 +455,7 @@ macro_rules! expand {
             viewer: ContactId,
             id: MessageId,
         ) -> Result<Option<Message>> {
-            let row: Option<Whole> = message_for_query(viewer, id).first(conn).optional()?;
-            row.map(|(r, sender, relations)| message_with(r, sender, relations))
-                .transpose()
+            message_of(message_for_query(viewer, id).first(conn).optional()?)
         }
 
         /// [`message_for`]'s statement, for a loader of rows of its own.
@@ -501,11 +504,7 @@ macro_rules! expand {
         ) -> Result<Paged<Message>> {
             let v = viewer.db();
             let only = conversation.map(|c| c.db());
-            let (limit, fetch) = fetch_size(&page);
-            let cursor = page.cursor.map(|c| match c {
-                Cursor::After(id) => (false, id.db()),
-                Cursor::Before(id) => (true, id.db()),
-            });
+            let (limit, fetch, cursor) = page_seek(&page);
             let backwards = matches!(cursor, Some((true, _)));
             if let Some(c) = only {
                 let rows = conversation_page(conn, v, c, cursor, fetch)?;
@@ -516,6 +515,17 @@ macro_rules! expand {
                 None => feed_page(conn, v, cursor, fetch)?,
             };
             finish_list(conn, v, only, cursor, rows, limit, backwards)
+        }
+
+        /// A page's size, the rows to fetch (one more, to learn `has_more`)
+        /// and its cursor as `(before, message id)`.
+        pub(crate) fn page_seek(page: &Page<MessageId>) -> (usize, i64, Option<(bool, DbId)>) {
+            let (limit, fetch) = fetch_size(page);
+            let cursor = page.cursor.map(|c| match c {
+                Cursor::After(id) => (false, id.db()),
+                Cursor::Before(id) => (true, id.db()),
+            });
+            (limit, fetch, cursor)
         }
 
         /// A page of one conversation, in the order of travel: one range of
