@@ -74,6 +74,17 @@ impl Raw {
         }
         .expect("sql");
     }
+
+    /// The one number `sql` (a `SELECT` of one bigint) answers.
+    fn number(&mut self, sql: &str) -> i64 {
+        use diesel::RunQueryDsl as _;
+        let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(sql));
+        match self {
+            Raw::Pg(c) => query.get_result(c),
+            Raw::Lite(c) => query.get_result(c),
+        }
+        .expect("number")
+    }
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -247,6 +258,14 @@ async fn reads_in_commit_order_with_each_recipients_payload(backend: Backend) {
         s.event_position(EventId::from_uuid(e1)).await.expect("pos"),
         None
     );
+    // The pruned events' recipient rows went with them: only e3's is left.
+    let url = db.url.clone();
+    let left = blocking(move || {
+        let mut raw = Raw::connect(backend, &url);
+        raw.number("(SELECT COUNT(*) FROM event_recipients)")
+    })
+    .await;
+    assert_eq!(left, 1);
     drop(db);
 }
 

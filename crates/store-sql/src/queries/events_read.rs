@@ -168,18 +168,33 @@ macro_rules! expand {
 
         pub(crate) fn prune_events(conn: &mut Conn, before: Timestamp, batch: u32) -> Result<u64> {
             // A bounded batch per transaction: pruning never holds locks
-            // long enough to stall writers.
-            let doomed = events::table
-                .filter(events::created_at.lt(before.micros()))
-                .order(events::created_at.asc())
+            // long enough to stall writers. The oldest events are the first
+            // by position (commit order; creation time follows it within a
+            // statement's duration): of the first `batch`, those created
+            // before `before`. No index on `created_at` is kept for this:
+            // it cost every write with events an index entry.
+            let oldest = events::table
+                .order(events::position.asc())
                 .limit(i64::from(batch))
-                .select(events::id)
-                .load::<DbId>(conn)?;
+                .select((events::position, events::created_at))
+                .load::<(i64, i64)>(conn)?;
+            let doomed: Vec<i64> = oldest
+                .into_iter()
+                .filter(|&(_, at)| at < before.micros())
+                .map(|(position, _)| position)
+                .collect();
             if doomed.is_empty() {
                 return Ok(0);
             }
-            let n =
-                diesel::delete(events::table.filter(events::id.eq_any(doomed))).execute(conn)?;
+            // Recipients share their event's position; they go first, by
+            // the position index (no foreign key cascades to them on
+            // PostgreSQL: it cost every recipient row a lookup).
+            diesel::delete(
+                event_recipients::table.filter(event_recipients::position.eq_any(&doomed)),
+            )
+            .execute(conn)?;
+            let n = diesel::delete(events::table.filter(events::position.eq_any(&doomed)))
+                .execute(conn)?;
             Ok(n as u64)
         }
     };
