@@ -25,6 +25,7 @@ use crate::queries::membership::visible_to;
 use crate::rows::MessageRow;
 use crate::schema::{conversations, groups, messages};
 
+mod checkpoint;
 mod group_commit;
 mod queries {
     crate::queries::instantiate!(super::SqliteStore);
@@ -69,6 +70,9 @@ pub struct SqliteStore {
     gate: crate::door::Gate,
     /// How long a port call may take (see [`SqliteStore::with_deadline`]).
     deadline: Duration,
+    /// Keeps the WAL checkpoints running off the writers' path (files
+    /// only; `checkpoint`).
+    _checkpoints: Option<checkpoint::Checkpointer>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -102,6 +106,14 @@ impl SqliteStore {
             conn.batch_execute("PRAGMA journal_mode = WAL;")
                 .context("cannot switch SQLite to WAL")?;
         }
+        let checkpoints = if in_memory {
+            None
+        } else {
+            Some(
+                checkpoint::Checkpointer::start(path, configure)
+                    .context("cannot start SQLite's checkpoints")?,
+            )
+        };
         let statements = Arc::new(AtomicU64::new(0));
         let connections = if in_memory {
             1
@@ -133,6 +145,7 @@ impl SqliteStore {
             statements,
             gate: crate::door::Gate::new(connections),
             deadline: crate::door::DEFAULT_DEADLINE,
+            _checkpoints: checkpoints,
         })
     }
 
@@ -302,11 +315,15 @@ impl IdColumn for Sqlite {
 
 /// Per-connection settings. The busy timeout comes first so that the others
 /// wait for a lock instead of failing.
+/// A commit checkpoints only past [`checkpoint::BACKSTOP_PAGES`]: the
+/// store's own thread does it meanwhile (`checkpoint`).
 fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(&format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
          PRAGMA foreign_keys = ON;
-         PRAGMA synchronous = NORMAL;"
+         PRAGMA synchronous = NORMAL;
+         PRAGMA wal_autocheckpoint = {};",
+        checkpoint::BACKSTOP_PAGES
     ))
 }
 

@@ -344,6 +344,57 @@ async fn sqlite_reads_in_commit_order_with_each_recipients_payload() {
     reads_in_commit_order_with_each_recipients_payload(Backend::Sqlite).await;
 }
 
+/// Pruning takes, of the oldest events by position, those created before
+/// the limit: a young event committed first does not shield an old one
+/// committed after it, and stays with its recipient.
+#[tokio::test]
+async fn pruning_takes_the_old_among_the_first_positions() {
+    for backend in [Backend::Postgres, Backend::Sqlite] {
+        let (db, s): (_, S) = open(backend).await;
+        let url = db.url.clone();
+        let who = Uuid::now_v7();
+        let (young, old) = (Uuid::now_v7(), Uuid::now_v7());
+        let left = blocking(move || {
+            let mut raw = Raw::connect(backend, &url);
+            raw.run(&format!(
+                "BEGIN; {} COMMIT;",
+                insert_event(backend, young, 0, 50, &[(who, None)])
+            ));
+            raw.run(&format!(
+                "BEGIN; {} COMMIT;",
+                insert_event(backend, old, 0, 10, &[(who, None)])
+            ));
+            raw
+        })
+        .await;
+        assert_eq!(
+            s.prune_events(Timestamp::from_micros(15), 100)
+                .await
+                .expect("prune"),
+            1,
+            "{backend:?}"
+        );
+        assert!(s
+            .event_position(EventId::from_uuid(young))
+            .await
+            .expect("pos")
+            .is_some());
+        assert_eq!(
+            s.event_position(EventId::from_uuid(old))
+                .await
+                .expect("pos"),
+            None
+        );
+        let rows = blocking(move || {
+            let mut raw = left;
+            raw.number("(SELECT COUNT(*) FROM event_recipients)")
+        })
+        .await;
+        assert_eq!(rows, 1, "{backend:?}: the young event's recipient is kept");
+        drop(db);
+    }
+}
+
 #[tokio::test]
 async fn live_token_hashes_are_those_neither_revoked_nor_expired() {
     for backend in [Backend::Postgres, Backend::Sqlite] {
