@@ -314,8 +314,7 @@ impl IdColumn for Sqlite {
 }
 
 /// Per-connection settings. The busy timeout comes first so that the others
-/// wait for a lock instead of failing.
-/// A commit checkpoints only past [`checkpoint::BACKSTOP_PAGES`]: the
+/// wait for a lock instead of failing. A commit checkpoints only past [`checkpoint::BACKSTOP_PAGES`]: the
 /// store's own thread does it meanwhile (`checkpoint`).
 fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(&format!(
