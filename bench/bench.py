@@ -189,10 +189,27 @@ def targets_for(ds):
     return t
 
 
-def write_targets(path, targets):
+# The scenarios whose wrk connections each belong to one client of pgbench's
+# grouping (a user's sends, a user's mix) instead of picking any line: their
+# writes of one user must not run concurrently on one side only. pgbench
+# runs one client per send target and two per mixed user (`run_pgbench`),
+# so its clients never send two of one user's messages at once; wrk
+# picking lines at random did, and two sends to one conversation queue on
+# its row lock. Reads conflict with nothing and keep the random picks.
+PER_CONNECTION = {"send", "mixed"}
+
+
+def target_group(scenario, t, i):
+    """The pgbench group of a scenario's i-th target (as `exact_scripts`
+    and `least_scripts` group them): its user for `mixed`, else itself."""
+    return t["user"] if scenario == "mixed" else i
+
+
+def write_targets(path, targets, scenario):
     with open(path, "w") as f:
-        for t in targets:
-            f.write(f"{t['method']}\t{t['path']}\t{t.get('body') or '-'}\t{DataSet.token(t['user'])}\n")
+        for i, t in enumerate(targets):
+            f.write(f"{t['method']}\t{t['path']}\t{t.get('body') or '-'}\t{DataSet.token(t['user'])}"
+                    f"\t{target_group(scenario, t, i)}\n")
 
 
 def distinct(targets):
@@ -282,9 +299,13 @@ class Server:
 # ------------------------------------------------------------------- load tools
 
 
-def run_wrk(server, targets_file, seconds, raw_file):
-    env = dict(os.environ, BENCH_TARGETS=targets_file)
-    cmd = ["wrk", "-t2", f"-c{CONNECTIONS}", f"-d{seconds}s", "--timeout", "5s",
+def run_wrk(server, targets_file, seconds, raw_file, per_connection=False):
+    """wrk on `targets_file`: 2 threads picking lines at random, or, with
+    `per_connection`, one thread per connection, each a client of one group
+    (`wrk.lua`), as pgbench's clients are."""
+    env = dict(os.environ, BENCH_TARGETS=targets_file, BENCH_PER_CONNECTION="1" if per_connection else "0")
+    threads = CONNECTIONS if per_connection else 2
+    cmd = ["wrk", f"-t{threads}", f"-c{CONNECTIONS}", f"-d{seconds}s", "--timeout", "5s",
            "-s", os.path.join(BENCH, "wrk.lua"), server.url]
     text = out(cmd, env=env)
     with open(raw_file, "a") as f:
@@ -658,8 +679,7 @@ def capture(ds, db, targets_by_scenario, raw):
         path = os.path.join(sqldir, f"exact-{scenario}-{n}.sql")
         with open(path, "w") as f:
             f.write(exact_script(stmts, new_id, t0, t1))
-        group = t["user"] if scenario == "mixed" else n
-        scripts.setdefault(scenario, []).append((path, weight, group, len(stmts)))
+        scripts.setdefault(scenario, []).append((path, weight, target_group(scenario, t, n), len(stmts)))
     return scripts
 
 
@@ -672,13 +692,12 @@ def least_scripts(ds, targets_by_scenario, raw):
             path = os.path.join(sqldir, f"least-{scenario}-{i}.sql")
             with open(path, "w") as f:
                 f.write(least_sql(ds, t))
-            group = t["user"] if scenario == "mixed" else i
-            scripts.setdefault(scenario, []).append((path, weight, group))
+            scripts.setdefault(scenario, []).append((path, weight, target_group(scenario, t, i)))
             if scenario == "send":
                 path = os.path.join(sqldir, f"least-events-{scenario}-{i}.sql")
                 with open(path, "w") as f:
                     f.write(least_sql(ds, t, events=True))
-                scripts.setdefault(f"{scenario}:events", []).append((path, weight, group))
+                scripts.setdefault(f"{scenario}:events", []).append((path, weight, target_group(scenario, t, i)))
     return scripts
 
 
@@ -758,14 +777,14 @@ def seed_sqlite(ds, path):
 # ---------------------------------------------------------------- scenarios
 
 
-def perf_profile(server, targets_file, scenario, raw):
+def perf_profile(server, targets_file, scenario, raw, per_connection=False):
     """System-wide profile during an extra (unmeasured) wrk run: the share of
     each process, then confab's and PostgreSQL's top symbols."""
     data = os.path.join(raw, f"perf-{scenario}.data")
     seconds = min(DURATION, 8)
     rec = subprocess.Popen(["perf", "record", "-F", "499", "-a", "-g", "-o", data, "--", "sleep", str(seconds)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    run_wrk(server, targets_file, seconds, os.path.join(raw, f"wrk-perf-{scenario}.txt"))
+    run_wrk(server, targets_file, seconds, os.path.join(raw, f"wrk-perf-{scenario}.txt"), per_connection)
     rec.wait()
     report = []
     # confab's threads carry the runtime's names: select them by pid.
@@ -811,13 +830,14 @@ def run_store(store, ds, raw, db=None, url=None, exact=None, least=None):
             if ONLY and scenario not in ONLY:
                 continue
             tfile = os.path.join(raw, f"targets-{store}-{scenario}.txt")
-            write_targets(tfile, targets[scenario])
+            write_targets(tfile, targets[scenario], scenario)
+            per_connection = scenario in PER_CONNECTION
             raw_file = os.path.join(raw, f"{store}-{scenario}.txt")
             settle(store, db, url)
             log(f"{store} {scenario}: wrk {WARMUP}+{DURATION} s")
             if WARMUP:
-                run_wrk(server, tfile, WARMUP, raw_file)
-            r = run_wrk(server, tfile, DURATION, raw_file)
+                run_wrk(server, tfile, WARMUP, raw_file, per_connection)
+            r = run_wrk(server, tfile, DURATION, raw_file, per_connection)
             r["rss_mb"] = server.hwm_kb() / 1024
             if store == "postgres":
                 if exact and scenario in exact:
@@ -840,7 +860,7 @@ def run_store(store, ds, raw, db=None, url=None, exact=None, least=None):
             log(f"{store} {scenario}: {json.dumps(r)}")
             if PERF and scenario in ("send", "page_first"):
                 log(f"{store} {scenario}: perf record")
-                profiles[f"{store} {scenario}"] = perf_profile(server, tfile, f"{store}-{scenario}", raw)
+                profiles[f"{store} {scenario}"] = perf_profile(server, tfile, f"{store}-{scenario}", raw, per_connection)
     finally:
         server.stop()
     return results, profiles
