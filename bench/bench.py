@@ -887,7 +887,8 @@ def report(meta, pg, sqlite_res, profiles):
         f"Load: wrk, {CONNECTIONS} connections, 2 threads, {WARMUP} s warm-up then {DURATION} s; "
         f"pgbench `-M prepared -c {CONNECTIONS} -j 2 -T {DURATION}` right after each wrk run. "
         "Requests pick at random among the same targets on both sides (per-request tokens, "
-        "conversations and cursors; see bench/README.md).",
+        "conversations and cursors; see bench/README.md); for send and mixed, wrk runs one "
+        "thread per connection, each connection a client of one user as pgbench's clients are.",
         "",
     ]
     if pg:
