@@ -206,6 +206,10 @@ def target_group(scenario, t, i):
 
 
 def write_targets(path, targets, scenario):
+    """One line per target, its group last. A line's group is pgbench's for
+    the same target where wrk uses it (`PER_CONNECTION`): a mixed user's, or
+    a send line's own (a send's lines are all distinct, so the line's index
+    is the distinct target's)."""
     with open(path, "w") as f:
         for i, t in enumerate(targets):
             f.write(f"{t['method']}\t{t['path']}\t{t.get('body') or '-'}\t{DataSet.token(t['user'])}"
