@@ -24,12 +24,17 @@ block=$(awk '/<!-- quickstart -->/ {on=1; next} on && /^```sh$/ {inblock=1; next
 
 work=$(mktemp -d)
 server=
-cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+    [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    rm -rf "$work"
+}
 trap cleanup EXIT
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 mkdir "$work/bin"
 ln -s "$BIN" "$work/bin/confab"
-(cd "$work" && env -u DATABASE_URL CONFAB_LISTEN=127.0.0.1:$port RUST_LOG=warn "$BIN" serve >"$work/server.log" 2>&1) &
+# `exec`: the subshell becomes the server, so that `$server` is the
+# server's own process and the cleanup stops it (not only the subshell).
+(cd "$work" && exec env -u DATABASE_URL CONFAB_LISTEN=127.0.0.1:$port RUST_LOG=warn "$BIN" serve >"$work/server.log" 2>&1) &
 server=$!
 for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && break; sleep 0.1; done
 curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" || { cat "$work/server.log" >&2; exit 1; }
