@@ -29,24 +29,25 @@ trap 'rm -rf "$WORK"' EXIT
 
 for f in "$RAW"/sql/exact-send-*.sql; do
     b=$(basename "$f" .sql)
-    cp "$f" "$WORK/confab-3rt-$b.sql"
-    grep -v '^BEGIN;$\|^COMMIT;$' "$f" >"$WORK/confab-1rt-$b.sql"
+    cp "$f" "$WORK/confab-3rt.$b.sql"
+    grep -v '^BEGIN;$\|^COMMIT;$' "$f" >"$WORK/confab-1rt.$b.sql"
     # pgbench's \startpipeline sends what is inside in one round trip.
     awk '/^BEGIN;$/ {print "\\startpipeline"; print; next}
-         /^COMMIT;$/ {print "\\endpipeline"; print; next} {print}' "$f" >"$WORK/confab-2rt-$b.sql"
+         /^COMMIT;$/ {print "\\endpipeline"; print; next} {print}' "$f" >"$WORK/confab-2rt.$b.sql"
 done
-for f in "$RAW"/sql/least-send-*.sql; do cp "$f" "$WORK/least-$(basename "$f")"; done
-for f in "$RAW"/sql/least-events-send-*.sql; do cp "$f" "$WORK/least-events-$(basename "$f")"; done
+# Each kind's scripts are "<kind>.<name>.sql": no kind's files match
+# another's pattern (least-events-* would match least-*).
+for f in "$RAW"/sql/least-send-*.sql; do cp "$f" "$WORK/least.$(basename "$f")"; done
+for f in "$RAW"/sql/least-events-send-*.sql; do cp "$f" "$WORK/least-events.$(basename "$f")"; done
 
 # One pgbench process per script, one client each, as bench/run.sh runs a
 # send's scripts: a user's sends never overlap.
 run() {
     local kind=$1 f
-    for f in "$WORK/$kind"-*.sql; do
+    for f in "$WORK/$kind".*.sql; do
         pgbench -n -M prepared -c 1 -j 1 -T "$SECONDS_EACH" -h 127.0.0.1 -U postgres -f "$f" "$DB" 2>&1 |
             sed -n 's/^tps = \([0-9.]*\).*/\1/p' &
-    done | awk '{s += $1} END {printf "%.0f", s}'
-    wait
+    done | awk '{s += $1; n++} END {printf "%.0f (%d clients)", s, n}'
 }
 kinds=(least least-events confab-1rt confab-2rt confab-3rt)
 for i in $(seq "$ROUNDS"); do
