@@ -59,8 +59,10 @@ pub struct SqliteStore {
     /// (`group_commit`), instead of polling SQLite's lock in its busy
     /// handler.
     writers: group_commit::Writers,
-    /// Held by whoever writes: a batch of `writers`, or the migrations.
-    /// Other processes (the CLI) still meet them at the busy timeout.
+    /// Held by whoever writes: a batch of `writers`, or the migrations;
+    /// and by the checkpoint thread for the last pass that lets the WAL
+    /// start over (`checkpoint`). Other processes (the CLI) still meet
+    /// them at the busy timeout.
     writer: Arc<Mutex<()>>,
     /// SQL statements sent over all pooled connections (see
     /// [`SqliteStore::statements_run`]).
@@ -106,11 +108,12 @@ impl SqliteStore {
             conn.batch_execute("PRAGMA journal_mode = WAL;")
                 .context("cannot switch SQLite to WAL")?;
         }
+        let writer = Arc::new(Mutex::new(()));
         let checkpoints = if in_memory {
             None
         } else {
             Some(
-                checkpoint::Checkpointer::start(path, configure)
+                checkpoint::Checkpointer::start(path, configure, writer.clone())
                     .context("cannot start SQLite's checkpoints")?,
             )
         };
@@ -141,7 +144,7 @@ impl SqliteStore {
         Ok(Self {
             pool,
             writers: group_commit::Writers::default(),
-            writer: Arc::new(Mutex::new(())),
+            writer,
             statements,
             gate: crate::door::Gate::new(connections),
             deadline: crate::door::DEFAULT_DEADLINE,

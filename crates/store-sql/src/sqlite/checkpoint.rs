@@ -14,12 +14,30 @@
 //! smaller (the sends' p99 in short runs: 20-24 ms, against 36-41 ms at
 //! 200 ms; full runs still saw 29-55 ms, so not all of the tail was the
 //! checkpoint).
+//!
+//! # Closing the WAL out
+//!
+//! SQLite starts the WAL over from its beginning only when a writer begins
+//! with every page of it copied into the file. Under a steady stream of
+//! commits a passive checkpoint never gets there: by the time it has copied
+//! what it saw, the writers have added more. So the WAL grew until a
+//! commit passed the backstop and checkpointed all of it itself, holding
+//! up every writer queued behind it: every 0.7 s under the benchmark's
+//! sends, 40-80 ms each, which was the SQLite sends' whole p99
+//! (`docs/performance.md`, "The SQLite sends' tail"). Now, once the WAL
+//! holds [`CLOSE_OUT_PAGES`], the thread catches up without any lock (each
+//! pass copies what came in during the last one, so the passes shrink),
+//! then takes the writers' turn (the store's in-process writer lock) for
+//! one last pass that copies the few pages left. The next writer finds the
+//! WAL all copied and starts it over. Readers still reading old pages can
+//! keep a pass from copying everything: then the WAL is left as it is,
+//! and the thread tries again at its next turn.
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use diesel::connection::SimpleConnection as _;
-use diesel::{Connection as _, SqliteConnection};
+use diesel::sql_types::Integer;
+use diesel::{Connection as _, QueryableByName, RunQueryDsl as _, SqliteConnection};
 
 /// How often the thread checkpoints.
 pub(super) const EVERY: Duration = Duration::from_millis(50);
@@ -28,6 +46,14 @@ pub(super) const EVERY: Duration = Duration::from_millis(50);
 /// (`PRAGMA wal_autocheckpoint`; SQLite's default is 1,000, ~4 MB).
 pub(super) const BACKSTOP_PAGES: u32 = 16_000;
 
+/// The WAL size, in pages (~16 MB), from which the thread closes it out.
+pub(super) const CLOSE_OUT_PAGES: i32 = 4_096;
+
+/// Closing out: passes without the lock until at most this many pages are
+/// left to copy, or [`CATCH_UP_PASSES`] have run.
+const LEFT_FOR_THE_LOCK: i32 = 256;
+const CATCH_UP_PASSES: usize = 4;
+
 /// Keeps the checkpoint thread of one store alive: the thread ends within
 /// [`EVERY`] of the last clone of its store being dropped.
 #[derive(Debug, Clone)]
@@ -35,12 +61,69 @@ pub(super) struct Checkpointer {
     _alive: Arc<()>,
 }
 
+/// What one `PRAGMA wal_checkpoint` did: the WAL's size in pages, and how
+/// many of them are now in the database file.
+#[derive(QueryableByName, Debug)]
+struct Pass {
+    #[diesel(sql_type = Integer)]
+    log: i32,
+    #[diesel(sql_type = Integer)]
+    checkpointed: i32,
+}
+
+impl Pass {
+    fn left(&self) -> i32 {
+        self.log - self.checkpointed
+    }
+}
+
+fn pass(conn: &mut SqliteConnection) -> diesel::QueryResult<Pass> {
+    diesel::sql_query("PRAGMA wal_checkpoint(PASSIVE)").get_result(conn)
+}
+
+/// One turn of the thread: a passive checkpoint and, past `close_out_pages`,
+/// the catch-up and the last pass under `writers` (above).
+fn turn(
+    conn: &mut SqliteConnection,
+    writers: &Mutex<()>,
+    close_out_pages: i32,
+) -> diesel::QueryResult<()> {
+    let mut last = pass(conn)?;
+    // Even a pass that copied all it saw is followed by the commit of a
+    // writer that was writing meanwhile: only a pass under the writers'
+    // turn leaves the next writer a WAL all copied.
+    if last.log < close_out_pages {
+        return Ok(());
+    }
+    for _ in 0..CATCH_UP_PASSES {
+        if last.left() <= LEFT_FOR_THE_LOCK {
+            break;
+        }
+        last = pass(conn)?;
+    }
+    // The lock guards no data: a writer that panicked holding it does not
+    // matter here.
+    let _turn = writers.lock().unwrap_or_else(PoisonError::into_inner);
+    pass(conn).map(drop)
+}
+
 impl Checkpointer {
     /// Starts checkpointing the database file at `path` every [`EVERY`],
-    /// on a connection set up by `configure`.
+    /// on a connection set up by `configure`; `writers` is the lock this
+    /// process's writers hold while they write.
     pub(super) fn start(
         path: &str,
         configure: fn(&mut SqliteConnection) -> diesel::QueryResult<()>,
+        writers: Arc<Mutex<()>>,
+    ) -> anyhow::Result<Self> {
+        Self::start_closing_at(path, configure, writers, CLOSE_OUT_PAGES)
+    }
+
+    fn start_closing_at(
+        path: &str,
+        configure: fn(&mut SqliteConnection) -> diesel::QueryResult<()>,
+        writers: Arc<Mutex<()>>,
+        close_out_pages: i32,
     ) -> anyhow::Result<Self> {
         let mut conn = SqliteConnection::establish(path)?;
         configure(&mut conn)?;
@@ -55,7 +138,7 @@ impl Checkpointer {
                     if watch.strong_count() == 0 {
                         return;
                     }
-                    match conn.batch_execute("PRAGMA wal_checkpoint(PASSIVE);") {
+                    match turn(&mut conn, &writers, close_out_pages) {
                         Ok(()) => failing = false,
                         // Logged once per run of failures (a locked or
                         // vanished file): the backstop keeps the WAL
@@ -75,6 +158,7 @@ impl Checkpointer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use diesel::connection::SimpleConnection as _;
 
     fn file_len(path: &std::path::Path) -> u64 {
         std::fs::metadata(path).map_or(0, |m| m.len())
@@ -97,7 +181,8 @@ mod tests {
         .expect("setup");
         let no_checkpoints = |_: &mut SqliteConnection| Ok(());
         let before = file_len(&file);
-        let checkpoints = Checkpointer::start(&path, no_checkpoints).expect("start");
+        let checkpoints =
+            Checkpointer::start(&path, no_checkpoints, Arc::default()).expect("start");
         // ~2 MB in the WAL, in 200 commits.
         for _ in 0..200 {
             conn.batch_execute("INSERT INTO t SELECT hex(randomblob(5000));")
@@ -136,6 +221,54 @@ mod tests {
             );
             std::thread::sleep(EVERY / 2);
         }
+        drop(conn);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    /// Under a steady stream of commits, each under the writers' lock as
+    /// the group commit's, with no commit ever checkpointing: the thread
+    /// closes the WAL out, so it starts over and its file stays a fraction
+    /// of what was written. With passive checkpoints alone, it grew by all
+    /// of it (each pass ends behind the writers).
+    #[test]
+    fn under_steady_writes_the_wal_starts_over() {
+        let dir = std::env::temp_dir().join(format!("confab-ckpt-steady-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("db.sqlite");
+        let wal = dir.join("db.sqlite-wal");
+        let path = file.to_str().expect("utf-8").to_owned();
+        let mut conn = SqliteConnection::establish(&path).expect("open");
+        conn.batch_execute(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+             PRAGMA synchronous = NORMAL; CREATE TABLE t (body TEXT);",
+        )
+        .expect("setup");
+        let writers: Arc<Mutex<()>> = Arc::default();
+        let no_checkpoints = |_: &mut SqliteConnection| Ok(());
+        // Closing out from 64 pages (256 KB) on.
+        let checkpoints =
+            Checkpointer::start_closing_at(&path, no_checkpoints, writers.clone(), 64)
+                .expect("start");
+        // At least 3,000 commits of a ~4 KB row (2 pages), for at least
+        // 2 s (40 of the thread's turns).
+        let started = std::time::Instant::now();
+        let mut commits: u64 = 0;
+        while commits < 3_000 || started.elapsed() < EVERY * 40 {
+            let turn = writers.lock().expect("turn");
+            conn.batch_execute("INSERT INTO t SELECT hex(randomblob(2000));")
+                .expect("insert");
+            drop(turn);
+            commits += 1;
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        // Each commit wrote one frame at least (a 4 KB page and its
+        // 24-byte header): a WAL never started over holds them all.
+        let at_least_written = commits * 4_120;
+        let wal_bytes = file_len(&wal);
+        assert!(
+            wal_bytes * 4 < at_least_written,
+            "the WAL grew to {wal_bytes} bytes for {commits} commits (at least {at_least_written} bytes)"
+        );
+        drop(checkpoints);
         drop(conn);
         let _ = std::fs::remove_dir_all(&dir);
     }
