@@ -61,7 +61,7 @@ end
 done = function(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
-    "BENCH requests=%d duration_us=%d p50_us=%d p99_us=%d max_us=%d connect=%d read=%d write=%d status=%d timeout=%d\n",
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    "BENCH requests=%d duration_us=%d p50_us=%d p90_us=%d p95_us=%d p98_us=%d p99_us=%d max_us=%d connect=%d read=%d write=%d status=%d timeout=%d\n",
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90), latency:percentile(95), latency:percentile(98), latency:percentile(99),
     latency.max, e.connect, e.read, e.write, e.status, e.timeout))
 end
