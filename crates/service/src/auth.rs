@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use confab_domain::{AvatarUrl, Contact, ContactId, Field, PhoneNumber, Rule, Username};
+use confab_domain::{AvatarUrl, Contact, ContactId, Field, PhoneNumber, Rule, Timestamp, Username};
 use confab_ports::NewToken;
 use sha2::{Digest, Sha256};
 
@@ -29,6 +29,37 @@ const TOKEN_CACHE_SIZE: usize = 10_000;
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
     entries: Mutex<HashMap<String, (Contact, Instant)>>,
+    /// The activity writes this process made or is making, by contact:
+    /// when each was claimed ([`TokenCache::claim_touch`]).
+    touches: Mutex<HashMap<ContactId, Timestamp>>,
+}
+
+/// The right to record one contact's activity (`touch_contact`) at
+/// `at`, held by one request. Dropped unfinished (the write failed, or the
+/// request was dropped while it waited), it frees the contact for the next
+/// request.
+pub(crate) struct TouchClaim<'a> {
+    cache: &'a TokenCache,
+    contact: ContactId,
+    at: Timestamp,
+    done: bool,
+}
+
+impl TouchClaim<'_> {
+    fn done(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for TouchClaim<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut touches = self.cache.touches();
+            if touches.get(&self.contact) == Some(&self.at) {
+                touches.remove(&self.contact);
+            }
+        }
+    }
 }
 
 impl TokenCache {
@@ -58,6 +89,35 @@ impl TokenCache {
             }
         }
         entries.insert(hash, (contact, Instant::now()));
+    }
+
+    fn touches(&self) -> std::sync::MutexGuard<'_, HashMap<ContactId, Timestamp>> {
+        self.touches.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Claims the once-a-minute activity write of `contact` at `now`: the
+    /// first request of a minute gets it, the others seen stale meanwhile
+    /// (its concurrent requests, before the write is done) do not. Without
+    /// it each of them wrote the same row at once, every write queued on
+    /// the row lock of the one before (60-70 ms each on PostgreSQL under
+    /// load: docs/performance.md).
+    pub(crate) fn claim_touch(&self, contact: ContactId, now: Timestamp) -> Option<TouchClaim<'_>> {
+        let window = Contact::ACTIVITY_RESOLUTION_SECS * 1_000_000;
+        let fresh = |at: &Timestamp| now.micros() - at.micros() < window;
+        let mut touches = self.touches();
+        if touches.get(&contact).is_some_and(fresh) {
+            return None;
+        }
+        if touches.len() >= TOKEN_CACHE_SIZE {
+            touches.retain(|_, at| fresh(at));
+        }
+        touches.insert(contact, now);
+        Some(TouchClaim {
+            cache: self,
+            contact,
+            at: now,
+            done: false,
+        })
     }
 
     /// Replaces the remembered copies of `contact` (after it changed), keeping
@@ -189,9 +249,12 @@ impl Confab {
             }
         };
         if contact.activity_is_stale(now) {
-            self.ports.contacts.touch_contact(contact.id, now).await?;
-            contact.last_active_at = now;
-            self.tokens.refresh(&contact);
+            if let Some(claim) = self.tokens.claim_touch(contact.id, now) {
+                self.ports.contacts.touch_contact(contact.id, now).await?;
+                claim.done();
+                contact.last_active_at = now;
+                self.tokens.refresh(&contact);
+            }
         }
         Ok(contact)
     }

@@ -683,6 +683,85 @@ async fn a_live_token_is_trusted_for_a_few_seconds_without_the_store() {
     }
 }
 
+/// Requests of one contact that see its activity stale at once (the first
+/// request of a minute and those beside it) write it once: the others go
+/// on without writing while the first one's write is claimed. A claim
+/// dropped unfinished frees the contact for the next request.
+#[tokio::test]
+async fn activity_seen_stale_by_requests_at_once_is_written_once() {
+    let token = "cfb_herd";
+    let mut m = Mocks::new();
+    let mut stale = alice();
+    stale.last_active_at = Timestamp::from_secs(NOW - 61);
+    m.tokens
+        .expect_contact_for_token()
+        .times(1)
+        .returning(move |_, _| Ok(Some(stale.clone())));
+    let writes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = writes.clone();
+    m.contacts
+        .expect_touch_contact()
+        .with(eq(alice().id), eq(Timestamp::from_secs(NOW)))
+        .returning(move |_, _| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(())
+        });
+    let written = || writes.load(std::sync::atomic::Ordering::SeqCst);
+    let svc = m.service();
+    // Another request of hers is writing it.
+    let held = svc
+        .tokens
+        .claim_touch(alice().id, Timestamp::from_secs(NOW))
+        .expect("the first claim of the minute");
+    assert!(svc
+        .tokens
+        .claim_touch(alice().id, Timestamp::from_secs(NOW))
+        .is_none());
+    for _ in 0..3 {
+        let who = svc.authenticate(token).await.expect("authenticated");
+        assert_eq!(who.last_active_at, Timestamp::from_secs(NOW - 61));
+    }
+    assert_eq!(written(), 0);
+    // Its write failed or was dropped: the next request writes it, once.
+    drop(held);
+    for _ in 0..3 {
+        let who = svc.authenticate(token).await.expect("authenticated");
+        assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+    }
+    assert_eq!(written(), 1);
+}
+
+/// A failed activity write fails its request and leaves the write to the
+/// next request.
+#[tokio::test]
+async fn a_failed_activity_write_is_made_by_the_next_request() {
+    let token = "cfb_retry";
+    let mut m = Mocks::new();
+    let mut stale = alice();
+    stale.last_active_at = Timestamp::from_secs(NOW - 61);
+    m.tokens
+        .expect_contact_for_token()
+        .times(1)
+        .returning(move |_, _| Ok(Some(stale.clone())));
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = attempts.clone();
+    m.contacts.expect_touch_contact().returning(move |_, _| {
+        if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Err(StoreError::Unavailable("down".into()))
+        } else {
+            Ok(())
+        }
+    });
+    let svc = m.service();
+    assert!(matches!(
+        svc.authenticate(token).await,
+        Err(ServiceError::Unavailable(_))
+    ));
+    let who = svc.authenticate(token).await.expect("authenticated");
+    assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+    assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
 #[tokio::test]
 async fn duplicate_username_is_a_conflict() {
     let mut m = Mocks::new();
