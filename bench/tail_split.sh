@@ -10,7 +10,10 @@
 #   BENCH_KEEP_DB=1 BENCH_STORES=postgres,sqlite BENCH_SCENARIOS=send,mixed bench/run.sh
 # Usage: bench/tail_split.sh postgres confab_bench_<pid> RAW_DIR SCENARIO [SECONDS]
 #        bench/tail_split.sh sqlite RAW_DIR/bench.db RAW_DIR SCENARIO [SECONDS]
-# BENCH_BIN picks the binary (default target/release/confab).
+# BENCH_BIN picks the binary (default target/release/confab);
+# BENCH_URL_QUERY is appended to the PostgreSQL URL, e.g.
+# '?options=-c%20log_min_duration_statement%3D20' to have PostgreSQL log
+# the server's slow statements meanwhile.
 set -euo pipefail
 STORE=$1
 WHERE=$2
@@ -21,7 +24,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${BENCH_BIN:-$HERE/../target/release/confab}
 PORT=${PORT:-18190}
 case "$STORE" in
-postgres) URL="postgres://postgres@127.0.0.1:5432/$WHERE" ;;
+postgres) URL="postgres://postgres@127.0.0.1:5432/$WHERE${BENCH_URL_QUERY:-}" ;;
 sqlite) URL="sqlite://$WHERE" ;;
 *) echo "store: postgres or sqlite" >&2; exit 2 ;;
 esac

@@ -24,7 +24,7 @@
 //! commit passed the backstop and checkpointed all of it itself, holding
 //! up every writer queued behind it: every 0.7 s under the benchmark's
 //! sends, 40-80 ms each, which was the SQLite sends' whole p99
-//! (`docs/performance.md`, "The SQLite sends' tail"). Now, once the WAL
+//! (`docs/performance.md`, "Changes from 610aeec"). Now, once the WAL
 //! holds [`CLOSE_OUT_PAGES`], the thread catches up without any lock (each
 //! pass copies what came in during the last one, so the passes shrink),
 //! then takes the writers' turn (the store's in-process writer lock) for
