@@ -19,27 +19,8 @@ SECONDS_EACH=${4:-15}
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${BENCH_BIN:-$HERE/../target/release/confab}
 PORT=${PORT:-18189}
-case "$STORE" in
-postgres) URL="postgres://postgres@127.0.0.1:5432/$WHERE" ;;
-sqlite) URL="sqlite://$WHERE" ;;
-*) echo "store: postgres or sqlite" >&2; exit 2 ;;
-esac
-WORK=$(mktemp -d)
-SERVER=
-cleanup() {
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-DATABASE_URL=$URL CONFAB_LISTEN=127.0.0.1:$PORT RUST_LOG=warn \
-    CONFAB_RATE_LIMIT_PER_SECOND=0 CONFAB_RATE_LIMIT_ANON_PER_SECOND=0 \
-    "$BIN" serve >"$WORK/server.log" 2>&1 &
-SERVER=$!
-for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break
-    sleep 0.1
-done
+# shellcheck source=bench/serve.sh
+. "$HERE/serve.sh"
 load() {
     BENCH_TARGETS=$RAW/targets-$STORE-send.txt BENCH_PER_CONNECTION=1 \
         wrk -t32 -c32 -d"$1"s --timeout 5s -s "$HERE/wrk.lua" "http://127.0.0.1:$PORT" | grep '^BENCH'

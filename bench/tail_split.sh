@@ -23,33 +23,14 @@ SECONDS_EACH=${5:-15}
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${BENCH_BIN:-$HERE/../target/release/confab}
 PORT=${PORT:-18190}
-case "$STORE" in
-postgres) URL="postgres://postgres@127.0.0.1:5432/$WHERE${BENCH_URL_QUERY:-}" ;;
-sqlite) URL="sqlite://$WHERE" ;;
-*) echo "store: postgres or sqlite" >&2; exit 2 ;;
-esac
 # As bench.py runs them: one thread per connection, each a client of one
 # group, for the write loads; two threads picking any line otherwise.
 case "$SCENARIO" in
 send | mixed) THREADS=32 PER_CONNECTION=1 ;;
 *) THREADS=2 PER_CONNECTION=0 ;;
 esac
-WORK=$(mktemp -d)
-SERVER=
-cleanup() {
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-DATABASE_URL=$URL CONFAB_LISTEN=127.0.0.1:$PORT RUST_LOG=warn \
-    CONFAB_RATE_LIMIT_PER_SECOND=0 CONFAB_RATE_LIMIT_ANON_PER_SECOND=0 \
-    "$BIN" serve >"$WORK/server.log" 2>&1 &
-SERVER=$!
-for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break
-    sleep 0.1
-done
+# shellcheck source=bench/serve.sh
+. "$HERE/serve.sh"
 load() {
     BENCH_TARGETS=$RAW/targets-$STORE-$SCENARIO.txt BENCH_PER_CONNECTION=$PER_CONNECTION \
         wrk -t$THREADS -c32 -d"$1"s --timeout 5s -s "$HERE/wrk.lua" "http://127.0.0.1:$PORT"

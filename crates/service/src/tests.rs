@@ -683,13 +683,9 @@ async fn a_live_token_is_trusted_for_a_few_seconds_without_the_store() {
     }
 }
 
-/// Requests of one contact that see its activity stale at once (the first
-/// request of a minute and those beside it) write it once: the others go
-/// on without writing while the first one's write is claimed. A claim
-/// dropped unfinished frees the contact for the next request.
-#[tokio::test]
-async fn activity_seen_stale_by_requests_at_once_is_written_once() {
-    let token = "cfb_herd";
+/// Mocks whose token store finds alice once, her activity over a minute
+/// old.
+fn alice_last_seen_a_minute_ago() -> Mocks {
     let mut m = Mocks::new();
     let mut stale = alice();
     stale.last_active_at = Timestamp::from_secs(NOW - 61);
@@ -697,6 +693,17 @@ async fn activity_seen_stale_by_requests_at_once_is_written_once() {
         .expect_contact_for_token()
         .times(1)
         .returning(move |_, _| Ok(Some(stale.clone())));
+    m
+}
+
+/// Requests of one contact that see its activity stale at once (the first
+/// request of a minute and those beside it) write it once: the others go
+/// on without writing while the first one's write is claimed. A claim
+/// dropped unfinished frees the contact for the next request.
+#[tokio::test]
+async fn activity_seen_stale_by_requests_at_once_is_written_once() {
+    let token = "cfb_herd";
+    let mut m = alice_last_seen_a_minute_ago();
     let writes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = writes.clone();
     m.contacts
@@ -736,13 +743,7 @@ async fn activity_seen_stale_by_requests_at_once_is_written_once() {
 #[tokio::test]
 async fn a_failed_activity_write_is_made_by_the_next_request() {
     let token = "cfb_retry";
-    let mut m = Mocks::new();
-    let mut stale = alice();
-    stale.last_active_at = Timestamp::from_secs(NOW - 61);
-    m.tokens
-        .expect_contact_for_token()
-        .times(1)
-        .returning(move |_, _| Ok(Some(stale.clone())));
+    let mut m = alice_last_seen_a_minute_ago();
     let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = attempts.clone();
     m.contacts.expect_touch_contact().returning(move |_, _| {

@@ -224,6 +224,7 @@ mod tests {
         drop(conn);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
     /// Under a steady stream of commits, each under the writers' lock as
     /// the group commit's, with no commit ever checkpointing: the thread
     /// closes the WAL out, so it starts over and its file stays a fraction
