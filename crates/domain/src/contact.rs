@@ -19,7 +19,12 @@ impl Contact {
 
     /// Whether a request at `now` should record activity.
     pub fn activity_is_stale(&self, now: Timestamp) -> bool {
-        now.micros() - self.last_active_at.micros() >= Self::ACTIVITY_RESOLUTION_SECS * 1_000_000
+        Self::activity_written_long_ago(self.last_active_at, now)
+    }
+
+    /// Whether activity written at `written` is due again at `now`.
+    pub fn activity_written_long_ago(written: Timestamp, now: Timestamp) -> bool {
+        now.micros() - written.micros() >= Self::ACTIVITY_RESOLUTION_SECS * 1_000_000
     }
 }
 

@@ -102,8 +102,7 @@ impl TokenCache {
     /// the row lock of the one before (60-70 ms each on PostgreSQL under
     /// load: docs/performance.md).
     pub(crate) fn claim_touch(&self, contact: ContactId, now: Timestamp) -> Option<TouchClaim<'_>> {
-        let window = Contact::ACTIVITY_RESOLUTION_SECS * 1_000_000;
-        let fresh = |at: &Timestamp| now.micros() - at.micros() < window;
+        let fresh = |at: &Timestamp| !Contact::activity_written_long_ago(*at, now);
         let mut touches = self.touches();
         if touches.get(&contact).is_some_and(fresh) {
             return None;

@@ -663,13 +663,7 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
 #[tokio::test]
 async fn a_live_token_is_trusted_for_a_few_seconds_without_the_store() {
     let token = "cfb_cached";
-    let mut m = Mocks::new();
-    let mut stale = alice();
-    stale.last_active_at = Timestamp::from_secs(NOW - 61);
-    m.tokens
-        .expect_contact_for_token()
-        .times(1)
-        .returning(move |_, _| Ok(Some(stale.clone())));
+    let mut m = alice_last_seen_a_minute_ago();
     // The activity recorded by the first request is remembered too.
     m.contacts
         .expect_touch_contact()
