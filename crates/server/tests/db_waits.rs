@@ -392,7 +392,8 @@ async fn sqlite_locked_by_another_process_fails_writes_fast_changes_nothing_and_
     }
     let token = cli(&url, &["token", "issue", "--username", "alice"]);
     let port = free_port();
-    let _server = spawn_serve(&url, port, "0", &dir.path().join("serve.log"));
+    let log = dir.path().join("serve.log");
+    let _server = spawn_serve(&url, port, "0", &log);
     let client = std::sync::Arc::new(Client::new(port, &token));
     client.until_ok("/readyz", Duration::from_secs(30)).await;
     let conv = client
@@ -430,7 +431,14 @@ async fn sqlite_locked_by_another_process_fails_writes_fast_changes_nothing_and_
             format!("conversation_id={conv_id}&message=after"),
         )
         .await;
-    assert_eq!(after.status, 201, "{}", after.body);
+    assert_eq!(
+        after.status,
+        201,
+        "{} after {:?}; the server's log:\n{}",
+        after.body,
+        after.took,
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
     let page = client
         .get(&format!("/v1/messages?conversation_id={conv_id}"))
         .await;
