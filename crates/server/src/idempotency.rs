@@ -44,7 +44,7 @@ fn fingerprint(req: &HttpRequest) -> String {
     hash.update(req.path());
     hash.update([0]);
     hash.update(body.0);
-    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    format!("{:x}", hash.finalize())
 }
 
 /// The answer kept for an idempotency key, as an HTTP response.

@@ -14,6 +14,7 @@ use actix_web::http::header::HeaderValue;
 use actix_web::http::{StatusCode, Uri};
 use actix_web::middleware::Next;
 use actix_web::{web, HttpMessage, ResponseError};
+use confab_domain::ContactId;
 use tracing::Instrument;
 use tracing_subscriber::EnvFilter;
 
@@ -64,7 +65,9 @@ pub async fn observe(
     let method = req.method().clone();
     // The route template (`/v1/messages/{id}`), never the raw path.
     let route = req.match_pattern().unwrap_or_else(|| UNMATCHED.to_owned());
-    let target = redacted_target(req.uri());
+    // Kept as is (a cheap clone of shared bytes) and redacted only when the
+    // log line is written: most deployments log at WARN.
+    let uri = req.uri().clone();
     // Events logged while the request runs (the store's, the handlers')
     // carry its id; `auth` records the caller.
     let span = tracing::info_span!(
@@ -83,10 +86,7 @@ pub async fn observe(
                 .error()
                 .and_then(|e| e.as_error::<ApiError>())
                 .cloned(),
-            res.request()
-                .extensions()
-                .get::<Caller>()
-                .map(|c| c.0.id.to_string()),
+            res.request().extensions().get::<Caller>().map(|c| c.0.id),
         ),
         Err(e) => {
             let status = e.as_response_error().status_code();
@@ -111,8 +111,8 @@ pub async fn observe(
         status,
         latency_ms: elapsed.as_micros() as f64 / 1000.0,
         request_id: id.as_str(),
-        caller: caller.as_deref(),
-        target: &target,
+        caller,
+        uri: &uri,
         code,
         cause: api_error.as_ref().and_then(ApiError::cause),
     });
@@ -151,8 +151,8 @@ struct Line<'a> {
     status: StatusCode,
     latency_ms: f64,
     request_id: &'a str,
-    caller: Option<&'a str>,
-    target: &'a str,
+    caller: Option<ContactId>,
+    uri: &'a Uri,
     code: Option<&'static str>,
     cause: Option<&'a str>,
 }
@@ -168,7 +168,7 @@ fn log_line(l: &Line<'_>) {
                 latency_ms = l.latency_ms,
                 request_id = %l.request_id,
                 caller = l.caller.map(tracing::field::display),
-                uri = %l.target,
+                uri = %redacted_target(l.uri),
                 code = l.code.map(tracing::field::display),
                 error = l.cause,
                 $message
