@@ -39,3 +39,4 @@ mod requests;
 mod retention;
 mod routes;
 mod webhooks;
+mod wire;

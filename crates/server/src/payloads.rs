@@ -1,13 +1,14 @@
 //! Event payloads in the wire format (API.md section 11): the object exactly
 //! as its recipient would `GET` it, built by the same wire objects as the
-//! GET endpoints ([`crate::dto`]), so the two cannot drift apart.
+//! GET endpoints ([`crate::dto`]; a message by the same writer,
+//! [`crate::wire`]), so the two cannot drift apart.
 
 use confab_domain::{Attachment, Contact, ConversationView, Group, Message};
 use confab_service::PayloadRenderer;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::dto::{AttachmentDto, ContactDto, ConversationDto, GroupDto, MessageDto};
+use crate::dto::{AttachmentDto, ContactDto, ConversationDto, GroupDto};
 
 /// Renders payloads as the JSON the API answers with.
 #[derive(Debug, Clone, Copy, Default)]
@@ -34,7 +35,12 @@ impl PayloadRenderer for WirePayloads {
     }
 
     fn message(&self, message: &Message) -> String {
-        json(&MessageDto::from(message))
+        // The same writer as the answers' (`crate::wire`), held to
+        // `MessageDto`'s bytes by its tests.
+        crate::wire::message(message)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_else(|| "{}".to_owned())
     }
 
     fn group(&self, group: &Group) -> String {

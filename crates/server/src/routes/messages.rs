@@ -4,7 +4,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Message, MessageId, ReactionName};
 use confab_service::{Confab, MessageUpdate, SendMessage, StoredResponse};
 
-use super::{created, endpoint, no_content, ok, path_id, Endpoint};
+use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{ListDto, MessageDto};
 use crate::error::{ApiError, ErrorBody};
@@ -43,7 +43,7 @@ async fn list(
     let messages = service
         .list_messages(&caller.0, conversation_id, page)
         .await?;
-    Ok(ok(&ListDto::from_paged(messages, |m| MessageDto::from(&m))))
+    Ok(ok_json(crate::wire::message_page(&messages)))
 }
 
 /// Send a message to a conversation; the caller is the sender.
@@ -83,9 +83,9 @@ async fn send(
 
 /// The answer to a send.
 fn sent(message: &Message) -> StoredResponse {
-    created(
+    created_json(
         format!("/v1/messages/{}", message.id),
-        &MessageDto::from(message),
+        crate::wire::message(message),
     )
 }
 
@@ -104,7 +104,7 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id: MessageId = path_id(&path)?;
     let message = service.message(&caller.0, id).await?;
-    Ok(ok(&MessageDto::from(&message)))
+    Ok(ok_json(crate::wire::message(&message)))
 }
 
 /// Edit the text (sender only), add the caller's reactions, append
@@ -141,7 +141,7 @@ async fn update(
         attachments,
     };
     let message = service.update_message(&caller.0, id, update).await?;
-    Ok(ok(&MessageDto::from(&message)))
+    Ok(ok_json(crate::wire::message(&message)))
 }
 
 /// Delete a message for good, with its reactions and attachments (sender
@@ -188,5 +188,5 @@ async fn unreact(
     let id: MessageId = path_id(&id)?;
     let name = ReactionName::new(name).map_err(|_| ApiError::not_found(None))?;
     let message = service.remove_reaction(&caller.0, id, name).await?;
-    Ok(ok(&MessageDto::from(&message)))
+    Ok(ok_json(crate::wire::message(&message)))
 }

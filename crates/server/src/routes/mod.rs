@@ -197,6 +197,16 @@ fn ok<T: Serialize>(body: &T) -> HttpResponse {
     }
 }
 
+/// A 200 with JSON written by [`crate::wire`].
+fn ok_json(body: serde_json::Result<Vec<u8>>) -> HttpResponse {
+    match body {
+        Ok(buf) => HttpResponse::Ok()
+            .content_type(actix_web::http::header::ContentType::json())
+            .body(buf),
+        Err(e) => HttpResponse::from_error(actix_web::error::JsonPayloadError::Serialize(e)),
+    }
+}
+
 /// The JSON buffer's size up front (see [`ok`]).
 const JSON_BUFFER: usize = 8 * 1024;
 
@@ -208,6 +218,20 @@ fn created<T: Serialize>(location: String, body: &T) -> StoredResponse {
         location: Some(location),
         // A wire object is plain data: serializing it cannot fail.
         body: serde_json::to_string(body).unwrap_or_default(),
+    }
+}
+
+/// A 201 as [`created`] makes it, its body written by [`crate::wire`].
+fn created_json(location: String, body: serde_json::Result<Vec<u8>>) -> StoredResponse {
+    StoredResponse {
+        status: StatusCode::CREATED.as_u16(),
+        location: Some(location),
+        // The writer writes UTF-8 (ASCII literals, serde_json's strings) and
+        // cannot fail on plain data.
+        body: body
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .unwrap_or_default(),
     }
 }
 

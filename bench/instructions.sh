@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# How many instructions confab's own process runs per request: the server
+# under valgrind's callgrind, on a kept benchmark database, serves N
+# requests of a read scenario one after the other (after 200 unmeasured),
+# and the count of the measured part is divided by N. Instructions, not
+# seconds: the figure repeats to within a fraction of a percent whatever
+# else the machine runs, so two binaries compare in one run of this script
+# where wrk's throughput moves by 10 % between runs. It counts confab's
+# user space only (not the kernel's side of its sockets, not PostgreSQL).
+#
+# Needs valgrind, python3, and a database and raw directory left by
+#   BENCH_KEEP_DB=1 BENCH_STORES=postgres bench/run.sh
+# Usage: bench/instructions.sh DB RAW_DIR [BINARY...]
+# (default binary target/release/confab). SCENARIOS (default
+# "page_first get_message"; any GET scenario) and N (default 2000) pick
+# the load. Prints one line per binary and scenario, and keeps each
+# callgrind profile (callgrind_annotate reads it) in the directory it
+# names.
+set -euo pipefail
+DB=$1
+RAW=$2
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+[ $# -gt 0 ] || set -- "$HERE/../target/release/confab"
+N=${N:-2000}
+PORT=${PORT:-18195}
+OUT=$(mktemp -d)
+SERVER=
+cleanup() {
+    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+    true
+}
+trap cleanup EXIT
+
+# N requests of a targets file (bench/wrk.lua's format), in turn, on one
+# kept-alive connection; every answer must be 200.
+requests() {
+    python3 - "$1" "$2" "$PORT" <<'PY'
+import http.client, sys
+lines = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+n, port = int(sys.argv[2]), int(sys.argv[3])
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+for i in range(n):
+    method, path, _body, token = lines[i % len(lines)][:4]
+    conn.request(method, path, headers={"Authorization": "Bearer " + token})
+    response = conn.getresponse()
+    response.read()
+    if response.status != 200:
+        sys.exit(f"{method} {path}: {response.status}")
+PY
+}
+
+k=0
+for scenario in ${SCENARIOS:-page_first get_message}; do
+    for bin in "$@"; do
+        k=$((k + 1))
+        profile="$OUT/callgrind.$k.$scenario"
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB" \
+            CONFAB_LISTEN="127.0.0.1:$PORT" RUST_LOG=warn \
+            CONFAB_RATE_LIMIT_PER_SECOND=0 CONFAB_RATE_LIMIT_ANON_PER_SECOND=0 \
+            valgrind --tool=callgrind --callgrind-out-file="$profile" \
+            "$bin" serve >"$OUT/server.$k.log" 2>&1 &
+        SERVER=$!
+        for _ in $(seq 300); do
+            curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break
+            sleep 0.2
+        done
+        targets="$RAW/targets-postgres-$scenario.txt"
+        requests "$targets" 200
+        callgrind_control -z "$SERVER" >/dev/null 2>&1
+        requests "$targets" "$N"
+        callgrind_control -d "$SERVER" >/dev/null 2>&1
+        kill "$SERVER"
+        wait "$SERVER" 2>/dev/null || true
+        SERVER=
+        # The dump of the measured part is the first numbered file.
+        total=$(callgrind_annotate "$profile.1" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
+        echo "$scenario $bin: $((total / N)) instructions per request ($N requests; profile $profile.1)"
+    done
+done
