@@ -37,10 +37,7 @@ impl PayloadRenderer for WirePayloads {
     fn message(&self, message: &Message) -> String {
         // The same writer as the answers' (`crate::wire`), held to
         // `MessageDto`'s bytes by its tests.
-        crate::wire::message(message)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_else(|| "{}".to_owned())
+        crate::wire::text(crate::wire::message(message)).unwrap_or_else(|| "{}".to_owned())
     }
 
     fn group(&self, group: &Group) -> String {

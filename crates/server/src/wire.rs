@@ -16,9 +16,15 @@ use confab_domain::{Attachment, Contact, Message, Paged, Reaction, Timestamp};
 use serde::Serializer as _;
 use uuid::Uuid;
 
-/// What a buffer starts with: most answers fit whole (a page of ten
-/// messages is about 5 KB).
-const BUFFER: usize = 8 * 1024;
+/// What an answer's buffer starts with: most answers fit whole (a page of
+/// ten messages is about 5 KB).
+pub(crate) const BUFFER: usize = 8 * 1024;
+
+/// Written JSON as a string (an event's payload, a kept 201): `None` only
+/// if writing failed, which plain data does not.
+pub fn text(json: serde_json::Result<Vec<u8>>) -> Option<String> {
+    json.ok().and_then(|bytes| String::from_utf8(bytes).ok())
+}
 
 /// `{"has_more": ..., "data": [message, ...]}`.
 pub fn message_page(page: &Paged<Message>) -> serde_json::Result<Vec<u8>> {
@@ -53,7 +59,7 @@ fn write_message(out: &mut Vec<u8>, m: &Message) -> serde_json::Result<()> {
     out.extend_from_slice(br#","contact":"#);
     write_contact(out, &m.sender)?;
     out.extend_from_slice(br#","message":"#);
-    text(out, m.text.as_str())?;
+    string(out, m.text.as_str())?;
     out.extend_from_slice(br#","reactions":["#);
     for (i, r) in m.reactions.iter().enumerate() {
         if i > 0 {
@@ -82,11 +88,11 @@ fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
     id(out, c.id.as_uuid());
     out.extend_from_slice(br#","username":"#);
-    text(out, c.username.as_str())?;
+    string(out, c.username.as_str())?;
     out.extend_from_slice(br#","phone_number":"#);
-    text(out, c.phone_number.as_str())?;
+    string(out, c.phone_number.as_str())?;
     out.extend_from_slice(br#","avatar_url":"#);
-    text(out, c.avatar_url.as_str())?;
+    string(out, c.avatar_url.as_str())?;
     out.extend_from_slice(br#","last_active_at":"#);
     secs(out, c.last_active_at)?;
     out.extend_from_slice(br#","created_at":"#);
@@ -98,13 +104,13 @@ fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
 /// `{"like": ["alice", "bob"]}`.
 fn write_reaction(out: &mut Vec<u8>, r: &Reaction) -> serde_json::Result<()> {
     out.push(b'{');
-    text(out, r.name.as_str())?;
+    string(out, r.name.as_str())?;
     out.extend_from_slice(b":[");
     for (i, reactor) in r.reactors.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        text(out, reactor.username.as_str())?;
+        string(out, reactor.username.as_str())?;
     }
     out.extend_from_slice(b"]}");
     Ok(())
@@ -116,11 +122,11 @@ fn write_attachment(out: &mut Vec<u8>, a: &Attachment) -> serde_json::Result<()>
     out.extend_from_slice(br#","message_id":"#);
     id(out, a.message_id.as_uuid());
     out.extend_from_slice(br#","filename":"#);
-    text(out, a.filename.as_str())?;
+    string(out, a.filename.as_str())?;
     out.extend_from_slice(br#","file_url":"#);
-    text(out, a.file_url.as_str())?;
+    string(out, a.file_url.as_str())?;
     out.extend_from_slice(br#","file_type":"#);
-    text(out, a.file_type.as_str())?;
+    string(out, a.file_type.as_str())?;
     out.extend_from_slice(br#","file_size":"#);
     match a.file_size {
         Some(size) => int(out, size.bytes())?,
@@ -142,7 +148,7 @@ fn id(out: &mut Vec<u8>, id: &Uuid) {
 }
 
 /// A string as serde_json writes it (quoted, escaped).
-fn text(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
+fn string(out: &mut Vec<u8>, s: &str) -> serde_json::Result<()> {
     serde_json::Serializer::new(out).serialize_str(s)
 }
 

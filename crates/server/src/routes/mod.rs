@@ -185,10 +185,15 @@ fn ok<T: Serialize>(body: &T) -> HttpResponse {
     // `HttpResponse::json` serializes into a buffer of 128 bytes that
     // doubles as it fills, copying what it holds each time: a page (10
     // messages by default, ~5 KB) went through six of those. One buffer
-    // of [`JSON_BUFFER`] up front holds most answers whole.
-    let mut buf = Vec::with_capacity(JSON_BUFFER);
-    match serde_json::to_writer(&mut buf, body) {
-        Ok(()) => HttpResponse::Ok()
+    // of [`crate::wire::BUFFER`] up front holds most answers whole.
+    let mut buf = Vec::with_capacity(crate::wire::BUFFER);
+    ok_json(serde_json::to_writer(&mut buf, body).map(|()| buf))
+}
+
+/// A 200 with this JSON (from [`ok`], or written by [`crate::wire`]).
+fn ok_json(body: serde_json::Result<Vec<u8>>) -> HttpResponse {
+    match body {
+        Ok(buf) => HttpResponse::Ok()
             .content_type(actix_web::http::header::ContentType::json())
             .body(buf),
         // As `HttpResponse::json` does; a wire object is plain data, so
@@ -197,41 +202,19 @@ fn ok<T: Serialize>(body: &T) -> HttpResponse {
     }
 }
 
-/// A 200 with JSON written by [`crate::wire`].
-fn ok_json(body: serde_json::Result<Vec<u8>>) -> HttpResponse {
-    match body {
-        Ok(buf) => HttpResponse::Ok()
-            .content_type(actix_web::http::header::ContentType::json())
-            .body(buf),
-        Err(e) => HttpResponse::from_error(actix_web::error::JsonPayloadError::Serialize(e)),
-    }
-}
-
-/// The JSON buffer's size up front (see [`ok`]).
-const JSON_BUFFER: usize = 8 * 1024;
-
 /// A 201 with `Location`, as an answer an idempotency key can keep (see
 /// [`crate::idempotency::post`], which sends it).
 fn created<T: Serialize>(location: String, body: &T) -> StoredResponse {
-    StoredResponse {
-        status: StatusCode::CREATED.as_u16(),
-        location: Some(location),
-        // A wire object is plain data: serializing it cannot fail.
-        body: serde_json::to_string(body).unwrap_or_default(),
-    }
+    created_json(location, serde_json::to_vec(body))
 }
 
-/// A 201 as [`created`] makes it, its body written by [`crate::wire`].
+/// [`created`] with this JSON (written by [`crate::wire`]).
 fn created_json(location: String, body: serde_json::Result<Vec<u8>>) -> StoredResponse {
     StoredResponse {
         status: StatusCode::CREATED.as_u16(),
         location: Some(location),
-        // The writer writes UTF-8 (ASCII literals, serde_json's strings) and
-        // cannot fail on plain data.
-        body: body
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .unwrap_or_default(),
+        // A wire object is plain data: writing it cannot fail.
+        body: crate::wire::text(body).unwrap_or_default(),
     }
 }
 
