@@ -25,12 +25,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 N=${N:-2000}
 PORT=${PORT:-18195}
 OUT=$(mktemp -d)
-SERVER=
-cleanup() {
-    [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-    true
-}
-trap cleanup EXIT
 
 # N requests of a targets file (bench/wrk.lua's format), in turn, on one
 # kept-alive connection; every answer must be 200.
@@ -52,27 +46,21 @@ PY
 
 k=0
 for scenario in ${SCENARIOS:-page_first get_message}; do
+    targets="$RAW/targets-postgres-$scenario.txt"
     for bin in "$@"; do
         k=$((k + 1))
         profile="$OUT/callgrind.$k.$scenario"
-        DATABASE_URL="postgres://postgres@127.0.0.1:5432/$DB" \
-            CONFAB_LISTEN="127.0.0.1:$PORT" RUST_LOG=warn \
-            CONFAB_RATE_LIMIT_PER_SECOND=0 CONFAB_RATE_LIMIT_ANON_PER_SECOND=0 \
-            valgrind --tool=callgrind --callgrind-out-file="$profile" \
-            "$bin" serve >"$OUT/server.$k.log" 2>&1 &
-        SERVER=$!
-        for _ in $(seq 300); do
-            curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break
-            sleep 0.2
-        done
-        targets="$RAW/targets-postgres-$scenario.txt"
-        requests "$targets" 200
-        callgrind_control -z "$SERVER" >/dev/null 2>&1
-        requests "$targets" "$N"
-        callgrind_control -d "$SERVER" >/dev/null 2>&1
-        kill "$SERVER"
-        wait "$SERVER" 2>/dev/null || true
-        SERVER=
+        # A subshell per server: serve.sh's exit trap stops it.
+        (
+            STORE=postgres WHERE=$DB BIN=$bin SERVE_WAIT=60
+            SERVE_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$profile"
+            # shellcheck source=bench/serve.sh
+            . "$HERE/serve.sh"
+            requests "$targets" 200
+            callgrind_control -z "$SERVER" >/dev/null 2>&1
+            requests "$targets" "$N"
+            callgrind_control -d "$SERVER" >/dev/null 2>&1
+        )
         # The dump of the measured part is the first numbered file.
         total=$(callgrind_annotate "$profile.1" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1; exit}')
         echo "$scenario $bin: $((total / N)) instructions per request ($N requests; profile $profile.1)"

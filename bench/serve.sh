@@ -1,12 +1,15 @@
-# Sourced by bench/sync_trace.sh and bench/tail_split.sh: serves a kept
-# benchmark database for a load run by the script.
+# Sourced by bench/sync_trace.sh, bench/tail_split.sh and
+# bench/instructions.sh: serves a kept benchmark database for a load run by
+# the script.
 #
 # Expects STORE (postgres or sqlite), WHERE (the PostgreSQL database's name,
 # or the SQLite file), BIN and PORT. Starts `confab serve` there with the
 # benchmark's settings (no rate limits, warnings only), at
-# 127.0.0.1:$PORT, and waits for its /readyz; BENCH_URL_QUERY is appended to
-# a PostgreSQL URL. Leaves WORK (a scratch directory holding server.log) and
-# SERVER (its pid); both go when the script exits.
+# 127.0.0.1:$PORT, and waits up to SERVE_WAIT seconds (default 10) for its
+# /readyz; BENCH_URL_QUERY is appended to a PostgreSQL URL, and
+# SERVE_WRAPPER (words, e.g. a valgrind command line) runs the server under
+# that. Leaves WORK (a scratch directory holding server.log) and SERVER
+# (its pid); both go when the (sub)shell exits.
 case "$STORE" in
 postgres) URL="postgres://postgres@127.0.0.1:5432/$WHERE${BENCH_URL_QUERY:-}" ;;
 sqlite) URL="sqlite://$WHERE" ;;
@@ -20,11 +23,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# shellcheck disable=SC2086 # SERVE_WRAPPER is words on purpose
 DATABASE_URL=$URL CONFAB_LISTEN=127.0.0.1:$PORT RUST_LOG=warn \
     CONFAB_RATE_LIMIT_PER_SECOND=0 CONFAB_RATE_LIMIT_ANON_PER_SECOND=0 \
-    "$BIN" serve >"$WORK/server.log" 2>&1 &
+    ${SERVE_WRAPPER:-} "$BIN" serve >"$WORK/server.log" 2>&1 &
 SERVER=$!
-for _ in $(seq 100); do
+for _ in $(seq $((${SERVE_WAIT:-10} * 10))); do
     curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break
     sleep 0.1
 done

@@ -30,17 +30,12 @@ pub fn text(json: serde_json::Result<Vec<u8>>) -> Option<String> {
 pub fn message_page(page: &Paged<Message>) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(BUFFER);
     out.extend_from_slice(if page.has_more {
-        br#"{"has_more":true,"data":["#
+        br#"{"has_more":true,"data":"#
     } else {
-        br#"{"has_more":false,"data":["#
+        br#"{"has_more":false,"data":"#
     });
-    for (i, m) in page.items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_message(&mut out, m)?;
-    }
-    out.extend_from_slice(b"]}");
+    array(&mut out, &page.items, write_message)?;
+    out.push(b'}');
     Ok(out)
 }
 
@@ -60,21 +55,11 @@ fn write_message(out: &mut Vec<u8>, m: &Message) -> serde_json::Result<()> {
     write_contact(out, &m.sender)?;
     out.extend_from_slice(br#","message":"#);
     string(out, m.text.as_str())?;
-    out.extend_from_slice(br#","reactions":["#);
-    for (i, r) in m.reactions.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_reaction(out, r)?;
-    }
-    out.extend_from_slice(br#"],"attachments":["#);
-    for (i, a) in m.attachments.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_attachment(out, a)?;
-    }
-    out.extend_from_slice(br#"],"read_at":"#);
+    out.extend_from_slice(br#","reactions":"#);
+    array(out, &m.reactions, write_reaction)?;
+    out.extend_from_slice(br#","attachments":"#);
+    array(out, &m.attachments, write_attachment)?;
+    out.extend_from_slice(br#","read_at":"#);
     opt_secs(out, m.read_at)?;
     out.extend_from_slice(br#","created_at":"#);
     secs(out, m.created_at)?;
@@ -105,14 +90,11 @@ fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
 fn write_reaction(out: &mut Vec<u8>, r: &Reaction) -> serde_json::Result<()> {
     out.push(b'{');
     string(out, r.name.as_str())?;
-    out.extend_from_slice(b":[");
-    for (i, reactor) in r.reactors.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        string(out, reactor.username.as_str())?;
-    }
-    out.extend_from_slice(b"]}");
+    out.push(b':');
+    array(out, &r.reactors, |out, reactor| {
+        string(out, reactor.username.as_str())
+    })?;
+    out.push(b'}');
     Ok(())
 }
 
@@ -128,14 +110,43 @@ fn write_attachment(out: &mut Vec<u8>, a: &Attachment) -> serde_json::Result<()>
     out.extend_from_slice(br#","file_type":"#);
     string(out, a.file_type.as_str())?;
     out.extend_from_slice(br#","file_size":"#);
-    match a.file_size {
-        Some(size) => int(out, size.bytes())?,
-        None => out.extend_from_slice(b"null"),
-    }
+    nullable(out, a.file_size, |out, size| int(out, size.bytes()))?;
     out.extend_from_slice(br#","created_at":"#);
     secs(out, a.created_at)?;
     out.push(b'}');
     Ok(())
+}
+
+/// `[item, ...]`, each item written by `write`.
+fn array<T>(
+    out: &mut Vec<u8>,
+    items: &[T],
+    mut write: impl FnMut(&mut Vec<u8>, &T) -> serde_json::Result<()>,
+) -> serde_json::Result<()> {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, item)?;
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// `null`, or the value written by `write`.
+fn nullable<T>(
+    out: &mut Vec<u8>,
+    value: Option<T>,
+    write: impl FnOnce(&mut Vec<u8>, T) -> serde_json::Result<()>,
+) -> serde_json::Result<()> {
+    match value {
+        Some(value) => write(out, value),
+        None => {
+            out.extend_from_slice(b"null");
+            Ok(())
+        }
+    }
 }
 
 /// An id in the API's one spelling (lowercase, hyphenated): nothing in it
@@ -161,13 +172,7 @@ fn secs(out: &mut Vec<u8>, t: Timestamp) -> serde_json::Result<()> {
 }
 
 fn opt_secs(out: &mut Vec<u8>, t: Option<Timestamp>) -> serde_json::Result<()> {
-    match t {
-        Some(t) => secs(out, t),
-        None => {
-            out.extend_from_slice(b"null");
-            Ok(())
-        }
-    }
+    nullable(out, t, secs)
 }
 
 #[cfg(test)]
