@@ -22,7 +22,7 @@ use crate::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::queries::membership::visible_to;
-use crate::rows::{relation_columns, ContactRow, MessageRow, RelationsJson, WholeRow};
+use crate::rows::{relation_columns, MessageRow, WholeRow};
 use crate::schema::{conversations, groups, messages};
 
 mod queries {
@@ -259,7 +259,7 @@ impl PgStore {
         self.conns
             .run(self, |mut conn| async move {
                 let query = queries::message_for_query(viewer, id);
-                let row = diesel_async::RunQueryDsl::first::<WholeRow>(query, &mut conn)
+                let row = diesel_async::RunQueryDsl::get_result::<WholeRow>(query, &mut conn)
                     .await
                     .optional();
                 (
@@ -354,9 +354,7 @@ impl PgStore {
                     }
                     None => {
                         let query = feed_page_query(v, cursor, fetch);
-                        diesel_async::RunQueryDsl::load::<FeedRow>(query, &mut conn)
-                            .await
-                            .map(|rows| rows.into_iter().map(FeedRow::split).collect())
+                        diesel_async::RunQueryDsl::load::<WholeRow>(query, &mut conn).await
                     }
                 };
                 (Some(conn), rows.map_err(Error::from))
@@ -434,8 +432,7 @@ impl SqlBackend for PgStore {
         cursor: Option<(bool, DbId)>,
         fetch: i64,
     ) -> QueryResult<Option<Vec<WholeRow>>> {
-        let rows: Vec<FeedRow> = feed_page_query(viewer, cursor, fetch).load(conn)?;
-        Ok(Some(rows.into_iter().map(FeedRow::split).collect()))
+        Ok(Some(feed_page_query(viewer, cursor, fetch).load(conn)?))
     }
 
     /// `json_agg` of `json_build_array`s (both since 9.4), as text.
@@ -527,17 +524,34 @@ fn feed_page_query(
     viewer: DbId,
     cursor: Option<(bool, DbId)>,
     fetch: i64,
-) -> crate::raw::RawQuery<Pg> {
-    use crate::raw::{Bind, Sql};
+) -> crate::raw::TypedQuery<Pg, queries::WholeSql> {
+    use crate::raw::{Bind, Shape};
 
-    // Kept prepared (few binds): one shape with a cursor and one
-    // without, each direction.
-    let mut sql = Sql::default();
-    let v = sql.id(viewer);
-    let key = cursor.map(|(_, id)| sql.id(id));
-    let limit = sql.bind(Bind::Int(fetch));
-    let (order, keyset) = match (cursor, &key) {
-        (Some((backwards, _)), Some(k)) => {
+    // Kept prepared (few binds): one shape without a cursor and one for
+    // each direction, each built once.
+    static SHAPES: [std::sync::OnceLock<Shape>; 3] = [const { std::sync::OnceLock::new() }; 3];
+    let travel = cursor.map(|(backwards, _)| backwards);
+    let mut binds = vec![Bind::Id(viewer), Bind::Int(fetch)];
+    binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
+    let shape = SHAPES[match travel {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    }]
+    .get_or_init(|| Shape::new(&feed_page_text(travel)));
+    shape.typed(binds)
+}
+
+/// [`feed_page_query`]'s text for a way of travel (none: from the newest;
+/// else whether before the cursor), with the viewer, the rows to fetch and
+/// the cursor as binds 0, 1 and 2.
+fn feed_page_text(travel: Option<bool>) -> String {
+    use crate::raw::marker;
+
+    let (v, limit) = (marker(0), marker(1));
+    let key = travel.map(|_| marker(2));
+    let (order, keyset) = match (travel, &key) {
+        (Some(backwards), Some(k)) => {
             let (past, order) = if backwards {
                 (">", "ASC")
             } else {
@@ -580,7 +594,7 @@ fn feed_page_query(
     // statement (`rows::relation_columns`), for the page's rows only.
     let (reactions, attachments) = relation_columns::<PgStore>("p.id");
     let (reactions, attachments) = (reactions.sql(), attachments.sql());
-    sql.push(&format!(
+    format!(
         "WITH {cursor_key}page AS ( \
              SELECT * FROM ( \
                  ({as_creator}) \
@@ -591,79 +605,13 @@ fn feed_page_query(
              ORDER BY created_at {order}, id {order} LIMIT {limit} \
          ) \
          SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
-             p.updated_at, s.username, s.username_folded, s.phone_number, s.avatar_url, \
-             s.last_active_at, s.created_at AS sender_created_at, \
-             {reactions} AS reactions, {attachments} AS attachments \
+             p.updated_at, s.id, s.username, s.username_folded, s.phone_number, s.avatar_url, \
+             s.last_active_at, s.created_at, {reactions}, {attachments} \
          FROM page p CROSS JOIN LATERAL ( \
              SELECT * FROM contacts WHERE id = p.sender_id \
          ) s \
          ORDER BY p.created_at {order}, p.id {order}"
-    ));
-    sql.query::<Pg>()
-}
-
-/// A row of [`PgStore::feed_page`]: a message and its sender.
-#[derive(QueryableByName)]
-struct FeedRow {
-    #[diesel(sql_type = crate::id::IdSql)]
-    id: DbId,
-    #[diesel(sql_type = crate::id::IdSql)]
-    conversation_id: DbId,
-    #[diesel(sql_type = crate::id::IdSql)]
-    sender_id: DbId,
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    body: String,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
-    read_at: Option<i64>,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    created_at: i64,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
-    updated_at: Option<i64>,
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    username: String,
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    username_folded: String,
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    phone_number: String,
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    avatar_url: String,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    last_active_at: i64,
-    #[diesel(sql_type = diesel::sql_types::BigInt)]
-    sender_created_at: i64,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-    reactions: Option<String>,
-    #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-    attachments: Option<String>,
-}
-
-impl FeedRow {
-    fn split(self) -> WholeRow {
-        (
-            MessageRow {
-                id: self.id,
-                conversation_id: self.conversation_id,
-                sender_id: self.sender_id,
-                body: self.body,
-                read_at: self.read_at,
-                created_at: self.created_at,
-                updated_at: self.updated_at,
-            },
-            ContactRow {
-                id: self.sender_id,
-                username: self.username,
-                username_folded: self.username_folded,
-                phone_number: self.phone_number,
-                avatar_url: self.avatar_url,
-                last_active_at: self.last_active_at,
-                created_at: self.sender_created_at,
-            },
-            RelationsJson {
-                reactions: self.reactions,
-                attachments: self.attachments,
-            },
-        )
-    }
+    )
 }
 
 /// Ids are native `uuid` values: 16 bytes on the wire.

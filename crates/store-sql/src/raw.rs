@@ -106,27 +106,88 @@ where
         for (i, part) in self.text.split(MARK).enumerate() {
             if i % 2 == 0 {
                 out.push_sql(part);
-                continue;
-            }
-            let bind = part
-                .parse::<usize>()
-                .ok()
-                .and_then(|n| self.binds.get(n))
-                .ok_or_else(|| {
-                    diesel::result::Error::QueryBuilderError(
-                        format!("no bind numbered {part:?} in a raw statement").into(),
-                    )
-                })?;
-            match bind {
-                Bind::Id(v) => out.push_bind_param::<IdSql, _>(v)?,
-                Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v)?,
-                Bind::Int(v) => out.push_bind_param::<BigInt, _>(v)?,
-                Bind::Text(v) => out.push_bind_param::<Text, _>(v)?,
-                Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v)?,
-                Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v)?,
+            } else {
+                push_bind(&mut out, &self.binds, part.parse().unwrap_or(usize::MAX))?;
             }
         }
         Ok(())
+    }
+}
+
+/// Pushes the `n`th of `binds` where the text has its marker.
+fn push_bind<'b, DB>(out: &mut AstPass<'_, 'b, DB>, binds: &'b [Bind], n: usize) -> QueryResult<()>
+where
+    DB: Backend + HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
+    DbId: ToSql<IdSql, DB>,
+    Option<DbId>: ToSql<Nullable<IdSql>, DB>,
+    i64: ToSql<BigInt, DB>,
+    String: ToSql<Text, DB>,
+    Option<i64>: ToSql<Nullable<BigInt>, DB>,
+    Option<String>: ToSql<Nullable<Text>, DB>,
+{
+    let bind = binds.get(n).ok_or_else(|| {
+        diesel::result::Error::QueryBuilderError(
+            format!("no bind numbered {n} in a raw statement").into(),
+        )
+    })?;
+    match bind {
+        Bind::Id(v) => out.push_bind_param::<IdSql, _>(v),
+        Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v),
+        Bind::Int(v) => out.push_bind_param::<BigInt, _>(v),
+        Bind::Text(v) => out.push_bind_param::<Text, _>(v),
+        Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v),
+        Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v),
+    }
+}
+
+/// The marker of the bind numbered `n`, for a [`Shape`]'s text, whose
+/// binds are numbered beforehand (a [`Sql`] numbers them as they come).
+pub(crate) fn marker(n: usize) -> String {
+    format!("{MARK}{n}{MARK}")
+}
+
+/// The text of a statement that runs often, split once at its markers
+/// ([`marker`]): kept in a `static` per shape, it is not formatted nor
+/// searched again on each execution, only walked ([`Shape::typed`]).
+#[derive(Debug)]
+pub(crate) struct Shape {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug)]
+enum Part {
+    Text(String),
+    /// A bind's number; `usize::MAX` for a marker that is not a number,
+    /// which fails the statement ("no bind numbered").
+    Bind(usize),
+}
+
+impl Shape {
+    pub(crate) fn new(text: &str) -> Self {
+        let parts = text
+            .split(MARK)
+            .enumerate()
+            .map(|(i, part)| {
+                if i % 2 == 0 {
+                    Part::Text(part.to_owned())
+                } else {
+                    Part::Bind(part.parse().unwrap_or(usize::MAX))
+                }
+            })
+            .collect();
+        Self { parts }
+    }
+
+    /// The statement with these binds (numbered by their place), as a
+    /// query whose rows have the SQL types `ST`, in the order of its select
+    /// list: loaded like a query of diesel's builder with that select
+    /// clause (`Queryable`, `Selectable`), by position, not by column name.
+    pub(crate) fn typed<DB, ST>(&'static self, binds: Vec<Bind>) -> TypedQuery<DB, ST> {
+        TypedQuery {
+            shape: self,
+            binds,
+            types: PhantomData,
+        }
     }
 }
 
@@ -191,6 +252,63 @@ impl<DB: Backend> Query for RawQuery<DB> {
 }
 
 impl<DB, Conn> RunQueryDsl<Conn> for RawQuery<DB> {}
+
+/// A [`Shape`] with its binds as a diesel query of backend `DB` whose rows
+/// have the SQL types `ST` ([`Shape::typed`]). Walking its parts is the
+/// whole cost of rendering it, where diesel's query builder renders a
+/// statement again on every execution (to find it among the prepared
+/// ones), quoting and copying each identifier: for a page of messages a
+/// sixth of the server's instructions per request (docs/performance.md).
+pub(crate) struct TypedQuery<DB, ST> {
+    shape: &'static Shape,
+    binds: Vec<Bind>,
+    types: PhantomData<fn() -> (DB, ST)>,
+}
+
+impl<DB, ST> std::fmt::Debug for TypedQuery<DB, ST> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TypedQuery")
+            .field("shape", self.shape)
+            .field("binds", &self.binds)
+            .finish()
+    }
+}
+
+impl<DB: Backend, ST> QueryFragment<DB> for TypedQuery<DB, ST>
+where
+    DB: HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
+    DbId: ToSql<IdSql, DB>,
+    Option<DbId>: ToSql<Nullable<IdSql>, DB>,
+    i64: ToSql<BigInt, DB>,
+    String: ToSql<Text, DB>,
+    Option<i64>: ToSql<Nullable<BigInt>, DB>,
+    Option<String>: ToSql<Nullable<Text>, DB>,
+{
+    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        if self.binds.len() > PREPARED_MAX_BINDS {
+            out.unsafe_to_cache_prepared();
+        }
+        for part in &self.shape.parts {
+            match part {
+                Part::Text(text) => out.push_sql(text),
+                Part::Bind(n) => push_bind(&mut out, &self.binds, *n)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<DB, ST> QueryId for TypedQuery<DB, ST> {
+    type QueryId = ();
+    /// Keyed by its text in diesel's statement cache.
+    const HAS_STATIC_QUERY_ID: bool = false;
+}
+
+impl<DB: Backend, ST> Query for TypedQuery<DB, ST> {
+    type SqlType = ST;
+}
+
+impl<DB, ST, Conn> RunQueryDsl<Conn> for TypedQuery<DB, ST> {}
 
 #[cfg(test)]
 mod tests {
@@ -270,5 +388,48 @@ mod tests {
             assert_eq!(got, found);
         }
         assert_eq!(cached.lock().expect("lock").len(), 2, "{cached:?}");
+    }
+
+    /// A shape's binds go where their markers are, by number, each use a
+    /// placeholder of its own; its rows are read by position into the
+    /// types it was given; it is prepared once; and a marker without its
+    /// bind fails the statement instead of running it.
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn shapes_bind_by_number_and_read_rows_by_position() {
+        use std::sync::{Arc, Mutex, OnceLock};
+
+        use diesel::connection::{Connection, InstrumentationEvent};
+        use diesel::sqlite::{Sqlite, SqliteConnection};
+
+        static SHAPE: OnceLock<Shape> = OnceLock::new();
+        let shape = SHAPE.get_or_init(|| {
+            let (a, b, t) = (marker(0), marker(1), marker(2));
+            Shape::new(&format!("SELECT {b} - {a}, {t} || {t}, {a}"))
+        });
+        let mut conn = SqliteConnection::establish(":memory:").expect("open");
+        let cached = Arc::new(Mutex::new(0));
+        let seen = cached.clone();
+        conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
+            if let InstrumentationEvent::CacheQuery { .. } = event {
+                *seen.lock().expect("lock") += 1;
+            }
+        });
+        for (a, b) in [(1, 10), (5, 7)] {
+            let binds = vec![Bind::Int(a), Bind::Int(b), Bind::Text("ab".into())];
+            let row: (i64, String, i64) = shape
+                .typed::<Sqlite, (BigInt, Text, BigInt)>(binds)
+                .get_result(&mut conn)
+                .expect("row");
+            assert_eq!(row, (b - a, "abab".to_owned(), a));
+        }
+        assert_eq!(*cached.lock().expect("lock"), 1);
+
+        let short = vec![Bind::Int(1), Bind::Int(2)];
+        let error = shape
+            .typed::<Sqlite, (BigInt, Text, BigInt)>(short)
+            .get_result::<(i64, String, i64)>(&mut conn)
+            .expect_err("bind 2 is missing");
+        assert!(error.to_string().contains("no bind numbered 2"), "{error}");
     }
 }

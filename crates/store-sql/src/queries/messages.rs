@@ -56,18 +56,12 @@ macro_rules! expand {
             };
         }
 
-        /// Messages joined to their senders.
-        type WithSenders = diesel::helper_types::InnerJoinOn<
-            messages::table,
-            contacts::table,
-            diesel::helper_types::Eq<contacts::id, messages::sender_id>,
-        >;
-        /// A boxed statement of [`Whole`] rows of messages and senders.
-        pub(crate) type WholeQuery = diesel::helper_types::IntoBoxed<
-            'static,
-            diesel::helper_types::Select<WithSenders, WholeSelection>,
-            Db,
-        >;
+        /// The SQL types of a [`Whole`] row ([`with_relations`]'s).
+        pub(crate) type WholeSql = <WholeSelection as diesel::Expression>::SqlType;
+        /// A statement of [`Whole`] rows written out ([`whole_columns`]):
+        /// the reads of every page and of one message, which diesel's query
+        /// builder would render again on each execution.
+        pub(crate) type WholeQuery = crate::raw::TypedQuery<Db, WholeSql>;
         /// [`empty_page_query`]'s statement.
         pub(crate) type EmptyPageQuery = diesel::query_builder::BoxedSelectStatement<
             'static,
@@ -75,16 +69,32 @@ macro_rules! expand {
             diesel::query_builder::NoFromClause,
             Db,
         >;
-        /// A boxed statement of [`Whole`] rows of messages and senders
-        /// joined to their conversation.
-        pub(crate) type VisibleWholeQuery = diesel::helper_types::IntoBoxed<
-            'static,
-            diesel::helper_types::Select<
-                diesel::helper_types::InnerJoin<WithSenders, conversations::table>,
-                WholeSelection,
-            >,
-            Db,
-        >;
+        /// The select list of [`Whole`] rows written out, for `messages`
+        /// joined to its senders as `contacts`: the columns of `MessageRow`
+        /// and `ContactRow` in the order of their fields (rows are read by
+        /// position), then the relations ([`relation_columns`]). A test
+        /// holds it to what diesel renders for [`with_relations`].
+        fn whole_columns() -> String {
+            let (reactions, attachments) = relation_columns::<Backend>("messages.id");
+            format!(
+                "messages.id, messages.conversation_id, messages.sender_id, messages.body, \
+                 messages.read_at, messages.created_at, messages.updated_at, contacts.id, \
+                 contacts.username, contacts.username_folded, contacts.phone_number, \
+                 contacts.avatar_url, contacts.last_active_at, contacts.created_at, {}, {}",
+                reactions.sql(),
+                attachments.sql()
+            )
+        }
+
+        /// Whether the viewer `v` (a marker of a `crate::raw::Sql`) is a
+        /// member of the conversation row `conv` (a table or its alias):
+        /// [`visible_to`] written out.
+        fn member_of(conv: &str, v: &str) -> String {
+            format!(
+                "(({conv}.group_id IS NULL AND ({conv}.creator_id = {v} OR {conv}.peer_id = {v})) \
+                 OR {conv}.group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v}))"
+            )
+        }
 
         /// The message with this id, whole, in one statement.
         pub(super) fn load_message(conn: &mut Conn, id: DbId) -> Result<Option<Message>> {
@@ -181,8 +191,8 @@ macro_rules! expand {
                 "UPDATE conversations SET \
                      last_active_at = CASE WHEN {forward} THEN {at} ELSE last_active_at END, \
                      activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
-                 WHERE id = {c} AND ((group_id IS NULL AND (creator_id = {s} OR peer_id = {s})) \
-                     OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {s}))"
+                 WHERE id = {c} AND {}",
+                member_of("conversations", s)
             )
         }
 
@@ -455,7 +465,7 @@ macro_rules! expand {
             viewer: ContactId,
             id: MessageId,
         ) -> Result<Option<Message>> {
-            message_of(message_for_query(viewer, id).first(conn).optional()?)
+            message_of(message_for_query(viewer, id).get_result(conn).optional()?)
         }
 
         /// [`message_for`]'s statement, for a loader of rows of its own.
@@ -465,14 +475,21 @@ macro_rules! expand {
         /// viewer's conversations)`, SQLite listed every direct
         /// conversation of everyone to find the viewer's.) Whole: one
         /// statement, its relations included.
-        pub(crate) fn message_for_query(viewer: ContactId, id: MessageId) -> VisibleWholeQuery {
-            let v = viewer.db();
-            with_senders!()
-                .inner_join(conversations::table)
-                .select(with_relations())
-                .into_boxed::<Db>()
-                .filter(messages::id.eq(id.db()))
-                .filter(visible_to!(v))
+        pub(crate) fn message_for_query(viewer: ContactId, id: MessageId) -> WholeQuery {
+            use crate::raw::{marker, Bind, Shape};
+            static SHAPE: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
+            let shape = SHAPE.get_or_init(|| {
+                let (m, v) = (marker(0), marker(1));
+                Shape::new(&format!(
+                    "SELECT {} FROM messages \
+                     INNER JOIN contacts ON contacts.id = messages.sender_id \
+                     INNER JOIN conversations ON conversations.id = messages.conversation_id \
+                     WHERE messages.id = {m} AND {} LIMIT 1",
+                    whole_columns(),
+                    member_of("conversations", &v)
+                ))
+            });
+            shape.typed(vec![Bind::Id(id.db()), Bind::Id(viewer.db())])
         }
 
         /// The ids of the viewer's conversations (optionally only `$only`), as a
@@ -564,40 +581,57 @@ macro_rules! expand {
             cursor: Option<(bool, DbId)>,
             fetch: i64,
         ) -> WholeQuery {
-            use crate::id::IdSql;
-            use crate::queries::paging::{after, before};
-
-            let visible = conversations::table
-                .filter(conversations::id.eq(c))
-                .filter(visible_to!(v))
-                .select(conversations::id)
-                .single_value();
-            let q = with_senders!()
-                .select(with_relations())
-                .into_boxed::<Db>()
-                .filter(messages::conversation_id.nullable().eq(visible));
-            let cursor_message = diesel::alias!(messages as cursor_message);
-            let key = |id: DbId| {
-                cursor_message
-                    .filter(cursor_message.field(messages::id).eq(id))
-                    .select(case_when::<_, _, BigInt>(
-                        cursor_message.field(messages::conversation_id).eq(c),
-                        cursor_message.field(messages::created_at),
-                    ))
-                    .single_value()
-            };
-            let (at, id) = (messages::created_at, messages::id);
-            let q = match cursor {
-                None => q.order((at.desc(), id.desc())),
-                Some((false, k)) => q
-                    .filter(after(at, id, key(k), k.into_sql::<IdSql>()))
-                    .order((at.desc(), id.desc())),
-                // Before it: run in reverse, turned back by `finish_page`.
-                Some((true, k)) => q
-                    .filter(before(at, id, key(k), k.into_sql::<IdSql>()))
-                    .order((at.asc(), id.asc())),
-            };
-            q.limit(fetch)
+            use crate::raw::{marker, Bind, Shape};
+            // Built once for each way of travel: from the newest, after a
+            // cursor, before one.
+            static SHAPES: [std::sync::OnceLock<Shape>; 3] =
+                [const { std::sync::OnceLock::new() }; 3];
+            let travel = cursor.map(|(backwards, _)| backwards);
+            let shape = SHAPES[match travel {
+                None => 0,
+                Some(false) => 1,
+                Some(true) => 2,
+            }]
+            .get_or_init(|| {
+                let (c, v, limit, k) = (marker(0), marker(1), marker(2), marker(3));
+                // The cursor's position, NULL unless it is in this
+                // conversation (then no rows); then strictly past it in
+                // the order of travel, run in reverse before it and turned
+                // back by `finish_page`. One row-value comparison, which
+                // both databases take whole as the range of the index on
+                // `(conversation_id, created_at DESC, id DESC)` starting at
+                // the key: no redundant bound on `created_at` alone, so the
+                // cursor's subquery is written, and run, once.
+                let (keyset, order) = match travel {
+                    None => (String::new(), "DESC"),
+                    Some(backwards) => {
+                        let (past, order) = if backwards { (">", "ASC") } else { ("<", "DESC") };
+                        (
+                            format!(
+                                " AND (messages.created_at, messages.id) {past} (( \
+                                     SELECT CASE WHEN cursor_message.conversation_id = {c} \
+                                         THEN cursor_message.created_at END \
+                                     FROM messages AS cursor_message \
+                                     WHERE cursor_message.id = {k} LIMIT 1), {k})"
+                            ),
+                            order,
+                        )
+                    }
+                };
+                Shape::new(&format!(
+                    "SELECT {} FROM messages \
+                     INNER JOIN contacts ON contacts.id = messages.sender_id \
+                     WHERE messages.conversation_id = ( \
+                         SELECT conversations.id FROM conversations \
+                         WHERE conversations.id = {c} AND {} LIMIT 1){keyset} \
+                     ORDER BY messages.created_at {order}, messages.id {order} LIMIT {limit}",
+                    whole_columns(),
+                    member_of("conversations", &v)
+                ))
+            });
+            let mut binds = vec![Bind::Id(c), Bind::Id(v), Bind::Int(fetch)];
+            binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
+            shape.typed(binds)
         }
 
         /// A page of the all-conversations feed, in the order of travel, for a
@@ -780,6 +814,30 @@ macro_rules! expand {
             .set(conversation_states::unread_count.eq(conversation_states::unread_count - 1))
             .execute(conn)?;
             Ok(())
+        }
+
+        #[cfg(test)]
+        mod written_out {
+            use super::*;
+
+            /// The written-out select list reads the columns diesel's
+            /// builder selects for [`with_relations`], in its order (its
+            /// quotes aside: `"` on PostgreSQL, backticks on SQLite): rows
+            /// are decoded by position, so a field added to `MessageRow` or
+            /// `ContactRow` fails here, not in a page read wrongly.
+            #[test]
+            fn whole_columns_are_those_of_with_relations() {
+                let rendered = diesel::debug_query::<Db, _>(
+                    &with_senders!().select(with_relations()),
+                )
+                .to_string()
+                .replace(['"', '`'], "");
+                let written = format!("SELECT {} FROM ", whole_columns());
+                assert!(
+                    rendered.starts_with(&written),
+                    "diesel selects:\n{rendered}\nwritten out:\n{written}"
+                );
+            }
         }
     };
 }

@@ -4,10 +4,6 @@
 
 use confab_domain::{Cursor, Page};
 use confab_ports::StoreError;
-use diesel::backend::Backend;
-use diesel::expression::{AppearsOnTable, Expression, SelectableExpression, ValidGrouping};
-use diesel::query_builder::{AstPass, QueryFragment, QueryId};
-use diesel::QueryResult;
 
 use super::Result;
 use crate::error::Error;
@@ -77,67 +73,3 @@ macro_rules! keyset {
     };
 }
 pub(crate) use keyset;
-
-/// A row value `(a, b)`, the operand of a keyset comparison ([`after`],
-/// [`before`]).
-#[derive(Debug, Clone, Copy, QueryId, ValidGrouping)]
-pub(crate) struct Row2<A, B> {
-    a: A,
-    b: B,
-}
-
-impl<A: Expression, B: Expression> Expression for Row2<A, B> {
-    type SqlType = (A::SqlType, B::SqlType);
-}
-
-impl<A, B, QS> AppearsOnTable<QS> for Row2<A, B>
-where
-    A: AppearsOnTable<QS>,
-    B: AppearsOnTable<QS>,
-    Self: Expression,
-{
-}
-
-impl<A, B, QS> SelectableExpression<QS> for Row2<A, B>
-where
-    A: SelectableExpression<QS>,
-    B: SelectableExpression<QS>,
-    Self: AppearsOnTable<QS>,
-{
-}
-
-impl<A, B, DB> QueryFragment<DB> for Row2<A, B>
-where
-    DB: Backend,
-    A: QueryFragment<DB>,
-    B: QueryFragment<DB>,
-{
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        out.push_sql("(");
-        self.a.walk_ast(out.reborrow())?;
-        out.push_sql(", ");
-        self.b.walk_ast(out.reborrow())?;
-        out.push_sql(")");
-        Ok(())
-    }
-}
-
-// Row-value comparisons. NULL when a key is NULL (an unresolved cursor):
-// no rows.
-diesel::infix_operator!(RowLt, " < ");
-diesel::infix_operator!(RowGt, " > ");
-
-/// `(a, b) < (ka, kb)`: strictly after the key `(ka, kb)` in a list ordered
-/// by `(a, b)` descending, as one row-value comparison. Both databases take
-/// it whole as the range of an index on `(..., a DESC, b DESC)`, starting at
-/// the key: no redundant bound on `a` alone, so a key that is a subquery
-/// (a cursor resolved inside the statement) is written, and run, once.
-pub(crate) fn after<A, B, KA, KB>(a: A, b: B, ka: KA, kb: KB) -> RowLt<Row2<A, B>, Row2<KA, KB>> {
-    RowLt::new(Row2 { a, b }, Row2 { a: ka, b: kb })
-}
-
-/// `(a, b) > (ka, kb)`: strictly before the key in that list (the same
-/// index range, read the other way).
-pub(crate) fn before<A, B, KA, KB>(a: A, b: B, ka: KA, kb: KB) -> RowGt<Row2<A, B>, Row2<KA, KB>> {
-    RowGt::new(Row2 { a, b }, Row2 { a: ka, b: kb })
-}
