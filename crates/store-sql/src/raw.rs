@@ -73,8 +73,18 @@ impl Sql {
     /// `get_result`; rows as `QueryableByName`).
     pub(crate) fn query<DB>(self) -> RawQuery<DB> {
         RawQuery {
-            sql: self,
+            sql: self.split(),
             db: PhantomData,
+        }
+    }
+
+    /// The text split at its markers, once: diesel walks a statement
+    /// three times an execution (its text, its binds, whether it may be
+    /// kept prepared).
+    fn split(self) -> Split {
+        Split {
+            parts: parts(&self.text),
+            binds: self.binds,
         }
     }
 }
@@ -82,13 +92,41 @@ impl Sql {
 /// A [`Sql`] as a diesel query of backend `DB`.
 #[derive(Debug)]
 pub(crate) struct RawQuery<DB> {
-    sql: Sql,
+    sql: Split,
     db: PhantomData<DB>,
 }
 
-/// The text and its binds: each use of a bind is a placeholder of its
-/// own, in the backend's syntax.
-impl<DB> QueryFragment<DB> for Sql
+/// A [`Sql`]'s text split at its markers, and its binds.
+#[derive(Debug)]
+struct Split {
+    parts: Vec<Part>,
+    binds: Vec<Bind>,
+}
+
+/// A statement's text and bind numbers, in turn.
+#[derive(Debug)]
+enum Part {
+    Text(String),
+    /// A bind's number; `usize::MAX` for a marker that is not a number,
+    /// which fails the statement ("no bind numbered").
+    Bind(usize),
+}
+
+/// `text` split at its markers: text and bind numbers alternate.
+fn parts(text: &str) -> Vec<Part> {
+    text.split(MARK)
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 0 {
+                Part::Text(part.to_owned())
+            } else {
+                Part::Bind(part.parse().unwrap_or(usize::MAX))
+            }
+        })
+        .collect()
+}
+
+impl<DB> QueryFragment<DB> for Split
 where
     DB: Backend + HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
     DbId: ToSql<IdSql, DB>,
@@ -98,24 +136,18 @@ where
     Option<i64>: ToSql<Nullable<BigInt>, DB>,
     Option<String>: ToSql<Nullable<Text>, DB>,
 {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        if self.binds.len() > PREPARED_MAX_BINDS {
-            out.unsafe_to_cache_prepared();
-        }
-        // Text and bind numbers alternate.
-        for (i, part) in self.text.split(MARK).enumerate() {
-            if i % 2 == 0 {
-                out.push_sql(part);
-            } else {
-                push_bind(&mut out, &self.binds, part.parse().unwrap_or(usize::MAX))?;
-            }
-        }
-        Ok(())
+    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        walk_parts(out, &self.parts, &self.binds)
     }
 }
 
-/// Pushes the `n`th of `binds` where the text has its marker.
-fn push_bind<'b, DB>(out: &mut AstPass<'_, 'b, DB>, binds: &'b [Bind], n: usize) -> QueryResult<()>
+/// The text of `parts` with `binds` where their numbers are: each use of
+/// a bind is a placeholder of its own, in the backend's syntax.
+fn walk_parts<'b, DB>(
+    mut out: AstPass<'_, 'b, DB>,
+    parts: &'b [Part],
+    binds: &'b [Bind],
+) -> QueryResult<()>
 where
     DB: Backend + HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
     DbId: ToSql<IdSql, DB>,
@@ -125,19 +157,32 @@ where
     Option<i64>: ToSql<Nullable<BigInt>, DB>,
     Option<String>: ToSql<Nullable<Text>, DB>,
 {
-    let bind = binds.get(n).ok_or_else(|| {
-        diesel::result::Error::QueryBuilderError(
-            format!("no bind numbered {n} in a raw statement").into(),
-        )
-    })?;
-    match bind {
-        Bind::Id(v) => out.push_bind_param::<IdSql, _>(v),
-        Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v),
-        Bind::Int(v) => out.push_bind_param::<BigInt, _>(v),
-        Bind::Text(v) => out.push_bind_param::<Text, _>(v),
-        Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v),
-        Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v),
+    if binds.len() > PREPARED_MAX_BINDS {
+        out.unsafe_to_cache_prepared();
     }
+    for part in parts {
+        let n = match part {
+            Part::Text(text) => {
+                out.push_sql(text);
+                continue;
+            }
+            Part::Bind(n) => *n,
+        };
+        let bind = binds.get(n).ok_or_else(|| {
+            diesel::result::Error::QueryBuilderError(
+                format!("no bind numbered {n} in a raw statement").into(),
+            )
+        })?;
+        match bind {
+            Bind::Id(v) => out.push_bind_param::<IdSql, _>(v)?,
+            Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v)?,
+            Bind::Int(v) => out.push_bind_param::<BigInt, _>(v)?,
+            Bind::Text(v) => out.push_bind_param::<Text, _>(v)?,
+            Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v)?,
+            Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v)?,
+        }
+    }
+    Ok(())
 }
 
 /// The marker of the bind numbered `n`, for a [`Shape`]'s text, whose
@@ -154,28 +199,9 @@ pub(crate) struct Shape {
     parts: Vec<Part>,
 }
 
-#[derive(Debug)]
-enum Part {
-    Text(String),
-    /// A bind's number; `usize::MAX` for a marker that is not a number,
-    /// which fails the statement ("no bind numbered").
-    Bind(usize),
-}
-
 impl Shape {
     pub(crate) fn new(text: &str) -> Self {
-        let parts = text
-            .split(MARK)
-            .enumerate()
-            .map(|(i, part)| {
-                if i % 2 == 0 {
-                    Part::Text(part.to_owned())
-                } else {
-                    Part::Bind(part.parse().unwrap_or(usize::MAX))
-                }
-            })
-            .collect();
-        Self { parts }
+        Self { parts: parts(text) }
     }
 
     /// The statement with these binds (numbered by their place), as a
@@ -196,13 +222,13 @@ impl Sql {
     /// which stays prepared like a [`RawQuery`] (diesel's `sql` literals
     /// never are).
     pub(crate) fn condition(self) -> RawCondition {
-        RawCondition(self)
+        RawCondition(self.split())
     }
 }
 
 impl<DB: Backend> QueryFragment<DB> for RawQuery<DB>
 where
-    Sql: QueryFragment<DB>,
+    Split: QueryFragment<DB>,
 {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         self.sql.walk_ast(out)
@@ -212,7 +238,7 @@ where
 /// A [`Sql`] as a boolean SQL expression that may appear on any table
 /// ([`Sql::condition`]).
 #[derive(Debug)]
-pub(crate) struct RawCondition(Sql);
+pub(crate) struct RawCondition(Split);
 
 impl Expression for RawCondition {
     type SqlType = Bool;
@@ -228,7 +254,7 @@ impl ValidGrouping<()> for RawCondition {
 
 impl<DB: Backend> QueryFragment<DB> for RawCondition
 where
-    Sql: QueryFragment<DB>,
+    Split: QueryFragment<DB>,
 {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         self.0.walk_ast(out)
@@ -284,17 +310,8 @@ where
     Option<i64>: ToSql<Nullable<BigInt>, DB>,
     Option<String>: ToSql<Nullable<Text>, DB>,
 {
-    fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        if self.binds.len() > PREPARED_MAX_BINDS {
-            out.unsafe_to_cache_prepared();
-        }
-        for part in &self.shape.parts {
-            match part {
-                Part::Text(text) => out.push_sql(text),
-                Part::Bind(n) => push_bind(&mut out, &self.binds, *n)?,
-            }
-        }
-        Ok(())
+    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        walk_parts(out, &self.shape.parts, &self.binds)
     }
 }
 
