@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How many instructions confab's own process runs per request: the server
 # under valgrind's callgrind, on a kept benchmark database, serves N
-# requests of a read scenario one after the other (after 200 unmeasured),
+# requests of a scenario one after the other (after 200 unmeasured),
 # and the count of the measured part is divided by N. Instructions, not
 # seconds: the figure repeats to within a fraction of a percent whatever
 # else the machine runs, so two binaries compare in one run of this script
@@ -12,7 +12,8 @@
 #   BENCH_KEEP_DB=1 BENCH_STORES=postgres bench/run.sh
 # Usage: bench/instructions.sh DB RAW_DIR [BINARY...]
 # (default binary target/release/confab). SCENARIOS (default
-# "page_first get_message"; any GET scenario) and N (default 2000) pick
+# "page_first get_message"; any scenario: a send writes its messages to the
+# kept database) and N (default 2000) pick
 # the load. Prints one line per binary and scenario, and keeps each
 # callgrind profile (callgrind_annotate reads it) in the directory it
 # names.
@@ -27,7 +28,7 @@ PORT=${PORT:-18195}
 OUT=$(mktemp -d)
 
 # N requests of a targets file (bench/wrk.lua's format), in turn, on one
-# kept-alive connection; every answer must be 200.
+# kept-alive connection; every answer must be 200 (201 for a send).
 requests() {
     python3 - "$1" "$2" "$PORT" <<'PY'
 import http.client, sys
@@ -35,11 +36,14 @@ lines = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 n, port = int(sys.argv[2]), int(sys.argv[3])
 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 for i in range(n):
-    method, path, _body, token = lines[i % len(lines)][:4]
-    conn.request(method, path, headers={"Authorization": "Bearer " + token})
+    method, path, body, token = lines[i % len(lines)][:4]
+    headers = {"Authorization": "Bearer " + token}
+    if method == "POST":
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    conn.request(method, path, body=body if method == "POST" else None, headers=headers)
     response = conn.getresponse()
     response.read()
-    if response.status != 200:
+    if response.status not in (200, 201):
         sys.exit(f"{method} {path}: {response.status}")
 PY
 }
