@@ -291,10 +291,9 @@ impl PgStore {
         let Some(event) = event else {
             return self.door_append_message(message, outbox, completion).await;
         };
-        confab_domain::check_attachment_count(message.attachments.len())
-            .map_err(|e| Error::from(e).into_store::<Self>())?;
         let (query, written, with_completion) =
-            queries::append_statement(message, (event, &*outbox.render), completion);
+            queries::append_statement(message, (event, &*outbox.render), completion)
+                .map_err(Error::into_store::<Self>)?;
         self.conns
             .run(self, |mut conn| async move {
                 // `BEGIN` cannot fail on a connection outside a transaction

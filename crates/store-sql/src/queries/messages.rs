@@ -205,12 +205,10 @@ macro_rules! expand {
             )
         }
 
-        /// What a send's single statement reports.
-        #[derive(QueryableByName)]
+        /// What a send's single statement reports, in its order.
+        #[derive(Queryable)]
         pub(crate) struct Sent {
-            #[diesel(sql_type = BigInt)]
             sent: i64,
-            #[diesel(sql_type = BigInt)]
             completed: i64,
         }
 
@@ -225,39 +223,93 @@ macro_rules! expand {
             event: (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
             completion: Option<Completion<Message>>,
         ) -> Result<Message> {
-            let (query, written, with_completion) = append_statement(message, event, completion);
+            let (query, written, with_completion) = append_statement(message, event, completion)?;
             append_outcome(query.get_result(conn)?, with_completion)?;
             Ok(written)
         }
 
         /// [`append_in_one_statement`]'s statement, for a loader of rows of
         /// its own, with the message as written and whether the statement
-        /// completes an idempotency key.
+        /// completes an idempotency key. Its text is built once per shape
+        /// ([`append_text`]: per number of attachments, with or without a
+        /// key), its binds per send, in the order that text numbers them.
         pub(crate) fn append_statement(
             message: NewMessage,
             (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
             completion: Option<Completion<Message>>,
-        ) -> (crate::raw::RawQuery<Db>, Message, bool) {
-            use crate::raw::{Bind, Sql};
+        ) -> Result<(SendQuery, Message, bool)> {
+            use crate::raw::{Bind, Shape};
+            use std::sync::OnceLock;
 
-            let c = message.conversation_id.db();
-            let sender = message.sender.id.db();
-            let at = message.created_at.micros();
-            let (id, text) = (message.id.db(), message.text.as_str().to_owned());
-            let attachments = message.attachments.clone();
+            static SHAPES: [[OnceLock<Shape>; 2]; confab_domain::MAX_ATTACHMENTS + 1] =
+                [const { [const { OnceLock::new() }; 2] }; confab_domain::MAX_ATTACHMENTS + 1];
+            let attachments = message.attachments.len();
+            // At most `MAX_ATTACHMENTS`: a shape for each count.
+            check_attachment_count(attachments).map_err(Error::from)?;
+            let with_completion = completion.is_some();
+            let shape = SHAPES[attachments][usize::from(with_completion)]
+                .get_or_init(|| Shape::new(&append_text(attachments, with_completion)));
+
+            let mut binds = vec![
+                Bind::Id(message.conversation_id.db()),
+                Bind::Id(message.sender.id.db()),
+                Bind::Int(message.created_at.micros()),
+                Bind::Id(message.id.db()),
+                Bind::Text(message.text.as_str().to_owned()),
+            ];
+            for (seq, (aid, a)) in (0_i64..).zip(&message.attachments) {
+                binds.extend([
+                    Bind::Id(aid.db()),
+                    Bind::Int(seq),
+                    Bind::Text(a.filename.as_str().to_owned()),
+                    Bind::Text(a.file_url.as_str().to_owned()),
+                    Bind::Text(a.file_type.as_str().to_owned()),
+                    Bind::MaybeInt(a.file_size.map(confab_domain::FileSize::bytes)),
+                ]);
+            }
             let written = as_written(message);
-            let payload = render.message(&written);
+            binds.extend([
+                Bind::Id(event.id.as_uuid().db()),
+                Bind::Text(event.kind.name().to_owned()),
+                Bind::Id(event.actor.db()),
+                Bind::Text(render.message(&written)),
+            ]);
+            // The idempotency key's answer, only while its holder holds it.
+            if let Some(completion) = completion {
+                let (claim, response) = completion.render(&written);
+                binds.extend([
+                    Bind::Id(claim.contact_id.db()),
+                    Bind::Text(claim.key),
+                    Bind::Id(DbId::from(claim.holder)),
+                    Bind::Int(i64::from(response.status)),
+                    Bind::MaybeText(response.location),
+                    Bind::Text(response.body),
+                ]);
+            }
+            Ok((shape.typed(binds), written, with_completion))
+        }
 
-            let mut sql = Sql::default();
-            let (c, s, at) = (sql.id(c), sql.id(sender), sql.bind(Bind::Int(at)));
-            sql.push(&format!(
+        /// A send's statement ([`append_statement`]).
+        pub(crate) type SendQuery = crate::raw::TypedQuery<Db, (BigInt, BigInt)>;
+
+        /// [`append_statement`]'s text for a message with `attachments`
+        /// attachments, completing an idempotency key or not. Its binds, in
+        /// order: the conversation, the sender, the time, the message's id
+        /// and text; six per attachment (id, place, file name, URL, type,
+        /// size); the event's id, type, actor and payload; with a key, its
+        /// owner, the key, its holder, and the answer's status, location and
+        /// body.
+        fn append_text(attachments: usize, completion: bool) -> String {
+            use crate::raw::marker;
+
+            let (c, s, at, m, body) = (marker(0), marker(1), marker(2), marker(3), marker(4));
+            let mut text = format!(
                 "WITH conv AS ({} RETURNING id, creator_id, peer_id, group_id)",
                 advance_conversation(&c, &s, &at)
-            ));
+            );
             // The message's audience (the feed's index ranges) from the
             // conversation row the update returned: no second lookup.
-            let (m, body) = (sql.id(id), sql.bind(Bind::Text(text)));
-            sql.push(&format!(
+            text.push_str(&format!(
                 ", msg AS ( \
                      INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at, \
                          direct_creator_id, direct_peer_id, group_id) \
@@ -266,22 +318,16 @@ macro_rules! expand {
                      FROM conv RETURNING id \
                  )"
             ));
-            if !attachments.is_empty() {
-                let rows: Vec<String> = attachments
-                    .iter()
-                    .zip(0_i64..)
-                    .map(|((aid, a), seq)| {
-                        let aid = sql.id(aid.db());
-                        let seq = sql.bind(Bind::Int(seq));
-                        let name = sql.bind(Bind::Text(a.filename.as_str().to_owned()));
-                        let url = sql.bind(Bind::Text(a.file_url.as_str().to_owned()));
-                        let kind = sql.bind(Bind::Text(a.file_type.as_str().to_owned()));
-                        let size =
-                            sql.bind(Bind::MaybeInt(a.file_size.map(confab_domain::FileSize::bytes)));
+            if attachments > 0 {
+                let rows: Vec<String> = (0..attachments)
+                    .map(|i| {
+                        let b = 5 + 6 * i;
+                        let [aid, seq, name, url, kind, size] =
+                            [b, b + 1, b + 2, b + 3, b + 4, b + 5].map(marker);
                         format!("({aid}, {seq}, {name}, {url}, {kind}, {size})")
                     })
                     .collect();
-                sql.push(&format!(
+                text.push_str(&format!(
                     ", att AS ( \
                          INSERT INTO attachments (id, message_id, seq, filename, file_url, file_type, file_size, created_at) \
                          SELECT v.id, msg.id, v.seq, v.filename, v.file_url, v.file_type, v.file_size, {at} \
@@ -291,19 +337,16 @@ macro_rules! expand {
                 ));
             }
             // One more unread message for every other member.
-            sql.push(&format!(
+            text.push_str(&format!(
                 ", unread AS ({} AND EXISTS (SELECT 1 FROM msg))",
                 count_unread(&c, &s)
             ));
             // The event and its recipients (the outbox's rows, `outbox.rs`):
             // the conversation's members, from the row the update returned.
             let position = Backend::event_position(0).unwrap_or_default();
-            let (e, kind) = (
-                sql.id(event.id.as_uuid().db()),
-                sql.bind(Bind::Text(event.kind.name().to_owned())),
-            );
-            let (actor, payload) = (sql.id(event.actor.db()), sql.bind(Bind::Text(payload)));
-            sql.push(&format!(
+            let e0 = 5 + 6 * attachments;
+            let [e, kind, actor, payload] = [e0, e0 + 1, e0 + 2, e0 + 3].map(marker);
+            text.push_str(&format!(
                 ", ev AS ( \
                      INSERT INTO events (id, position, type, actor_id, created_at, payload) \
                      SELECT {e}, {position}, {kind}, {actor}, {at}, {payload} FROM msg \
@@ -318,17 +361,11 @@ macro_rules! expand {
                      ) m \
                  )"
             ));
-            // The idempotency key's answer, only while its holder holds it.
-            let with_completion = completion.is_some();
-            if let Some(completion) = completion {
-                let (claim, response) = completion.render(&written);
-                let owner = sql.id(claim.contact_id.db());
-                let key = sql.bind(Bind::Text(claim.key));
-                let holder = sql.id(DbId::from(claim.holder));
-                let status = sql.bind(Bind::Int(i64::from(response.status)));
-                let location = sql.bind(Bind::MaybeText(response.location));
-                let body = sql.bind(Bind::Text(response.body));
-                sql.push(&format!(
+            if completion {
+                let k0 = e0 + 4;
+                let [owner, key, holder, status, location, body] =
+                    [k0, k0 + 1, k0 + 2, k0 + 3, k0 + 4, k0 + 5].map(marker);
+                text.push_str(&format!(
                     ", done AS ( \
                          UPDATE idempotency_keys SET status = {status}, location = {location}, body = {body} \
                          WHERE contact_id = {owner} AND key = {key} AND claim = {holder} \
@@ -337,9 +374,11 @@ macro_rules! expand {
                      ) SELECT (SELECT COUNT(*) FROM msg) AS sent, (SELECT COUNT(*) FROM done) AS completed"
                 ));
             } else {
-                sql.push(" SELECT (SELECT COUNT(*) FROM msg) AS sent, CAST(0 AS BIGINT) AS completed");
+                text.push_str(
+                    " SELECT (SELECT COUNT(*) FROM msg) AS sent, CAST(0 AS BIGINT) AS completed",
+                );
             }
-            (sql.query::<Db>(), written, with_completion)
+            text
         }
 
         /// What [`append_statement`]'s answer means: nothing written
