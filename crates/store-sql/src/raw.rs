@@ -126,28 +126,19 @@ fn parts(text: &str) -> Vec<Part> {
         .collect()
 }
 
-impl<DB> QueryFragment<DB> for Split
-where
-    DB: Backend + HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
-    DbId: ToSql<IdSql, DB>,
-    Option<DbId>: ToSql<Nullable<IdSql>, DB>,
-    i64: ToSql<BigInt, DB>,
-    String: ToSql<Text, DB>,
-    Option<i64>: ToSql<Nullable<BigInt>, DB>,
-    Option<String>: ToSql<Nullable<Text>, DB>,
-{
+impl<DB: RawDb> QueryFragment<DB> for Split {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         walk_parts(out, &self.parts, &self.binds)
     }
 }
 
-/// The text of `parts` with `binds` where their numbers are: each use of
-/// a bind is a placeholder of its own, in the backend's syntax.
-fn walk_parts<'b, DB>(
-    mut out: AstPass<'_, 'b, DB>,
-    parts: &'b [Part],
-    binds: &'b [Bind],
-) -> QueryResult<()>
+/// A backend that every [`Bind`] serializes to (both of ours).
+pub(crate) trait RawDb: Backend {
+    /// Pushes `bind` where its placeholder goes.
+    fn push_bind<'b>(out: &mut AstPass<'_, 'b, Self>, bind: &'b Bind) -> QueryResult<()>;
+}
+
+impl<DB> RawDb for DB
 where
     DB: Backend + HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
     DbId: ToSql<IdSql, DB>,
@@ -157,6 +148,25 @@ where
     Option<i64>: ToSql<Nullable<BigInt>, DB>,
     Option<String>: ToSql<Nullable<Text>, DB>,
 {
+    fn push_bind<'b>(out: &mut AstPass<'_, 'b, Self>, bind: &'b Bind) -> QueryResult<()> {
+        match bind {
+            Bind::Id(v) => out.push_bind_param::<IdSql, _>(v),
+            Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v),
+            Bind::Int(v) => out.push_bind_param::<BigInt, _>(v),
+            Bind::Text(v) => out.push_bind_param::<Text, _>(v),
+            Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v),
+            Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v),
+        }
+    }
+}
+
+/// The text of `parts` with `binds` where their numbers are: each use of
+/// a bind is a placeholder of its own, in the backend's syntax.
+fn walk_parts<'b, DB: RawDb>(
+    mut out: AstPass<'_, 'b, DB>,
+    parts: &'b [Part],
+    binds: &'b [Bind],
+) -> QueryResult<()> {
     if binds.len() > PREPARED_MAX_BINDS {
         out.unsafe_to_cache_prepared();
     }
@@ -173,14 +183,7 @@ where
                 format!("no bind numbered {n} in a raw statement").into(),
             )
         })?;
-        match bind {
-            Bind::Id(v) => out.push_bind_param::<IdSql, _>(v)?,
-            Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v)?,
-            Bind::Int(v) => out.push_bind_param::<BigInt, _>(v)?,
-            Bind::Text(v) => out.push_bind_param::<Text, _>(v)?,
-            Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v)?,
-            Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v)?,
-        }
+        DB::push_bind(&mut out, bind)?;
     }
     Ok(())
 }
@@ -300,16 +303,7 @@ impl<DB, ST> std::fmt::Debug for TypedQuery<DB, ST> {
     }
 }
 
-impl<DB: Backend, ST> QueryFragment<DB> for TypedQuery<DB, ST>
-where
-    DB: HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
-    DbId: ToSql<IdSql, DB>,
-    Option<DbId>: ToSql<Nullable<IdSql>, DB>,
-    i64: ToSql<BigInt, DB>,
-    String: ToSql<Text, DB>,
-    Option<i64>: ToSql<Nullable<BigInt>, DB>,
-    Option<String>: ToSql<Nullable<Text>, DB>,
-{
+impl<DB: RawDb, ST> QueryFragment<DB> for TypedQuery<DB, ST> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         walk_parts(out, &self.shape.parts, &self.binds)
     }
