@@ -22,7 +22,7 @@ use crate::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::queries::membership::visible_to;
-use crate::rows::{relation_columns, MessageRow, WholeRow};
+use crate::rows::{MessageRow, WholeRow};
 use crate::schema::{conversations, groups, messages};
 
 mod queries {
@@ -532,12 +532,8 @@ fn feed_page_query(
     let travel = cursor.map(|(backwards, _)| backwards);
     let mut binds = vec![Bind::Id(viewer), Bind::Int(fetch)];
     binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
-    let shape = SHAPES[match travel {
-        None => 0,
-        Some(false) => 1,
-        Some(true) => 2,
-    }]
-    .get_or_init(|| Shape::new(&feed_page_text(travel)));
+    let shape = SHAPES[crate::queries::paging::travel_shape(cursor)]
+        .get_or_init(|| Shape::new(&feed_page_text(travel)));
     shape.typed(binds)
 }
 
@@ -551,11 +547,7 @@ fn feed_page_text(travel: Option<bool>) -> String {
     let key = travel.map(|_| marker(2));
     let (order, keyset) = match (travel, &key) {
         (Some(backwards), Some(k)) => {
-            let (past, order) = if backwards {
-                (">", "ASC")
-            } else {
-                ("<", "DESC")
-            };
+            let (order, past) = crate::queries::paging::travel_order(backwards);
             (
                 order,
                 format!("AND (m.created_at, m.id) {past} ((SELECT at FROM cursor_key), {k})"),
@@ -591,8 +583,7 @@ fn feed_page_text(travel: Option<bool>) -> String {
     );
     // Whole rows: each message's reactions and attachments in the same
     // statement (`rows::relation_columns`), for the page's rows only.
-    let (reactions, attachments) = relation_columns::<PgStore>("p.id");
-    let (reactions, attachments) = (reactions.sql(), attachments.sql());
+    let columns = queries::whole_columns("p", "s");
     format!(
         "WITH {cursor_key}page AS ( \
              SELECT * FROM ( \
@@ -603,9 +594,7 @@ fn feed_page_text(travel: Option<bool>) -> String {
              ) u \
              ORDER BY created_at {order}, id {order} LIMIT {limit} \
          ) \
-         SELECT p.id, p.conversation_id, p.sender_id, p.body, p.read_at, p.created_at, \
-             p.updated_at, s.id, s.username, s.username_folded, s.phone_number, s.avatar_url, \
-             s.last_active_at, s.created_at, {reactions}, {attachments} \
+         SELECT {columns} \
          FROM page p CROSS JOIN LATERAL ( \
              SELECT * FROM contacts WHERE id = p.sender_id \
          ) s \

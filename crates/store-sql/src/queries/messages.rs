@@ -22,7 +22,7 @@ macro_rules! expand {
         use crate::id::DbId;
         use crate::queries::membership::visible_to;
         use crate::queries::not_found;
-        use crate::queries::paging::{fetch_size, finish_page};
+        use crate::queries::paging::{fetch_size, finish_page, travel_order, travel_shape};
         use crate::rows::{message_with, relation_columns, ContactRow, DbKey, JsonColumn, MessageRow};
         use crate::schema::{contacts, conversation_states, conversations, messages};
         use crate::SqlBackend as _;
@@ -69,18 +69,18 @@ macro_rules! expand {
             diesel::query_builder::NoFromClause,
             Db,
         >;
-        /// The select list of [`Whole`] rows written out, for `messages`
-        /// joined to its senders as `contacts`: the columns of `MessageRow`
-        /// and `ContactRow` in the order of their fields (rows are read by
-        /// position), then the relations ([`relation_columns`]). A test
-        /// holds it to what diesel renders for [`with_relations`].
-        fn whole_columns() -> String {
-            let (reactions, attachments) = relation_columns::<Backend>("messages.id");
+        /// The select list of [`Whole`] rows written out, for messages
+        /// (`m`, a table or its alias) joined to their senders (`s`, rows
+        /// of `contacts`): the columns of `MessageRow` and `ContactRow` in
+        /// the order of their fields (rows are read by position), then the
+        /// relations ([`relation_columns`]). A test holds it to what
+        /// diesel renders for [`with_relations`].
+        pub(crate) fn whole_columns(m: &str, s: &str) -> String {
+            let (reactions, attachments) = relation_columns::<Backend>(&format!("{m}.id"));
             format!(
-                "messages.id, messages.conversation_id, messages.sender_id, messages.body, \
-                 messages.read_at, messages.created_at, messages.updated_at, contacts.id, \
-                 contacts.username, contacts.username_folded, contacts.phone_number, \
-                 contacts.avatar_url, contacts.last_active_at, contacts.created_at, {}, {}",
+                "{m}.id, {m}.conversation_id, {m}.sender_id, {m}.body, {m}.read_at, \
+                 {m}.created_at, {m}.updated_at, {s}.id, {s}.username, {s}.username_folded, \
+                 {s}.phone_number, {s}.avatar_url, {s}.last_active_at, {s}.created_at, {}, {}",
                 reactions.sql(),
                 attachments.sql()
             )
@@ -524,7 +524,7 @@ macro_rules! expand {
                      INNER JOIN contacts ON contacts.id = messages.sender_id \
                      INNER JOIN conversations ON conversations.id = messages.conversation_id \
                      WHERE messages.id = {m} AND {} LIMIT 1",
-                    whole_columns(),
+                    whole_columns("messages", "contacts"),
                     member_of("conversations", &v)
                 ))
             });
@@ -626,12 +626,7 @@ macro_rules! expand {
             static SHAPES: [std::sync::OnceLock<Shape>; 3] =
                 [const { std::sync::OnceLock::new() }; 3];
             let travel = cursor.map(|(backwards, _)| backwards);
-            let shape = SHAPES[match travel {
-                None => 0,
-                Some(false) => 1,
-                Some(true) => 2,
-            }]
-            .get_or_init(|| {
+            let shape = SHAPES[travel_shape(cursor)].get_or_init(|| {
                 let (c, v, limit, k) = (marker(0), marker(1), marker(2), marker(3));
                 // The cursor's position, NULL unless it is in this
                 // conversation (then no rows); then strictly past it in
@@ -644,7 +639,7 @@ macro_rules! expand {
                 let (keyset, order) = match travel {
                     None => (String::new(), "DESC"),
                     Some(backwards) => {
-                        let (past, order) = if backwards { (">", "ASC") } else { ("<", "DESC") };
+                        let (order, past) = travel_order(backwards);
                         (
                             format!(
                                 " AND (messages.created_at, messages.id) {past} (( \
@@ -664,7 +659,7 @@ macro_rules! expand {
                          SELECT conversations.id FROM conversations \
                          WHERE conversations.id = {c} AND {} LIMIT 1){keyset} \
                      ORDER BY messages.created_at {order}, messages.id {order} LIMIT {limit}",
-                    whole_columns(),
+                    whole_columns("messages", "contacts"),
                     member_of("conversations", &v)
                 ))
             });
@@ -701,9 +696,7 @@ macro_rules! expand {
             use crate::raw::{Bind, Sql};
 
             let backwards = matches!(cursor, Some((true, _)));
-            // The order of travel: newest first, or oldest first before a
-            // cursor; `past` is "further along it".
-            let (order, past) = if backwards { ("ASC", ">") } else { ("DESC", "<") };
+            let (order, past) = travel_order(backwards);
             let past_cursor = match cursor {
                 None => String::new(),
                 Some(_) => format!("AND (i.created_at, i.id) {past} (SELECT at, id FROM cursor_key)"),
@@ -871,7 +864,7 @@ macro_rules! expand {
                 )
                 .to_string()
                 .replace(['"', '`'], "");
-                let written = format!("SELECT {} FROM ", whole_columns());
+                let written = format!("SELECT {} FROM ", whole_columns("messages", "contacts"));
                 assert!(
                     rendered.starts_with(&written),
                     "diesel selects:\n{rendered}\nwritten out:\n{written}"

@@ -21,6 +21,27 @@ impl<K> Seek<K> {
     }
 }
 
+/// The order of travel of a written-out page and its keyset comparison:
+/// newest first and `<` ("further along" is older), or, before a cursor,
+/// oldest first and `>` (run in reverse, turned back by [`finish_page`]).
+pub(crate) fn travel_order(backwards: bool) -> (&'static str, &'static str) {
+    if backwards {
+        ("ASC", ">")
+    } else {
+        ("DESC", "<")
+    }
+}
+
+/// Which of a written-out page's three statement shapes a cursor takes
+/// (`crate::raw::Shape`): from the newest, after the cursor, before it.
+pub(crate) fn travel_shape<K>(cursor: Option<(bool, K)>) -> usize {
+    match cursor {
+        None => 0,
+        Some((false, _)) => 1,
+        Some((true, _)) => 2,
+    }
+}
+
 /// Resolves a cursor to its item's sort key with `key_of`, which must look
 /// the item up in the very list being paged (same viewer, same filters).
 pub(crate) fn seek<Id, K>(
