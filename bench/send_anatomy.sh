@@ -7,11 +7,11 @@
 #   least-events  the same with what API.md 11-12 add (unread counters, the
 #                 event and its recipients), one statement
 #   confab-1rt    confab's own send statement as captured, alone: one round
-#                 trip, committed by itself
+#                 trip, committed by itself (what confab sends since it
+#                 settles itself, `confab_settle_send`; the "exact" replay)
 #   confab-2rt    BEGIN and the statement in one round trip, then COMMIT:
-#                 what confab sends (pipelined BEGIN, COMMIT awaited)
-#   confab-3rt    BEGIN, the statement, COMMIT: one round trip each (the
-#                 "exact" replay of bench/run.sh)
+#                 what confab sent before (pipelined BEGIN, COMMIT awaited)
+#   confab-3rt    BEGIN, the statement, COMMIT: one round trip each
 #
 # Each round runs them in the other order. Prints tps per run.
 #
@@ -29,11 +29,18 @@ trap 'rm -rf "$WORK"' EXIT
 
 for f in "$RAW"/sql/exact-send-*.sql; do
     b=$(basename "$f" .sql)
-    cp "$f" "$WORK/confab-3rt.$b.sql"
+    # The statement alone (a capture of an older confab has BEGIN and
+    # COMMIT around it), then wrapped.
     grep -v '^BEGIN;$\|^COMMIT;$' "$f" >"$WORK/confab-1rt.$b.sql"
+    {
+        echo 'BEGIN;'
+        grep -v '^BEGIN;$\|^COMMIT;$\|^\\' "$f"
+        echo 'COMMIT;'
+    } >"$WORK/body.sql"
+    { grep '^\\' "$f" || true; cat "$WORK/body.sql"; } >"$WORK/confab-3rt.$b.sql"
     # pgbench's \startpipeline sends what is inside in one round trip.
-    awk '/^BEGIN;$/ {print "\\startpipeline"; print; next}
-         /^COMMIT;$/ {print "\\endpipeline"; print; next} {print}' "$f" >"$WORK/confab-2rt.$b.sql"
+    { grep '^\\' "$f" || true; awk '/^BEGIN;$/ {print "\\startpipeline"; print; next}
+         /^COMMIT;$/ {print "\\endpipeline"; print; next} {print}' "$WORK/body.sql"; } >"$WORK/confab-2rt.$b.sql"
 done
 # Each kind's scripts are "<kind>.<name>.sql": no kind's files match
 # another's pattern (least-events-* would match least-*).

@@ -11,9 +11,9 @@
 //! diesel statement, built by the same query function, is sent over an
 //! asynchronous connection (diesel-async over tokio-postgres) and awaited
 //! where the request runs: the worker sends it, serves other requests
-//! meanwhile, and reads the answer when the socket has it. A send's
-//! `BEGIN` goes in the same round trip as its statement (pipelined), its
-//! `COMMIT` once the answer is in (`PgStore::write_append_message`).
+//! meanwhile, and reads the answer when the socket has it. A send is one
+//! statement in a transaction of its own, which settles itself
+//! (`PgStore::write_append_message`).
 //!
 //! # Connections per thread
 //!
@@ -31,8 +31,9 @@
 //! A call has the deadline of every store call and shares its request's
 //! budget (`door::within_db_budget`): past it the caller is answered
 //! `Unavailable` and the call is dropped with its connection, which is
-//! closed: a read leaves nothing behind, and a send's transaction, whose
-//! `COMMIT` was not sent yet, rolls back. A statement that finds its
+//! closed: a read leaves nothing behind, and a send's statement, told its
+//! deadline on the server's clock ([`AsyncConns::server_deadline`]), rolls
+//! itself back once past it instead of committing. A statement that finds its
 //! connection gone (a PostgreSQL restart ends them all) fails its request
 //! (503), and so does one on the diesel pool's connections: either closes
 //! every idle connection here, of every thread, and marks the diesel pool
@@ -41,7 +42,7 @@
 
 use std::future::Future;
 use std::str::FromStr as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -67,7 +68,20 @@ pub(crate) struct AsyncConns {
     statements: Arc<AtomicU64>,
     /// Statements run on connect, as on the diesel pool's connections.
     session_settings: &'static str,
+    /// PostgreSQL's clock, as read on connect ([`AsyncConns::read_clock`]):
+    /// microseconds since the Unix epoch there when `anchor` was now here.
+    /// A send tells the server its deadline on the server's clock
+    /// ([`AsyncConns::server_deadline`]); the two machines' wall clocks
+    /// need not agree.
+    server_clock_at_anchor: AtomicI64,
+    anchor: Instant,
 }
+
+/// How much before its caller gives up a send's statement must be done
+/// writing to commit (`confab_settle_send`): room for its commit and
+/// answer, so that a send that commits is one its caller waited for. At
+/// most a quarter of the time the call has.
+const SETTLE_MARGIN: Duration = Duration::from_millis(250);
 
 /// One thread's connections.
 struct Slot {
@@ -128,7 +142,52 @@ impl AsyncConns {
             per_thread: per_thread.max(1),
             statements,
             session_settings,
+            server_clock_at_anchor: AtomicI64::new(i64::MIN),
+            anchor: Instant::now(),
         }
+    }
+
+    /// The time on PostgreSQL's clock (microseconds since the Unix epoch)
+    /// by which a send's statement given up on at `until` here must be done
+    /// to commit: [`SETTLE_MARGIN`] before it. Without a reading of the
+    /// server's clock yet (none taken: no connection was opened), none.
+    pub(crate) fn server_deadline(&self, until: Instant) -> i64 {
+        let at_anchor = self.server_clock_at_anchor.load(Ordering::Relaxed);
+        if at_anchor == i64::MIN {
+            return i64::MAX;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        let by = until
+            .checked_sub(SETTLE_MARGIN.min(left / 4))
+            .unwrap_or(until);
+        at_anchor.saturating_add(micros(by.saturating_duration_since(self.anchor)))
+    }
+
+    /// Whether a send refused for its deadline (`confab_settle_send`) was
+    /// refused early by this machine's reckoning (its caller had time
+    /// left): the server's clock moved against ours since it was read.
+    pub(crate) fn refused_early(&self, until: Instant) -> bool {
+        until.saturating_duration_since(Instant::now()) > SETTLE_MARGIN / 2
+    }
+
+    /// Reads PostgreSQL's clock on `conn` (one round trip), anchored at
+    /// the middle of the round trip here.
+    pub(crate) async fn read_clock(
+        &self,
+        conn: &mut AsyncPgConnection,
+    ) -> Result<(), diesel::result::Error> {
+        let query = diesel::select(diesel::dsl::sql::<diesel::sql_types::BigInt>(
+            "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)",
+        ));
+        let asked = Instant::now();
+        let server = diesel_async::RunQueryDsl::get_result::<i64>(query, conn).await?;
+        let answered = Instant::now();
+        let middle = asked + (answered - asked) / 2;
+        let at_anchor =
+            server.saturating_sub(micros(middle.saturating_duration_since(self.anchor)));
+        self.server_clock_at_anchor
+            .store(at_anchor, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Whether calls run here (else through the door).
@@ -146,12 +205,24 @@ impl AsyncConns {
         F: FnOnce(AsyncPgConnection) -> Fut,
         Fut: Future<Output = (Option<AsyncPgConnection>, Result<T, Error>)>,
     {
+        self.run_until(store, |conn, _| read(conn)).await
+    }
+
+    /// As [`AsyncConns::run`], telling `call` when its caller gives up.
+    pub(crate) async fn run_until<S, T, F, Fut>(&self, store: &S, call: F) -> Result<T, StoreError>
+    where
+        S: SqlBackend,
+        F: FnOnce(AsyncPgConnection, Instant) -> Fut,
+        Fut: Future<Output = (Option<AsyncPgConnection>, Result<T, Error>)>,
+    {
         let deadline = budgeted(store.deadline());
         if deadline.is_zero() {
             return Err(StoreError::Unavailable(Box::new(TimedOut::after(deadline))));
         }
         let started = Instant::now();
-        let outcome = tokio::time::timeout(deadline, self.run_now(store, read)).await;
+        let until = started + deadline;
+        let outcome =
+            tokio::time::timeout(deadline, self.run_now(store, |conn| call(conn, until))).await;
         charge(started.elapsed());
         match outcome {
             Ok(result) => result,
@@ -218,6 +289,9 @@ impl AsyncConns {
         conn.batch_execute(self.session_settings)
             .await
             .map_err(|e| unavailable(Box::new(e)))?;
+        self.read_clock(&mut conn)
+            .await
+            .map_err(|e| unavailable(Box::new(e)))?;
         let counter = self.statements.clone();
         conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
             if matches!(event, InstrumentationEvent::StartQuery { .. }) {
@@ -233,5 +307,69 @@ impl AsyncConns {
         for slot in self.slots.iter() {
             slot.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
         }
+    }
+}
+
+/// `d` in whole microseconds, saturating.
+fn micros(d: Duration) -> i64 {
+    i64::try_from(d.as_micros()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conns() -> AsyncConns {
+        AsyncConns::new(
+            "postgres://nobody@127.0.0.1:1/none",
+            1,
+            Arc::new(AtomicU64::new(0)),
+            "",
+        )
+    }
+
+    #[test]
+    fn without_a_reading_of_the_servers_clock_a_send_has_no_deadline_there() {
+        let conns = conns();
+        let until = Instant::now() + Duration::from_secs(1);
+        assert_eq!(conns.server_deadline(until), i64::MAX);
+    }
+
+    #[test]
+    fn a_sends_deadline_on_the_servers_clock_is_its_callers_less_the_margin() {
+        let conns = conns();
+        // The server's clock reads 5 s (in microseconds) at the anchor:
+        // whatever ours says, the deadline is counted from there.
+        let server_at_anchor = 5_000_000;
+        conns
+            .server_clock_at_anchor
+            .store(server_at_anchor, Ordering::Relaxed);
+        let until = conns.anchor + Duration::from_secs(3);
+        // Plenty of time left: the whole margin.
+        let expected = server_at_anchor + micros(Duration::from_secs(3) - SETTLE_MARGIN);
+        let got = conns.server_deadline(until);
+        assert_eq!(got, expected);
+
+        // Little time left: a quarter of it.
+        let until = Instant::now() + Duration::from_millis(100);
+        let got = conns.server_deadline(until);
+        let to_until = server_at_anchor + micros(until - conns.anchor);
+        let margin = to_until - got;
+        assert!(
+            (24_000..=25_000).contains(&margin),
+            "a quarter of the 100 ms left, not {margin} us"
+        );
+
+        // Past its time: the caller's own moment, never later.
+        let until = conns.anchor;
+        assert_eq!(conns.server_deadline(until), server_at_anchor);
+    }
+
+    #[test]
+    fn a_refusal_with_time_left_means_the_servers_clock_moved() {
+        let conns = conns();
+        assert!(conns.refused_early(Instant::now() + Duration::from_secs(1)));
+        assert!(!conns.refused_early(Instant::now() + Duration::from_millis(50)));
+        assert!(!conns.refused_early(Instant::now()));
     }
 }

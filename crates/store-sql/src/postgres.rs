@@ -272,58 +272,55 @@ impl PgStore {
 
     /// A send (port `append_message`). The usual one, a message with its
     /// lone `message.created` event, is one statement
-    /// (`append_statement`); it runs on an asynchronous connection
-    /// (`pg_async`) with `BEGIN` sent in the same round trip (pipelined),
-    /// then `COMMIT` once its answer is in, still awaited: a caller gone
-    /// by then (its deadline passed, its request dropped) drops the
-    /// connection before `COMMIT` is sent, which rolls the transaction
-    /// back, as the door's writes do. Anything else (other events, no
-    /// events) is the door's write.
+    /// (`append_statement`) in a transaction of its own, on an
+    /// asynchronous connection (`pg_async`): one round trip, no `BEGIN`
+    /// or `COMMIT`. The statement itself decides, after all its writes,
+    /// whether it commits (`confab_settle_send`): not once the time its
+    /// caller waits for it is nearly up (on the server's clock,
+    /// `AsyncConns::server_deadline`), so that a send that reached a
+    /// stalled server, or waited on a row lock, past its deadline rolls
+    /// back instead of committing after its caller was answered 503; and
+    /// not if an idempotency key's claim went to another holder. Anything
+    /// else (other events, no events) is the door's write.
     pub(crate) async fn write_append_message(
         &self,
         message: confab_ports::NewMessage,
         outbox: confab_ports::Outbox,
         completion: Option<confab_ports::Completion<confab_domain::Message>>,
     ) -> Result<confab_domain::Message, confab_ports::StoreError> {
-        use diesel_async::SimpleAsyncConnection as _;
         let event =
             queries::lone_message_created(&outbox, &message).filter(|_| self.conns.enabled());
         let Some(event) = event else {
             return self.door_append_message(message, outbox, completion).await;
         };
-        let (query, written, with_completion) =
-            queries::append_statement(message, (event, &*outbox.render), completion)
-                .map_err(Error::into_store::<Self>)?;
+        let render = &*outbox.render;
         self.conns
-            .run(self, |mut conn| async move {
-                // `BEGIN` cannot fail on a connection outside a transaction
-                // (every idle one is) but with the connection itself, and
-                // then the statement cannot run either.
-                let (begun, sent) = {
-                    let (mut first, mut second) = (&conn, &conn);
-                    futures_util::future::join(
-                        first.batch_execute("BEGIN"),
-                        diesel_async::RunQueryDsl::get_result::<queries::Sent>(query, &mut second),
-                    )
+            .run_until(self, |mut conn, until| async move {
+                let deadline = self.conns.server_deadline(until);
+                let statement =
+                    queries::append_statement(message, (event, render), completion, deadline);
+                let (query, written, with_completion) = match statement {
+                    Ok(statement) => statement,
+                    Err(e) => return (Some(conn), Err(e)),
+                };
+                let sent = diesel_async::RunQueryDsl::get_result::<queries::Sent>(query, &mut conn)
                     .await
-                };
-                let outcome = begun
-                    .and(sent)
-                    .map_err(Error::from)
-                    .and_then(|sent| queries::append_outcome(sent, with_completion));
-                let end = if outcome.is_ok() {
-                    "COMMIT"
-                } else {
-                    "ROLLBACK"
-                };
-                match (outcome, conn.batch_execute(end).await) {
-                    (Ok(()), Ok(())) => (Some(conn), Ok(written)),
-                    (Err(e), Ok(())) => (Some(conn), Err(e)),
-                    // Neither committed nor rolled back for sure: the
-                    // connection is closed, which rolls back what is open.
-                    (Ok(()), Err(e)) => (None, Err(Error::from(e))),
-                    (Err(e), Err(_)) => (None, Err(e)),
+                    .map_err(queries::settle_error);
+                if matches!(
+                    sent,
+                    Err(Error::Store(confab_ports::StoreError::Unavailable(_)))
+                ) && self.conns.refused_early(until)
+                {
+                    // Refused for its deadline while its caller still had
+                    // time: PostgreSQL's clock moved against ours since it
+                    // was read. Read again for the next send.
+                    tracing::warn!("PostgreSQL's clock moved: reading it again");
+                    if self.conns.read_clock(&mut conn).await.is_err() {
+                        return (None, sent.map(|_| written));
+                    }
                 }
+                let outcome = sent.and_then(|sent| queries::append_outcome(sent, with_completion));
+                (Some(conn), outcome.map(|()| written))
             })
             .await
     }

@@ -223,8 +223,12 @@ macro_rules! expand {
             event: (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
             completion: Option<Completion<Message>>,
         ) -> Result<Message> {
-            let (query, written, with_completion) = append_statement(message, event, completion)?;
-            append_outcome(query.get_result(conn)?, with_completion)?;
+            // Inside the door's transaction, which rolls back by itself if
+            // its caller stops waiting: no deadline of the statement's own.
+            let (query, written, with_completion) =
+                append_statement(message, event, completion, i64::MAX)?;
+            let sent = query.get_result(conn).map_err(settle_error)?;
+            append_outcome(sent, with_completion)?;
             Ok(written)
         }
 
@@ -237,6 +241,7 @@ macro_rules! expand {
             message: NewMessage,
             (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
             completion: Option<Completion<Message>>,
+            deadline_us: i64,
         ) -> Result<(SendQuery, Message, bool)> {
             use crate::raw::{Bind, Shape};
             use std::sync::OnceLock;
@@ -286,6 +291,7 @@ macro_rules! expand {
                     Bind::Text(response.body),
                 ]);
             }
+            binds.push(Bind::Int(deadline_us));
             Ok((shape.typed(binds), written, with_completion))
         }
 
@@ -298,7 +304,8 @@ macro_rules! expand {
         /// and text; six per attachment (id, place, file name, URL, type,
         /// size); the event's id, type, actor and payload; with a key, its
         /// owner, the key, its holder, and the answer's status, location and
-        /// body.
+        /// body; last, the deadline (microseconds since the Unix epoch on the
+        /// database's clock) past which it rolls back instead of committing.
         fn append_text(attachments: usize, completion: bool) -> String {
             use crate::raw::marker;
 
@@ -332,13 +339,14 @@ macro_rules! expand {
                          INSERT INTO attachments (id, message_id, seq, filename, file_url, file_type, file_size, created_at) \
                          SELECT v.id, msg.id, v.seq, v.filename, v.file_url, v.file_type, v.file_size, {at} \
                          FROM msg CROSS JOIN (VALUES {}) AS v (id, seq, filename, file_url, file_type, file_size) \
+                         RETURNING 1 \
                      )",
                     rows.join(", ")
                 ));
             }
             // One more unread message for every other member.
             text.push_str(&format!(
-                ", unread AS ({} AND EXISTS (SELECT 1 FROM msg))",
+                ", unread AS ({} AND EXISTS (SELECT 1 FROM msg) RETURNING 1)",
                 count_unread(&c, &s)
             ));
             // The event and its recipients (the outbox's rows, `outbox.rs`):
@@ -359,9 +367,10 @@ macro_rules! expand {
                          UNION SELECT peer_id FROM conv WHERE group_id IS NULL AND peer_id IS NOT NULL \
                          UNION SELECT g.contact_id FROM conv JOIN group_members g ON g.group_id = conv.group_id \
                      ) m \
+                     RETURNING 1 \
                  )"
             ));
-            if completion {
+            let (completed, deadline) = if completion {
                 let k0 = e0 + 4;
                 let [owner, key, holder, status, location, body] =
                     [k0, k0 + 1, k0 + 2, k0 + 3, k0 + 4, k0 + 5].map(marker);
@@ -371,14 +380,46 @@ macro_rules! expand {
                          WHERE contact_id = {owner} AND key = {key} AND claim = {holder} \
                              AND status IS NULL AND EXISTS (SELECT 1 FROM msg) \
                          RETURNING 1 \
-                     ) SELECT (SELECT COUNT(*) FROM msg) AS sent, (SELECT COUNT(*) FROM done) AS completed"
+                     )"
                 ));
+                ("(SELECT COUNT(*) FROM done)", marker(k0 + 6))
             } else {
-                text.push_str(
-                    " SELECT (SELECT COUNT(*) FROM msg) AS sent, CAST(0 AS BIGINT) AS completed",
-                );
+                ("CAST(NULL AS BIGINT)", marker(e0 + 4))
+            };
+            // Last, once every write is done (its rows counted, so its
+            // row locks waited for): whether the statement may commit
+            // (`confab_settle_send`, migration `send_settles_itself`).
+            let mut written = String::from("(SELECT COUNT(*) FROM unread) + (SELECT COUNT(*) FROM rcp)");
+            if attachments > 0 {
+                written.push_str(" + (SELECT COUNT(*) FROM att)");
             }
+            text.push_str(&format!(
+                " SELECT confab_settle_send({deadline}, (SELECT COUNT(*) FROM msg), {completed}, {written}) AS sent, \
+                     COALESCE({completed}, 0) AS completed"
+            ));
             text
+        }
+
+        /// [`append_statement`]'s error: its statement refused to commit
+        /// (`confab_settle_send`) because the idempotency key's claim went
+        /// to another holder (`ClaimLost`) or its deadline passed
+        /// (`Unavailable`, as any call past its deadline); any other is
+        /// diesel's.
+        pub(crate) fn settle_error(e: diesel::result::Error) -> Error {
+            use diesel::result::{DatabaseErrorKind, Error as E};
+            match &e {
+                E::DatabaseError(DatabaseErrorKind::Unknown, info)
+                    if info.message().starts_with("confab: the idempotency key's claim was lost") =>
+                {
+                    Error::Store(StoreError::ClaimLost)
+                }
+                E::DatabaseError(DatabaseErrorKind::Unknown, info)
+                    if info.message().starts_with("confab: the send's deadline passed") =>
+                {
+                    Error::Store(StoreError::Unavailable(info.message().to_owned().into()))
+                }
+                _ => Error::Db(e),
+            }
         }
 
         /// What [`append_statement`]'s answer means: nothing written

@@ -1,0 +1,1 @@
+DROP FUNCTION confab_settle_send(BIGINT, BIGINT, BIGINT, BIGINT);
