@@ -120,6 +120,9 @@ struct Inner {
     metrics: Arc<Metrics>,
     state: Mutex<State>,
     shutdown: watch::Sender<bool>,
+    /// Told when a stream subscribes: wakes a hub that, with no stream
+    /// open, sleeps through commits (`read_loop`).
+    opened: tokio::sync::Notify,
 }
 
 impl Inner {
@@ -187,6 +190,7 @@ impl Hub {
             metrics,
             state: Mutex::default(),
             shutdown,
+            opened: tokio::sync::Notify::new(),
         });
         tokio::spawn(read_loop(inner.clone()));
         tokio::spawn(revalidate_loop(inner.clone()));
@@ -224,6 +228,7 @@ impl Hub {
             sub.end(Ended::Shutdown);
         } else {
             state.subs.entry(contact).or_default().push(sub);
+            self.inner.opened.notify_one();
         }
         Subscription {
             id,
@@ -286,6 +291,23 @@ async fn read_loop(inner: Arc<Inner>) {
     // When the cursor last moved without a read (no stream open).
     let mut moved_idle: Option<Instant> = None;
     loop {
+        if inner.lock().subs.is_empty() {
+            // No stream open: a commit needs no read, the cursor only
+            // moves to "now" every `IDLE_CATCH_UP` (`drain`). Until that is
+            // due the hub sleeps through the wakeups (they wait as one
+            // stored permit), so that under a write load it wakes ten
+            // times a second, not once per commit; a stream that opens
+            // wakes it at once.
+            woken_at = None;
+            let due = moved_idle.map(|at| at + IDLE_CATCH_UP);
+            if let Some(due) = due.filter(|due| *due > Instant::now()) {
+                tokio::select! {
+                    () = until_closed(&mut closing) => return,
+                    () = inner.opened.notified() => {}
+                    () = tokio::time::sleep_until(due.into()) => {}
+                }
+            }
+        }
         let wait = match woken_at {
             Some(at) if step < FOLLOW_UPS.len() => {
                 (at + FOLLOW_UPS[step]).saturating_duration_since(Instant::now())
