@@ -423,14 +423,15 @@ macro_rules! expand {
         }
 
         /// What [`append_statement`]'s answer means: nothing written
-        /// (`NotFound`: not a member, or no such conversation) or the key
-        /// lost to another holder (`ClaimLost`) roll the transaction back.
+        /// (`NotFound`: not a member, or no such conversation). A key lost
+        /// to another holder never answers: the statement raises and rolls
+        /// itself back first (`confab_settle_send`, [`settle_error`]); an
+        /// answer saying otherwise is still refused here.
         pub(crate) fn append_outcome(outcome: Sent, with_completion: bool) -> Result<()> {
             if outcome.sent == 0 {
                 return Err(not_found());
             }
             if with_completion && outcome.completed == 0 {
-                // The transaction rolls back: the key's new holder writes.
                 return Err(Error::Store(StoreError::ClaimLost));
             }
             Ok(())
