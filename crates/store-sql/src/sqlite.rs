@@ -4,7 +4,7 @@
 //! queries are the shared ones.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -27,6 +27,7 @@ use crate::schema::{conversations, groups, messages};
 
 mod checkpoint;
 mod group_commit;
+mod turn;
 mod queries {
     crate::queries::instantiate!(super::SqliteStore);
 }
@@ -61,9 +62,9 @@ pub struct SqliteStore {
     writers: group_commit::Writers,
     /// Held by whoever writes: a batch of `writers`, or the migrations;
     /// and by the checkpoint thread for the last pass that lets the WAL
-    /// start over (`checkpoint`). Other processes (the CLI) still meet
-    /// them at the busy timeout.
-    writer: Arc<Mutex<()>>,
+    /// start over (`checkpoint`), which goes before any writer (`turn`).
+    /// Other processes (the CLI) still meet them at the busy timeout.
+    writer: Arc<turn::WriterTurn>,
     /// SQL statements sent over all pooled connections (see
     /// [`SqliteStore::statements_run`]).
     statements: Arc<AtomicU64>,
@@ -108,7 +109,7 @@ impl SqliteStore {
             conn.batch_execute("PRAGMA journal_mode = WAL;")
                 .context("cannot switch SQLite to WAL")?;
         }
-        let writer = Arc::new(Mutex::new(()));
+        let writer = Arc::new(turn::WriterTurn::default());
         let checkpoints = if in_memory {
             None
         } else {
@@ -191,10 +192,9 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// This process's turn to write. The lock guards no data, so a panic
-    /// of a previous holder does not matter.
-    fn writer_turn(&self) -> MutexGuard<'_, ()> {
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner)
+    /// This process's turn to write.
+    fn writer_turn(&self) -> turn::Held<'_> {
+        self.writer.take()
     }
 }
 

@@ -27,17 +27,20 @@
 //! (`docs/performance.md`, "Changes from 610aeec"). Now, once the WAL
 //! holds [`CLOSE_OUT_PAGES`], the thread catches up without any lock (each
 //! pass copies what came in during the last one, so the passes shrink),
-//! then takes the writers' turn (the store's in-process writer lock) for
-//! one last pass that copies the few pages left. The next writer finds the
+//! then takes the writers' turn (the store's in-process writer lock),
+//! ahead of every writer waiting for it (`turn`), for one last pass that
+//! copies the few pages left. The next writer finds the
 //! WAL all copied and starts it over. Readers still reading old pages can
 //! keep a pass from copying everything: then the WAL is left as it is,
 //! and the thread tries again at its next turn.
 
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use diesel::sql_types::Integer;
 use diesel::{Connection as _, QueryableByName, RunQueryDsl as _, SqliteConnection};
+
+use super::turn::WriterTurn;
 
 /// How often the thread checkpoints.
 pub(super) const EVERY: Duration = Duration::from_millis(50);
@@ -85,7 +88,7 @@ fn pass(conn: &mut SqliteConnection) -> diesel::QueryResult<Pass> {
 /// the catch-up and the last pass under `writers` (above).
 fn turn(
     conn: &mut SqliteConnection,
-    writers: &Mutex<()>,
+    writers: &WriterTurn,
     close_out_pages: i32,
 ) -> diesel::QueryResult<()> {
     let mut last = pass(conn)?;
@@ -101,9 +104,9 @@ fn turn(
         }
         last = pass(conn)?;
     }
-    // The lock guards no data: a writer that panicked holding it does not
-    // matter here.
-    let _turn = writers.lock().unwrap_or_else(PoisonError::into_inner);
+    // Before any writer that asks meanwhile: the one writing now finishes,
+    // then this pass runs (`turn`).
+    let _turn = writers.take_first();
     pass(conn).map(drop)
 }
 
@@ -114,7 +117,7 @@ impl Checkpointer {
     pub(super) fn start(
         path: &str,
         configure: fn(&mut SqliteConnection) -> diesel::QueryResult<()>,
-        writers: Arc<Mutex<()>>,
+        writers: Arc<WriterTurn>,
     ) -> anyhow::Result<Self> {
         Self::start_closing_at(path, configure, writers, CLOSE_OUT_PAGES)
     }
@@ -122,7 +125,7 @@ impl Checkpointer {
     fn start_closing_at(
         path: &str,
         configure: fn(&mut SqliteConnection) -> diesel::QueryResult<()>,
-        writers: Arc<Mutex<()>>,
+        writers: Arc<WriterTurn>,
         close_out_pages: i32,
     ) -> anyhow::Result<Self> {
         let mut conn = SqliteConnection::establish(path)?;
@@ -243,7 +246,7 @@ mod tests {
              PRAGMA synchronous = NORMAL; CREATE TABLE t (body TEXT);",
         )
         .expect("setup");
-        let writers: Arc<Mutex<()>> = Arc::default();
+        let writers: Arc<WriterTurn> = Arc::default();
         let no_checkpoints = |_: &mut SqliteConnection| Ok(());
         // Closing out from 64 pages (256 KB) on.
         let checkpoints =
@@ -254,7 +257,7 @@ mod tests {
         let started = std::time::Instant::now();
         let mut commits: u64 = 0;
         while commits < 3_000 || started.elapsed() < EVERY * 40 {
-            let turn = writers.lock().expect("turn");
+            let turn = writers.take();
             conn.batch_execute("INSERT INTO t SELECT hex(randomblob(2000));")
                 .expect("insert");
             drop(turn);
