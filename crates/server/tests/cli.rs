@@ -57,7 +57,7 @@ fn serve(db: &Path, port: u16) -> Server {
         .expect("spawn serve");
     let server = Server(child);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !binary::accepts(port) {
         assert!(Instant::now() < deadline, "confab serve did not listen");
         sleep(Duration::from_millis(50));
     }

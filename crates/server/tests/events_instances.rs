@@ -5,7 +5,6 @@
 
 mod binary;
 
-use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -94,7 +93,7 @@ fn serve(url: &str, port: u16) -> Server {
         .expect("spawn serve");
     let server = Server(child);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !binary::accepts(port) {
         assert!(Instant::now() < deadline, "confab serve did not listen");
         std::thread::sleep(Duration::from_millis(50));
     }

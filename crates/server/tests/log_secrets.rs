@@ -8,7 +8,7 @@ mod binary;
 use binary::{confab_ok, Server, BIN};
 use std::fs::File;
 use std::io::Read as _;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -73,7 +73,7 @@ fn tokens_and_message_text_stay_out_of_the_log() {
             .expect("spawn serve"),
     );
     let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !binary::accepts(port) {
         assert!(Instant::now() < deadline, "confab serve did not listen");
         sleep(Duration::from_millis(50));
     }

@@ -8,7 +8,6 @@ mod binary;
 use binary::{confab_ok, free_port, Server, BIN};
 use std::fs::File;
 use std::io::Read as _;
-use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread::sleep;
@@ -29,7 +28,7 @@ fn serve(db: &Path, listen: &str, port: u16, log: &Path, env: &[(&str, &str)]) -
     }
     let server = Server(cmd.spawn().expect("spawn serve"));
     let deadline = Instant::now() + Duration::from_secs(30);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !binary::accepts(port) {
         assert!(Instant::now() < deadline, "confab serve did not listen");
         sleep(Duration::from_millis(50));
     }

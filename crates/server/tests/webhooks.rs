@@ -127,7 +127,7 @@ impl Db {
         }
         let server = Server(cmd.spawn().expect("spawn serve"));
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !binary::accepts(port) {
             assert!(Instant::now() < deadline, "confab serve did not listen");
             sleep(Duration::from_millis(50));
         }

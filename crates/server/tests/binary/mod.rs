@@ -31,6 +31,19 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Whether a server accepts connections at 127.0.0.1:`port`. A connection
+/// to itself does not count: while nothing listens there, the kernel may
+/// pick `port` itself (an ephemeral port, as [`free_port`] gives) as the
+/// connecting socket's own, and TCP then connects the socket to itself; a
+/// wait loop taking that for the server went on before it listened (seen
+/// once in CI: the next request was refused).
+pub fn accepts(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok_and(|s| match (s.local_addr(), s.peer_addr()) {
+        (Ok(local), Ok(peer)) => local != peer,
+        _ => false,
+    })
+}
+
 /// `confab ARGS` on `db` (a SQLite path or a PostgreSQL URL), which must
 /// succeed; its stdout, trimmed.
 pub fn confab_ok(db: impl AsRef<OsStr>, args: &[&str]) -> String {
