@@ -25,14 +25,21 @@
 //! up every writer queued behind it: every 0.7 s under the benchmark's
 //! sends, 40-80 ms each, which was the SQLite sends' whole p99
 //! (`docs/performance.md`, "Changes from 610aeec"). Now, once the WAL
-//! holds [`CLOSE_OUT_PAGES`], the thread catches up without any lock (each
-//! pass copies what came in during the last one, so the passes shrink),
-//! then takes the writers' turn (the store's in-process writer lock),
+//! holds [`CLOSE_OUT_PAGES`], the thread catches up without any lock while
+//! a pass leaves more than [`LEFT_FOR_THE_LOCK`] of the pages it saw (a
+//! passive pass nearly always copies all it saw, so this rarely runs: what
+//! piles up is what the writers add while it syncs; counting that instead
+//! did not shorten the last pass, `docs/performance.md`, "SQLite's sends
+//! on a machine whose disk flushes slowly"), then takes the writers' turn
+//! (the store's in-process writer lock),
 //! ahead of every writer waiting for it (`turn`), for one last pass that
 //! copies the few pages left. The next writer finds the
 //! WAL all copied and starts it over. Readers still reading old pages can
 //! keep a pass from copying everything: then the WAL is left as it is,
-//! and the thread tries again at its next turn.
+//! and the thread tries again at its next turn. The last pass holds the
+//! writers for its two disk syncs (the WAL's new frames, then the file):
+//! 31-46 ms on a disk whose syncs took 15-60 ms under the sends' writes,
+//! however few pages were left to it.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
