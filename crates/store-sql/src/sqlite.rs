@@ -317,15 +317,19 @@ impl IdColumn for Sqlite {
 }
 
 /// Per-connection settings. The busy timeout comes first so that the others
-/// wait for a lock instead of failing. A commit checkpoints only past [`checkpoint::BACKSTOP_PAGES`]: the
-/// store's own thread does it meanwhile (`checkpoint`).
+/// wait for a lock instead of failing. A commit checkpoints only past
+/// [`checkpoint::BACKSTOP_BYTES`] of WAL: the store's own thread does it
+/// meanwhile (`checkpoint`).
 fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(&format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
          PRAGMA foreign_keys = ON;
-         PRAGMA synchronous = NORMAL;
-         PRAGMA wal_autocheckpoint = {};",
-        checkpoint::BACKSTOP_PAGES
+         PRAGMA synchronous = NORMAL;"
+    ))?;
+    let page_size = checkpoint::page_size(conn)?;
+    conn.batch_execute(&format!(
+        "PRAGMA wal_autocheckpoint = {};",
+        checkpoint::pages(checkpoint::BACKSTOP_BYTES, page_size)
     ))
 }
 
@@ -379,5 +383,40 @@ mod tests {
         let plan: Vec<_> = plan.into_iter().map(|s| s.detail).collect();
         assert!(plan.iter().all(|d| !d.starts_with("SEARCH")), "{plan:?}");
         assert!(plan.iter().any(|d| d.starts_with("SCAN")), "{plan:?}");
+    }
+
+    /// The commits' own checkpoint (the backstop) is set in bytes of WAL,
+    /// whatever size the file's pages are: 16,000 pages of SQLite's 4 KB,
+    /// 64,000 of a file made with 1 KB pages.
+    #[test]
+    fn the_backstop_is_as_much_wal_whatever_the_page_size() {
+        #[derive(QueryableByName)]
+        struct Backstop {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            wal_autocheckpoint: i32,
+        }
+        let dir = std::env::temp_dir().join(format!("confab-pages-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for (page_size, backstop) in [(None, 16_000), (Some(1024), 64_000), (Some(65_536), 1_000)] {
+            let file = dir.join(format!("db-{page_size:?}.sqlite"));
+            let path = file.to_str().expect("utf-8");
+            let mut made = SqliteConnection::establish(path).expect("open");
+            if let Some(size) = page_size {
+                made.batch_execute(&format!("PRAGMA page_size = {size};"))
+                    .expect("page size");
+            }
+            made.batch_execute("PRAGMA journal_mode = WAL; CREATE TABLE t (x TEXT);")
+                .expect("make");
+            let mut conn = SqliteConnection::establish(path).expect("open");
+            super::configure(&mut conn).expect("configure");
+            let set: Backstop = diesel::sql_query("PRAGMA wal_autocheckpoint")
+                .get_result(&mut conn)
+                .expect("read");
+            assert_eq!(
+                set.wal_autocheckpoint, backstop,
+                "pages of {page_size:?} bytes"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -9,7 +9,7 @@
 //! a full one) against 19-24 ms in others (`docs/performance.md`). So a
 //! thread of its own checkpoints every [`EVERY`] (`PASSIVE`: it never waits
 //! for, nor blocks, a reader or a writer), and a commit checkpoints only
-//! past [`BACKSTOP_PAGES`], which keeps the WAL bounded should this thread
+//! past [`BACKSTOP_BYTES`], which keeps the WAL bounded should this thread
 //! ever fall behind. Every 50 ms rather than 200: each checkpoint is
 //! smaller (the sends' p99 in short runs: 20-24 ms, against 36-41 ms at
 //! 200 ms; full runs still saw 29-55 ms, so not all of the tail was the
@@ -25,8 +25,8 @@
 //! up every writer queued behind it: every 0.7 s under the benchmark's
 //! sends, 40-80 ms each, which was the SQLite sends' whole p99
 //! (`docs/performance.md`, "Changes from 610aeec"). Now, once the WAL
-//! holds [`CLOSE_OUT_PAGES`], the thread catches up without any lock while
-//! a pass leaves more than [`LEFT_FOR_THE_LOCK`] of the pages it saw (a
+//! holds [`CLOSE_OUT_BYTES`], the thread catches up without any lock while
+//! a pass leaves more than [`LEFT_FOR_THE_LOCK_BYTES`] of the pages it saw (a
 //! passive pass nearly always copies all it saw, so this rarely runs: what
 //! piles up is what the writers add while it syncs; counting that instead
 //! did not shorten the last pass, `docs/performance.md`, "SQLite's sends
@@ -49,19 +49,42 @@ use diesel::{Connection as _, QueryableByName, RunQueryDsl as _, SqliteConnectio
 
 use super::turn::WriterTurn;
 
+/// `bytes` of a file whose pages are `page_size` bytes, in pages (at
+/// least 1).
+pub(super) fn pages(bytes: u64, page_size: u32) -> i32 {
+    let pages = bytes / u64::from(page_size.max(512));
+    i32::try_from(pages).unwrap_or(i32::MAX).max(1)
+}
+
+/// The page size of the database `conn` is on.
+pub(super) fn page_size(conn: &mut SqliteConnection) -> diesel::QueryResult<u32> {
+    #[derive(QueryableByName)]
+    struct PageSize {
+        #[diesel(sql_type = Integer)]
+        page_size: i32,
+    }
+    let row: PageSize = diesel::sql_query("PRAGMA page_size").get_result(conn)?;
+    Ok(u32::try_from(row.page_size).unwrap_or(4096))
+}
+
 /// How often the thread checkpoints.
 pub(super) const EVERY: Duration = Duration::from_millis(50);
 
-/// The WAL size, in pages, past which a commit checkpoints itself
-/// (`PRAGMA wal_autocheckpoint`; SQLite's default is 1,000, ~4 MB).
-pub(super) const BACKSTOP_PAGES: u32 = 16_000;
+/// The WAL size past which a commit checkpoints itself (`PRAGMA
+/// wal_autocheckpoint`, set in pages: [`pages`]; SQLite's default is 1,000
+/// pages, ~4 MB with 4 KB pages): 16,000 pages of 4 KB, ~62.5 MB.
+pub(super) const BACKSTOP_BYTES: u64 = 16_000 * 4096;
 
-/// The WAL size, in pages (~16 MB), from which the thread closes it out.
-pub(super) const CLOSE_OUT_PAGES: i32 = 4_096;
+/// The WAL size (16 MB) from which the thread closes it out. In bytes, as
+/// every threshold here: a file made with other pages than SQLite's 4 KB
+/// (by `sqlite3`, a restored copy, a `VACUUM` after `PRAGMA page_size`)
+/// restarts its WAL after as much writing, not 4 times as often with 1 KB
+/// pages, nor 16 times less with 64 KB.
+const CLOSE_OUT_BYTES: u64 = 16 << 20;
 
-/// Closing out: passes without the lock until at most this many pages are
+/// Closing out: passes without the lock until at most this much (1 MB) is
 /// left to copy, or [`CATCH_UP_PASSES`] have run.
-const LEFT_FOR_THE_LOCK: i32 = 256;
+const LEFT_FOR_THE_LOCK_BYTES: u64 = 1 << 20;
 const CATCH_UP_PASSES: usize = 4;
 
 /// Keeps the checkpoint thread of one store alive: the thread ends within
@@ -97,6 +120,7 @@ fn turn(
     conn: &mut SqliteConnection,
     writers: &WriterTurn,
     close_out_pages: i32,
+    left_for_the_lock: i32,
 ) -> diesel::QueryResult<()> {
     let mut last = pass(conn)?;
     // Even a pass that copied all it saw is followed by the commit of a
@@ -106,7 +130,7 @@ fn turn(
         return Ok(());
     }
     for _ in 0..CATCH_UP_PASSES {
-        if last.left() <= LEFT_FOR_THE_LOCK {
+        if last.left() <= left_for_the_lock {
             break;
         }
         last = pass(conn)?;
@@ -126,17 +150,20 @@ impl Checkpointer {
         configure: fn(&mut SqliteConnection) -> diesel::QueryResult<()>,
         writers: Arc<WriterTurn>,
     ) -> anyhow::Result<Self> {
-        Self::start_closing_at(path, configure, writers, CLOSE_OUT_PAGES)
+        Self::start_closing_at(path, configure, writers, None)
     }
 
     fn start_closing_at(
         path: &str,
         configure: fn(&mut SqliteConnection) -> diesel::QueryResult<()>,
         writers: Arc<WriterTurn>,
-        close_out_pages: i32,
+        close_out_pages: Option<i32>,
     ) -> anyhow::Result<Self> {
         let mut conn = SqliteConnection::establish(path)?;
         configure(&mut conn)?;
+        let page_size = page_size(&mut conn)?;
+        let close_out_pages = close_out_pages.unwrap_or(pages(CLOSE_OUT_BYTES, page_size));
+        let left_for_the_lock = pages(LEFT_FOR_THE_LOCK_BYTES, page_size);
         let alive = Arc::new(());
         let watch: Weak<()> = Arc::downgrade(&alive);
         std::thread::Builder::new()
@@ -148,7 +175,7 @@ impl Checkpointer {
                     if watch.strong_count() == 0 {
                         return;
                     }
-                    match turn(&mut conn, &writers, close_out_pages) {
+                    match turn(&mut conn, &writers, close_out_pages, left_for_the_lock) {
                         Ok(()) => failing = false,
                         // Logged once per run of failures (a locked or
                         // vanished file): the backstop keeps the WAL
@@ -257,7 +284,7 @@ mod tests {
         let no_checkpoints = |_: &mut SqliteConnection| Ok(());
         // Closing out from 64 pages (256 KB) on.
         let checkpoints =
-            Checkpointer::start_closing_at(&path, no_checkpoints, writers.clone(), 64)
+            Checkpointer::start_closing_at(&path, no_checkpoints, writers.clone(), Some(64))
                 .expect("start");
         // At least 3,000 commits of a ~4 KB row (2 pages), for at least
         // 2 s (40 of the thread's turns).
