@@ -21,16 +21,8 @@ SECONDS_EACH=${5:-12}
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${BENCH_BIN:-$HERE/../target/release/confab}
 PORT=${PORT:-18191}
-case "$SCENARIO" in
-send | mixed) THREADS=32 PER_CONNECTION=1 ;;
-*) THREADS=2 PER_CONNECTION=0 ;;
-esac
 # shellcheck source=bench/serve.sh
 . "$HERE/serve.sh"
-load() {
-    BENCH_TARGETS=$RAW/targets-$STORE-$SCENARIO.txt BENCH_PER_CONNECTION=$PER_CONNECTION \
-        wrk -t$THREADS -c32 -d"$1"s --timeout 5s -s "$HERE/wrk.lua" "http://127.0.0.1:$PORT"
-}
 # Clock ticks (user + system) of the given pids, summed.
 ticks() {
     local total=0 pid t

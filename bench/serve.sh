@@ -1,6 +1,6 @@
-# Sourced by bench/sync_trace.sh, bench/tail_split.sh and
-# bench/instructions.sh: serves a kept benchmark database for a load run by
-# the script.
+# Sourced by bench/sync_trace.sh, bench/tail_split.sh, bench/cpu_split.sh
+# and bench/instructions.sh: serves a kept benchmark database for a load
+# run by the script, and defines `load SECONDS`, that load.
 #
 # Expects STORE (postgres or sqlite), WHERE (the PostgreSQL database's name,
 # or the SQLite file), BIN and PORT. Starts `confab serve` there with the
@@ -9,7 +9,8 @@
 # /readyz; BENCH_URL_QUERY is appended to a PostgreSQL URL, and
 # SERVE_WRAPPER (words, e.g. a valgrind command line) runs the server under
 # that. Leaves WORK (a scratch directory holding server.log) and SERVER
-# (its pid); both go when the (sub)shell exits.
+# (its pid); both go when the (sub)shell exits. `load` needs HERE (this
+# folder) and RAW, and SCENARIO if not send.
 case "$STORE" in
 postgres) URL="postgres://postgres@127.0.0.1:5432/$WHERE${BENCH_URL_QUERY:-}" ;;
 sqlite) URL="sqlite://$WHERE" ;;
@@ -32,3 +33,16 @@ for _ in $(seq $((${SERVE_WAIT:-10} * 10))); do
     curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break
     sleep 0.1
 done
+
+# load SECONDS: wrk runs SCENARIO's targets (default send) from RAW against
+# the server, as bench.py runs them: one thread per connection, each a
+# client of one group, for the write loads; two threads picking any line
+# otherwise. Prints wrk's output.
+load() {
+    local scenario=${SCENARIO:-send} threads=2 per_connection=0
+    case "$scenario" in
+    send | mixed) threads=32 per_connection=1 ;;
+    esac
+    BENCH_TARGETS=$RAW/targets-$STORE-$scenario.txt BENCH_PER_CONNECTION=$per_connection \
+        wrk -t$threads -c32 -d"$1"s --timeout 5s -s "$HERE/wrk.lua" "http://127.0.0.1:$PORT"
+}

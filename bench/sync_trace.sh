@@ -21,10 +21,6 @@ BIN=${BENCH_BIN:-$HERE/../target/release/confab}
 PORT=${PORT:-18189}
 # shellcheck source=bench/serve.sh
 . "$HERE/serve.sh"
-load() {
-    BENCH_TARGETS=$RAW/targets-$STORE-send.txt BENCH_PER_CONNECTION=1 \
-        wrk -t32 -c32 -d"$1"s --timeout 5s -s "$HERE/wrk.lua" "http://127.0.0.1:$PORT" | grep '^BENCH'
-}
 load 3 >/dev/null
 # The trace covers the middle of the measured run.
 (
@@ -35,7 +31,7 @@ load 3 >/dev/null
         -- sleep $((SECONDS_EACH - 2)) >/dev/null 2>&1
 ) &
 TRACER=$!
-echo "sends: $(load "$SECONDS_EACH")"
+echo "sends: $(load "$SECONDS_EACH" | grep '^BENCH')"
 wait "$TRACER"
 perf script -i "$WORK/sync.data" -F comm,tid,time,event 2>/dev/null | python3 -c '
 import collections, sys

@@ -23,18 +23,8 @@ SECONDS_EACH=${5:-15}
 HERE=$(cd "$(dirname "$0")" && pwd)
 BIN=${BENCH_BIN:-$HERE/../target/release/confab}
 PORT=${PORT:-18190}
-# As bench.py runs them: one thread per connection, each a client of one
-# group, for the write loads; two threads picking any line otherwise.
-case "$SCENARIO" in
-send | mixed) THREADS=32 PER_CONNECTION=1 ;;
-*) THREADS=2 PER_CONNECTION=0 ;;
-esac
 # shellcheck source=bench/serve.sh
 . "$HERE/serve.sh"
-load() {
-    BENCH_TARGETS=$RAW/targets-$STORE-$SCENARIO.txt BENCH_PER_CONNECTION=$PER_CONNECTION \
-        wrk -t$THREADS -c32 -d"$1"s --timeout 5s -s "$HERE/wrk.lua" "http://127.0.0.1:$PORT"
-}
 histogram() {
     curl -s "http://127.0.0.1:$PORT/metrics" | grep '^confab_http_request_duration_seconds_bucket' || true
 }
