@@ -10,10 +10,10 @@
 # Needs a raw directory left by
 #   BENCH_KEEP_DB=1 BENCH_STORES=sqlite BENCH_SCENARIOS=send,page_first,get_message,feed bench/run.sh
 # Usage: bench/page_size.sh RAW_DIR [SIZES] [SCENARIOS] [ROUNDS]
-#   defaults: "4096 1024" "send" 2. The copies stay in RAW_DIR (page-N.db).
+#   defaults: "4096 2048" "send" 2. The copies stay in RAW_DIR (page-N.db).
 set -euo pipefail
 RAW=$1
-SIZES=${2:-4096 1024}
+SIZES=${2:-4096 2048}
 SCENARIOS=${3:-send}
 ROUNDS=${4:-2}
 HERE=$(cd "$(dirname "$0")" && pwd)

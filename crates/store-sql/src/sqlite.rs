@@ -58,13 +58,15 @@ const BUSY_TIMEOUT_MS: u32 = 1500;
 /// each recipient's events, the counters), and writes each whole to the
 /// WAL and again to the file at the checkpoint: smaller pages, fewer
 /// bytes. On the benchmark's data (`bench/page_size.sh`, the same file
-/// rebuilt with each size, alternated): 1 KB pages wrote 30.6 KB a send
-/// against 69 KB with 4 KB, sent 26-28 % more a second with the same
-/// p99, and read 1-8 % less (first page, one message, feed). A file made
-/// before keeps its own size (it changes only with a `VACUUM`,
-/// docs/deployment.md); the checkpoints' thresholds are in bytes, so both
+/// rebuilt with each size, alternated), against 4 KB pages: 2 KB pages
+/// wrote 35 % fewer bytes a send (45 KB against 69) and sent 12 % more a
+/// second, the mixed load and the first page within 1-2 %; 1 KB pages
+/// wrote 56 % fewer and sent 26-28 % more, but the mixed load lost 7-9 %
+/// and the reads 1-8 % (`docs/performance.md`, "SQLite's page size"). A
+/// file made before keeps its own size (it changes only with a `VACUUM`,
+/// docs/deployment.md); the checkpoints' thresholds are in bytes, so all
 /// behave alike (`checkpoint`).
-const NEW_FILE_PAGE_SIZE: u32 = 1024;
+const NEW_FILE_PAGE_SIZE: u32 = 2048;
 
 /// The SQLite store. Cloning is cheap: clones share one pool.
 #[derive(Clone)]
