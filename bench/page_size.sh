@@ -8,7 +8,7 @@
 # much writing (crates/store-sql/src/sqlite/checkpoint.rs).
 #
 # Needs a raw directory left by
-#   BENCH_KEEP_DB=1 BENCH_STORES=sqlite BENCH_SCENARIOS=send,page_first,get_message,feed bench/run.sh
+#   BENCH_KEEP_DB=1 BENCH_STORES=sqlite BENCH_SCENARIOS=send,mixed,page_first,get_message,feed bench/run.sh
 # Usage: bench/page_size.sh RAW_DIR [SIZES] [SCENARIOS] [ROUNDS]
 #   defaults: "4096 2048" "send" 2. The copies stay in RAW_DIR (page-N.db).
 set -euo pipefail

@@ -444,17 +444,9 @@ mod tests {
     /// file made before keeps its own, and its rows.
     #[test]
     fn a_new_file_has_small_pages_and_an_old_one_keeps_its_own() {
-        #[derive(QueryableByName)]
-        struct PageSize {
-            #[diesel(sql_type = diesel::sql_types::Integer)]
-            page_size: i32,
-        }
         let page_size = |path: &str| {
             let mut conn = SqliteConnection::establish(path).expect("open");
-            diesel::sql_query("PRAGMA page_size")
-                .get_result::<PageSize>(&mut conn)
-                .expect("read")
-                .page_size
+            super::checkpoint::page_size(&mut conn).expect("read")
         };
         let dir = std::env::temp_dir().join(format!("confab-new-pages-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
@@ -462,7 +454,7 @@ mod tests {
         let new = new.to_str().expect("utf-8");
         let store = super::SqliteStore::open(new).expect("open a new file");
         drop(store);
-        assert_eq!(page_size(new), super::NEW_FILE_PAGE_SIZE as i32);
+        assert_eq!(page_size(new), super::NEW_FILE_PAGE_SIZE);
 
         let old = dir.join("old.sqlite");
         let old = old.to_str().expect("utf-8");
