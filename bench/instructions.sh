@@ -11,7 +11,8 @@
 # Needs valgrind, python3, and a database and raw directory left by
 #   BENCH_KEEP_DB=1 BENCH_STORES=postgres bench/run.sh
 # Usage: bench/instructions.sh DB RAW_DIR [BINARY...]
-# (default binary target/release/confab). SCENARIOS (default
+# (default binary target/release/confab). DB is the PostgreSQL database's
+# name, or with STORE=sqlite the SQLite file (RAW_DIR/bench.db). SCENARIOS (default
 # "page_first get_message"; any scenario: a send writes its messages to the
 # kept database) and N (default 2000) pick
 # the load. Prints one line per binary and scenario, and keeps each
@@ -25,6 +26,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 [ $# -gt 0 ] || set -- "$HERE/../target/release/confab"
 N=${N:-2000}
 PORT=${PORT:-18195}
+STORE=${STORE:-postgres}
 OUT=$(mktemp -d)
 
 # N requests of a targets file (bench/wrk.lua's format), in turn, on one
@@ -50,13 +52,13 @@ PY
 
 k=0
 for scenario in ${SCENARIOS:-page_first get_message}; do
-    targets="$RAW/targets-postgres-$scenario.txt"
+    targets="$RAW/targets-$STORE-$scenario.txt"
     for bin in "$@"; do
         k=$((k + 1))
         profile="$OUT/callgrind.$k.$scenario"
         # A subshell per server: serve.sh's exit trap stops it.
         (
-            STORE=postgres WHERE=$DB BIN=$bin SERVE_WAIT=60
+            WHERE=$DB BIN=$bin SERVE_WAIT=60
             SERVE_WRAPPER="valgrind --tool=callgrind --callgrind-out-file=$profile"
             # shellcheck source=bench/serve.sh
             . "$HERE/serve.sh"

@@ -37,20 +37,18 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
         viewer: DbId,
     ) -> QueryResult<Option<MessageRow>>;
 
-    /// A page of the all-conversations feed (messages with their senders),
-    /// when the backend has a plan whose cost does not depend on the
-    /// viewer's share of all messages; `None` to use the shared query.
-    /// `cursor` is (backwards, cursor id), the cursor resolved inside the
-    /// statement (no rows when it is not in the list); rows come in the
-    /// order of travel.
+    /// A page of the all-conversations feed (whole messages), by a plan
+    /// whose cost does not depend on the number of the viewer's
+    /// conversations or their share of all messages: each backend has its
+    /// own (PostgreSQL's `LATERAL`, SQLite's rowids). `cursor` is
+    /// (backwards, cursor id), the cursor resolved inside the statement (no
+    /// rows when it is not in the list); rows come in the order of travel.
     fn feed_page(
-        _conn: &mut Self::Conn,
-        _viewer: DbId,
-        _cursor: Option<(bool, DbId)>,
-        _fetch: i64,
-    ) -> QueryResult<Option<Vec<WholeRow>>> {
-        Ok(None)
-    }
+        conn: &mut Self::Conn,
+        viewer: DbId,
+        cursor: Option<(bool, DbId)>,
+        fetch: i64,
+    ) -> QueryResult<Vec<WholeRow>>;
 
     /// An SQL expression (a scalar subquery): a JSON array, as text, with
     /// one JSON array of `values` (a list of SQL expressions) per row of

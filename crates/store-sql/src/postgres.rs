@@ -427,8 +427,8 @@ impl SqlBackend for PgStore {
         viewer: DbId,
         cursor: Option<(bool, DbId)>,
         fetch: i64,
-    ) -> QueryResult<Option<Vec<WholeRow>>> {
-        Ok(Some(feed_page_query(viewer, cursor, fetch).load(conn)?))
+    ) -> QueryResult<Vec<WholeRow>> {
+        feed_page_query(viewer, cursor, fetch).load(conn)
     }
 
     /// `json_agg` of `json_build_array`s (both since 9.4), as text.

@@ -1,7 +1,7 @@
 //! Raw SQL with its binds, for statements whose shape diesel's query
 //! builder cannot state (data-modifying `WITH`, `LATERAL`, the outbox's
 //! `UNION ALL` arms), built once for both databases: whole statements
-//! ([`RawQuery`]) or a condition of a diesel query ([`RawCondition`]).
+//! ([`RawQuery`]), or written out once per shape ([`Shape`]).
 //!
 //! Unlike diesel's `sql_query`, which is never kept prepared (so the
 //! database parses and plans it on every execution), a [`RawQuery`] with
@@ -14,12 +14,9 @@
 use std::marker::PhantomData;
 
 use diesel::backend::Backend;
-use diesel::expression::{
-    is_aggregate, AppearsOnTable, Expression, SelectableExpression, ValidGrouping,
-};
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
 use diesel::serialize::ToSql;
-use diesel::sql_types::{BigInt, Bool, HasSqlType, Nullable, Text, Untyped};
+use diesel::sql_types::{BigInt, HasSqlType, Nullable, Text, Untyped};
 use diesel::{QueryResult, RunQueryDsl};
 
 use crate::id::{DbId, IdSql};
@@ -34,7 +31,6 @@ pub(crate) const PREPARED_MAX_BINDS: usize = 32;
 #[derive(Debug, Clone)]
 pub(crate) enum Bind {
     Id(DbId),
-    MaybeId(Option<DbId>),
     Int(i64),
     Text(String),
     MaybeInt(Option<i64>),
@@ -142,7 +138,6 @@ impl<DB> RawDb for DB
 where
     DB: Backend + HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
     DbId: ToSql<IdSql, DB>,
-    Option<DbId>: ToSql<Nullable<IdSql>, DB>,
     i64: ToSql<BigInt, DB>,
     String: ToSql<Text, DB>,
     Option<i64>: ToSql<Nullable<BigInt>, DB>,
@@ -151,7 +146,6 @@ where
     fn push_bind<'b>(out: &mut AstPass<'_, 'b, Self>, bind: &'b Bind) -> QueryResult<()> {
         match bind {
             Bind::Id(v) => out.push_bind_param::<IdSql, _>(v),
-            Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v),
             Bind::Int(v) => out.push_bind_param::<BigInt, _>(v),
             Bind::Text(v) => out.push_bind_param::<Text, _>(v),
             Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v),
@@ -220,15 +214,6 @@ impl Shape {
     }
 }
 
-impl Sql {
-    /// The text as a boolean condition of a diesel query (`.filter`),
-    /// which stays prepared like a [`RawQuery`] (diesel's `sql` literals
-    /// never are).
-    pub(crate) fn condition(self) -> RawCondition {
-        RawCondition(self.split())
-    }
-}
-
 impl<DB: Backend> QueryFragment<DB> for RawQuery<DB>
 where
     Split: QueryFragment<DB>,
@@ -236,38 +221,6 @@ where
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
         self.sql.walk_ast(out)
     }
-}
-
-/// A [`Sql`] as a boolean SQL expression that may appear on any table
-/// ([`Sql::condition`]).
-#[derive(Debug)]
-pub(crate) struct RawCondition(Split);
-
-impl Expression for RawCondition {
-    type SqlType = Bool;
-}
-
-impl<QS> AppearsOnTable<QS> for RawCondition {}
-
-impl<QS> SelectableExpression<QS> for RawCondition {}
-
-impl ValidGrouping<()> for RawCondition {
-    type IsAggregate = is_aggregate::Never;
-}
-
-impl<DB: Backend> QueryFragment<DB> for RawCondition
-where
-    Split: QueryFragment<DB>,
-{
-    fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        self.0.walk_ast(out)
-    }
-}
-
-impl QueryId for RawCondition {
-    type QueryId = ();
-    /// Keyed by its text in diesel's statement cache.
-    const HAS_STATIC_QUERY_ID: bool = false;
 }
 
 impl<DB> QueryId for RawQuery<DB> {
@@ -384,21 +337,6 @@ mod tests {
             assert_eq!(many.total, (0..PREPARED_MAX_BINDS as i64).sum::<i64>());
         }
         assert_eq!(cached.lock().expect("lock").len(), 1, "{cached:?}");
-        // A condition inside a diesel query is kept like a statement.
-        let holds = |name: &str| {
-            let mut sql = Sql::default();
-            let n = sql.bind(Bind::Text(name.into()));
-            let none = sql.bind(Bind::MaybeId(None));
-            sql.push(&format!(
-                "EXISTS (SELECT 1 FROM t WHERE name = {n}) AND {none} IS NULL"
-            ));
-            diesel::select(sql.condition())
-        };
-        for (name, found) in [("t", true), ("u", false), ("t", true)] {
-            let got: bool = holds(name).get_result(&mut conn).expect("condition");
-            assert_eq!(got, found);
-        }
-        assert_eq!(cached.lock().expect("lock").len(), 2, "{cached:?}");
     }
 
     /// A shape's binds go where their markers are, by number, each use a

@@ -22,7 +22,7 @@ use crate::door::{count_statements, Abandoned, LogErrors};
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::queries::membership::visible_to;
-use crate::rows::MessageRow;
+use crate::rows::{MessageRow, WholeRow};
 use crate::schema::{conversations, groups, messages};
 
 mod checkpoint;
@@ -266,6 +266,17 @@ impl SqlBackend for SqliteStore {
         )
     }
 
+    /// A few ranges of the messages' audience indexes, merged by rowid
+    /// ([`feed_page_text`]).
+    fn feed_page(
+        conn: &mut SqliteConnection,
+        viewer: DbId,
+        cursor: Option<(bool, DbId)>,
+        fetch: i64,
+    ) -> QueryResult<Vec<WholeRow>> {
+        feed_page_query(viewer, cursor, fetch).load(conn)
+    }
+
     /// `AUTOINCREMENT`: one writer at a time, so insertion order is commit
     /// order.
     fn event_position(_index: usize) -> Option<String> {
@@ -322,6 +333,100 @@ impl SqlBackend for SqliteStore {
             }
         })
     }
+}
+
+/// [`SqliteStore::feed_page`]'s statement, built once for each way of
+/// travel (from the newest, after a cursor, before one).
+fn feed_page_query(
+    viewer: DbId,
+    cursor: Option<(bool, DbId)>,
+    fetch: i64,
+) -> crate::raw::TypedQuery<Sqlite, queries::WholeSql> {
+    use crate::raw::{Bind, Shape};
+
+    static SHAPES: [std::sync::OnceLock<Shape>; 3] = [const { std::sync::OnceLock::new() }; 3];
+    let travel = cursor.map(|(backwards, _)| backwards);
+    let mut binds = vec![Bind::Id(viewer), Bind::Int(fetch)];
+    binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
+    let shape = SHAPES[crate::queries::paging::travel_shape(cursor)]
+        .get_or_init(|| Shape::new(&feed_page_text(travel)));
+    shape.typed(binds)
+}
+
+/// [`feed_page_query`]'s text for a way of travel (none: from the newest;
+/// else whether before the cursor), with the viewer, the rows to fetch and
+/// the cursor as binds 0, 1 and 2.
+///
+/// A merge of a few ranges of the messages' audience indexes (the
+/// `message_audience` migration), the same whatever the number of the
+/// viewer's conversations or their share of all messages: the viewer's
+/// direct messages as creator, as peer, and the messages of each group
+/// the viewer belongs to now (live membership, a join). Each range is at
+/// most `fetch` entries past the cursor, read from its index alone (SQLite
+/// has no `LATERAL`: a group's range is the correlated `rowid IN (...
+/// LIMIT n)`), and the first `fetch` of these few candidates in the order
+/// of travel are the page. The candidates are rowids, which the indexes
+/// hold: each is found in the table by its integer key, with no descent
+/// of the primary key's index on the text id. The cursor is resolved once,
+/// by primary key, NULL (no rows) unless the viewer sees it.
+///
+/// `EXPLAIN QUERY PLAN`: a covering search of each audience index (the
+/// peer's reads the row to leave out the viewer's own conversations), of
+/// `group_members` by contact, a rowid search per candidate, and a sort of
+/// those few rows.
+fn feed_page_text(travel: Option<bool>) -> String {
+    use crate::raw::marker;
+
+    let (v, limit) = (marker(0), marker(1));
+    let key = travel.map(|_| marker(2));
+    let (order, keyset) = match travel {
+        Some(backwards) => {
+            let (order, past) = crate::queries::paging::travel_order(backwards);
+            (
+                order,
+                format!("AND (i.created_at, i.id) {past} (SELECT at, id FROM cursor_key)"),
+            )
+        }
+        None => ("DESC", String::new()),
+    };
+    let cursor_key = match &key {
+        Some(k) => format!(
+            "WITH cursor_key (at, id) AS MATERIALIZED ( \
+                 SELECT created_at, id FROM messages WHERE id = {k} AND (direct_creator_id = {v} \
+                     OR direct_peer_id = {v} \
+                     OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v})) \
+             ) "
+        ),
+        None => String::new(),
+    };
+    let range = |audience: &str| {
+        format!(
+            "SELECT i.rowid FROM messages i WHERE {audience} {keyset} \
+             ORDER BY i.created_at {order}, i.id {order} LIMIT {limit}"
+        )
+    };
+    let (as_creator, as_peer, in_group) = (
+        range(&format!("i.direct_creator_id = {v}")),
+        // Never twice: a direct conversation's members are two.
+        range(&format!(
+            "i.direct_peer_id = {v} AND i.direct_creator_id <> {v}"
+        )),
+        range("i.group_id = g.group_id"),
+    );
+    // Whole rows: each message's reactions and attachments in the same
+    // statement (`rows::relation_columns`), for the page's rows only.
+    let columns = queries::whole_columns("messages", "contacts");
+    format!(
+        "{cursor_key}SELECT {columns} FROM messages \
+         INNER JOIN contacts ON contacts.id = messages.sender_id \
+         WHERE messages.rowid IN ( \
+             SELECT * FROM ({as_creator}) \
+             UNION ALL SELECT * FROM ({as_peer}) \
+             UNION ALL SELECT k.rowid FROM group_members g \
+                 JOIN messages k ON k.rowid IN ({in_group}) \
+                 WHERE g.contact_id = {v}) \
+         ORDER BY messages.created_at {order}, messages.id {order} LIMIT {limit}"
+    )
 }
 
 /// Ids are `TEXT`: lowercase hyphenated UUIDs.
@@ -403,6 +508,52 @@ mod tests {
         let plan: Vec<_> = plan.into_iter().map(|s| s.detail).collect();
         assert!(plan.iter().all(|d| !d.starts_with("SEARCH")), "{plan:?}");
         assert!(plan.iter().any(|d| d.starts_with("SCAN")), "{plan:?}");
+    }
+
+    /// The feed's plan, each way of travel: the audience indexes searched
+    /// (their ranges covered by the index alone, but for the peer's, which
+    /// reads the row to leave out the viewer's own conversations), each
+    /// candidate found by rowid, the cursor by primary key, and no table
+    /// or index scanned whole.
+    #[test]
+    fn the_feed_searches_its_ranges_and_finds_candidates_by_rowid() {
+        use diesel_migrations::MigrationHarness as _;
+
+        let mut conn = SqliteConnection::establish(":memory:").expect("open");
+        conn.run_pending_migrations(super::MIGRATIONS)
+            .expect("migrate");
+        let v = crate::id::DbId::from(uuid::Uuid::now_v7());
+        for cursor in [None, Some((false, v)), Some((true, v))] {
+            let query = super::feed_page_query(v, cursor, 51);
+            let sql = diesel::debug_query::<diesel::sqlite::Sqlite, _>(&query).to_string();
+            let sql = sql.split(" -- binds:").next().expect("text");
+            let plan: Vec<Step> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+                .load(&mut conn)
+                .expect("plan");
+            let plan: Vec<_> = plan.into_iter().map(|s| s.detail).collect();
+            let has = |step: &str| plan.iter().any(|d| d.starts_with(step));
+            for step in [
+                "SEARCH messages USING INTEGER PRIMARY KEY (rowid=?)",
+                "SEARCH i USING COVERING INDEX messages_direct_creator_order_idx (direct_creator_id=?",
+                "SEARCH i USING INDEX messages_direct_peer_order_idx (direct_peer_id=?",
+                "SEARCH g USING COVERING INDEX group_members_contact_id_idx (contact_id=?)",
+                "SEARCH k USING INTEGER PRIMARY KEY (rowid=?)",
+                "SEARCH i USING COVERING INDEX messages_group_order_idx (group_id=?",
+            ] {
+                assert!(has(step), "{cursor:?}: no {step}: {plan:?}");
+            }
+            assert_eq!(
+                has("SEARCH messages USING INDEX sqlite_autoindex_messages_1 (id=?)"),
+                cursor.is_some(),
+                "{cursor:?}: the cursor by primary key: {plan:?}"
+            );
+            let scans: Vec<_> = plan
+                .iter()
+                .filter(|d| d.starts_with("SCAN") && !d.starts_with("SCAN (subquery"))
+                .filter(|d| !d.starts_with("SCAN cursor_key"))
+                .collect();
+            assert!(scans.is_empty(), "{cursor:?}: scans {scans:?} in {plan:?}");
+        }
     }
 
     /// The commits' own checkpoint (the backstop) is set in bytes of WAL,

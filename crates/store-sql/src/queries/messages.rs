@@ -608,10 +608,7 @@ macro_rules! expand {
                 let rows = conversation_page(conn, v, c, cursor, fetch)?;
                 return finish_list(conn, v, only, cursor, rows, limit, backwards);
             }
-            let rows = match Backend::feed_page(conn, v, cursor, fetch)? {
-                Some(rows) => rows,
-                None => feed_page(conn, v, cursor, fetch)?,
-            };
+            let rows = Backend::feed_page(conn, v, cursor, fetch)?;
             finish_list(conn, v, only, cursor, rows, limit, backwards)
         }
 
@@ -708,75 +705,6 @@ macro_rules! expand {
             let mut binds = vec![Bind::Id(c), Bind::Id(v), Bind::Int(fetch)];
             binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
             shape.typed(binds)
-        }
-
-        /// A page of the all-conversations feed, in the order of travel, for a
-        /// backend without a plan of its own (SQLite): a merge of a few index
-        /// ranges on the messages' audience (the `message_audience`
-        /// migration), the same whatever the number of the viewer's
-        /// conversations or their share of all messages.
-        ///
-        /// The ranges: the viewer's direct messages as creator, as peer,
-        /// and the messages of each group the viewer belongs to now (live
-        /// membership, a join). Each is read from its partial index, at most
-        /// `fetch` rows past the cursor (SQLite has no `LATERAL`: a group's
-        /// range is the correlated `id IN (... LIMIT n)`), and the first
-        /// `fetch` of these few candidates in the order of travel are the
-        /// page. The cursor is resolved once, by primary key, NULL (no
-        /// rows) unless the viewer sees it.
-        ///
-        /// The plan is SQLite's (`EXPLAIN QUERY PLAN`: a search of each
-        /// audience index, of `group_members` by contact, and of the
-        /// primary key for the candidates, whose few rows alone are
-        /// sorted). PostgreSQL has its own (`feed_page` of its backend).
-        fn feed_page(
-            conn: &mut Conn,
-            v: DbId,
-            cursor: Option<(bool, DbId)>,
-            fetch: i64,
-        ) -> Result<Vec<Whole>> {
-            use crate::raw::{Bind, Sql};
-
-            let backwards = matches!(cursor, Some((true, _)));
-            let (order, past) = travel_order(backwards);
-            let past_cursor = match cursor {
-                None => String::new(),
-                Some(_) => format!("AND (i.created_at, i.id) {past} (SELECT at, id FROM cursor_key)"),
-            };
-            // Kept prepared: one shape with a cursor and one without, each
-            // direction. Unused without a cursor (then NULL).
-            let mut sql = Sql::default();
-            let key = sql.bind(Bind::MaybeId(cursor.map(|(_, k)| k)));
-            let vm = sql.id(v);
-            let limit = sql.bind(Bind::Int(fetch));
-            let range_end =
-                format!(" {past_cursor} ORDER BY i.created_at {order}, i.id {order} LIMIT {limit}");
-            // The peer's range leaves out the viewer's own conversations
-            // as creator: never twice (a direct conversation's members are
-            // two).
-            sql.push(&format!(
-                "\"messages\".\"id\" IN (WITH cursor_key (at, id) AS MATERIALIZED ( \
-                     SELECT created_at, id FROM messages WHERE id = {key} \
-                         AND (direct_creator_id = {vm} OR direct_peer_id = {vm} \
-                         OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {vm}))) \
-                 SELECT id FROM (SELECT i.id FROM messages i WHERE i.direct_creator_id = {vm}{range_end}) \
-                 UNION ALL SELECT id FROM (SELECT i.id FROM messages i \
-                     WHERE i.direct_peer_id = {vm} AND i.direct_creator_id <> {vm}{range_end}) \
-                 UNION ALL SELECT k.id FROM group_members g JOIN messages k ON k.id IN ( \
-                     SELECT i.id FROM messages i WHERE i.group_id = g.group_id{range_end}) \
-                 WHERE g.contact_id = {vm})"
-            ));
-            let candidates = sql.condition();
-            let q = with_senders!()
-                .select(with_relations())
-                .filter(candidates)
-                .into_boxed::<Db>();
-            let q = if backwards {
-                q.order((messages::created_at.asc(), messages::id.asc()))
-            } else {
-                q.order((messages::created_at.desc(), messages::id.desc()))
-            };
-            Ok(q.limit(fetch).load(conn)?)
         }
 
         /// The page from its whole rows (in the order of travel), or why it
