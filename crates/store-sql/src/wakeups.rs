@@ -30,7 +30,7 @@ impl LocalWakeups {
         }
     }
 
-    /// SQLite's: polled every [`SQLITE_POLL`].
+    /// SQLite's: polled every 250 ms (`SQLITE_POLL`).
     pub fn sqlite() -> Self {
         Self::new(SQLITE_POLL)
     }
