@@ -342,15 +342,9 @@ fn feed_page_query(
     cursor: Option<(bool, DbId)>,
     fetch: i64,
 ) -> crate::raw::TypedQuery<Sqlite, queries::WholeSql> {
-    use crate::raw::{Bind, Shape};
-
-    static SHAPES: [std::sync::OnceLock<Shape>; 3] = [const { std::sync::OnceLock::new() }; 3];
-    let travel = cursor.map(|(backwards, _)| backwards);
-    let mut binds = vec![Bind::Id(viewer), Bind::Int(fetch)];
-    binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
-    let shape = SHAPES[crate::queries::paging::travel_shape(cursor)]
-        .get_or_init(|| Shape::new(&feed_page_text(travel)));
-    shape.typed(binds)
+    static SHAPES: [std::sync::OnceLock<crate::raw::Shape>; 3] =
+        [const { std::sync::OnceLock::new() }; 3];
+    crate::queries::paging::feed_query(&SHAPES, feed_page_text, viewer, cursor, fetch)
 }
 
 /// [`feed_page_query`]'s text for a way of travel (none: from the newest;

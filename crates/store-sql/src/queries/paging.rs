@@ -42,6 +42,28 @@ pub(crate) fn travel_shape<K>(cursor: Option<(bool, K)>) -> usize {
     }
 }
 
+/// A feed page's written-out statement: one of its three shapes
+/// ([`travel_shape`]), each built once by `text` from its way of travel
+/// (none: from the newest; else whether before the cursor), with the
+/// viewer, the rows to fetch and the cursor as binds 0, 1 and 2. Each
+/// backend writes its own text (`SqlBackend::feed_page`).
+pub(crate) fn feed_query<DB, ST>(
+    shapes: &'static [std::sync::OnceLock<crate::raw::Shape>; 3],
+    text: fn(Option<bool>) -> String,
+    viewer: crate::id::DbId,
+    cursor: Option<(bool, crate::id::DbId)>,
+    fetch: i64,
+) -> crate::raw::TypedQuery<DB, ST> {
+    use crate::raw::{Bind, Shape};
+
+    let travel = cursor.map(|(backwards, _)| backwards);
+    let mut binds = vec![Bind::Id(viewer), Bind::Int(fetch)];
+    binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
+    shapes[travel_shape(cursor)]
+        .get_or_init(|| Shape::new(&text(travel)))
+        .typed(binds)
+}
+
 /// Resolves a cursor to its item's sort key with `key_of`, which must look
 /// the item up in the very list being paged (same viewer, same filters).
 pub(crate) fn seek<Id, K>(
