@@ -185,7 +185,8 @@ impl Drop for Waiting<'_> {
 pub(crate) struct TimedOut(Duration);
 
 impl TimedOut {
-    /// The deadline `deadline` passed.
+    /// The deadline `deadline` passed (PostgreSQL's asynchronous calls).
+    #[cfg(feature = "postgres")]
     pub(crate) fn after(deadline: Duration) -> Self {
         Self(deadline)
     }

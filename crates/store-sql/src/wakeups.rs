@@ -35,6 +35,8 @@ impl LocalWakeups {
         Self::new(SQLITE_POLL)
     }
 
+    /// What PostgreSQL's LISTEN connection wakes.
+    #[cfg(feature = "postgres")]
     pub(crate) fn notify(&self) -> &Arc<Notify> {
         &self.notify
     }
