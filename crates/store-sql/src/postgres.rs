@@ -546,12 +546,11 @@ fn feed_page_text(travel: Option<bool>) -> String {
         }
         _ => ("DESC", String::new()),
     };
+    let sees = crate::queries::paging::feed_sees(&v);
     let cursor_key = match &key {
         Some(k) => format!(
             "cursor_key (at) AS MATERIALIZED ( \
-                 SELECT created_at FROM messages WHERE id = {k} AND (direct_creator_id = {v} \
-                     OR direct_peer_id = {v} \
-                     OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v})) \
+                 SELECT created_at FROM messages WHERE id = {k} AND {sees} \
              ), "
         ),
         None => String::new(),
@@ -564,14 +563,8 @@ fn feed_page_text(travel: Option<bool>) -> String {
              ORDER BY m.created_at {order}, m.id {order} LIMIT {limit}"
         )
     };
-    let (as_creator, as_peer, in_group) = (
-        range(&format!("m.direct_creator_id = {v}")),
-        // Never twice: a direct conversation's members are two.
-        range(&format!(
-            "m.direct_peer_id = {v} AND m.direct_creator_id <> {v}"
-        )),
-        range("m.group_id = g.group_id"),
-    );
+    let [as_creator, as_peer, in_group] =
+        crate::queries::paging::feed_audiences("m", &v).map(|audience| range(&audience));
     // Whole rows: each message's reactions and attachments in the same
     // statement (`rows::relation_columns`), for the page's rows only.
     let columns = queries::whole_columns("p", "s");

@@ -383,12 +383,11 @@ fn feed_page_text(travel: Option<bool>) -> String {
         }
         None => ("DESC", String::new()),
     };
+    let sees = crate::queries::paging::feed_sees(&v);
     let cursor_key = match &key {
         Some(k) => format!(
             "WITH cursor_key (at, id) AS MATERIALIZED ( \
-                 SELECT created_at, id FROM messages WHERE id = {k} AND (direct_creator_id = {v} \
-                     OR direct_peer_id = {v} \
-                     OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v})) \
+                 SELECT created_at, id FROM messages WHERE id = {k} AND {sees} \
              ) "
         ),
         None => String::new(),
@@ -399,14 +398,8 @@ fn feed_page_text(travel: Option<bool>) -> String {
              ORDER BY i.created_at {order}, i.id {order} LIMIT {limit}"
         )
     };
-    let (as_creator, as_peer, in_group) = (
-        range(&format!("i.direct_creator_id = {v}")),
-        // Never twice: a direct conversation's members are two.
-        range(&format!(
-            "i.direct_peer_id = {v} AND i.direct_creator_id <> {v}"
-        )),
-        range("i.group_id = g.group_id"),
-    );
+    let [as_creator, as_peer, in_group] =
+        crate::queries::paging::feed_audiences("i", &v).map(|audience| range(&audience));
     // Whole rows: each message's reactions and attachments in the same
     // statement (`rows::relation_columns`), for the page's rows only.
     let columns = queries::whole_columns("messages", "contacts");

@@ -64,6 +64,28 @@ pub(crate) fn feed_query<DB, ST>(
         .typed(binds)
 }
 
+/// The feed's audiences on message row `m` for the viewer `v` (markers of
+/// a feed's text; `migrations/*/..._message_audience`): its direct
+/// messages as creator, as peer, and its groups' (with `g` the viewer's
+/// `group_members` row), each one range of an audience index.
+pub(crate) fn feed_audiences(m: &str, v: &str) -> [String; 3] {
+    [
+        format!("{m}.direct_creator_id = {v}"),
+        // Never twice: a direct conversation's members are two.
+        format!("{m}.direct_peer_id = {v} AND {m}.direct_creator_id <> {v}"),
+        format!("{m}.group_id = g.group_id"),
+    ]
+}
+
+/// Whether the viewer `v` sees the message row of `messages` in scope:
+/// the feed's cursor is resolved only if so.
+pub(crate) fn feed_sees(v: &str) -> String {
+    format!(
+        "(direct_creator_id = {v} OR direct_peer_id = {v} \
+         OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v}))"
+    )
+}
+
 /// Resolves a cursor to its item's sort key with `key_of`, which must look
 /// the item up in the very list being paged (same viewer, same filters).
 pub(crate) fn seek<Id, K>(
