@@ -303,8 +303,21 @@ impl PgStore {
                     Ok(statement) => statement,
                     Err(e) => return (Some(conn), Err(e)),
                 };
-                let sent = diesel_async::RunQueryDsl::get_result::<queries::Sent>(query, &mut conn)
+                // All its rows, not the first (`get_result`): PostgreSQL
+                // commits the statement's own transaction at the `Sync`
+                // after it, once its row and `CommandComplete` are already
+                // in its output buffer, so only `ReadyForQuery` says the
+                // commit happened. A commit that fails sends an error
+                // instead; a server killed in it (`pg_ctl -m immediate`,
+                // a crash) flushes the row and hangs up. Either way the
+                // send is not written.
+                let sent = diesel_async::RunQueryDsl::load::<queries::Sent>(query, &mut conn)
                     .await
+                    .and_then(|rows| {
+                        rows.into_iter()
+                            .next()
+                            .ok_or(diesel::result::Error::NotFound)
+                    })
                     .map_err(queries::settle_error);
                 if matches!(
                     sent,

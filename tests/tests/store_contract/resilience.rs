@@ -256,9 +256,35 @@ fn lock_conversation(
     locker
 }
 
+/// A send's outbox with its lone `message.created` event: the send that
+/// takes PostgreSQL's one-statement path.
+fn with_event(m: &confab_ports::NewMessage) -> confab_ports::Outbox {
+    let change = confab_domain::Change::new(m.sender.id, m.created_at);
+    let id = || confab_domain::EventId::from_uuid(uuid::Uuid::now_v7());
+    let events = confab_domain::message_sent(change, id, m.id, m.conversation_id);
+    confab_ports::Outbox::new(events, Arc::new(confab_server::payloads::WirePayloads))
+}
+
+/// The viewer's events once at least one is readable (an event becomes
+/// readable once no older transaction is still open), within 2 s.
+async fn events_once_readable(
+    store: &S,
+    viewer: confab_domain::ContactId,
+) -> Vec<confab_ports::StoredEvent> {
+    let mut events = Vec::new();
+    for _ in 0..100 {
+        events = store.events_for(viewer, 0, 1000).await.expect("events");
+        if !events.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    events
+}
+
 /// The usual send (a message with its `message.created` event: on
-/// PostgreSQL one statement on an asynchronous connection, `BEGIN`
-/// pipelined with it) that waits on a row lock past its deadline is
+/// PostgreSQL one statement in a transaction of its own, on an
+/// asynchronous connection) that waits on a row lock past its deadline is
 /// answered `Unavailable` in time, and its transaction never commits, also
 /// once the lock goes: neither its message nor its event is there.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,12 +302,6 @@ async fn postgres_a_send_past_its_deadline_never_commits() {
     let alice = contact(&plain, "alice").await;
     let bob = contact(&plain, "bob").await;
     let c = direct(&plain, &alice, &bob, at(1)).await;
-    let with_event = |m: &confab_ports::NewMessage| {
-        let change = confab_domain::Change::new(m.sender.id, m.created_at);
-        let id = || confab_domain::EventId::from_uuid(uuid::Uuid::now_v7());
-        let events = confab_domain::message_sent(change, id, m.id, m.conversation_id);
-        confab_ports::Outbox::new(events, Arc::new(confab_server::payloads::WirePayloads))
-    };
 
     // Held past the sends' deadline (0.7 s) but not past the server's
     // statement timeout (1.5 s): once it goes, a send that was not rolled
@@ -319,16 +339,68 @@ async fn postgres_a_send_past_its_deadline_never_commits() {
     assert_eq!(msg_ids(&all), vec![sent.id], "only the send after the lock");
     // The sends answered 503 left no event either (the one after the lock
     // did: the events are readable).
-    let mut after = Vec::new();
-    for _ in 0..100 {
-        after = plain.events_for(alice.id, 0, 1000).await.expect("events");
-        if !after.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let after = events_once_readable(&plain, alice.id).await;
     assert_eq!(after.len(), 1, "{after:?}");
     drop((s, plain));
+    drop(db);
+}
+
+/// The usual send on PostgreSQL is one statement in a transaction of its
+/// own, which PostgreSQL commits only when it reaches the `Sync` after it:
+/// after the statement's row and its `CommandComplete`, before
+/// `ReadyForQuery`. A send is written only once that commit is: when the
+/// commit fails (here a deferred constraint trigger raising at commit; a
+/// server killed during its commit sends the row and then hangs up) the
+/// send is an error and nothing of it is kept. Taking the statement's
+/// first row as the answer reported such a send as written (the chaos
+/// test lost an acknowledged message to it: `pg_ctl -m immediate` makes
+/// each backend flush what it holds, the row included, before it exits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_send_is_written_only_once_its_commit_is() {
+    let (db, plain) = open(Backend::Postgres).await;
+    let url = db.url.clone();
+    let pg = tokio::task::spawn_blocking(move || PgStore::connect(&url).expect("connect"))
+        .await
+        .expect("join");
+    let s: S = Arc::new(pg);
+    let alice = contact(&plain, "alice").await;
+    let bob = contact(&plain, "bob").await;
+    let c = direct(&plain, &alice, &bob, at(1)).await;
+    let mut admin = PgConnection::establish(&db.url).expect("admin connection");
+    admin
+        .batch_execute(
+            "CREATE FUNCTION refuse_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN IF NEW.body = 'refused at commit' THEN \
+             RAISE EXCEPTION 'refused at commit'; END IF; RETURN NULL; END $$; \
+             CREATE CONSTRAINT TRIGGER refuse_at_commit AFTER INSERT ON messages \
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_at_commit();",
+        )
+        .expect("install the trigger");
+    let send = |text: &str, second: i64| {
+        let m = new_message(&c, &alice, text, at(second));
+        let outbox = with_event(&m);
+        let s = s.clone();
+        async move { s.append_message(m, outbox, None).await }
+    };
+
+    let refused = send("refused at commit", 2).await;
+    assert!(
+        refused.is_err(),
+        "a send whose commit failed was reported written: {refused:?}"
+    );
+    let kept = send("kept", 3).await.expect("a send that commits");
+    let all = plain
+        .list_messages(alice.id, Some(c.id), page(100, None))
+        .await
+        .expect("list");
+    assert_eq!(msg_ids(&all), vec![kept.id], "only the send that committed");
+    let events = events_once_readable(&plain, alice.id).await;
+    assert_eq!(
+        events.len(),
+        1,
+        "only the committed send's event: {events:?}"
+    );
+    drop((s, plain, admin));
     drop(db);
 }
 
