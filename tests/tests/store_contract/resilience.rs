@@ -256,6 +256,20 @@ fn lock_conversation(
     locker
 }
 
+/// Alice, Bob and their direct conversation.
+async fn alice_and_bob(
+    store: &S,
+) -> (
+    confab_domain::Contact,
+    confab_domain::Contact,
+    confab_domain::Conversation,
+) {
+    let alice = contact(store, "alice").await;
+    let bob = contact(store, "bob").await;
+    let c = direct(store, &alice, &bob, at(1)).await;
+    (alice, bob, c)
+}
+
 /// A send's outbox with its lone `message.created` event: the send that
 /// takes PostgreSQL's one-statement path.
 fn with_event(m: &confab_ports::NewMessage) -> confab_ports::Outbox {
@@ -299,9 +313,7 @@ async fn postgres_a_send_past_its_deadline_never_commits() {
     .await
     .expect("join");
     let s: S = Arc::new(pg);
-    let alice = contact(&plain, "alice").await;
-    let bob = contact(&plain, "bob").await;
-    let c = direct(&plain, &alice, &bob, at(1)).await;
+    let (alice, bob, c) = alice_and_bob(&plain).await;
 
     // Held past the sends' deadline (0.7 s) but not past the server's
     // statement timeout (1.5 s): once it goes, a send that was not rolled
@@ -363,9 +375,7 @@ async fn postgres_a_send_is_written_only_once_its_commit_is() {
         .await
         .expect("join");
     let s: S = Arc::new(pg);
-    let alice = contact(&plain, "alice").await;
-    let bob = contact(&plain, "bob").await;
-    let c = direct(&plain, &alice, &bob, at(1)).await;
+    let (alice, _, c) = alice_and_bob(&plain).await;
     let mut admin = PgConnection::establish(&db.url).expect("admin connection");
     admin
         .batch_execute(
