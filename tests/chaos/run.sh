@@ -10,7 +10,8 @@
 # CHAOS_CLIENTS clients (tests/chaos/chaos.py) sending messages with unique
 # texts and Idempotency-Keys, retrying on any failure. Meanwhile:
 #   1. the server is killed with SIGKILL and started again;
-#   2. PostgreSQL is restarted in immediate mode (a crash, then recovery);
+#   2. PostgreSQL is restarted in immediate mode (a crash, then recovery),
+#      CHAOS_PG_RESTARTS times (default 10), CHAOS_RESTART_GAP_SECS (2) apart;
 #   3. PostgreSQL's processes are stopped with SIGSTOP for CHAOS_STALL_SECS
 #      seconds (sockets open, nothing answers), then resumed.
 # Then every message text is read from the database (psql) and checked
@@ -24,6 +25,11 @@ cd "$(dirname "$0")/../.."
 BIN="${1:-target/debug/confab}"
 CLIENTS="${CHAOS_CLIENTS:-16}"
 STALL_SECS="${CHAOS_STALL_SECS:-4}"
+# More crashes make a rare window likelier to be hit: each write in its
+# commit when PostgreSQL is stopped is one chance to acknowledge what was
+# never committed.
+RESTARTS="${CHAOS_PG_RESTARTS:-10}"
+RESTART_GAP="${CHAOS_RESTART_GAP_SECS:-2}"
 
 if [ ! -x "$BIN" ]; then
     echo "chaos: building $BIN" >&2
@@ -139,10 +145,12 @@ say "server killed (SIGKILL)"
 start_server
 say "server restarted"
 
-sleep 6
-echo "postgres_restart $(now)" >>"$WORK/events"
-as_owner "$PG_BIN/pg_ctl" -D "$DATA" -m immediate -w restart >/dev/null
-say "PostgreSQL restarted in immediate mode"
+for i in $(seq 1 "$RESTARTS"); do
+    if [ "$i" = 1 ]; then sleep 6; else sleep "$RESTART_GAP"; fi
+    echo "postgres_restart$([ "$i" = 1 ] || echo "_$i") $(now)" >>"$WORK/events"
+    as_owner "$PG_BIN/pg_ctl" -D "$DATA" -m immediate -w restart >/dev/null
+    say "PostgreSQL restarted in immediate mode ($i of $RESTARTS)"
+done
 
 sleep 6
 # Every process of the server, read after the restart: the postmaster
