@@ -178,11 +178,12 @@ fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
             Command::Serve | Command::Migrate => settings.db_wait(),
             _ => Duration::ZERO,
         };
-        let pool_size = settings.db_pool_size;
-        let service =
-            tokio::task::spawn_blocking(move || open_service_waiting(&database, wait, pool_size))
-                .await
-                .context("opening the database panicked")??;
+        let (pool_size, synchronous) = (settings.db_pool_size, settings.sqlite_synchronous);
+        let service = tokio::task::spawn_blocking(move || {
+            open_service_waiting(&database, wait, pool_size, synchronous)
+        })
+        .await
+        .context("opening the database panicked")??;
         match command {
             Command::Serve => serve(service, &settings).await,
             Command::Migrate => {

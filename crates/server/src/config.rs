@@ -10,6 +10,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::events::HubOptions;
 use crate::ratelimit::{Quota, RateLimits};
+use crate::startup::Synchronous;
 use crate::telemetry::LogFormat;
 
 /// Where the data lives (`DATABASE_URL`).
@@ -228,6 +229,21 @@ pub struct Settings {
     )]
     pub db_pool_size: Option<u32>,
 
+    /// On SQLite, whether a commit waits for the disk: `full` (the
+    /// default: an acknowledged write survives a power cut) or `normal`
+    /// (the WAL is synced at each checkpoint, every 50 ms while writes come
+    /// in: faster sends, but an operating-system crash or power cut may
+    /// roll back the last acknowledged writes). Ignored on PostgreSQL.
+    #[arg(
+        long,
+        env = "CONFAB_SQLITE_SYNCHRONOUS",
+        global = true,
+        value_name = "full|normal",
+        default_value = "full",
+        value_parser = parse_synchronous
+    )]
+    pub sqlite_synchronous: Synchronous,
+
     /// Let webhooks go to private, loopback, link-local and other
     /// non-public addresses (true or false): for receivers on the same
     /// host or network.
@@ -363,6 +379,17 @@ fn parse_pool_size(raw: &str) -> Result<u32, String> {
     }
 }
 
+/// `CONFAB_SQLITE_SYNCHRONOUS`: `full` or `normal`, in any case.
+fn parse_synchronous(raw: &str) -> Result<Synchronous, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "full" => Ok(Synchronous::Full),
+        "normal" => Ok(Synchronous::Normal),
+        _ => Err(format!(
+            "CONFAB_SQLITE_SYNCHRONOUS {raw:?} is neither full (every commit synced) nor normal (synced at checkpoints)"
+        )),
+    }
+}
+
 /// The browser origins CORS allows (`CONFAB_CORS_ORIGINS`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum CorsOrigins {
@@ -474,6 +501,13 @@ mod tests {
         assert_eq!(s.log_format, LogFormat::Text);
         assert_eq!(s.db_wait(), Duration::from_secs(30));
         assert_eq!(s.db_pool_size, None);
+        assert_eq!(s.sqlite_synchronous, Synchronous::Full);
+        assert_eq!(
+            settings(&["--sqlite-synchronous", " Normal "])
+                .expect("normal")
+                .sqlite_synchronous,
+            Synchronous::Normal
+        );
         assert_eq!(
             settings(&["--db-pool-size", " 5 "])
                 .expect("five")
@@ -505,6 +539,8 @@ mod tests {
             ("--db-pool-size=0", "CONFAB_DB_POOL_SIZE"),
             ("--db-pool-size=1001", "CONFAB_DB_POOL_SIZE"),
             ("--db-pool-size=many", "CONFAB_DB_POOL_SIZE"),
+            ("--sqlite-synchronous=off", "CONFAB_SQLITE_SYNCHRONOUS"),
+            ("--sqlite-synchronous=", "CONFAB_SQLITE_SYNCHRONOUS"),
             (
                 "--webhook-allow-private=maybe",
                 "CONFAB_WEBHOOK_ALLOW_PRIVATE",

@@ -16,6 +16,8 @@ use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use confab_service::{Confab, Ports};
 use confab_store_postgres::{PgStore, PgWakeups};
+/// Whether an SQLite commit waits for the disk (`CONFAB_SQLITE_SYNCHRONOUS`).
+pub use confab_store_sqlite::Synchronous;
 use confab_store_sqlite::{LocalWakeups, SqliteStore};
 
 pub use crate::config::{CorsOrigins, Database};
@@ -31,18 +33,20 @@ use crate::{routes, telemetry};
 /// Connects to the store, applies pending migrations, returns the service.
 /// Blocking: call it outside async code (or in `spawn_blocking`).
 pub fn open_service(db: &Database) -> anyhow::Result<Confab> {
-    open_service_waiting(db, Duration::ZERO, None)
+    open_service_waiting(db, Duration::ZERO, None, Synchronous::default())
 }
 
 /// As [`open_service`], but while PostgreSQL cannot be reached, tries again
 /// every [`RETRY_EVERY`] for up to `wait` (logging each failed try), so that
 /// a server started before its database comes up once it does; with
 /// `pool_size` connections to the database (`CONFAB_DB_POOL_SIZE`), or the
-/// store's default. Blocking.
+/// store's default, and on SQLite commits that wait for the disk or not
+/// (`synchronous`, `CONFAB_SQLITE_SYNCHRONOUS`). Blocking.
 pub fn open_service_waiting(
     db: &Database,
     wait: Duration,
     pool_size: Option<u32>,
+    synchronous: Synchronous,
 ) -> anyhow::Result<Confab> {
     let ports = match db {
         Database::Postgres(url) => {
@@ -59,9 +63,10 @@ pub fn open_service_waiting(
             ports
         }
         Database::Sqlite(path) => {
-            let store = SqliteStore::open_with(path, pool_size).with_context(|| {
-                format!("cannot open the SQLite database {path:?} (DATABASE_URL)")
-            })?;
+            let store =
+                SqliteStore::open_with(path, pool_size, synchronous).with_context(|| {
+                    format!("cannot open the SQLite database {path:?} (DATABASE_URL)")
+                })?;
             store
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;

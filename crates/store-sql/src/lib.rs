@@ -82,5 +82,5 @@ pub use listen::PgWakeups;
 #[cfg(feature = "postgres")]
 pub use postgres::PgStore;
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteStore, Synchronous};
 pub use wakeups::LocalWakeups;

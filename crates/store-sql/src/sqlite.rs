@@ -108,13 +108,18 @@ impl SqliteStore {
     /// `":memory:"` gives a private in-memory database held by a single
     /// connection (for experiments; every other path is a shared file).
     pub fn open(path: &str) -> anyhow::Result<Self> {
-        Self::open_with(path, None)
+        Self::open_with(path, None, Synchronous::default())
     }
 
     /// [`SqliteStore::open`] with `pool_size` connections (at least 1;
     /// default 8): how many reads run at once. Writers commit together
-    /// whatever the size.
-    pub fn open_with(path: &str, pool_size: Option<u32>) -> anyhow::Result<Self> {
+    /// whatever the size. `synchronous`: whether a commit waits for its
+    /// sync ([`Synchronous`]).
+    pub fn open_with(
+        path: &str,
+        pool_size: Option<u32>,
+        synchronous: Synchronous,
+    ) -> anyhow::Result<Self> {
         let in_memory = path == ":memory:";
         if !in_memory {
             // WAL is a property of the file: switch it once, before a pool
@@ -147,7 +152,7 @@ impl SqliteStore {
         let builder = Pool::builder()
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(false)
-            .connection_customizer(Box::new(Pragmas(statements.clone())))
+            .connection_customizer(Box::new(Pragmas(statements.clone(), synchronous)))
             .error_handler(Box::new(LogErrors("SQLite")));
         let builder = if in_memory {
             // One connection that never closes: the database lives in it.
@@ -428,19 +433,42 @@ impl IdColumn for Sqlite {
     }
 }
 
+/// Whether a commit waits for the disk (SQLite's `synchronous` in WAL
+/// mode; `CONFAB_SQLITE_SYNCHRONOUS`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit syncs the WAL before it returns: an acknowledged write
+    /// survives an operating-system crash or a power cut (API.md section
+    /// 9: no acknowledged write is ever lost). The default.
+    #[default]
+    Full,
+    /// The WAL is synced at each checkpoint pass (every 50 ms while writes
+    /// come in), not at each commit: an acknowledged write survives a
+    /// killed or crashed process, but an operating-system crash or a power
+    /// cut may roll back the last ones. Sends 18-26 % faster on a disk
+    /// that syncs in 0.05 ms (docs/performance.md, "SQLite's durability").
+    Normal,
+}
+
+impl Synchronous {
+    fn pragma(self) -> &'static str {
+        match self {
+            Self::Full => "PRAGMA synchronous = FULL;",
+            Self::Normal => "PRAGMA synchronous = NORMAL;",
+        }
+    }
+}
+
 /// Per-connection settings. The busy timeout comes first so that the others
 /// wait for a lock instead of failing. A commit checkpoints only past
 /// [`checkpoint::BACKSTOP_BYTES`] of WAL: the store's own thread does it
-/// meanwhile (`checkpoint`). `synchronous = NORMAL`: a commit survives a
-/// killed or crashed process, not an operating-system crash or power cut
-/// (the WAL is synced at each checkpoint pass, not at each commit); `FULL`
-/// cost 15-20 % of the sends on a fast disk (docs/api.md, "Durability on
-/// each store").
+/// meanwhile (`checkpoint`). `synchronous` is set apart, per store
+/// ([`Synchronous`]); the checkpoint thread's connection keeps SQLite's
+/// default (`FULL`), which syncs at each pass as `NORMAL` does.
 fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(&format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
-         PRAGMA foreign_keys = ON;
-         PRAGMA synchronous = NORMAL;"
+         PRAGMA foreign_keys = ON;"
     ))?;
     let page_size = checkpoint::page_size(conn)?;
     conn.batch_execute(&format!(
@@ -449,15 +477,18 @@ fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
     ))
 }
 
-/// Applies [`configure`] to every connection the pool opens, and counts the
-/// statements it sends into the shared counter.
+/// Applies [`configure`] and the store's [`Synchronous`] to every
+/// connection the pool opens, and counts the statements it sends into the
+/// shared counter.
 #[derive(Debug)]
-struct Pragmas(Arc<AtomicU64>);
+struct Pragmas(Arc<AtomicU64>, Synchronous);
 
 impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for Pragmas {
     fn on_acquire(&self, conn: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
         count_statements(conn, self.0.clone());
         configure(conn).map_err(diesel::r2d2::Error::QueryError)?;
+        conn.batch_execute(self.1.pragma())
+            .map_err(diesel::r2d2::Error::QueryError)?;
         // A no-op on a file already in WAL mode; for ":memory:" it stays
         // "memory".
         conn.batch_execute("PRAGMA journal_mode = WAL;")
@@ -615,6 +646,39 @@ mod tests {
         .get_result(&mut conn)
         .expect("count");
         assert_eq!(kept, 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Every connection of the store's pool, the writers' included, runs
+    /// the store's `synchronous`: `FULL` (2) unless told `NORMAL` (1).
+    #[test]
+    fn the_pool_s_connections_sync_as_the_store_is_told() {
+        let dir = std::env::temp_dir().join(format!("confab-synchronous-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for (told, level) in [
+            (None, 2),
+            (Some(super::Synchronous::Full), 2),
+            (Some(super::Synchronous::Normal), 1),
+        ] {
+            let path = dir.join(format!("{level}-{}.sqlite", told.is_some()));
+            let path = path.to_str().expect("utf-8");
+            let store = match told {
+                None => super::SqliteStore::open(path),
+                Some(s) => super::SqliteStore::open_with(path, Some(3), s),
+            }
+            .expect("open");
+            let conns: Vec<_> = (0..3)
+                .map(|_| store.pool.get().expect("checkout"))
+                .collect();
+            for mut conn in conns {
+                let got: i32 = diesel::select(diesel::dsl::sql::<diesel::sql_types::Integer>(
+                    "(SELECT synchronous FROM pragma_synchronous)",
+                ))
+                .get_result(&mut *conn)
+                .expect("read synchronous");
+                assert_eq!(got, level, "told {told:?}");
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

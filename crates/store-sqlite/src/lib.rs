@@ -10,4 +10,4 @@
 //! never on `confab-service` or `confab-server`, which name this crate only
 //! in their startup code.
 
-pub use confab_store_sql::{within_db_budget, LocalWakeups, SqliteStore};
+pub use confab_store_sql::{within_db_budget, LocalWakeups, SqliteStore, Synchronous};
