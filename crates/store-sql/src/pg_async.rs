@@ -13,7 +13,11 @@
 //! where the request runs: the worker sends it, serves other requests
 //! meanwhile, and reads the answer when the socket has it. A send is one
 //! statement in a transaction of its own, which settles itself
-//! (`PgStore::write_append_message`).
+//! (`PgStore::write_append_message`). PostgreSQL commits such a
+//! transaction at the `Sync` after the statement's row, so a write here
+//! reads its answer to `ReadyForQuery` (`load`), never just its first row
+//! (`get_result`, fine for a read): a row that comes before the commit
+//! says nothing about it (docs/reliability.md).
 //!
 //! # Connections per thread
 //!
