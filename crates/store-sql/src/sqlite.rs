@@ -445,8 +445,8 @@ pub enum Synchronous {
     /// The WAL is synced at each checkpoint pass (every 50 ms while writes
     /// come in), not at each commit: an acknowledged write survives a
     /// killed or crashed process, but an operating-system crash or a power
-    /// cut may roll back the last ones. Sends 18-26 % faster on a disk
-    /// that syncs in 0.05 ms (docs/performance.md, "SQLite's durability").
+    /// cut may roll back the last ones. Sends 6-26 % faster on disks that
+    /// sync in 0.05-0.07 ms (docs/performance.md, "SQLite's durability").
     Normal,
 }
 
