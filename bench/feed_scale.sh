@@ -7,36 +7,30 @@
 # process, 32 connections, a warm-up then FEED_SECONDS (default 10) each:
 # the feed's first page and a page ~1,900 messages deep in it (by
 # `starting_after`), and the same two pages of alice's one conversation.
-# Prints req/s, p50 and p99 of each, then the ratios of time per page that
-# issue 8 sets: feed within 1.5x of a one-conversation page, a deep page
-# within 1.2x of the first.
+# Prints req/s, p50, p99 and failed requests of each, then the ratios of
+# time per page that issue 8 sets: feed within 1.5x of a one-conversation
+# page, a deep page within 1.2x of the first.
 #
 # Needs: a release build (`cargo build --release`), wrk, sqlite3, and
 # psql/createdb with PostgreSQL at 127.0.0.1:5432 (user postgres).
 # Usage: bench/feed_scale.sh [postgres] [sqlite]   (default: both)
-# CONFAB_BIN picks the binary, PORT the port (default 8090).
+# CONFAB_BIN picks the binary, PORT the port (default 8090). The server
+# runs with the benchmark's settings (`serve.sh`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+HERE=$PWD/bench
 BIN=${CONFAB_BIN:-target/release/confab}
 PORT=${PORT:-8090}
 SECONDS_EACH=${FEED_SECONDS:-10}
 STORES=("$@")
 [ ${#STORES[@]} -gt 0 ] || STORES=(postgres sqlite)
 DB=confab_bench_scale
-WORK=$(mktemp -d)
-SERVER=
+SCRATCH=$(mktemp -d)
+FILE=$SCRATCH/scale.db
 psql() { command psql -h 127.0.0.1 -U postgres "$@"; }
-stop_server() {
-    if [ -n "$SERVER" ]; then
-        kill "$SERVER" 2>/dev/null || true
-        wait "$SERVER" 2>/dev/null || true
-        SERVER=
-    fi
-}
 cleanup() {
-    stop_server
     psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" 2>/dev/null || true
-    rm -rf "$WORK"
+    rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
 
@@ -109,34 +103,49 @@ SQL
 query() {
     case "$STORE" in
     postgres) psql -d $DB -Atc "$1" ;;
-    sqlite) sqlite3 "$WORK/scale.db" "$1" ;;
+    sqlite) sqlite3 "$FILE" "$1" ;;
     esac
 }
 
-# load PATH: wrk against PATH as alice; prints "req/s p50_ms p99_ms".
-load() {
+# load_page PATH: wrk against PATH as alice; prints "req/s p50_ms p99_ms
+# errors" (errors: answers not 2xx and socket errors, shown as run.sh shows
+# them). Fails when more than 1 % of the requests failed: then the figures
+# do not measure the page.
+load_page() {
     local url="http://127.0.0.1:$PORT$1"
     wrk -t2 -c32 -d2s -H "Authorization: Bearer $TOKEN" "$url" >/dev/null
     wrk -t2 -c32 -d"${SECONDS_EACH}"s --timeout 5s --latency -H "Authorization: Bearer $TOKEN" "$url" |
         awk 'function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
              /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) }
-             /Non-2xx/ { bad = $NF " answered non-2xx" } /Socket errors/ { bad = $0 }
+             / requests in / { n = $1 } /Non-2xx/ { bad += $NF }
+             /Socket errors/ { gsub(",", ""); bad += $4 + $6 + $8 + $10 }
              /^Requests\/sec/ { rps = $2 }
-             END { if (bad != "") { print "wrk: " bad > "/dev/stderr"; exit 1 }
-                   printf "%.0f %.2f %.2f\n", rps, p50, p99 }'
+             END { if (n == 0 || bad * 100 > n) { print "wrk: " bad + 0 " of " n + 0 " requests failed" > "/dev/stderr"; exit 1 }
+                   printf "%.0f %.2f %.2f %d\n", rps, p50, p99, bad }'
+}
+
+# page NAME PATH: loads PATH, setting NAME (req/s), NAME_p50, NAME_p99 and
+# NAME_errors.
+page() {
+    local out
+    out=$(load_page "$2") # apart from `local`, so that a failed load stops the script
+    read -r "$1" "$1_p50" "$1_p99" "$1_errors" <<<"$out"
 }
 
 for STORE in "${STORES[@]}"; do
     case "$STORE" in
     postgres)
-        URL=postgres://postgres@127.0.0.1:5432/$DB
+        WHERE=$DB
+        export DATABASE_URL=postgres://postgres@127.0.0.1:5432/$DB
         psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" 2>/dev/null
         createdb -h 127.0.0.1 -U postgres $DB
         ;;
-    sqlite) URL="sqlite://$WORK/scale.db" ;;
+    sqlite)
+        WHERE=$FILE
+        export DATABASE_URL="sqlite://$FILE"
+        ;;
     *) echo "store: postgres or sqlite" >&2; exit 2 ;;
     esac
-    export DATABASE_URL=$URL
     started=$(date +%s)
     "$BIN" migrate >/dev/null
     "$BIN" contact create --username alice --phone-number +15550100 >/dev/null
@@ -144,40 +153,32 @@ for STORE in "${STORES[@]}"; do
     TOKEN=$("$BIN" token issue --username alice)
     case "$STORE" in
     postgres) seed_postgres ;;
-    sqlite) seed_sqlite "$WORK/scale.db" ;;
+    sqlite) seed_sqlite "$FILE" ;;
     esac
     echo "$STORE: seeded in $(($(date +%s) - started)) s: $(query "SELECT count(*) FROM messages") messages"
-
-    CONFAB_LISTEN=127.0.0.1:$PORT RUST_LOG=warn \
-        CONFAB_RATE_LIMIT_PER_SECOND=0 CONFAB_RATE_LIMIT_ANON_PER_SECOND=0 \
-        "$BIN" serve >"$WORK/server-$STORE.log" 2>&1 &
-    SERVER=$!
-    for _ in $(seq 100); do curl -sf -o /dev/null "127.0.0.1:$PORT/readyz" && break; sleep 0.1; done
 
     CONV=$(query "SELECT id FROM conversations WHERE peer_id = (SELECT id FROM contacts WHERE username='bob')")
     DEEP=$(query "SELECT id FROM messages WHERE conversation_id='$CONV' ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET 1900")
     # The caller's share: what alice's feed may see, of all messages.
     query "SELECT 'alice sees ' || count(*) || ' messages' FROM messages WHERE conversation_id='$CONV'"
-    # (An assignment, so that a failed load stops the script.)
-    out=$(load "/v1/messages?limit=10")
-    read -r feed feed_p50 feed_p99 <<<"$out"
-    out=$(load "/v1/messages?limit=10&starting_after=$DEEP")
-    read -r feed_deep feed_deep_p50 feed_deep_p99 <<<"$out"
-    out=$(load "/v1/messages?limit=10&conversation_id=$CONV")
-    read -r conv conv_p50 conv_p99 <<<"$out"
-    out=$(load "/v1/messages?limit=10&conversation_id=$CONV&starting_after=$DEEP")
-    read -r conv_deep conv_deep_p50 conv_deep_p99 <<<"$out"
-    stop_server
-    printf '%-36s %8s %8s %8s\n' "$STORE, 32 connections" "req/s" "p50 ms" "p99 ms" \
-        "feed, first page" "$feed" "$feed_p50" "$feed_p99" \
-        "feed, deep page" "$feed_deep" "$feed_deep_p50" "$feed_deep_p99" \
-        "one conversation, first page" "$conv" "$conv_p50" "$conv_p99" \
-        "one conversation, deep page" "$conv_deep" "$conv_deep_p50" "$conv_deep_p99"
-    # Time per page is 1 / req/s: a ratio of times is the inverse ratio of rates.
-    awk -v f="$feed" -v fd="$feed_deep" -v c="$conv" -v cd="$conv_deep" 'BEGIN {
-        printf "feed / one conversation, first page: %.2fx (target <= 1.5x)\n", c / f
-        printf "deep / first page, feed:             %.2fx (target <= 1.2x)\n", f / fd
-        printf "deep / first page, one conversation: %.2fx (target <= 1.2x)\n", c / cd }'
+    (
+        # shellcheck source=bench/serve.sh
+        . "$HERE/serve.sh" # the server, stopped when this subshell ends
+        page feed "/v1/messages?limit=10"
+        page feed_deep "/v1/messages?limit=10&starting_after=$DEEP"
+        page conv "/v1/messages?limit=10&conversation_id=$CONV"
+        page conv_deep "/v1/messages?limit=10&conversation_id=$CONV&starting_after=$DEEP"
+        printf '%-36s %8s %8s %8s %8s\n' "$STORE, 32 connections" "req/s" "p50 ms" "p99 ms" "errors" \
+            "feed, first page" "$feed" "$feed_p50" "$feed_p99" "$feed_errors" \
+            "feed, deep page" "$feed_deep" "$feed_deep_p50" "$feed_deep_p99" "$feed_deep_errors" \
+            "one conversation, first page" "$conv" "$conv_p50" "$conv_p99" "$conv_errors" \
+            "one conversation, deep page" "$conv_deep" "$conv_deep_p50" "$conv_deep_p99" "$conv_deep_errors"
+        # Time per page is 1 / req/s: a ratio of times is the inverse ratio of rates.
+        awk -v f="$feed" -v fd="$feed_deep" -v c="$conv" -v cd="$conv_deep" 'BEGIN {
+            printf "feed / one conversation, first page: %.2fx (target <= 1.5x)\n", c / f
+            printf "deep / first page, feed:             %.2fx (target <= 1.2x)\n", f / fd
+            printf "deep / first page, one conversation: %.2fx (target <= 1.2x)\n", c / cd }'
+    )
     if [ "$STORE" = postgres ]; then
         psql -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)"
     fi
