@@ -1,6 +1,7 @@
-# Sourced by bench/sync_trace.sh, bench/tail_split.sh, bench/cpu_split.sh
-# and bench/instructions.sh: serves a kept benchmark database for a load
-# run by the script, and defines `load SECONDS`, that load.
+# Sourced by bench/sync_trace.sh, bench/tail_split.sh, bench/cpu_split.sh,
+# bench/instructions.sh and bench/feed_scale.sh: serves a kept benchmark
+# database for a load run by the script, and defines `load SECONDS`, that
+# load (feed_scale.sh runs its own).
 #
 # Expects STORE (postgres or sqlite), WHERE (the PostgreSQL database's name,
 # or the SQLite file), BIN and PORT. Starts `confab serve` there with the
