@@ -1,6 +1,7 @@
 //! Events (API.md section 11): written by each write in its own transaction
 //! (the outbox), read by the event streams, the catch-up list and webhooks.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -65,13 +66,70 @@ pub struct StoredEvent {
     pub payload: String,
 }
 
-/// An event with every recipient and the payload as each sees it (for the
-/// fan-out of one process to all its streams).
+/// An event with those of its recipients a reader asked for (the contacts
+/// with an open stream in this process), for the fan-out of one process to
+/// its streams.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventWithRecipients {
-    /// With the payload as the actor sees it.
+    /// With the shared payload: the object as the actor sees it, which is
+    /// also what every recipient without a payload of their own sees. Held
+    /// once, whatever the number of recipients.
     pub event: StoredEvent,
-    pub recipients: Vec<(ContactId, String)>,
+    /// The asked-for recipients, each with their own payload when it
+    /// differs from the shared one (`None`: the shared payload). Never a
+    /// recipient who was not asked for.
+    pub recipients: Vec<(ContactId, Option<String>)>,
+}
+
+/// How much one read of [`EventStore::recent_events`] may take, so that what
+/// it holds is bounded whatever the size of an event's audience or payload
+/// (API.md section 9). Every limit yields to the first event: a read takes
+/// at least one whole event (with every asked-for recipient), so that it
+/// always makes progress; that event's audience is bounded by the largest
+/// group, its payload by what a payload embeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FanOutLimits {
+    /// Events at most.
+    pub events: u32,
+    /// Payload bytes at most: the events' shared payloads and the
+    /// asked-for recipients' own payloads together.
+    pub bytes: u64,
+    /// Recipient rows examined at most (all of an event's recipients are
+    /// examined to find the asked-for ones).
+    pub recipient_rows: u32,
+}
+
+impl FanOutLimits {
+    /// At most `events` events, within the default byte and recipient
+    /// budgets.
+    pub fn events(events: u32) -> Self {
+        Self {
+            events,
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for FanOutLimits {
+    /// 256 events, 4 MiB of payloads, 20,000 recipient rows.
+    fn default() -> Self {
+        Self {
+            events: 256,
+            bytes: 4 << 20,
+            recipient_rows: 20_000,
+        }
+    }
+}
+
+/// What one read of [`EventStore::recent_events`] returns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FanOutBatch {
+    /// Every readable event after the position asked for, oldest first, up
+    /// to where a limit cut the read; each with the asked-for recipients
+    /// (none when no asked-for contact receives it).
+    pub events: Vec<EventWithRecipients>,
+    /// A limit cut the read: more events may follow the last one.
+    pub more: bool,
 }
 
 /// Reading events.
@@ -93,14 +151,19 @@ pub trait EventStore: Send + Sync {
         after: i64,
         limit: u32,
     ) -> Result<Vec<StoredEvent>, StoreError>;
-    /// Every recipient's readable events after position `after`, oldest
-    /// first: at most `limit` events, each with all its recipients (for the
-    /// fan-out of one process to all its streams).
+    /// The readable events after position `after`, oldest first, within
+    /// `limits`, each with those of its recipients who are in `to` (for the
+    /// fan-out of one process to its streams: `to` are the contacts it has
+    /// streams for). What the read holds grows with the events and with the
+    /// recipients in `to`, never with the recipients outside it: their
+    /// rows are examined in the database, and none of their payloads is
+    /// read.
     async fn recent_events(
         &self,
         after: i64,
-        limit: u32,
-    ) -> Result<Vec<EventWithRecipients>, StoreError>;
+        limits: FanOutLimits,
+        to: Arc<HashSet<ContactId>>,
+    ) -> Result<FanOutBatch, StoreError>;
     /// The token hashes among `hashes` that are still live at `now` (so
     /// that one statement checks every open stream's token).
     async fn live_token_hashes(

@@ -25,7 +25,8 @@ use uuid::Uuid;
 
 mod events;
 pub use events::{
-    EventSignal, EventStore, EventWithRecipients, NoSignal, Outbox, PayloadRenderer, StoredEvent,
+    EventSignal, EventStore, EventWithRecipients, FanOutBatch, FanOutLimits, NoSignal, Outbox,
+    PayloadRenderer, StoredEvent,
 };
 #[cfg(feature = "mocks")]
 pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};

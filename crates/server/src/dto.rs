@@ -204,14 +204,22 @@ impl From<&ConversationView> for ConversationDto {
     }
 }
 
+/// Members a group object embeds at most (API.md section 13): an object's
+/// size, and the size of every `group.*` event, stays bounded whatever the
+/// group's.
+pub const GROUP_EMBEDDED_MEMBERS: usize = 100;
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct GroupDto {
     pub id: String,
     pub name: String,
     pub description: String,
     pub avatar_url: String,
-    /// The members, in the order they joined.
+    /// The first 100 members, in the order they joined (`member_count`
+    /// counts them all).
     pub contacts: Vec<ContactDto>,
+    /// How many members the group has.
+    pub member_count: u64,
     pub created_at: i64,
 }
 
@@ -225,8 +233,10 @@ impl From<&Group> for GroupDto {
             contacts: g
                 .members
                 .iter()
+                .take(GROUP_EMBEDDED_MEMBERS)
                 .map(|m| ContactDto::from(&m.contact))
                 .collect(),
+            member_count: g.members.len() as u64,
             created_at: secs(g.created_at),
         }
     }

@@ -58,8 +58,73 @@ impl PayloadRenderer for WirePayloads {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use confab_domain::{AvatarUrl, ContactId, PhoneNumber, Timestamp, Username};
+    use confab_domain::{
+        AvatarUrl, ContactId, GroupDescription, GroupId, GroupMember, GroupName, GroupRole,
+        PhoneNumber, Timestamp, Username,
+    };
     use serde_json::json;
+
+    fn member(n: u128) -> GroupMember {
+        GroupMember {
+            contact: Contact {
+                id: ContactId::from_uuid(Uuid::from_u128(n)),
+                username: Username::new(format!("u{n}")).expect("valid"),
+                phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
+                avatar_url: AvatarUrl::none(),
+                last_active_at: Timestamp::from_secs(2),
+                created_at: Timestamp::from_secs(1),
+            },
+            role: if n == 1 {
+                GroupRole::Owner
+            } else {
+                GroupRole::Member
+            },
+        }
+    }
+
+    fn group(members: u128) -> Group {
+        Group {
+            id: GroupId::from_uuid(Uuid::from_u128(1 << 64)),
+            name: GroupName::new("big".into()).expect("valid"),
+            description: GroupDescription::empty(),
+            avatar_url: AvatarUrl::none(),
+            created_by: ContactId::from_uuid(Uuid::from_u128(1)),
+            created_at: Timestamp::from_secs(1),
+            members: (1..=members).map(member).collect(),
+        }
+    }
+
+    #[test]
+    fn a_group_event_embeds_its_first_100_members_and_counts_them_all() {
+        // Joined in reverse id order: the embedded ones are the first to
+        // join, whatever their ids.
+        let mut big = group(2_000);
+        big.members.reverse();
+        let payload = WirePayloads.group(&big);
+        let v: serde_json::Value = serde_json::from_str(&payload).expect("json");
+        assert_eq!(v["member_count"], 2_000);
+        let embedded: Vec<&str> = v["contacts"]
+            .as_array()
+            .expect("contacts")
+            .iter()
+            .map(|c| c["id"].as_str().expect("id"))
+            .collect();
+        let first: Vec<String> = big.members[..100]
+            .iter()
+            .map(|m| m.contact.id.to_string())
+            .collect();
+        assert_eq!(embedded, first);
+        // The size of a 100-member group's event, not of a 2,000-member one.
+        let mut first_hundred = big.clone();
+        first_hundred.members.truncate(100);
+        let hundred = WirePayloads.group(&first_hundred).len();
+        assert!(payload.len() <= hundred + 16, "{} bytes", payload.len());
+
+        let small = WirePayloads.group(&group(3));
+        let v: serde_json::Value = serde_json::from_str(&small).expect("json");
+        assert_eq!(v["member_count"], 3);
+        assert_eq!(v["contacts"].as_array().map(Vec::len), Some(3));
+    }
 
     #[test]
     fn a_deletion_is_its_id_alone() {

@@ -3,9 +3,11 @@
 //! its streams. Writing them is each write's own business (the outbox).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use confab_domain::{Contact, ContactId, EventId, Field, PageLimit, Paged, Rule};
-use confab_ports::{EventWithRecipients, StoredEvent};
+use confab_ports::StoredEvent;
+pub use confab_ports::{EventWithRecipients, FanOutBatch, FanOutLimits};
 
 use crate::{Confab, ServiceError};
 
@@ -18,8 +20,9 @@ const BEFORE_ALL: i64 = i64::MIN;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StreamToken(String);
 
-/// One event read for all of this process's streams, with each recipient
-/// and the payload as that recipient sees it.
+/// One event read for this process's streams, with those of its
+/// recipients who have a stream here, each with their own payload when it
+/// differs from the event's shared one.
 pub type FanOutEvent = EventWithRecipients;
 
 impl Confab {
@@ -85,14 +88,20 @@ impl Confab {
             .await?)
     }
 
-    /// Every recipient's events after `position`, oldest first, at most
-    /// `limit`: what the hub fans out to the process's streams.
+    /// The events after `position`, oldest first, within `limits`, each
+    /// with those of its recipients who are in `to`: what the hub fans out
+    /// to the process's streams (`to`: the contacts it has streams for).
     pub async fn recent_events(
         &self,
         position: i64,
-        limit: u32,
-    ) -> Result<Vec<FanOutEvent>, ServiceError> {
-        Ok(self.ports.events.recent_events(position, limit).await?)
+        limits: FanOutLimits,
+        to: Arc<HashSet<ContactId>>,
+    ) -> Result<FanOutBatch, ServiceError> {
+        Ok(self
+            .ports
+            .events
+            .recent_events(position, limits, to)
+            .await?)
     }
 
     /// The stream token of a bearer token already authenticated.
@@ -135,6 +144,7 @@ impl Confab {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
     use std::sync::Arc;
 
     use confab_domain::{
@@ -145,7 +155,7 @@ mod tests {
     use mockall::predicate::eq;
     use uuid::Uuid;
 
-    use super::StreamToken;
+    use super::{EventWithRecipients, FanOutBatch, FanOutLimits, StreamToken};
     use crate::{Confab, Ports, ServiceError};
 
     const NOW: i64 = 1_700_000_000;
@@ -315,6 +325,38 @@ mod tests {
             .await
             .expect("none")
             .is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_fan_out_asks_the_store_for_the_given_recipients_within_the_limits() {
+        let to: Arc<HashSet<ContactId>> = Arc::new([alice().id].into_iter().collect());
+        let limits = FanOutLimits {
+            events: 8,
+            bytes: 1024,
+            recipient_rows: 100,
+        };
+        let mut events = MockEventStore::new();
+        let want = to.clone();
+        events
+            .expect_recent_events()
+            .times(1)
+            .withf(move |after, l, asked| *after == 41 && *l == limits && **asked == *want)
+            .return_once(|_, _, _| {
+                Ok(FanOutBatch {
+                    events: vec![EventWithRecipients {
+                        event: event(42),
+                        recipients: vec![(alice().id, None)],
+                    }],
+                    more: true,
+                })
+            });
+        let batch = service(events)
+            .recent_events(41, limits, to)
+            .await
+            .expect("batch");
+        assert!(batch.more);
+        assert_eq!(batch.events.len(), 1);
+        assert_eq!(batch.events[0].recipients, vec![(alice().id, None)]);
     }
 
     #[tokio::test]

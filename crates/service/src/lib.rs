@@ -35,10 +35,11 @@ pub use confab_ports::{
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
-pub use events::{FanOutEvent, StreamToken};
+pub use events::{FanOutBatch, FanOutEvent, FanOutLimits, StreamToken};
 pub use groups::{GroupUpdate, NewGroupRequest};
 pub use idempotency::{
-    Completion, IdempotencyKey, Idempotent, StoredResponse, KEY_TTL_SECS, LEASE_SECS,
+    Completion, IdempotencyKey, Idempotent, StoredResponse, DEFAULT_KEYS_PER_DAY, KEY_TTL_SECS,
+    LEASE_SECS,
 };
 pub use messages::{MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;
@@ -101,14 +102,29 @@ impl Ports {
 pub struct Confab {
     ports: Ports,
     tokens: Arc<auth::TokenCache>,
+    /// New idempotency keys a contact may claim a day; `None`: no limit
+    /// (see [`Confab::with_idempotency_quota`]).
+    keys_per_day: Option<u32>,
 }
 
 impl Confab {
+    /// The service on `ports`, with the default limits
+    /// ([`DEFAULT_KEYS_PER_DAY`]).
     pub fn new(ports: Ports) -> Self {
         Self {
             ports,
             tokens: Arc::default(),
+            keys_per_day: Some(DEFAULT_KEYS_PER_DAY),
         }
+    }
+
+    /// At most `keys_per_day` new idempotency keys per contact and UTC day
+    /// (API.md section 9, `CONFAB_IDEMPOTENCY_KEYS_PER_DAY`); one more is
+    /// [`ServiceError::IdempotencyQuota`]. 0: no limit.
+    #[must_use]
+    pub fn with_idempotency_quota(mut self, keys_per_day: u32) -> Self {
+        self.keys_per_day = (keys_per_day > 0).then_some(keys_per_day);
+        self
     }
 
     fn now(&self) -> Timestamp {

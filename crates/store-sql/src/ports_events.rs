@@ -5,9 +5,12 @@
 /// in the backend's module beside its `queries` instantiation.
 macro_rules! impl_event_ports {
     ($store:ty) => {
+        use std::collections::HashSet;
+        use std::sync::Arc;
+
         use async_trait::async_trait;
         use confab_domain::{ContactId, EventId, Timestamp};
-        use confab_ports::{EventStore, EventWithRecipients, StoreError, StoredEvent};
+        use confab_ports::{EventStore, FanOutBatch, FanOutLimits, StoreError, StoredEvent};
 
         use super::queries as q;
         use crate::door::{query, write};
@@ -36,9 +39,10 @@ macro_rules! impl_event_ports {
             async fn recent_events(
                 &self,
                 after: i64,
-                limit: u32,
-            ) -> Result<Vec<EventWithRecipients>, StoreError> {
-                query(self, move |c| q::recent_events(c, after, limit)).await
+                limits: FanOutLimits,
+                to: Arc<HashSet<ContactId>>,
+            ) -> Result<FanOutBatch, StoreError> {
+                query(self, move |c| q::recent_events(c, after, limits, &to)).await
             }
 
             async fn live_token_hashes(

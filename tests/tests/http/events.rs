@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use confab_server::startup::{Application, CorsOrigins, HubOptions, RateLimits, ServerOptions};
+use confab_service::FanOutLimits;
 use confab_tests::http::{TestApp, User};
 use futures_util::{Stream, StreamExt};
 use reqwest::Method;
@@ -280,7 +281,7 @@ async fn resume_after_disconnecting_mid_burst(app: TestApp) {
         &app,
         ServerOptions {
             rate_limits: RateLimits {
-                per_token: None,
+                per_contact: None,
                 anonymous: None,
             },
             ..ServerOptions::default()
@@ -550,7 +551,7 @@ async fn a_slow_stream_catches_up_from_the_table(app: TestApp) {
         &app,
         ServerOptions {
             rate_limits: RateLimits {
-                per_token: None,
+                per_contact: None,
                 anonymous: None,
             },
             events: HubOptions {
@@ -657,6 +658,143 @@ async fn cors_lets_browsers_resume_with_last_event_id(app: TestApp) {
     assert!(allowed.contains("last-event-id"), "{allowed}");
 }
 
+/// A stream that opens while the hub reads (here one event per read, so
+/// that a burst keeps it reading) may subscribe after the hub took its
+/// snapshot of whom it reads for: it still gets every event after its
+/// resume point, once, in order. Each stream opens while its contact has
+/// no other (only then is the contact missing from the snapshot). (The
+/// hub's unit tests make that race happen on purpose.)
+async fn streams_opening_while_the_hub_reads_get_every_event_once(app: TestApp) {
+    const N: usize = 60;
+    const STREAMS: usize = 6;
+    let base = extra_server(
+        &app,
+        ServerOptions {
+            events: HubOptions {
+                read: FanOutLimits::events(1),
+                ..HubOptions::default()
+            },
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    // Bob's last event before the burst (the conversation's creation).
+    let r = app
+        .send(
+            Method::GET,
+            "/v1/events?limit=100",
+            Some(&bob.token),
+            None,
+            &[("accept", "application/json")],
+        )
+        .await;
+    let mark = r.expect(200)["data"]
+        .as_array()
+        .and_then(|d| d.last())
+        .and_then(|e| e["id"].as_str())
+        .expect("bob's first event")
+        .to_owned();
+    let sender = {
+        let (base, token, c) = (base.clone(), alice.token.clone(), c.clone());
+        tokio::spawn(async move { burst_over(&base, &token, &c, N).await })
+    };
+    // Each stream reads a longer prefix of the burst, then goes; the last
+    // reads it all.
+    let path = format!("/v1/events?after={mark}");
+    let mut prefixes = Vec::new();
+    for i in 1..=STREAMS {
+        let mut sse = Sse::open(&base, &bob.token, &path, &[]).await;
+        let (mut seen, mut got, mut last) = (HashSet::new(), Vec::new(), None);
+        read_messages(&mut sse, N * i / STREAMS, &mut seen, &mut got, &mut last).await;
+        if i == STREAMS {
+            sse.expect_no("message.created", Duration::from_millis(300))
+                .await;
+        }
+        prefixes.push(got);
+    }
+    let sent = sender.await.expect("sender");
+    for (i, got) in prefixes.iter().enumerate() {
+        assert_eq!(
+            got[..],
+            sent[..got.len()],
+            "stream {i}: every message once, in order"
+        );
+    }
+    assert_eq!(prefixes.last().map(Vec::len), Some(N));
+}
+
+/// A group of more than 100 members (API.md section 13): its object, from
+/// `POST`, `GET`, the list and its `group.updated` event alike, embeds the
+/// first 100 members in the order they joined and counts them all; the
+/// event reaches a member's stream and no one else's.
+async fn a_big_group_embeds_its_first_100_members_in_its_object_and_events(app: TestApp) {
+    const MEMBERS: usize = 120;
+    let owner = app.user("owner").await;
+    let outsider = app.user("outsider").await;
+    let first = app.user("m000").await;
+    let mut members = vec![first.id.clone()];
+    for i in 1..MEMBERS {
+        let c = app
+            .service
+            .create_contact(&format!("m{i:03}"), "+15550100", None)
+            .await
+            .expect("contact");
+        members.push(c.id.to_string());
+    }
+    // Listed in reverse order of creation: join order is the request's.
+    members[1..].reverse();
+    let mut pairs = vec![("name", "Big")];
+    pairs.extend(members.iter().map(|id| ("contact_ids[]", id.as_str())));
+    let created = app.post(&owner, "/v1/groups", &pairs).await;
+    let created = created.expect(201).clone();
+    let joined: Vec<String> = std::iter::once(owner.id.clone())
+        .chain(members.iter().cloned())
+        .collect();
+    let embedded = |g: &Value| -> Vec<String> {
+        g["contacts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no contacts: {g}"))
+            .iter()
+            .map(|c| c["id"].as_str().expect("contact id").to_owned())
+            .collect()
+    };
+    let total = MEMBERS + 1;
+    assert_eq!(embedded(&created), joined[..100], "the first 100 to join");
+    assert_eq!(created["member_count"], total);
+    let gid = created["id"].as_str().expect("id").to_owned();
+
+    let mut member = Sse::for_user(&app, &first).await;
+    let mut other = Sse::for_user(&app, &outsider).await;
+    let r = app
+        .put(&owner, &format!("/v1/groups/{gid}"), &[("name", "Bigger")])
+        .await;
+    let updated = r.expect(200).clone();
+    let got = app.get(&first, &format!("/v1/groups/{gid}")).await;
+    let got = got.expect(200).clone();
+    assert_eq!(got, updated);
+    assert_eq!(got["name"], "Bigger");
+    assert_eq!(embedded(&got), joined[..100]);
+    assert_eq!(got["member_count"], total);
+    let e = member
+        .event_of("group.updated", WAIT)
+        .await
+        .expect("the member's group.updated");
+    assert_eq!(e.data["payload"], got, "the event's payload is the GET");
+    let listed = app.get(&owner, "/v1/groups?limit=100").await;
+    let listed = listed.expect(200)["data"]
+        .as_array()
+        .and_then(|d| d.iter().find(|g| g["id"] == gid.as_str()))
+        .expect("listed")
+        .clone();
+    assert_eq!(listed, got);
+    other
+        .expect_no("group.updated", Duration::from_secs(1))
+        .await;
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_server;
     message_reaches_both_members_not_outsiders,
@@ -668,4 +806,6 @@ confab_tests::on_both_stores!(
     heartbeats_keep_an_idle_stream_open_past_the_request_budget,
     a_slow_stream_catches_up_from_the_table,
     cors_lets_browsers_resume_with_last_event_id,
+    streams_opening_while_the_hub_reads_get_every_event_once,
+    a_big_group_embeds_its_first_100_members_in_its_object_and_events,
 );

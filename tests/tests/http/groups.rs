@@ -82,10 +82,12 @@ async fn create_group_returns_the_group(app: TestApp) {
             "created_at",
             "description",
             "id",
+            "member_count",
             "name"
         ],
         "{group}"
     );
+    assert_eq!(group["member_count"], 3, "{group}");
     let gid = id_of(&group);
     assert_eq!(gid.len(), 36, "uuid-shaped id: {gid}");
     assert_eq!(gid, gid.to_lowercase());
@@ -265,8 +267,14 @@ async fn list_groups_is_paged(app: TestApp) {
                 "created_at",
                 "description",
                 "id",
+                "member_count",
                 "name"
             ]
+        );
+        assert_eq!(
+            g["member_count"].as_u64(),
+            g["contacts"].as_array().map(|c| c.len() as u64),
+            "{g}"
         );
     }
     assert_eq!(group_ids(&app, &bob).await, ids(&[&g3, &foreign]));

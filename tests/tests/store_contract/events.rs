@@ -13,8 +13,8 @@ use confab_domain::{
     GroupName, MemberStatePatch, Message, PhoneNumber, PinnedMessageChange, Timestamp, Username,
 };
 use confab_ports::{
-    Completion, GroupChange, KeyClaim, Outbox, PayloadRenderer, StoreError, StoredEvent,
-    StoredResponse,
+    Completion, FanOutLimits, GroupChange, KeyClaim, Outbox, PayloadRenderer, StoreError,
+    StoredEvent, StoredResponse,
 };
 use confab_server::payloads::WirePayloads;
 use uuid::Uuid;
@@ -259,7 +259,11 @@ async fn refused_or_rolled_back_writes_leave_no_event(s: S) {
         assert_eq!(got[0].payload, message_as(&s, who, &probe).await);
     }
     assert!(ev.of(&s, &carol).await.is_empty());
-    let recent = s.recent_events(0, 100).await.expect("recent");
+    let recent = s
+        .recent_events(0, FanOutLimits::events(100), Arc::default())
+        .await
+        .expect("recent")
+        .events;
     assert_eq!(recent.len(), 1, "no other event at all: {recent:?}");
 }
 
@@ -369,7 +373,11 @@ async fn each_member_gets_its_own_view_of_a_conversation(s: S) {
     assert_eq!(b[0].payload, conversation_as(&s, &bob, c.id).await);
     assert_ne!(a[0].payload, b[0].payload, "each sees the other");
     // The webhook's (the actor's) view.
-    let recent = s.recent_events(0, 10).await.expect("recent");
+    let recent = s
+        .recent_events(0, FanOutLimits::events(10), Arc::default())
+        .await
+        .expect("recent")
+        .events;
     assert_eq!(recent[0].event.payload, a[0].payload);
 
     // A per-member change: that member alone.

@@ -1,12 +1,18 @@
 //! Reading events (API.md section 11): the recipient's range, the fan-out
-//! batch, positions, pruning, and the horizon that keeps a reader from
-//! skipping an event that commits after a later one.
+//! batch (only the asked-for recipients, shared payloads held once, bounded
+//! in events, bytes and recipient rows: API.md section 9), positions,
+//! pruning, and the horizon that keeps a reader from skipping an event
+//! that commits after a later one.
 //!
 //! The events are inserted here with plain SQL, the way the outbox writes
 //! them (see the events migration), so that the reads are tested apart from
 //! the writes.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use confab_domain::{ContactId, EventId, EventType, Timestamp};
+use confab_ports::{FanOutBatch, FanOutLimits};
 use confab_tests::db::Backend;
 use diesel::connection::SimpleConnection;
 use diesel::{Connection, PgConnection, SqliteConnection};
@@ -27,13 +33,28 @@ fn insert_event(
     created_at: i64,
     to: &[(Uuid, Option<&str>)],
 ) -> String {
+    insert_event_with(backend, id, index, created_at, SHARED, to)
+}
+
+/// The shared payload of [`insert_event`]'s events.
+const SHARED: &str = "{\"shared\":true}";
+
+/// [`insert_event`] with this shared payload.
+fn insert_event_with(
+    backend: Backend,
+    id: Uuid,
+    index: u32,
+    created_at: i64,
+    payload: &str,
+    to: &[(Uuid, Option<&str>)],
+) -> String {
     let position = match backend {
         Backend::Postgres => format!("pg_current_xact_id()::text::bigint * 1048576 + {index}"),
         Backend::Sqlite => "NULL".to_owned(),
     };
     let mut sql = format!(
         "INSERT INTO events (id, position, type, actor_id, created_at, payload) \
-         VALUES ({}, {position}, 'message.created', {}, {created_at}, '{{\"shared\":true}}');",
+         VALUES ({}, {position}, 'message.created', {}, {created_at}, '{payload}');",
         sql_id(id),
         sql_id(Uuid::now_v7()),
     );
@@ -115,6 +136,36 @@ fn ids(events: &[confab_ports::StoredEvent]) -> Vec<Uuid> {
     events.iter().map(|e| *e.id.as_uuid()).collect()
 }
 
+/// The contacts a fan-out read asks for.
+fn asking(contacts: &[Uuid]) -> Arc<HashSet<ContactId>> {
+    Arc::new(contacts.iter().map(|c| ContactId::from_uuid(*c)).collect())
+}
+
+/// An event of a fan-out batch: its id, its shared payload, and its
+/// recipients (sorted) with their own payloads (`None`: the shared one).
+type Fanned = (Uuid, String, Vec<(Uuid, Option<String>)>);
+
+fn fanned(batch: &FanOutBatch) -> Vec<Fanned> {
+    batch
+        .events
+        .iter()
+        .map(|f| {
+            let mut to: Vec<(Uuid, Option<String>)> = f
+                .recipients
+                .iter()
+                .map(|(c, own)| (*c.as_uuid(), own.clone()))
+                .collect();
+            to.sort();
+            (*f.event.id.as_uuid(), f.event.payload.clone(), to)
+        })
+        .collect()
+}
+
+/// The ids of a fan-out batch's events.
+fn batch_ids(batch: &FanOutBatch) -> Vec<Uuid> {
+    batch.events.iter().map(|f| *f.event.id.as_uuid()).collect()
+}
+
 async fn reads_in_commit_order_with_each_recipients_payload(backend: Backend) {
     let (db, s): (_, S) = open(backend).await;
     let url = db.url.clone();
@@ -178,40 +229,65 @@ async fn reads_in_commit_order_with_each_recipients_payload(backend: Backend) {
         .expect("carol")
         .is_empty());
 
-    // The fan-out batch: every event once, with all its recipients.
-    let all = s.recent_events(start, 10).await.expect("recent");
-    let shape: Vec<(Uuid, Vec<(Uuid, String)>)> = all
-        .iter()
-        .map(|f| {
-            let (e, to) = (&f.event, &f.recipients);
-            let mut to: Vec<(Uuid, String)> =
-                to.iter().map(|(c, p)| (*c.as_uuid(), p.clone())).collect();
-            to.sort();
-            (*e.id.as_uuid(), to)
-        })
-        .collect();
-    let mut e1_to = vec![
-        (alice, "{\"shared\":true}".to_owned()),
-        (bob, "{\"own\":1}".to_owned()),
-    ];
+    // The fan-out batch: every event once, with the asked-for recipients.
+    // Whoever sees the shared payload gets `None`: the event's one copy.
+    let all = s
+        .recent_events(start, FanOutLimits::events(10), asking(&[alice, bob]))
+        .await
+        .expect("recent");
+    assert!(!all.more, "nothing cut");
+    let shared = SHARED.to_owned();
+    let mut e1_to = vec![(alice, None), (bob, Some("{\"own\":1}".to_owned()))];
     e1_to.sort();
     assert_eq!(
-        shape,
+        fanned(&all),
         vec![
-            (e1, e1_to),
-            (e2, vec![(alice, "{\"shared\":true}".to_owned())]),
-            (e3, vec![(bob, "{\"shared\":true}".to_owned())]),
+            (e1, shared.clone(), e1_to),
+            (e2, shared.clone(), vec![(alice, None)]),
+            (e3, shared.clone(), vec![(bob, None)]),
         ]
     );
-    // A batch cut by its limit resumes after its last event.
-    let first_two = s.recent_events(start, 2).await.expect("two");
-    assert_eq!(first_two.len(), 2);
+    // Only the recipients asked for: every event still comes (the reader's
+    // cursor moves past it), without the others.
+    let bob_only = s
+        .recent_events(start, FanOutLimits::events(10), asking(&[bob, carol]))
+        .await
+        .expect("bob");
+    assert_eq!(
+        fanned(&bob_only),
+        vec![
+            (
+                e1,
+                shared.clone(),
+                vec![(bob, Some("{\"own\":1}".to_owned()))]
+            ),
+            (e2, shared.clone(), vec![]),
+            (e3, shared.clone(), vec![(bob, None)]),
+        ]
+    );
+    let nobody = s
+        .recent_events(start, FanOutLimits::events(10), asking(&[carol]))
+        .await
+        .expect("nobody");
+    assert_eq!(batch_ids(&nobody), vec![e1, e2, e3]);
+    assert!(nobody.events.iter().all(|f| f.recipients.is_empty()));
+    // A batch cut by its limit says so, and resumes after its last event.
+    let first_two = s
+        .recent_events(start, FanOutLimits::events(2), asking(&[alice, bob]))
+        .await
+        .expect("two");
+    assert_eq!(batch_ids(&first_two), vec![e1, e2]);
+    assert!(first_two.more);
     let tail = s
-        .recent_events(first_two[1].event.position, 10)
+        .recent_events(
+            first_two.events[1].event.position,
+            FanOutLimits::events(10),
+            asking(&[alice, bob]),
+        )
         .await
         .expect("tail");
-    assert_eq!(tail.len(), 1);
-    assert_eq!(*tail[0].event.id.as_uuid(), e3);
+    assert_eq!(batch_ids(&tail), vec![e3]);
+    assert!(!tail.more);
 
     // Positions by id; unknown ids have none.
     assert_eq!(
@@ -306,7 +382,11 @@ async fn postgres_holds_back_events_behind_a_running_transaction() {
         s.events_for(who, start, 10).await.expect("read").is_empty(),
         "the later event is held back while an earlier position may still commit"
     );
-    assert!(s.recent_events(start, 10).await.expect("recent").is_empty());
+    let recent = s
+        .recent_events(start, FanOutLimits::events(10), asking(&[alice]))
+        .await
+        .expect("recent");
+    assert!(recent.events.is_empty() && !recent.more);
     let mid = s.event_start().await.expect("start");
     assert!(
         mid < s
@@ -342,6 +422,175 @@ async fn postgres_reads_in_commit_order_with_each_recipients_payload() {
 #[tokio::test]
 async fn sqlite_reads_in_commit_order_with_each_recipients_payload() {
     reads_in_commit_order_with_each_recipients_payload(Backend::Sqlite).await;
+}
+
+/// A payload of exactly `bytes` bytes.
+fn payload_of(bytes: usize) -> String {
+    format!("{{\"p\":\"{}\"}}", "x".repeat(bytes - 8))
+}
+
+/// Reads the fan-out batches after `start` for `to` within `limits` until
+/// one says nothing more follows; returns each batch's event ids.
+async fn read_all(
+    s: &S,
+    start: i64,
+    limits: FanOutLimits,
+    to: &Arc<HashSet<ContactId>>,
+) -> Vec<Vec<Uuid>> {
+    let (mut after, mut batches) = (start, Vec::new());
+    loop {
+        let batch = s
+            .recent_events(after, limits, to.clone())
+            .await
+            .expect("batch");
+        batches.push(batch_ids(&batch));
+        if let Some(last) = batch.events.last() {
+            after = last.event.position;
+        }
+        if !batch.more {
+            return batches;
+        }
+        assert!(batches.len() < 20, "no end: {batches:?}");
+    }
+}
+
+/// A fan-out read holds what its limits allow, and at least one whole
+/// event: the shared payloads and the asked-for recipients' own payloads
+/// count against its bytes; an audience larger than its recipient rows is
+/// read whole, alone. Read after read, every event comes once, in order.
+async fn fan_out_batches_are_bounded_in_bytes_and_recipient_rows(backend: Backend) {
+    let (db, s): (_, S) = open(backend).await;
+    let url = db.url.clone();
+    let watcher = Uuid::now_v7();
+    let audience: Vec<Uuid> = (0..50).map(|_| Uuid::now_v7()).collect();
+    let start = s.event_start().await.expect("start");
+    let (e1, e2, e3, e4) = (
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+        Uuid::now_v7(),
+    );
+    let (p100, own300) = (payload_of(100), payload_of(300));
+    let big: Vec<(Uuid, Option<&str>)> = audience
+        .iter()
+        .map(|c| (*c, None))
+        .chain([(watcher, None)])
+        .collect();
+    let sql = format!(
+        "BEGIN; {} {} {} {} COMMIT;",
+        // A large audience, the watcher among them; 100 bytes.
+        insert_event_with(backend, e1, 0, 1, &p100, &big),
+        // The watcher's own 300 bytes beside a shared 100.
+        insert_event_with(
+            backend,
+            e2,
+            1,
+            1,
+            &p100,
+            &[(watcher, Some(&own300)), (audience[0], None)]
+        ),
+        insert_event_with(backend, e3, 2, 1, &p100, &[(watcher, None)]),
+        // Not the watcher's.
+        insert_event_with(backend, e4, 3, 1, &p100, &[(audience[1], None)]),
+    );
+    blocking(move || Raw::connect(backend, &url).run(&sql)).await;
+    readable(&s, e4).await;
+    let to = asking(&[watcher]);
+
+    // Everything in one read: the watcher alone among e1's 51 recipients,
+    // with the shared payload (no copy of it per recipient).
+    let whole = s
+        .recent_events(start, FanOutLimits::default(), to.clone())
+        .await
+        .expect("whole");
+    assert!(!whole.more);
+    assert_eq!(
+        fanned(&whole),
+        vec![
+            (e1, p100.clone(), vec![(watcher, None)]),
+            (e2, p100.clone(), vec![(watcher, Some(own300.clone()))]),
+            (e3, p100.clone(), vec![(watcher, None)]),
+            (e4, p100.clone(), vec![]),
+        ],
+        "{backend:?}"
+    );
+
+    // Bytes: 150 fit e1 alone (e2 is 100 + 300), e2 alone past them, then
+    // e3 (e3 and e4 together are 200), then e4.
+    let bytes = FanOutLimits {
+        bytes: 150,
+        ..FanOutLimits::default()
+    };
+    assert_eq!(
+        read_all(&s, start, bytes, &to).await,
+        vec![vec![e1], vec![e2], vec![e3], vec![e4]],
+        "{backend:?}"
+    );
+    // Own payloads of recipients not asked for cost nothing: for others,
+    // e2 is 100 bytes, and e1 and e2 fit 250.
+    let others = asking(&[audience[0]]);
+    let roomy = FanOutLimits {
+        bytes: 250,
+        ..FanOutLimits::default()
+    };
+    assert_eq!(
+        read_all(&s, start, roomy, &others).await,
+        vec![vec![e1, e2], vec![e3, e4]],
+        "{backend:?}"
+    );
+
+    // Recipient rows: e1's 51 exceed 10, so it is read alone and whole
+    // (the watcher is found wherever its row lies); then e2 to e4 (4
+    // rows) at once.
+    let rows = FanOutLimits {
+        recipient_rows: 10,
+        ..FanOutLimits::default()
+    };
+    let first = s
+        .recent_events(start, rows, to.clone())
+        .await
+        .expect("rows");
+    assert!(first.more);
+    assert_eq!(
+        fanned(&first),
+        vec![(e1, p100.clone(), vec![(watcher, None)])],
+        "{backend:?}"
+    );
+    assert_eq!(
+        read_all(&s, start, rows, &to).await,
+        vec![vec![e1], vec![e2, e3, e4]],
+        "{backend:?}"
+    );
+    // Three rows: e2's two and e3's one reach the limit, so e3's may be
+    // cut: e2 alone, then e3 and e4 (two rows).
+    let three = FanOutLimits {
+        recipient_rows: 3,
+        ..FanOutLimits::default()
+    };
+    let after_e1 = first.events[0].event.position;
+    assert_eq!(
+        read_all(&s, after_e1, three, &to).await,
+        vec![vec![e2], vec![e3, e4]],
+        "{backend:?}"
+    );
+
+    // Events: two at a time.
+    assert_eq!(
+        read_all(&s, start, FanOutLimits::events(2), &to).await,
+        vec![vec![e1, e2], vec![e3, e4], vec![]],
+        "{backend:?}"
+    );
+    drop(db);
+}
+
+#[tokio::test]
+async fn postgres_fan_out_batches_are_bounded_in_bytes_and_recipient_rows() {
+    fan_out_batches_are_bounded_in_bytes_and_recipient_rows(Backend::Postgres).await;
+}
+
+#[tokio::test]
+async fn sqlite_fan_out_batches_are_bounded_in_bytes_and_recipient_rows() {
+    fan_out_batches_are_bounded_in_bytes_and_recipient_rows(Backend::Sqlite).await;
 }
 
 /// Pruning takes, of the oldest events by position, those created before

@@ -26,36 +26,35 @@ pub fn event_json(event: &StoredEvent) -> Value {
 /// The stored payload is inserted as it is (no parse on the hot path) when
 /// it is on one line, as compact JSON is; otherwise it is re-encoded,
 /// since a raw line break would end the `data:` field.
+///
+/// The hub builds an event's frame with its shared payload once and hands
+/// the same bytes to every stream that sees that payload.
 pub fn sse_frame(event: &StoredEvent) -> Bytes {
     sse_frame_with(event, &event.payload)
 }
 
-/// [`sse_frame`] with the payload as one recipient sees it.
+/// [`sse_frame`] with the payload as one recipient sees it. The payload is
+/// copied once, into the frame.
 pub fn sse_frame_with(event: &StoredEvent, payload: &str) -> Bytes {
+    use std::fmt::Write as _;
+
     let payload = payload.trim();
-    let data = if payload.is_empty() || payload.contains(['\n', '\r']) {
-        serde_json::json!({
-            "id": event.id.to_string(),
-            "type": event.kind.name(),
-            "created_at": event.created_at.secs(),
-            "payload": payload_value(payload),
-        })
-        .to_string()
+    let reencoded;
+    let payload = if payload.is_empty() || payload.contains(['\n', '\r']) {
+        reencoded = payload_value(payload).to_string();
+        reencoded.as_str()
     } else {
-        format!(
-            r#"{{"id":"{}","type":"{}","created_at":{},"payload":{}}}"#,
-            event.id,
-            event.kind.name(),
-            event.created_at.secs(),
-            payload
-        )
+        payload
     };
-    Bytes::from(format!(
-        "id: {}\nevent: {}\ndata: {}\n\n",
-        event.id,
-        event.kind.name(),
-        data
-    ))
+    let (id, kind) = (event.id, event.kind.name());
+    let mut frame = String::with_capacity(payload.len() + 2 * kind.len() + 160);
+    // Writing to a String cannot fail.
+    let _ = write!(
+        frame,
+        "id: {id}\nevent: {kind}\ndata: {{\"id\":\"{id}\",\"type\":\"{kind}\",\"created_at\":{},\"payload\":{payload}}}\n\n",
+        event.created_at.secs(),
+    );
+    Bytes::from(frame)
 }
 
 #[cfg(test)]

@@ -1,7 +1,22 @@
 //! The hub: one per server. It keeps a cursor in the events table; on each
 //! wakeup (this process's commits, a PostgreSQL notification, or the poll
-//! interval) it reads every recipient's new events in batches and hands
-//! each to the subscriptions of its recipients, in memory.
+//! interval) it reads the new events in batches and hands each to the
+//! subscriptions of its recipients, in memory.
+//!
+//! Its memory is bounded whatever an event's audience or payload (API.md
+//! section 9): a batch is read for the contacts that have a stream here
+//! (a snapshot taken before the read), and holds only those recipients,
+//! each event's shared payload once, and no more than
+//! [`HubOptions::read`] allows (events, payload bytes, recipient rows; at
+//! least one event). Each event's shared frame is built once and shared by
+//! its streams. A stream that subscribes while a batch is read without its
+//! contact is sent back to the table (below), which has what it missed.
+//!
+//! A read that fails is tried again with half as many events, down to one;
+//! the batch grows back by doubling as reads succeed. A single event whose
+//! read fails [`STUCK_AFTER`] times in a row does not hold the hub forever:
+//! every stream goes back to the table (which loses nothing) and the
+//! cursor moves past it, with a warning.
 //!
 //! Each subscription has a bounded queue. The hub never waits for a stream:
 //! when a queue is full it drops the subscription marked [`Ended::Lagged`],
@@ -12,20 +27,21 @@
 //! the streams of the others.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use actix_web::web::Bytes;
 use confab_domain::ContactId;
-use confab_service::{Confab, FanOutEvent, StreamToken};
+use confab_service::{Confab, FanOutBatch, FanOutEvent, FanOutLimits, StreamToken};
 use tokio::sync::{mpsc, watch};
 
-use super::frame::sse_frame_with;
+use super::frame::{sse_frame, sse_frame_with};
 use crate::metrics::Metrics;
 
-/// Events read per query by the hub.
-const BATCH: u32 = 256;
+/// Failed reads of a single event in a row after which the hub moves past
+/// it (see the module docs).
+const STUCK_AFTER: u32 = 3;
 /// How often the open streams' tokens are checked (revocation reaches a
 /// stream within this plus one query, under the contract's 5 s).
 const REVALIDATE_EVERY: Duration = Duration::from_secs(2);
@@ -55,6 +71,9 @@ pub struct HubOptions {
     /// Live events a stream may have waiting before it is sent back to the
     /// table.
     pub queue: usize,
+    /// What one read of the hub may hold at most (the number of events
+    /// shrinks below this after failed reads, then grows back).
+    pub read: FanOutLimits,
 }
 
 impl Default for HubOptions {
@@ -62,6 +81,7 @@ impl Default for HubOptions {
         Self {
             heartbeat: Duration::from_secs(15),
             queue: 256,
+            read: FanOutLimits::default(),
         }
     }
 }
@@ -112,7 +132,16 @@ struct State {
     next_id: u64,
     closed: bool,
     subs: HashMap<ContactId, Vec<Sub>>,
+    /// Contacts whose streams a batch sent back to the table because they
+    /// subscribed after its snapshot (`fan_out`), with the snapshots that
+    /// still name them: their streams subscribe again at once, maybe just
+    /// after the next snapshot, which would send them back again, batch
+    /// after batch while the hub has a backlog.
+    lately: HashMap<ContactId, u8>,
 }
+
+/// Snapshots that name a contact sent back to the table (`State::lately`).
+const LATELY_SNAPSHOTS: u8 = 3;
 
 struct Inner {
     service: Confab,
@@ -123,12 +152,42 @@ struct Inner {
     /// Told when a stream subscribes: wakes a hub that, with no stream
     /// open, sleeps through commits (`read_loop`).
     opened: tokio::sync::Notify,
+    /// Recipients the store handed the hub, all batches together: what the
+    /// hub holds grows with these (it stays with the connected ones).
+    recipients_read: AtomicU64,
 }
 
 impl Inner {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Every change to the map is complete before the guard drops.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn new(service: Confab, options: HubOptions, metrics: Arc<Metrics>) -> Self {
+        let (shutdown, _) = watch::channel(false);
+        Self {
+            service,
+            options,
+            metrics,
+            state: Mutex::default(),
+            shutdown,
+            opened: tokio::sync::Notify::new(),
+            recipients_read: AtomicU64::new(0),
+        }
+    }
+
+    /// The contacts with a subscription now, and those just sent back to
+    /// the table (see `State::lately`): whom the next batch is read for.
+    fn connected(&self) -> Arc<HashSet<ContactId>> {
+        let mut state = self.lock();
+        let State { subs, lately, .. } = &mut *state;
+        let mut to: HashSet<ContactId> = subs.keys().copied().collect();
+        lately.retain(|contact, left| {
+            to.insert(*contact);
+            *left -= 1;
+            *left > 0 && !subs.contains_key(contact)
+        });
+        Arc::new(to)
     }
 }
 
@@ -183,15 +242,7 @@ impl Hub {
     /// Starts the hub's reader and its token checks on the current tokio
     /// runtime; they stop at [`Hub::close`].
     pub fn start(service: Confab, options: HubOptions, metrics: Arc<Metrics>) -> Hub {
-        let (shutdown, _) = watch::channel(false);
-        let inner = Arc::new(Inner {
-            service,
-            options,
-            metrics,
-            state: Mutex::default(),
-            shutdown,
-            opened: tokio::sync::Notify::new(),
-        });
+        let inner = Arc::new(Inner::new(service, options, metrics));
         tokio::spawn(read_loop(inner.clone()));
         tokio::spawn(revalidate_loop(inner.clone()));
         Hub { inner }
@@ -263,6 +314,12 @@ impl Hub {
     pub fn subscriptions(&self) -> usize {
         self.inner.lock().subs.values().map(Vec::len).sum()
     }
+
+    /// Recipients the store handed the hub so far (see `Inner`).
+    #[cfg(test)]
+    fn recipients_read(&self) -> u64 {
+        self.inner.recipients_read.load(Ordering::Relaxed)
+    }
 }
 
 /// Waits for the next reason to read: a wakeup (then a few quick follow-up
@@ -290,6 +347,7 @@ async fn read_loop(inner: Arc<Inner>) {
     let mut step = 0usize;
     // When the cursor last moved without a read (no stream open).
     let mut moved_idle: Option<Instant> = None;
+    let mut reading = Reading::new(inner.options.read);
     loop {
         if inner.lock().subs.is_empty() {
             // No stream open: a commit needs no read, the cursor only
@@ -329,7 +387,71 @@ async fn read_loop(inner: Arc<Inner>) {
                 }
             }
         }
-        drain(&inner, &mut cursor, &mut moved_idle).await;
+        drain(&inner, &mut cursor, &mut moved_idle, &mut reading).await;
+    }
+}
+
+/// The size of the hub's next read: halved after each failed read (down to
+/// one event), doubled after each that succeeds (up to the configured
+/// limit), so that a batch too slow for the database's deadline still
+/// makes progress.
+#[derive(Debug)]
+struct Reading {
+    limits: FanOutLimits,
+    /// Events in the next read.
+    events: u32,
+    /// Reads of one event that failed in a row.
+    stuck: u32,
+}
+
+/// What to do after a failed read.
+#[derive(Debug, PartialEq, Eq)]
+enum AfterFailure {
+    /// Read again at once, fewer events.
+    Fewer,
+    /// Read again at the next wakeup or poll.
+    Later,
+    /// Move past the event (see [`skip`]).
+    Skip,
+}
+
+impl Reading {
+    fn new(limits: FanOutLimits) -> Self {
+        Self {
+            limits,
+            events: limits.events.max(1),
+            stuck: 0,
+        }
+    }
+
+    fn limits(&self) -> FanOutLimits {
+        FanOutLimits {
+            events: self.events,
+            ..self.limits
+        }
+    }
+
+    fn succeeded(&mut self) {
+        self.events = self.events.saturating_mul(2).min(self.limits.events.max(1));
+        self.stuck = 0;
+    }
+
+    fn failed(&mut self) -> AfterFailure {
+        if self.events > 1 {
+            self.events /= 2;
+            return AfterFailure::Fewer;
+        }
+        self.stuck += 1;
+        if self.stuck >= STUCK_AFTER {
+            AfterFailure::Skip
+        } else {
+            AfterFailure::Later
+        }
+    }
+
+    /// The hub moved past the event it could not read.
+    fn skipped(&mut self) {
+        self.stuck = 0;
     }
 }
 
@@ -345,7 +467,12 @@ async fn read_loop(inner: Arc<Inner>) {
 /// does one that opens while the cursor waits for its next move (the
 /// events it already replayed are not sent twice: a stream takes only
 /// events above the last it sent).
-async fn drain(inner: &Inner, cursor: &mut i64, moved_idle: &mut Option<Instant>) {
+async fn drain(
+    inner: &Inner,
+    cursor: &mut i64,
+    moved_idle: &mut Option<Instant>,
+    reading: &mut Reading,
+) {
     if inner.lock().subs.is_empty() {
         if moved_idle.is_some_and(|at| at.elapsed() < IDLE_CATCH_UP) {
             return;
@@ -364,43 +491,137 @@ async fn drain(inner: &Inner, cursor: &mut i64, moved_idle: &mut Option<Instant>
         }
     }
     loop {
-        match inner.service.recent_events(*cursor, BATCH).await {
+        let to = inner.connected();
+        if to.is_empty() {
+            // Every stream went away: the next wakeup moves the cursor.
+            return;
+        }
+        let limits = reading.limits();
+        match inner
+            .service
+            .recent_events(*cursor, limits, to.clone())
+            .await
+        {
             Ok(batch) => {
-                let full = batch.len() >= BATCH as usize;
-                if let Some(last) = batch.last() {
+                reading.succeeded();
+                if let Some(last) = batch.events.last() {
                     *cursor = last.event.position;
-                    fan_out(inner, &batch);
                 }
-                if !full {
+                fan_out(inner, &batch, &to);
+                if !batch.more {
                     return;
                 }
             }
-            Err(e) => {
-                // The next wakeup or poll tries again; streams lose nothing
-                // (they replay from the table when they fall behind).
-                tracing::warn!(error = %e, "the event hub cannot read new events");
-                return;
-            }
+            // Streams lose nothing meanwhile: they replay from the table
+            // when they fall behind.
+            Err(e) => match reading.failed() {
+                AfterFailure::Fewer => {
+                    tracing::warn!(error = %e, events = limits.events,
+                        "the event hub cannot read new events; reading fewer at once");
+                }
+                AfterFailure::Later => {
+                    tracing::warn!(error = %e, events = limits.events,
+                        "the event hub cannot read new events; trying again at the next wakeup");
+                    return;
+                }
+                AfterFailure::Skip => {
+                    tracing::warn!(error = %e, after = *cursor,
+                        "the event hub cannot read the next event");
+                    if skip(inner, cursor).await {
+                        reading.skipped();
+                    }
+                    return;
+                }
+            },
         }
     }
 }
 
-fn fan_out(inner: &Inner, batch: &[FanOutEvent]) {
-    let now = confab_domain::Timestamp::from_micros(now_micros());
+/// Moves past an event the hub cannot read: every open subscription ends
+/// [`Ended::Lagged`] (each stream replays its own events from the table,
+/// from the last it sent, and subscribes again, so it loses nothing) and
+/// the cursor moves to "now", below which every event is readable, so a
+/// stream's replay covers all the hub skipped. Returns whether it moved.
+async fn skip(inner: &Inner, cursor: &mut i64) -> bool {
+    let now = match inner.service.events_start(None).await {
+        Ok(now) => now,
+        Err(e) => {
+            tracing::warn!(error = %e, "the event hub cannot read its position to move on");
+            return false;
+        }
+    };
+    let subs = std::mem::take(&mut inner.lock().subs);
+    let streams: usize = subs.values().map(Vec::len).sum();
+    for sub in subs.into_values().flatten() {
+        sub.end(Ended::Lagged);
+    }
+    tracing::warn!(
+        from = *cursor,
+        to = now,
+        streams,
+        "the event hub moved past events it could not read; its streams read them from the table"
+    );
+    *cursor = (*cursor).max(now);
+    true
+}
+
+/// Hands each event of `batch` (read for the contacts `to`) to the
+/// subscriptions of its recipients.
+fn fan_out(inner: &Inner, batch: &FanOutBatch, to: &HashSet<ContactId>) {
+    let now = now_micros();
+    // The frames, built before the lock is taken: one shared frame per
+    // event (its streams share its bytes), one per own payload.
+    let mut frames: Vec<(i64, Vec<(ContactId, Bytes)>)> = Vec::with_capacity(batch.events.len());
+    let mut recipients = 0u64;
+    for FanOutEvent {
+        event,
+        recipients: to_each,
+    } in &batch.events
+    {
+        inner.metrics.event_read(now - event.created_at.micros());
+        recipients += to_each.len() as u64;
+        let mut shared: Option<Bytes> = None;
+        let each = to_each
+            .iter()
+            .map(|(contact, own)| {
+                let frame = match own {
+                    Some(payload) => sse_frame_with(event, payload),
+                    None => shared.get_or_insert_with(|| sse_frame(event)).clone(),
+                };
+                (*contact, frame)
+            })
+            .collect();
+        frames.push((event.position, each));
+    }
+    inner
+        .recipients_read
+        .fetch_add(recipients, Ordering::Relaxed);
+
     let mut delivered = 0u64;
     let mut state = inner.lock();
-    for FanOutEvent { event, recipients } in batch {
-        inner
-            .metrics
-            .event_read(now.micros() - event.created_at.micros());
-        for (contact, payload) in recipients {
-            let Some(subs) = state.subs.get_mut(contact) else {
+    if !batch.events.is_empty() {
+        // Streams of contacts the batch was not read for subscribed after
+        // its snapshot: it may hold events of theirs that their replay did
+        // not reach. They go back to the table, which has them, and the
+        // next snapshots name their contacts.
+        let State { subs, lately, .. } = &mut *state;
+        subs.retain(|contact, subs| {
+            if to.contains(contact) {
+                return true;
+            }
+            for sub in subs.drain(..) {
+                sub.end(Ended::Lagged);
+            }
+            lately.insert(*contact, LATELY_SNAPSHOTS);
+            false
+        });
+    }
+    for (position, each) in frames {
+        for (contact, frame) in each {
+            let Some(subs) = state.subs.get_mut(&contact) else {
                 continue;
             };
-            let live = Live {
-                position: event.position,
-                frame: sse_frame_with(event, payload),
-            };
+            let live = Live { position, frame };
             let mut i = 0;
             while i < subs.len() {
                 match subs[i].tx.try_send(live.clone()) {
@@ -417,7 +638,7 @@ fn fan_out(inner: &Inner, batch: &[FanOutEvent]) {
                 }
             }
             if subs.is_empty() {
-                state.subs.remove(contact);
+                state.subs.remove(&contact);
             }
         }
     }
@@ -480,5 +701,311 @@ async fn revalidate_loop(inner: Arc<Inner>) {
         for sub in ended {
             sub.end(Ended::Revoked);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use confab_domain::{EventId, EventType, GroupName, MessageText, Timestamp};
+    use confab_service::{
+        ConversationTarget, GroupUpdate, NewGroupRequest, SendMessage, StoredEvent,
+    };
+    use uuid::Uuid;
+
+    use crate::startup::{open_service, Database};
+
+    /// The service on a fresh SQLite file (kept while the directory lives).
+    async fn sqlite() -> (tempfile::TempDir, Confab) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("hub.db").display().to_string();
+        let service = tokio::task::spawn_blocking(move || {
+            open_service(&Database::Sqlite(path)).expect("open")
+        })
+        .await
+        .expect("join");
+        (dir, service)
+    }
+
+    /// A hub whose reader is not running: the tests fan batches out
+    /// themselves.
+    async fn idle_hub() -> (tempfile::TempDir, Hub) {
+        let (dir, service) = sqlite().await;
+        let inner = Inner::new(service, HubOptions::default(), Metrics::new());
+        (
+            dir,
+            Hub {
+                inner: Arc::new(inner),
+            },
+        )
+    }
+
+    fn contact(n: u128) -> ContactId {
+        ContactId::from_uuid(Uuid::from_u128(n))
+    }
+
+    fn token() -> StreamToken {
+        Confab::stream_token("cfb_test")
+    }
+
+    fn event(position: i64) -> StoredEvent {
+        StoredEvent {
+            id: EventId::from_uuid(Uuid::from_u128(position.unsigned_abs().into())),
+            kind: EventType::GroupUpdated,
+            created_at: Timestamp::from_secs(1_700_000_000),
+            position,
+            payload: format!(r#"{{"shared":{position}}}"#),
+        }
+    }
+
+    /// Recipients with their own payloads (`None`: the shared one).
+    type To = Vec<(ContactId, Option<String>)>;
+
+    fn batch(events: Vec<(i64, To)>) -> FanOutBatch {
+        FanOutBatch {
+            events: events
+                .into_iter()
+                .map(|(position, recipients)| FanOutEvent {
+                    event: event(position),
+                    recipients,
+                })
+                .collect(),
+            more: false,
+        }
+    }
+
+    async fn next(sub: &mut Subscription) -> Live {
+        tokio::time::timeout(Duration::from_secs(5), sub.recv())
+            .await
+            .expect("in time")
+            .expect("a live event")
+    }
+
+    /// Waits for the hub to end `sub`; returns why.
+    async fn ended(sub: &mut Subscription) -> Ended {
+        let last = tokio::time::timeout(Duration::from_secs(5), sub.recv())
+            .await
+            .expect("ended in time");
+        assert!(last.is_none(), "an event instead of the end: {last:?}");
+        sub.ended()
+    }
+
+    #[test]
+    fn a_failed_read_halves_the_batch_and_a_stuck_event_is_passed_on_the_third_failure() {
+        let limits = FanOutLimits {
+            events: 8,
+            bytes: 1000,
+            recipient_rows: 50,
+        };
+        let mut r = Reading::new(limits);
+        assert_eq!(r.limits(), limits);
+        for events in [4, 2, 1] {
+            assert_eq!(r.failed(), AfterFailure::Fewer);
+            assert_eq!(r.limits().events, events);
+        }
+        assert_eq!(r.failed(), AfterFailure::Later);
+        assert_eq!(r.failed(), AfterFailure::Later);
+        assert_eq!(r.failed(), AfterFailure::Skip);
+        // Until the hub could move on, every failure asks again.
+        assert_eq!(r.failed(), AfterFailure::Skip);
+        r.skipped();
+        assert_eq!(r.failed(), AfterFailure::Later);
+        // Success grows it back, to the limit; a success resets the count.
+        for events in [2, 4, 8, 8] {
+            r.succeeded();
+            assert_eq!(r.limits().events, events);
+        }
+        assert_eq!(r.limits(), limits, "bytes and rows stay as configured");
+        for _ in 0..3 {
+            r.failed();
+        }
+        r.succeeded();
+        r.failed();
+        assert_eq!(r.failed(), AfterFailure::Later, "the count started over");
+    }
+
+    #[tokio::test]
+    async fn each_event_has_one_shared_frame_and_own_frames_for_own_payloads() {
+        let (_dir, hub) = idle_hub().await;
+        let (a, b, c) = (contact(1), contact(2), contact(3));
+        let mut subs = [a, b, c].map(|who| hub.subscribe(who, token()));
+        let to = hub.inner.connected();
+        let own = r#"{"own":true}"#.to_owned();
+        let batch = batch(vec![(7, vec![(a, None), (b, None), (c, Some(own))])]);
+        fan_out(&hub.inner, &batch, &to);
+        let [sa, sb, sc] = &mut subs;
+        let (fa, fb, fc) = (next(sa).await, next(sb).await, next(sc).await);
+        assert_eq!((fa.position, fb.position, fc.position), (7, 7, 7));
+        assert_eq!(
+            fa.frame.as_ptr(),
+            fb.frame.as_ptr(),
+            "the shared frame is built once"
+        );
+        assert_eq!(fa.frame, super::sse_frame(&event(7)));
+        let text = std::str::from_utf8(&fc.frame).expect("utf-8");
+        assert!(text.contains(r#""payload":{"own":true}"#), "{text}");
+        assert_eq!(hub.recipients_read(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_stream_subscribed_during_a_read_without_its_contact_replays_from_the_table() {
+        let (_dir, hub) = idle_hub().await;
+        let (a, b) = (contact(1), contact(2));
+        let mut a_old = hub.subscribe(a, token());
+        // The hub's snapshot: a alone. Then a second stream of a and a
+        // first of b subscribe while the batch is read.
+        let to = hub.inner.connected();
+        let mut a_new = hub.subscribe(a, token());
+        let mut b_new = hub.subscribe(b, token());
+        // An empty batch cannot lack anything: nobody is sent back.
+        fan_out(&hub.inner, &FanOutBatch::default(), &to);
+        assert_eq!(hub.subscriptions(), 3);
+        // A batch read for a alone might hold an event of b's: b's stream
+        // goes back to the table (which has it); a's streams both get it.
+        fan_out(&hub.inner, &batch(vec![(9, vec![(a, None)])]), &to);
+        assert_eq!(ended(&mut b_new).await, Ended::Lagged);
+        assert_eq!(next(&mut a_old).await.position, 9);
+        assert_eq!(next(&mut a_new).await.position, 9);
+        assert_eq!(a_new.ended(), Ended::Open);
+        assert_eq!(hub.subscriptions(), 2);
+        // The next snapshot names b even before its stream subscribes
+        // again (it does at once, but maybe just after the snapshot): that
+        // stream is not sent back again, and gets b's events.
+        let to = hub.inner.connected();
+        assert!(to.contains(&b));
+        let mut b_again = hub.subscribe(b, token());
+        fan_out(&hub.inner, &batch(vec![(10, vec![(b, None)])]), &to);
+        assert_eq!(next(&mut b_again).await.position, 10);
+        assert_eq!(b_again.ended(), Ended::Open);
+        // Subscribed, b is in every snapshot by its streams; once they go,
+        // it leaves the snapshots.
+        assert!(hub.inner.connected().contains(&b));
+        drop(b_again);
+        assert!(!hub.inner.connected().contains(&b));
+    }
+
+    #[tokio::test]
+    async fn moving_past_an_unreadable_event_sends_every_stream_to_the_table() {
+        let (_dir, hub) = idle_hub().await;
+        let mut subs = [contact(1), contact(2), contact(2)].map(|who| hub.subscribe(who, token()));
+        let mut cursor = i64::MIN;
+        assert!(skip(&hub.inner, &mut cursor).await);
+        for sub in &mut subs {
+            assert_eq!(ended(sub).await, Ended::Lagged);
+        }
+        assert_eq!(hub.subscriptions(), 0);
+        let now = hub.service().events_start(None).await.expect("now");
+        assert_eq!(cursor, now, "the cursor moved to now");
+    }
+
+    /// A rename of a 150-member group costs the hub nothing for a stream of
+    /// someone else: the store hands it no recipient but that stream's
+    /// contact (the old read handed it all 151 per event), and that stream
+    /// still gets its own event, once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_audience_without_streams_here_costs_the_hub_nothing() {
+        let (_dir, service) = sqlite().await;
+        let new = |name: String| {
+            let service = service.clone();
+            async move {
+                service
+                    .create_contact(&name, "+15550100", None)
+                    .await
+                    .expect("contact")
+            }
+        };
+        let owner = new("owner".into()).await;
+        let mut members = Vec::new();
+        for i in 0..150 {
+            members.push(new(format!("m{i}")).await.id);
+        }
+        let outsider = new("outsider".into()).await;
+        let peer = new("peer".into()).await;
+        let group = service
+            .create_group(
+                &owner,
+                NewGroupRequest {
+                    name: GroupName::new("big".into()).expect("name"),
+                    description: None,
+                    avatar_url: None,
+                    contact_ids: members,
+                },
+                None,
+            )
+            .await
+            .expect("group");
+        let conversation = service
+            .create_conversation(&peer, ConversationTarget::Contact(outsider.id), None)
+            .await
+            .expect("direct")
+            .conversation
+            .id;
+        let send = |text: &str| {
+            let (service, peer) = (service.clone(), peer.clone());
+            let text = MessageText::new(text.to_owned()).expect("text");
+            async move {
+                let send = SendMessage {
+                    conversation_id: conversation,
+                    text,
+                    attachments: Vec::new(),
+                };
+                service.send_message(&peer, send, None).await.expect("send")
+            }
+        };
+
+        let hub = Hub::start(service.clone(), HubOptions::default(), Metrics::new());
+        // A live token: the hub checks the open streams' tokens.
+        let bearer = service.issue_token("outsider", None).await.expect("token");
+        let mut sub = hub.subscribe(outsider.id, Confab::stream_token(&bearer));
+        // Messages until one comes through the hub (it reads its start
+        // position when it starts, maybe after the first): its cursor then
+        // lies before what follows. The events of any later ones come
+        // within a moment.
+        let mut received = 0;
+        for i in 0..10 {
+            send(&format!("probe {i}")).await;
+            let wait = Duration::from_secs(1);
+            if let Ok(Some(_)) = tokio::time::timeout(wait, sub.recv()).await {
+                received += 1;
+                break;
+            }
+        }
+        assert_eq!(received, 1, "no message came through the hub");
+        let wait = Duration::from_millis(500);
+        while let Ok(Some(_)) = tokio::time::timeout(wait, sub.recv()).await {
+            received += 1;
+        }
+        let before = hub.recipients_read();
+        assert_eq!(before, received, "the outsider alone");
+
+        for i in 0..3 {
+            let update = GroupUpdate {
+                name: Some(GroupName::new(format!("renamed {i}")).expect("name")),
+                ..GroupUpdate::default()
+            };
+            service
+                .update_group(&owner, group.id, update)
+                .await
+                .expect("rename");
+        }
+        let after = send("after the renames").await;
+        let live = next(&mut sub).await;
+        let text = std::str::from_utf8(&live.frame).expect("utf-8");
+        assert!(text.contains(&after.id.to_string()), "{text}");
+        assert!(text.starts_with("id: "), "{text}");
+        assert!(live.position > 0);
+        assert_eq!(
+            hub.recipients_read() - before,
+            1,
+            "three renames for 151 members and a message for two: only the outsider's"
+        );
+        // Nothing else for the outsider.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), sub.recv())
+                .await
+                .is_err(),
+            "no other event"
+        );
+        hub.close();
     }
 }

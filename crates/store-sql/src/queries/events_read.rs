@@ -1,5 +1,7 @@
 //! Reading events (API.md section 11): a recipient's events after a
-//! position, every recipient's (for a process's fan-out), and pruning.
+//! position, the events of the recipients with a stream in a process (its
+//! fan-out, in batches bounded in events, payload bytes and recipient rows:
+//! API.md section 9), and pruning.
 //!
 //! Only readable events are read: positions below the backend's horizon
 //! ([`crate::SqlBackend::EVENT_HORIZON_SQL`]), which no event that commits
@@ -10,15 +12,19 @@
 /// [`super::instantiate`]).
 macro_rules! expand {
     () => {
+        use std::collections::{HashMap, HashSet};
+
         use confab_domain::{ContactId, EventId, EventType, Timestamp};
-        use confab_ports::{EventWithRecipients, StoredEvent};
+        use confab_ports::{EventWithRecipients, FanOutBatch, FanOutLimits, StoredEvent};
+        use diesel::connection::DefaultLoadingMode;
         use diesel::dsl::sql;
         use diesel::prelude::*;
-        use diesel::sql_types::BigInt;
+        use diesel::sql_types::{BigInt, Nullable};
 
         use super::{Backend, Conn, Result};
         use crate::error::inconsistent;
         use crate::id::DbId;
+        use crate::queries::events_read::{prefix_within, size, OWNERS_PER_QUERY};
         use crate::rows::{contact_id, ts, DbKey};
         use crate::schema::{event_recipients, events, tokens};
         use crate::SqlBackend;
@@ -92,16 +98,131 @@ macro_rules! expand {
                 .collect()
         }
 
+        /// A payload's size in bytes, as an SQL expression over `column`
+        /// (a qualified column name): PostgreSQL answers it from the stored
+        /// length, without reading a TOASTed value.
+        fn octets(column: &str) -> String {
+            format!("CAST(octet_length({column}) AS BIGINT)")
+        }
+
+        /// The event fan-out (see [`confab_ports::EventStore::recent_events`]),
+        /// in four statements on one connection:
+        ///
+        /// 1. the next events' positions and payload sizes (at most
+        ///    `limits.events`), cut to the prefix whose shared payloads fit
+        ///    `limits.bytes`;
+        /// 2. their recipients' rows, without payloads, at most
+        ///    `limits.recipient_rows` (cut to the events whose rows were all
+        ///    read, or all rows of the first event alone), of which only
+        ///    those in `to` are kept, with the size of their own payload;
+        ///    the prefix is cut again so that own payloads fit the budget;
+        /// 3. those events with their shared payloads;
+        /// 4. the own payloads of the kept recipients that have one (a
+        ///    statement per [`OWNERS_PER_QUERY`] of them).
+        ///
+        /// Positions below the horizon never change, so the statements see
+        /// the same events without a transaction; an event pruned (or a
+        /// payload scrubbed) between them is left out (or read scrubbed).
         pub(crate) fn recent_events(
             conn: &mut Conn,
             after: i64,
-            limit: u32,
-        ) -> Result<Vec<EventWithRecipients>> {
-            let rows: Vec<(DbId, String, i64, i64, String)> = events::table
+            limits: FanOutLimits,
+            to: &HashSet<ContactId>,
+        ) -> Result<FanOutBatch> {
+            let events_limit = limits.events.max(1);
+            let heads: Vec<(i64, i64)> = events::table
                 .filter(events::position.gt(after))
                 .filter(events::position.lt(horizon()))
                 .order(events::position.asc())
-                .limit(i64::from(limit))
+                .limit(i64::from(events_limit))
+                .select((events::position, sql::<BigInt>(&octets("events.payload"))))
+                .load(conn)?;
+            let Some(&(first, _)) = heads.first() else {
+                return Ok(FanOutBatch::default());
+            };
+            let mut more = heads.len() >= events_limit as usize;
+            let mut take = prefix_within(heads.iter().map(|h| size(h.1)), limits.bytes);
+
+            // Recipient rows of the prefix, in position order, up to the
+            // row budget; only those in `to` are kept (no payload is read).
+            let rows_limit = limits.recipient_rows.max(1);
+            let last = heads[take - 1].0;
+            let mut kept: Vec<(i64, ContactId, Option<i64>)> = Vec::new();
+            let mut seen = 0u32;
+            let mut last_seen = first;
+            let scan = event_recipients::table
+                .filter(event_recipients::position.between(first, last))
+                .order(event_recipients::position.asc())
+                .limit(i64::from(rows_limit))
+                .select((
+                    event_recipients::position,
+                    event_recipients::contact_id,
+                    sql::<Nullable<BigInt>>(&octets("event_recipients.payload")),
+                ));
+            for row in scan.load_iter::<(i64, DbId, Option<i64>), DefaultLoadingMode>(conn)? {
+                let (position, who, own) = row?;
+                seen += 1;
+                last_seen = position;
+                let who = contact_id(who);
+                if to.contains(&who) {
+                    kept.push((position, who, own));
+                }
+            }
+            if seen >= rows_limit {
+                // The rows of the last event seen may go on past the limit.
+                if last_seen > first {
+                    take = heads[..take].partition_point(|h| h.0 < last_seen);
+                    kept.retain(|k| k.0 < last_seen);
+                } else {
+                    // The first event alone has more rows than the budget:
+                    // it is read whole, by itself.
+                    take = 1;
+                    kept = event_recipients::table
+                        .filter(event_recipients::position.eq(first))
+                        .select((
+                            event_recipients::contact_id,
+                            sql::<Nullable<BigInt>>(&octets("event_recipients.payload")),
+                        ))
+                        .load_iter::<(DbId, Option<i64>), DefaultLoadingMode>(conn)?
+                        .filter_map(|row| match row {
+                            Ok((who, own)) => {
+                                let who = contact_id(who);
+                                to.contains(&who).then_some(Ok((first, who, own)))
+                            }
+                            Err(e) => Some(Err(e)),
+                        })
+                        .collect::<diesel::QueryResult<_>>()?;
+                }
+            }
+
+            // The kept recipients' own payloads count against the budget
+            // too: the prefix is cut again by each event's shared and own
+            // payloads together.
+            let mut costs = Vec::with_capacity(take);
+            let mut k = 0;
+            for &(position, shared) in &heads[..take] {
+                let mut cost = size(shared);
+                while let Some(&(p, _, own)) = kept.get(k) {
+                    if p > position {
+                        break;
+                    }
+                    if p == position {
+                        cost = cost.saturating_add(own.map_or(0, size));
+                    }
+                    k += 1;
+                }
+                costs.push(cost);
+            }
+            let cut = prefix_within(costs.into_iter(), limits.bytes);
+            if cut < heads.len() {
+                more = true;
+            }
+            let last = heads[cut - 1].0;
+            kept.retain(|k| k.0 <= last);
+
+            let rows: Vec<(DbId, String, i64, i64, String)> = events::table
+                .filter(events::position.between(first, last))
+                .order(events::position.asc())
                 .select((
                     events::id,
                     events::kind,
@@ -110,40 +231,51 @@ macro_rules! expand {
                     events::payload,
                 ))
                 .load(conn)?;
-            let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
-                return Ok(Vec::new());
-            };
-            // The recipients of exactly these events, by their positions'
-            // range (one index range scan).
-            let recipients: Vec<(i64, DbId, Option<String>)> = event_recipients::table
-                .filter(event_recipients::position.between(first.3, last.3))
-                .order(event_recipients::position.asc())
-                .select((
-                    event_recipients::position,
-                    event_recipients::contact_id,
-                    event_recipients::payload,
-                ))
-                .load(conn)?;
-            let mut recipients = recipients.into_iter().peekable();
+
+            // The own payloads, by contact (a bounded list of binds each).
+            let mut owners: Vec<DbId> = kept
+                .iter()
+                .filter(|k| k.2.is_some())
+                .map(|k| k.1.db())
+                .collect();
+            owners.sort_unstable();
+            owners.dedup();
+            let mut own: HashMap<(i64, ContactId), String> = HashMap::new();
+            for chunk in owners.chunks(OWNERS_PER_QUERY) {
+                let found: Vec<(i64, DbId, Option<String>)> = event_recipients::table
+                    .filter(event_recipients::position.between(first, last))
+                    .filter(event_recipients::contact_id.eq_any(chunk))
+                    .filter(event_recipients::payload.is_not_null())
+                    .select((
+                        event_recipients::position,
+                        event_recipients::contact_id,
+                        event_recipients::payload,
+                    ))
+                    .load(conn)?;
+                for (position, who, payload) in found {
+                    if let Some(payload) = payload {
+                        own.insert((position, contact_id(who)), payload);
+                    }
+                }
+            }
+
+            let mut kept = kept.into_iter().peekable();
             let mut out = Vec::with_capacity(rows.len());
             for (id, kind, at, position, payload) in rows {
-                let mut to = Vec::new();
-                while let Some((p, _, _)) = recipients.peek() {
-                    if *p > position {
-                        break;
-                    }
-                    if let Some((p, who, own)) = recipients.next() {
-                        if p == position {
-                            to.push((contact_id(who), own.unwrap_or_else(|| payload.clone())));
-                        }
+                let mut recipients = Vec::new();
+                while let Some((p, who, _)) = kept.next_if(|k| k.0 <= position) {
+                    if p == position {
+                        // None (the shared payload) also when the own one
+                        // was scrubbed since it was sized.
+                        recipients.push((who, own.remove(&(p, who))));
                     }
                 }
                 out.push(EventWithRecipients {
                     event: stored(id, &kind, at, position, payload)?,
-                    recipients: to,
+                    recipients,
                 });
             }
-            Ok(out)
+            Ok(FanOutBatch { events: out, more })
         }
 
         pub(crate) fn live_token_hashes(
@@ -200,3 +332,44 @@ macro_rules! expand {
     };
 }
 pub(crate) use expand;
+
+/// Recipients whose own payloads one statement looks up (a bind each):
+/// under every database's limit on binds.
+pub(crate) const OWNERS_PER_QUERY: usize = 500;
+
+/// A size the database answered, in bytes (none below zero).
+pub(crate) fn size(octets: i64) -> u64 {
+    u64::try_from(octets).unwrap_or(0)
+}
+
+/// How many of the first items fit in `budget` together: at least one
+/// when there is any, so that a read always makes progress.
+pub(crate) fn prefix_within(costs: impl Iterator<Item = u64>, budget: u64) -> usize {
+    let mut total = 0u64;
+    let mut n = 0;
+    for cost in costs {
+        total = total.saturating_add(cost);
+        if n > 0 && total > budget {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_within;
+
+    #[test]
+    fn a_prefix_fits_the_budget_and_holds_at_least_one_item() {
+        let fit = |costs: &[u64], budget| prefix_within(costs.iter().copied(), budget);
+        assert_eq!(fit(&[], 10), 0);
+        assert_eq!(fit(&[50], 10), 1, "the first item always");
+        assert_eq!(fit(&[50, 1], 10), 1);
+        assert_eq!(fit(&[3, 3, 3, 3], 10), 3);
+        assert_eq!(fit(&[5, 5, 5], 10), 2, "up to the budget itself");
+        assert_eq!(fit(&[1, 2, 3], 100), 3);
+        assert_eq!(fit(&[u64::MAX, u64::MAX], 1), 1, "no overflow");
+    }
+}
