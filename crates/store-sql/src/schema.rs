@@ -173,6 +173,14 @@ diesel::table! {
         actor_id -> IdSql,
         created_at -> BigInt,
         payload -> Text,
+        /// What the event is about, so that a deletion finds and scrubs
+        /// its events by index (migration `deleted_leaves_events`): the
+        /// object's id (its payload's `id`), and the conversation and
+        /// message whose content the payload carries (NULL when none, and
+        /// once scrubbed).
+        subject_id -> Nullable<IdSql>,
+        conversation_id -> Nullable<IdSql>,
+        message_id -> Nullable<IdSql>,
     }
 }
 

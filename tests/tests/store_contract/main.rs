@@ -8,6 +8,7 @@
 mod concurrency;
 mod contacts;
 mod conversations;
+mod deleted_events;
 mod events;
 mod events_read;
 mod feed;

@@ -486,6 +486,11 @@ mod per_endpoint {
 /// So does getting one message, on both stores, and the service's read of
 /// the message before an edit, a reaction, a deletion or a pin.
 ///
+/// A deletion scrubs the earlier events of what it deletes (API.md section
+/// 9, `outbox::scrub`): a message's in 1 statement (+1), a conversation's
+/// and a group's conversations' in 2 (+2: their recipients' own payloads,
+/// then the events).
+///
 /// A send on PostgreSQL is one data-modifying `WITH` statement in a
 /// transaction of its own, no `BEGIN`, no `COMMIT` (conversation, message,
 /// attachments, unread counters, event, recipients and the idempotency
@@ -519,16 +524,16 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("PUT /v1/messages/:id (reactions)", 10, 12),
     ("PUT /v1/messages/:id (attachments)", 10, 10),
     ("DELETE /v1/messages/:id/reactions/:name", 9, 9),
-    ("DELETE /v1/messages/:id", 8, 8),
+    ("DELETE /v1/messages/:id", 9, 9),
     ("POST /v1/groups", 9, 12),
     ("GET /v1/groups", 2, 2),
     ("GET /v1/groups/:id", 2, 2),
     ("PUT /v1/groups/:id (add_contact_ids)", 14, 16),
     ("POST /v1/messages (group)", 1, 7),
     ("GET /v1/messages?conversation_id= (group)", 1, 1),
-    ("DELETE /v1/conversations/:id (group)", 8, 8),
-    ("DELETE /v1/conversations/:id (direct)", 6, 6),
-    ("DELETE /v1/groups/:id", 7, 7),
+    ("DELETE /v1/conversations/:id (group)", 10, 10),
+    ("DELETE /v1/conversations/:id (direct)", 8, 8),
+    ("DELETE /v1/groups/:id", 9, 9),
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,7 +16,7 @@ macro_rules! expand {
         use super::idempotency::complete;
         use super::membership::{contact_exists, is_member};
         use super::messages::load_messages;
-        use super::outbox::{self, expand_marked_read, write_events, Written};
+        use super::outbox::{self, expand_marked_read, write_events, Deleted, Written};
         use super::{Backend, Conn, Db, Result};
         use crate::id::DbId;
         use crate::id::IdSql;
@@ -480,6 +480,10 @@ macro_rules! expand {
             if n == 0 {
                 return Err(not_found());
             }
+            // Its earlier events keep nothing of it, nor of its messages
+            // (API.md section 9): found by the events' own columns, which
+            // outlive the rows just deleted.
+            outbox::scrub(conn, Deleted::Conversation(id.db()))?;
             Ok(())
         }
     };

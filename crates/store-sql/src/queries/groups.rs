@@ -17,7 +17,7 @@ macro_rules! expand {
 
         use super::idempotency::complete;
         use super::membership::count_known_contacts;
-        use super::outbox::{self, write_events, Written};
+        use super::outbox::{self, write_events, Deleted, Written};
         use super::{Backend, Conn, Db, Result};
         use crate::error::{corrupt, inconsistent};
         use crate::id::DbId;
@@ -346,6 +346,10 @@ macro_rules! expand {
             // To the members it has before it goes (rolled back with it when
             // there is no such group).
             outbox::write(conn, outbox, &Written::default())?;
+            // The earlier events of its conversations and their messages
+            // keep nothing of them (API.md section 9): while the
+            // conversations still say which are the group's.
+            outbox::scrub(conn, Deleted::GroupConversations(id.db()))?;
             // Its conversations (and their messages) and memberships cascade.
             let n = diesel::delete(groups::table.find(id.db())).execute(conn)?;
             if n == 0 {

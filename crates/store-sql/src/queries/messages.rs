@@ -16,7 +16,7 @@ macro_rules! expand {
 
         use super::idempotency::complete;
         use super::message_updates::insert_attachments;
-        use super::outbox::{self, Written};
+        use super::outbox::{self, Deleted, Written};
         use super::{Backend, Conn, Db, Result};
         use crate::error::Error;
         use crate::id::DbId;
@@ -351,13 +351,17 @@ macro_rules! expand {
             ));
             // The event and its recipients (the outbox's rows, `outbox.rs`):
             // the conversation's members, from the row the update returned.
+            // The event is about the message, of the conversation (what a
+            // deletion finds it by: `outbox::scrub`).
             let position = Backend::event_position(0).unwrap_or_default();
             let e0 = 5 + 6 * attachments;
             let [e, kind, actor, payload] = [e0, e0 + 1, e0 + 2, e0 + 3].map(marker);
             text.push_str(&format!(
                 ", ev AS ( \
-                     INSERT INTO events (id, position, type, actor_id, created_at, payload) \
-                     SELECT {e}, {position}, {kind}, {actor}, {at}, {payload} FROM msg \
+                     INSERT INTO events (id, position, type, actor_id, created_at, payload, \
+                         subject_id, conversation_id, message_id) \
+                     SELECT {e}, {position}, {kind}, {actor}, {at}, {payload}, {m}, {c}, {m} \
+                     FROM msg \
                      RETURNING id, position \
                  ), rcp AS ( \
                      INSERT INTO event_recipients (contact_id, position, event_id, payload) \
@@ -796,6 +800,14 @@ macro_rules! expand {
             // Locked, with the deleter's membership checked in the same
             // statement; its sender and time say whose unread count it was in.
             let m = Backend::lock_message(conn, id.db(), by.db())?.ok_or_else(not_found)?;
+            // Its earlier events keep nothing of it (API.md section 9).
+            outbox::scrub(
+                conn,
+                Deleted::Message {
+                    conversation: m.conversation_id,
+                    message: m.id,
+                },
+            )?;
             // To the members it had: before it goes.
             outbox::write(conn, outbox, &Written::default())?;
             // Reactions and attachments cascade; a conversation that pinned it gets

@@ -14,6 +14,12 @@
 //!
 //! A deletion's recipients are resolved before the delete: its writer calls
 //! [`write`] first.
+//!
+//! Each event also names what it is about ([`About`]: its subject, and the
+//! conversation and message whose content its payload carries), so that a
+//! deletion finds every earlier event of the deleted message or
+//! conversation by index and [`scrub`]s it in its own transaction: API.md
+//! section 9, "Deleted means gone" (migration `deleted_leaves_events`).
 
 /// Expands the functions of this file in a backend's `queries` module (see
 /// [`super::instantiate`]).
@@ -37,8 +43,8 @@ macro_rules! expand {
         use crate::rows::DbKey;
         use crate::SqlBackend as _;
 
-        /// Event rows per `INSERT INTO events` (five binds each): under
-        /// every database's limit on binds.
+        /// Event rows per `INSERT INTO events` (at most eight binds each):
+        /// under every database's limit on binds.
         const EVENTS_PER_INSERT: usize = 1000;
         /// Binds per `INSERT INTO event_recipients` before another starts
         /// (SQLite allows 32766).
@@ -64,6 +70,8 @@ macro_rules! expand {
             /// The same for every recipient of the event's audience.
             Shared(String),
             /// One per recipient; `actor` is the actor's (the event's own).
+            /// Only a conversation's own events have these: a deletion's
+            /// [`scrub`] looks for them there alone.
             Each {
                 actor: String,
                 each: Vec<(DbId, String)>,
@@ -85,6 +93,45 @@ macro_rules! expand {
                 Subject::Message(id) => *id.as_uuid(),
                 Subject::Group(id) => *id.as_uuid(),
                 Subject::Attachment(id) => *id.as_uuid(),
+            }
+        }
+
+        /// What an event is about (the columns `subject_id`,
+        /// `conversation_id` and `message_id`): its subject, and the
+        /// conversation and message whose content its payload carries, by
+        /// which a deletion finds it ([`scrub`]). A deletion's own event
+        /// carries no content (`{"id"}`), so it names none and is never
+        /// scrubbed; nor are contacts' and groups' events.
+        struct About {
+            subject: DbId,
+            conversation: Option<DbId>,
+            message: Option<DbId>,
+        }
+
+        fn about(event: &Event, w: &Written<'_>) -> About {
+            let subject = subject_uuid(&event.subject).db();
+            let (conversation, message) = match event.subject {
+                _ if event.kind.is_deletion() => (None, None),
+                Subject::Message(id) => match w.messages.iter().find(|m| m.id == id) {
+                    Some(m) => (Some(m.conversation_id.db()), Some(id.db())),
+                    None => (None, None),
+                },
+                Subject::Attachment(id) => {
+                    let of = |m: &&Message| m.attachments.iter().any(|a| a.id == id);
+                    match w.messages.iter().find(of) {
+                        Some(m) => (Some(m.conversation_id.db()), Some(m.id.db())),
+                        None => (None, None),
+                    }
+                }
+                Subject::Conversation(id) => (Some(id.db()), None),
+                Subject::Contact(_) | Subject::Group(_) | Subject::MessagesMarkedRead(_) => {
+                    (None, None)
+                }
+            };
+            About {
+                subject,
+                conversation,
+                message,
             }
         }
 
@@ -169,17 +216,21 @@ macro_rules! expand {
         }
 
         /// Inserts the events; returns each one's position.
-        fn insert_events(conn: &mut Conn, events: &[(&Event, &str)]) -> Result<HashMap<DbId, i64>> {
+        fn insert_events(
+            conn: &mut Conn,
+            events: &[(&Event, &str, About)],
+        ) -> Result<HashMap<DbId, i64>> {
             let mut placed = HashMap::with_capacity(events.len());
             let columns = if Backend::event_position(0).is_some() {
-                "id, position, type, actor_id, created_at, payload"
+                "id, position, type, actor_id, created_at, payload, \
+                 subject_id, conversation_id, message_id"
             } else {
-                "id, type, actor_id, created_at, payload"
+                "id, type, actor_id, created_at, payload, subject_id, conversation_id, message_id"
             };
             for (n, chunk) in events.chunks(EVENTS_PER_INSERT).enumerate() {
                 let mut sql = Sql::default();
                 sql.push(&format!("INSERT INTO events ({columns}) VALUES "));
-                for (i, (e, payload)) in chunk.iter().enumerate() {
+                for (i, (e, payload, about)) in chunk.iter().enumerate() {
                     let id = sql.id(e.id.as_uuid().db());
                     let position = Backend::event_position(n * EVENTS_PER_INSERT + i)
                         .map(|p| format!("{p}, "))
@@ -188,9 +239,16 @@ macro_rules! expand {
                     let actor = sql.id(e.actor.db());
                     let at = sql.bind(Bind::Int(e.at.micros()));
                     let payload = sql.bind(Bind::Text((*payload).to_owned()));
+                    let subject = sql.id(about.subject);
+                    let mut maybe = |id: Option<DbId>| match id {
+                        Some(id) => sql.id(id),
+                        None => "NULL".to_owned(),
+                    };
+                    let (conversation, message) = (maybe(about.conversation), maybe(about.message));
                     let sep = if i == 0 { "" } else { ", " };
                     sql.push(&format!(
-                        "{sep}({id}, {position}{kind}, {actor}, {at}, {payload})"
+                        "{sep}({id}, {position}{kind}, {actor}, {at}, {payload}, \
+                         {subject}, {conversation}, {message})"
                     ));
                 }
                 sql.push(" RETURNING id, position");
@@ -377,10 +435,10 @@ macro_rules! expand {
                 .iter()
                 .map(|e| payload(render, e, written))
                 .collect::<Result<Vec<_>>>()?;
-            let rows: Vec<(&Event, &str)> = events
+            let rows: Vec<(&Event, &str, About)> = events
                 .iter()
                 .zip(&payloads)
-                .map(|(e, p)| (e, p.actor()))
+                .map(|(e, p)| (e, p.actor(), about(e, written)))
                 .collect();
             let placed = insert_events(conn, &rows)?;
             insert_recipients(conn, events, &payloads, &placed)
@@ -390,6 +448,88 @@ macro_rules! expand {
         pub(super) fn write(conn: &mut Conn, outbox: &Outbox, written: &Written<'_>) -> Result<()> {
             write_events(conn, &outbox.events, &*outbox.render, written)
         }
+
+        /// Whose earlier events a deletion [`scrub`]s.
+        #[derive(Clone, Copy)]
+        pub(super) enum Deleted {
+            /// A message, of this conversation.
+            Message { conversation: DbId, message: DbId },
+            /// A conversation: its own events, its messages' and their
+            /// attachments'.
+            Conversation(DbId),
+            /// Every conversation of a group (before they cascade away
+            /// with it).
+            GroupConversations(DbId),
+        }
+
+        impl Deleted {
+            /// The condition on `events` that finds its events (a range of
+            /// the index on `(conversation_id, message_id)`), with its
+            /// binds in `sql`.
+            fn events(self, sql: &mut Sql) -> String {
+                match self {
+                    Self::Message {
+                        conversation,
+                        message,
+                    } => {
+                        let (c, m) = (sql.id(conversation), sql.id(message));
+                        format!("conversation_id = {c} AND message_id = {m}")
+                    }
+                    Self::Conversation(c) => {
+                        let c = sql.id(c);
+                        format!("conversation_id = {c}")
+                    }
+                    Self::GroupConversations(g) => {
+                        let g = sql.id(g);
+                        format!(
+                            "conversation_id IN \
+                             (SELECT id FROM conversations WHERE group_id = {g})"
+                        )
+                    }
+                }
+            }
+        }
+
+        /// Deleted means gone (API.md section 9): every kept event of the
+        /// deleted object gets the payload `{"id":"<its subject>",
+        /// "deleted":true}` and loses its `conversation_id` and
+        /// `message_id` (it carries nothing of them any more), and its
+        /// recipients' own payloads go. Found by the index on
+        /// `(conversation_id, message_id)`: the cost follows the object's
+        /// events, never the table. Called in the deletion's transaction;
+        /// its own `*.deleted` event names no content ([`About`]), so it
+        /// keeps its `{"id"}`.
+        ///
+        /// Own payloads exist only for a conversation's own events (each
+        /// member's view of it, `Payload::Each`), so only a conversation's
+        /// deletion looks for them, among its events without a message,
+        /// and first: they are found through the events' columns, which the
+        /// scrub clears. A message's deletion is one statement.
+        pub(super) fn scrub(conn: &mut Conn, deleted: Deleted) -> Result<()> {
+            if !matches!(deleted, Deleted::Message { .. }) {
+                let mut sql = Sql::default();
+                let which = deleted.events(&mut sql);
+                sql.push(&format!(
+                    "UPDATE event_recipients SET payload = NULL \
+                     WHERE payload IS NOT NULL AND position IN ( \
+                         SELECT position FROM events WHERE {which} AND message_id IS NULL)"
+                ));
+                sql.query::<Db>().execute(conn)?;
+            }
+            let mut sql = Sql::default();
+            let which = deleted.events(&mut sql);
+            sql.push(&format!(
+                "UPDATE events SET payload = {SCRUBBED}, conversation_id = NULL, message_id = NULL \
+                 WHERE {which}"
+            ));
+            sql.query::<Db>().execute(conn)?;
+            Ok(())
+        }
+
+        /// A scrubbed event's payload, from its row: `{"id":"<subject
+        /// id>","deleted":true}` (an id's text needs no JSON escaping).
+        const SCRUBBED: &str =
+            r#"'{"id":"' || CAST(subject_id AS TEXT) || '","deleted":true}'"#;
     };
 }
 pub(crate) use expand;
