@@ -466,6 +466,29 @@ pub struct ClaimRequest {
     pub locked_until: Timestamp,
     /// Keys created before this are expired and may be claimed afresh.
     pub expired_before: Timestamp,
+    /// How many new keys (not stored, or stored but expired) the caller
+    /// may claim in the UTC day of `now` ([`ClaimRequest::quota_day`]),
+    /// all its tokens together (API.md section 9); one more is
+    /// [`ClaimOutcome::QuotaExceeded`]. `None`: no limit. New keys are
+    /// counted either way, so that a limit set later counts the whole day.
+    pub new_keys_per_day: Option<u32>,
+}
+
+impl ClaimRequest {
+    /// Seconds in a day of the quota.
+    pub const SECS_PER_DAY: i64 = 24 * 60 * 60;
+
+    /// The UTC day the claim counts against: whole days since the Unix
+    /// epoch at `now`.
+    pub const fn quota_day(&self) -> i64 {
+        self.now.secs().div_euclid(Self::SECS_PER_DAY)
+    }
+
+    /// Whole seconds from `now` to the next UTC day, when the quota starts
+    /// over (1 to 86,400).
+    pub const fn secs_to_next_quota_day(&self) -> i64 {
+        Self::SECS_PER_DAY - self.now.secs().rem_euclid(Self::SECS_PER_DAY)
+    }
 }
 
 /// What the store found when claiming a key.
@@ -481,6 +504,10 @@ pub enum ClaimOutcome {
         same_request: bool,
         response: StoredResponse,
     },
+    /// A new key, refused: the caller already claimed
+    /// [`ClaimRequest::new_keys_per_day`] new keys this day. Nothing of
+    /// the claim was stored.
+    QuotaExceeded,
 }
 
 /// Completes a claimed key in the transaction of the write it protects:
@@ -534,7 +561,11 @@ impl<T> std::fmt::Debug for Completion<T> {
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync {
     /// Claims the key for `request.claim.holder` unless another live
-    /// request holds it or it was already answered.
+    /// request holds it or it was already answered. A new key counts
+    /// against the caller's quota of the day in the same unit of work, and
+    /// past the quota nothing of it is stored (`QuotaExceeded`); a key
+    /// stored before (a retry, a replay, a takeover after the lease) does
+    /// not count.
     async fn claim_key(&self, request: ClaimRequest) -> Result<ClaimOutcome, StoreError>;
     /// Stores `response` for a key its holder still holds; `false` when the
     /// claim was lost.
@@ -545,7 +576,8 @@ pub trait IdempotencyStore: Send + Sync {
     ) -> Result<bool, StoreError>;
     /// Gives up a key still held and not answered, so a retry can run.
     async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError>;
-    /// Forgets keys created before `before`; returns how many.
+    /// Forgets keys created before `before`, and the quota counts of the
+    /// days before `before`'s; returns how many keys.
     async fn prune_keys(&self, before: Timestamp) -> Result<u64, StoreError>;
 }
 

@@ -54,6 +54,9 @@ pub const CODES: &[&str] = &[
     "unsupported_media_type",
     "idempotency_key_reused",
     "rate_limited",
+    "too_many_streams",
+    "idempotency_quota",
+    "request_timeout",
     "internal_error",
     "unavailable",
     // What `for_status` gives a 4xx status the contract does not list.
@@ -264,6 +267,7 @@ impl ApiError {
             403 => "forbidden",
             404 => return Self::route_not_found(),
             405 => "method_not_allowed",
+            408 => return Self::request_timeout(),
             409 => "conflict",
             413 => return Self::payload_too_large(crate::params::BODY_LIMIT),
             415 => return Self::unsupported_media_type(),
@@ -313,6 +317,52 @@ impl ApiError {
 }
 
 impl ApiError {
+    /// 429: the caller already has as many open event streams as a contact
+    /// may (`CONFAB_MAX_STREAMS_PER_CONTACT`).
+    pub fn too_many_streams(max: usize) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_streams",
+            format!("at most {max} event streams may be open at once; close one first"),
+        )
+    }
+
+    /// 429: the caller stored as many idempotency keys today as a contact
+    /// may; a request without a key still runs.
+    pub fn idempotency_quota(max: u32, retry_after_secs: u64) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "idempotency_quota",
+            format!(
+                "at most {max} new idempotency keys a day: retry in {retry_after_secs} s, \
+                 or send the request without Idempotency-Key"
+            ),
+        )
+        .with_param(IDEMPOTENCY_KEY)
+    }
+
+    /// 408: the request body did not arrive in time.
+    pub fn request_timeout() -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the request body did not arrive within {} s",
+                crate::params::BODY_TIMEOUT.as_secs()
+            ),
+        )
+    }
+
+    /// 503 for a request on a connection past the server's connection
+    /// budget (the connection is closed after it).
+    pub fn over_capacity() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the server has no room for another connection now; retry shortly",
+        )
+    }
+
     /// The JSON body this error is answered with.
     fn body(&self) -> ErrorBody<'_> {
         let kind = if self.status.is_server_error() {
@@ -378,8 +428,26 @@ impl ResponseError for ApiError {
         if let Some(allow) = self.allow {
             response.insert_header((header::ALLOW, HeaderValue::from_static(allow)));
         }
+        // The rest of a body we refuse is never read (API.md section 9
+        // "Hostile load"): the connection closes after the answer instead
+        // of draining whatever the client still sends.
+        if closes_connection(self.status) {
+            response.force_close();
+        }
         response.json(self.body())
     }
+}
+
+/// The refusals after which the request's body is not read on: no or a
+/// bad token, a body too slow, too large or of the wrong type.
+pub fn closes_connection(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::UNAUTHORIZED
+            | StatusCode::REQUEST_TIMEOUT
+            | StatusCode::PAYLOAD_TOO_LARGE
+            | StatusCode::UNSUPPORTED_MEDIA_TYPE
+    )
 }
 
 /// Writes an error and each of its sources: `a: b: c`.
@@ -439,6 +507,10 @@ impl From<ServiceError> for ApiError {
             ServiceError::Conflict(what) => Self::conflict(what),
             ServiceError::IdempotencyInFlight => Self::idempotency_in_flight(),
             ServiceError::IdempotencyKeyReused => Self::idempotency_key_reused(),
+            ServiceError::IdempotencyQuota {
+                max,
+                retry_after_secs,
+            } => Self::idempotency_quota(max, retry_after_secs),
             e @ ServiceError::Unavailable(_) => Self::unavailable(&e),
             e @ ServiceError::Internal { .. } => Self::internal_error(&e),
         }

@@ -58,6 +58,16 @@ pub fn respond(stored: &StoredResponse) -> HttpResponse {
     response.body(stored.body.clone())
 }
 
+/// 429 `idempotency_quota` with `Retry-After`: the caller's new keys are
+/// spent until the next UTC day (a request without a key still runs).
+fn quota_spent(max: u32, retry_after_secs: u64) -> HttpResponse {
+    let mut response = HttpResponse::from_error(ApiError::idempotency_quota(max, retry_after_secs));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
+}
+
 fn mime_json() -> HeaderValue {
     HeaderValue::from_static("application/json")
 }
@@ -70,6 +80,8 @@ fn mime_json() -> HeaderValue {
 /// # Errors
 /// The operation's, plus 400 for a malformed key, 409 while another run of
 /// the request holds the key and 422 for a key used by another request.
+/// A new key past the caller's quota of the day is answered 429
+/// `idempotency_quota` (with `Retry-After`) without running `run`.
 pub async fn post<T, F, Fut>(
     service: &Confab,
     caller: &Contact,
@@ -97,16 +109,21 @@ where
         .and_then(|k| IdempotencyKey::parse(k).map_err(ApiError::from))?;
     let claim = match service
         .begin_idempotent(caller, key, fingerprint(req))
-        .await?
+        .await
     {
-        Idempotent::Replay(stored) => {
+        Ok(Idempotent::Replay(stored)) => {
             let mut response = respond(&stored);
             response
                 .headers_mut()
                 .insert(REPLAYED, HeaderValue::from_static("true"));
             return Ok(response);
         }
-        Idempotent::Run(claim) => claim,
+        Ok(Idempotent::Run(claim)) => claim,
+        Err(ServiceError::IdempotencyQuota {
+            max,
+            retry_after_secs,
+        }) => return Ok(quota_spent(max, retry_after_secs)),
+        Err(e) => return Err(e.into()),
     };
     match run(Some(Completion::new(claim.clone(), render))).await {
         // The write kept the answer in its own transaction.

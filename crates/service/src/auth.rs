@@ -16,9 +16,10 @@ use crate::{Confab, ServiceError};
 const TOKEN_PREFIX: &str = "cfb_";
 
 /// How long a token found live is trusted without asking the store again.
-/// A revocation or an expiry (also by another process, e.g. the CLI) takes
-/// effect within this, under the contract's 5 s with room for a request in
-/// flight.
+/// A revocation by another process (the CLI's `confab token revoke`) or an
+/// expiry takes effect within this, under the contract's 5 s with room for
+/// a request in flight; a revocation through this process's service
+/// ([`Confab::revoke_tokens`]) drops the contact's entries at once.
 const TOKEN_TRUST: Duration = Duration::from_secs(3);
 /// At most this many tokens are remembered (a bounded memory cost).
 const TOKEN_CACHE_SIZE: usize = 10_000;
@@ -28,7 +29,7 @@ const TOKEN_CACHE_SIZE: usize = 10_000;
 /// round trip. Unknown tokens are never remembered.
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
-    entries: Mutex<HashMap<String, (Contact, Instant)>>,
+    entries: Mutex<Entries>,
     /// The activity writes this process made or is making, by contact:
     /// when each was claimed ([`TokenCache::claim_touch`]).
     touches: Mutex<HashMap<ContactId, Timestamp>>,
@@ -62,14 +63,24 @@ impl Drop for TouchClaim<'_> {
     }
 }
 
+/// The cache's entries: each token's contact and when the store was asked.
+#[derive(Debug, Default)]
+struct Entries {
+    by_hash: HashMap<String, (Contact, Instant)>,
+    /// When this process last revoked tokens ([`TokenCache::forget`]): a
+    /// lookup asked before may have read a token revoked since, so its
+    /// answer is not remembered.
+    revoked_at: Option<Instant>,
+}
+
 impl TokenCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Contact, Instant)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         // A panic while holding the lock leaves a map that is still valid.
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn get(&self, hash: &str) -> Option<Contact> {
-        let mut entries = self.lock();
+        let entries = &mut self.lock().by_hash;
         match entries.get(hash) {
             Some((contact, checked)) if checked.elapsed() < TOKEN_TRUST => Some(contact.clone()),
             Some(_) => {
@@ -80,15 +91,31 @@ impl TokenCache {
         }
     }
 
-    fn put(&self, hash: String, contact: Contact) {
-        let mut entries = self.lock();
+    /// Remembers that the store, `asked` at that instant, found the token
+    /// of `hash` live for `contact`; unless this process revoked tokens
+    /// since.
+    fn put(&self, hash: String, contact: Contact, asked: Instant) {
+        let mut guard = self.lock();
+        if guard.revoked_at.is_some_and(|revoked| asked <= revoked) {
+            return;
+        }
+        let entries = &mut guard.by_hash;
         if entries.len() >= TOKEN_CACHE_SIZE {
             entries.retain(|_, (_, checked)| checked.elapsed() < TOKEN_TRUST);
             if entries.len() >= TOKEN_CACHE_SIZE {
                 entries.clear();
             }
         }
-        entries.insert(hash, (contact, Instant::now()));
+        entries.insert(hash, (contact, asked));
+    }
+
+    /// Forgets every token of `contact`, after its tokens were revoked:
+    /// their next request asks the store. Lookups still in flight, which
+    /// may have read a token before the revocation, are not remembered.
+    fn forget(&self, contact: ContactId) {
+        let mut guard = self.lock();
+        guard.by_hash.retain(|_, (cached, _)| cached.id != contact);
+        guard.revoked_at = Some(Instant::now());
     }
 
     fn touches(&self) -> std::sync::MutexGuard<'_, HashMap<ContactId, Timestamp>> {
@@ -122,7 +149,7 @@ impl TokenCache {
     /// Replaces the remembered copies of `contact` (after it changed), keeping
     /// when their tokens were checked.
     pub(crate) fn refresh(&self, contact: &Contact) {
-        for (cached, _) in self.lock().values_mut() {
+        for (cached, _) in self.lock().by_hash.values_mut() {
             if cached.id == contact.id {
                 *cached = contact.clone();
             }
@@ -216,18 +243,25 @@ impl Confab {
     }
 
     /// Revokes all of the contact's tokens; returns how many were live.
+    /// This process refuses them from its next request on (its cache of
+    /// live tokens forgets them); another process, such as a running
+    /// server when the CLI revokes, within 3 s (`TOKEN_TRUST`).
     pub async fn revoke_tokens(&self, username: &str) -> Result<u64, ServiceError> {
         let contact = self.contact_named(username).await?;
-        Ok(self
+        let revoked = self
             .ports
             .tokens
             .revoke_tokens(contact.id, self.now())
-            .await?)
+            .await;
+        // Also when the answer was lost (the revocation may have committed).
+        self.tokens.forget(contact.id);
+        Ok(revoked?)
     }
 
     /// The contact holding this bearer token, when it is live (as the store
-    /// said less than a few seconds ago). Records the contact's activity at
-    /// most once a minute.
+    /// said less than 3 s ago, and this process revoked none of its
+    /// contact's tokens since). Records the contact's activity at most once
+    /// a minute.
     pub async fn authenticate(&self, token: &str) -> Result<Contact, ServiceError> {
         // Cheap shape check first: no store round trip for garbage.
         if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
@@ -238,13 +272,14 @@ impl Confab {
         let mut contact = match self.tokens.get(&hash) {
             Some(contact) => contact,
             None => {
+                let asked = Instant::now();
                 let contact = self
                     .ports
                     .tokens
                     .contact_for_token(&hash, now)
                     .await?
                     .ok_or(ServiceError::Unauthorized)?;
-                self.tokens.put(hash, contact.clone());
+                self.tokens.put(hash, contact.clone(), asked);
                 contact
             }
         };
@@ -268,7 +303,39 @@ pub(crate) fn token_hash_for_tests(token: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::hash_token;
+    use std::time::{Duration, Instant};
+
+    use confab_domain::{AvatarUrl, Contact, ContactId, PhoneNumber, Timestamp, Username};
+
+    use super::{hash_token, TokenCache};
+
+    fn alice() -> Contact {
+        Contact {
+            id: ContactId::from_uuid(uuid::Uuid::from_u128(1)),
+            username: Username::new("alice".into()).expect("valid"),
+            phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
+            avatar_url: AvatarUrl::none(),
+            last_active_at: Timestamp::from_secs(0),
+            created_at: Timestamp::from_secs(0),
+        }
+    }
+
+    /// A lookup that asked the store before a revocation in this process,
+    /// and answers after it, may carry a token since revoked: it is not
+    /// remembered. One asked after the revocation is.
+    #[test]
+    fn a_lookup_from_before_a_revocation_is_not_remembered() {
+        let cache = TokenCache::default();
+        cache.put("other".into(), alice(), Instant::now());
+        let asked = Instant::now();
+        cache.forget(alice().id);
+        assert!(cache.get("other").is_none(), "forgotten at once");
+        cache.put("late".into(), alice(), asked);
+        assert!(cache.get("late").is_none(), "asked before the revocation");
+        std::thread::sleep(Duration::from_millis(1));
+        cache.put("fresh".into(), alice(), Instant::now());
+        assert_eq!(cache.get("fresh").map(|c| c.id), Some(alice().id));
+    }
 
     #[test]
     fn a_token_is_stored_as_the_lowercase_hex_of_its_sha256() {

@@ -33,6 +33,11 @@ pub enum ServiceError {
     /// The idempotency key was used for a different request.
     #[error("this idempotency key was used for a different request")]
     IdempotencyKeyReused,
+    /// A new idempotency key, refused: the caller already claimed `max`
+    /// new keys this UTC day, which ends in `retry_after_secs`. The
+    /// request did not run; without a key it would.
+    #[error("at most {max} new idempotency keys a day")]
+    IdempotencyQuota { max: u32, retry_after_secs: u64 },
     /// The store cannot be reached; trying again later may succeed.
     #[error("the store is unavailable")]
     Unavailable(#[source] StoreError),

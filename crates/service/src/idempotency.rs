@@ -12,6 +12,12 @@
 //! ([`LEASE_SECS`]) has run out; the old holder, should it still be running,
 //! can then no longer complete the key, so its write rolls back. One key
 //! never makes two writes.
+//!
+//! Stored keys are bounded per contact (API.md section 9, "Hostile load"):
+//! at most [`DEFAULT_KEYS_PER_DAY`] new keys a UTC day unless configured
+//! otherwise, counted by the store with each new key's claim; past it a new
+//! key is refused until the next UTC day, while keys claimed before still
+//! replay.
 
 use confab_domain::{Contact, DomainError, Field};
 use confab_ports::{ClaimOutcome, ClaimRequest, KeyClaim};
@@ -29,6 +35,10 @@ pub const LEASE_SECS: i64 = 10;
 
 /// Longest key accepted, in characters.
 pub const MAX_KEY_CHARS: usize = 255;
+
+/// New keys a contact may claim a UTC day unless configured otherwise
+/// ([`Confab::with_idempotency_quota`]; API.md section 9).
+pub const DEFAULT_KEYS_PER_DAY: u32 = 10_000;
 
 /// A client's idempotency key: 1 to 255 visible ASCII characters (what an
 /// HTTP header carries without encoding).
@@ -71,7 +81,9 @@ impl Confab {
     ///
     /// # Errors
     /// - `IdempotencyInFlight` while another run of the same request holds it;
-    /// - `IdempotencyKeyReused` when the key was used for another request.
+    /// - `IdempotencyKeyReused` when the key was used for another request;
+    /// - `IdempotencyQuota` for a new key when the caller already claimed
+    ///   its new keys of the day (a key claimed before still replays).
     pub async fn begin_idempotent(
         &self,
         caller: &Contact,
@@ -84,17 +96,16 @@ impl Confab {
             key: key.0,
             holder: self.new_uuid(),
         };
-        let outcome = self
-            .ports
-            .idempotency
-            .claim_key(ClaimRequest {
-                claim: claim.clone(),
-                fingerprint,
-                now,
-                locked_until: now.plus_secs(LEASE_SECS),
-                expired_before: now.plus_secs(-KEY_TTL_SECS),
-            })
-            .await?;
+        let request = ClaimRequest {
+            claim: claim.clone(),
+            fingerprint,
+            now,
+            locked_until: now.plus_secs(LEASE_SECS),
+            expired_before: now.plus_secs(-KEY_TTL_SECS),
+            new_keys_per_day: self.keys_per_day,
+        };
+        let retry_after_secs = request.secs_to_next_quota_day().unsigned_abs();
+        let outcome = self.ports.idempotency.claim_key(request).await?;
         match outcome {
             ClaimOutcome::Claimed => Ok(Idempotent::Run(claim)),
             ClaimOutcome::Completed {
@@ -109,6 +120,10 @@ impl Confab {
                 same_request: false,
                 ..
             } => Err(ServiceError::IdempotencyKeyReused),
+            ClaimOutcome::QuotaExceeded => Err(ServiceError::IdempotencyQuota {
+                max: self.keys_per_day.unwrap_or(0),
+                retry_after_secs,
+            }),
         }
     }
 

@@ -677,6 +677,45 @@ async fn a_live_token_is_trusted_for_a_few_seconds_without_the_store() {
     }
 }
 
+/// A revocation through this process's service (what the CLI does in its
+/// own process, and any revocation a server makes) is not hidden by the
+/// cache of live tokens: the next request asks the store, which refuses
+/// the token.
+#[tokio::test]
+async fn a_revocation_in_this_process_drops_its_cached_tokens_at_once() {
+    let token = "cfb_revoked";
+    let mut m = Mocks::new();
+    let mut lookups = mockall::Sequence::new();
+    m.tokens
+        .expect_contact_for_token()
+        .times(1)
+        .in_sequence(&mut lookups)
+        .returning(|_, _| Ok(Some(alice())));
+    m.tokens
+        .expect_contact_for_token()
+        .times(1)
+        .in_sequence(&mut lookups)
+        .returning(|_, _| Ok(None));
+    m.contacts
+        .expect_contact_by_username()
+        .returning(|_| Ok(Some(alice())));
+    m.tokens
+        .expect_revoke_tokens()
+        .with(eq(alice().id), eq(Timestamp::from_secs(NOW)))
+        .times(1)
+        .returning(|_, _| Ok(1));
+    let svc = m.service();
+    // Looked up once, then trusted from the cache.
+    for _ in 0..2 {
+        assert_eq!(svc.authenticate(token).await.expect("live").id, alice().id);
+    }
+    assert_eq!(svc.revoke_tokens("alice").await.expect("revoked"), 1);
+    assert!(matches!(
+        svc.authenticate(token).await,
+        Err(ServiceError::Unauthorized)
+    ));
+}
+
 /// Mocks whose token store finds alice once, her activity over a minute
 /// old.
 fn alice_last_seen_a_minute_ago() -> Mocks {
@@ -858,6 +897,7 @@ async fn a_new_key_is_claimed_for_the_caller_with_a_lease_and_a_24_hour_life() {
                 && r.now == Timestamp::from_secs(NOW)
                 && r.locked_until == Timestamp::from_secs(NOW + crate::LEASE_SECS)
                 && r.expired_before == Timestamp::from_secs(NOW - 24 * 60 * 60)
+                && r.new_keys_per_day == Some(crate::DEFAULT_KEYS_PER_DAY)
         })
         .times(1)
         .returning(|_| Ok(ClaimOutcome::Claimed));
@@ -872,6 +912,48 @@ async fn a_new_key_is_claimed_for_the_caller_with_a_lease_and_a_24_hour_life() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_new_key_past_the_quota_is_refused_until_the_next_utc_day() {
+    let mut m = Mocks::new();
+    m.idempotency
+        .expect_claim_key()
+        .withf(|r| r.new_keys_per_day == Some(3))
+        .times(1)
+        .returning(|_| Ok(ClaimOutcome::QuotaExceeded));
+    let got = m
+        .service()
+        .with_idempotency_quota(3)
+        .begin_idempotent(&bob(), key("k1"), "digest".into())
+        .await;
+    // NOW is 22:13:20 UTC: the day ends 6,400 s later.
+    assert!(
+        matches!(
+            got,
+            Err(ServiceError::IdempotencyQuota {
+                max: 3,
+                retry_after_secs: 6_400
+            })
+        ),
+        "{got:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_quota_of_0_is_no_limit() {
+    let mut m = Mocks::new();
+    m.idempotency
+        .expect_claim_key()
+        .withf(|r| r.new_keys_per_day.is_none())
+        .times(1)
+        .returning(|_| Ok(ClaimOutcome::Claimed));
+    let got = m
+        .service()
+        .with_idempotency_quota(0)
+        .begin_idempotent(&bob(), key("k1"), "digest".into())
+        .await;
+    assert!(matches!(got, Ok(Idempotent::Run(_))), "{got:?}");
 }
 
 #[tokio::test]

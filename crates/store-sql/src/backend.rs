@@ -116,6 +116,13 @@ pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
     /// are never tested otherwise (no `SELECT 1` per request).
     fn connection_lost(&self) {}
 
+    /// Whether every write must queue with the others (SQLite: one writer
+    /// at a time, see `write_tx`) even when it is one statement that could
+    /// run on its own. A write that took SQLite's lock outside the queue
+    /// waited for it in the busy handler, behind the queue's batches, and a
+    /// busy enough queue made it fail ("database is locked", 503).
+    const QUEUED_WRITES: bool;
+
     /// Runs `f` in a transaction that writes: it commits entirely or not at
     /// all, and concurrent writers cannot make it fail half-way for a lock.
     /// Once `abandoned` is set it rolls back instead of committing

@@ -321,6 +321,24 @@ where
     .await
 }
 
+/// A write that is whole on its own (one statement, or a transaction `f`
+/// opens itself): on PostgreSQL it runs as [`query`] does (no transaction
+/// around it), on SQLite it queues with the other writers as [`write`]
+/// does, so that it never waits for the database's lock in the busy
+/// handler (see [`SqlBackend::QUEUED_WRITES`]).
+pub(crate) async fn write_alone<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
+where
+    S: SqlBackend,
+    T: Send + 'static,
+    F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
+{
+    if S::QUEUED_WRITES {
+        write(store, f).await
+    } else {
+        query(store, f).await
+    }
+}
+
 /// Makes `conn` count every statement it sends into `counter` (the store's
 /// `statements_run`). Called once per pooled connection.
 pub(crate) fn count_statements(conn: &mut impl Connection, counter: Arc<AtomicU64>) {

@@ -33,7 +33,7 @@ macro_rules! impl_ports {
         };
 
         use super::queries as q;
-        use crate::door::{query, write};
+        use crate::door::{query, write, write_alone};
 
         type Store = $store;
 
@@ -83,7 +83,7 @@ macro_rules! impl_ports {
         #[async_trait]
         impl IdempotencyStore for Store {
             async fn claim_key(&self, request: ClaimRequest) -> Result<ClaimOutcome, StoreError> {
-                query(self, move |c| q::claim_key(c, request)).await
+                write_alone(self, move |c| q::claim_key(c, request)).await
             }
 
             async fn complete_key(
@@ -91,15 +91,15 @@ macro_rules! impl_ports {
                 claim: KeyClaim,
                 response: StoredResponse,
             ) -> Result<bool, StoreError> {
-                query(self, move |c| q::complete_key(c, claim, response)).await
+                write_alone(self, move |c| q::complete_key(c, claim, response)).await
             }
 
             async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError> {
-                query(self, move |c| q::release_key(c, claim)).await
+                write_alone(self, move |c| q::release_key(c, claim)).await
             }
 
             async fn prune_keys(&self, before: Timestamp) -> Result<u64, StoreError> {
-                query(self, move |c| q::prune_keys(c, before)).await
+                write_alone(self, move |c| q::prune_keys(c, before)).await
             }
         }
 

@@ -500,6 +500,10 @@ impl SqlBackend for PgStore {
 
     const GATED: bool = true;
 
+    /// A one-statement write commits by itself (no `BEGIN`/`COMMIT` around
+    /// it); concurrent writers wait on row locks, not on one queue.
+    const QUEUED_WRITES: bool = false;
+
     fn gate(&self) -> &crate::door::Gate {
         &self.gate
     }

@@ -227,6 +227,19 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    /// New idempotency keys per contact and UTC day (the quota, API.md
+    /// section 9; see the migration).
+    idempotency_quota (day, contact_id) {
+        day -> BigInt,
+        contact_id -> IdSql,
+        used -> BigInt,
+    }
+}
+
 diesel::joinable!(tokens -> contacts (contact_id));
 diesel::joinable!(idempotency_keys -> contacts (contact_id));
 diesel::joinable!(group_members -> groups (group_id));
@@ -255,4 +268,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     event_recipients,
     webhooks,
     webhook_retries,
+    idempotency_quota,
 );

@@ -312,6 +312,8 @@ impl SqlBackend for SqliteStore {
 
     const GATED: bool = false;
 
+    const QUEUED_WRITES: bool = true;
+
     fn gate(&self) -> &crate::door::Gate {
         &self.gate
     }

@@ -1,13 +1,16 @@
 //! `Idempotency-Key` on POST (API.md section 9) over HTTP: replay, reuse,
 //! in flight, per caller, concurrency, and what is kept.
 
+use std::net::TcpListener;
 use std::sync::Arc;
 
+use confab_server::startup::{Application, RateLimits};
 use confab_tests::http::{encode_form, Resp, TestApp, User};
+use reqwest::header::CONTENT_TYPE;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
-use crate::support::data_ids;
+use crate::support::{data_ids, now_secs, UNKNOWN_ID};
 
 const FORM: &str = "application/x-www-form-urlencoded";
 
@@ -261,6 +264,124 @@ async fn idempotency_covers_every_post(app: TestApp) {
     }
 }
 
+/// A second server on the application's service and database whose
+/// service allows `keys_per_day` new idempotency keys a contact a day (the
+/// harness's server runs the default, 10,000); returns its base URL.
+async fn server_with_quota(app: &TestApp, keys_per_day: u32) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let service = app.service.clone().with_idempotency_quota(keys_per_day);
+    let limits = RateLimits {
+        anonymous: None,
+        ..RateLimits::default()
+    };
+    let server = Application::build_with(service, listener, limits)
+        .await
+        .expect("build");
+    tokio::spawn(server.run_until_stopped());
+    format!("http://127.0.0.1:{port}")
+}
+
+/// A form POST to the server at `base`, with `token` and `key`.
+async fn post_at(
+    app: &TestApp,
+    base: &str,
+    token: &str,
+    key: Option<&str>,
+    pairs: &[(&str, &str)],
+) -> Resp {
+    let mut req = app
+        .client
+        .post(format!("{base}/v1/messages"))
+        .bearer_auth(token)
+        .header(CONTENT_TYPE, FORM)
+        .body(encode_form(pairs));
+    if let Some(key) = key {
+        req = req.header("Idempotency-Key", key);
+    }
+    let resp = req.send().await.expect("request sent");
+    let (status, headers) = (resp.status(), resp.headers().clone());
+    let raw = resp.text().await.expect("body read");
+    let body = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    Resp {
+        status,
+        headers,
+        body,
+        raw,
+    }
+}
+
+/// The flood of issue 32 in small: keyed POSTs from several tokens of one
+/// contact, answered 201 or 404, each stored a key. Past the contact's
+/// quota of new keys a new key is 429 `idempotency_quota` with
+/// `Retry-After` (the next UTC day) and stores nothing, while retries of
+/// the keys claimed before still replay, requests without a key still
+/// run, and other contacts keep their own quota.
+async fn idempotency_new_keys_past_the_daily_quota_are_refused(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let limited = server_with_quota(&app, 3).await;
+    let second = app
+        .service
+        .issue_token("alice", None)
+        .await
+        .expect("second token");
+    let hello = [("conversation_id", c.as_str()), ("message", "hello")];
+    let nowhere = [("conversation_id", UNKNOWN_ID), ("message", "lost")];
+
+    let first = post_at(&app, &limited, &alice.token, Some("k1"), &hello).await;
+    first.expect(201);
+    post_at(&app, &limited, &second, Some("k2"), &nowhere)
+        .await
+        .expect_error(404, "not_found", Some("conversation_id"));
+    post_at(&app, &limited, &alice.token, Some("k3"), &nowhere)
+        .await
+        .expect_error(404, "not_found", Some("conversation_id"));
+
+    for token in [&second, &alice.token] {
+        let refused = post_at(&app, &limited, token, Some("k4"), &hello).await;
+        refused.expect_error(429, "idempotency_quota", Some("Idempotency-Key"));
+        assert_eq!(refused.header("idempotent-replayed"), None);
+        let retry_after: i64 = refused
+            .header("retry-after")
+            .expect("Retry-After")
+            .parse()
+            .expect("whole seconds");
+        let to_midnight = 86_400 - now_secs().rem_euclid(86_400);
+        let off = (retry_after - to_midnight).rem_euclid(86_400);
+        assert!(
+            (1..=86_400).contains(&retry_after) && (off <= 2 || off >= 86_398),
+            "Retry-After {retry_after}, the next UTC day in {to_midnight} s"
+        );
+    }
+
+    // Keys claimed before are retries, not new keys: they replay.
+    let again = post_at(&app, &limited, &second, Some("k1"), &hello).await;
+    again.expect(201);
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.raw, first.raw);
+    let again = post_at(&app, &limited, &alice.token, Some("k2"), &nowhere).await;
+    again.expect_error(404, "not_found", Some("conversation_id"));
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    // Without a key, the request runs.
+    post_at(&app, &limited, &alice.token, None, &hello)
+        .await
+        .expect(201);
+    // Bob has a quota of his own.
+    let theirs = [("conversation_id", c.as_str()), ("message", "mine")];
+    post_at(&app, &limited, &bob.token, Some("k4"), &theirs)
+        .await
+        .expect(201);
+
+    // The refused k4 stored nothing: under the default quota it is a new
+    // key that runs (not a replay, not in flight).
+    let fresh = post_keyed(&app, &alice, "/v1/messages", "k4", &hello).await;
+    fresh.expect(201);
+    assert_eq!(fresh.header("idempotent-replayed"), None);
+    assert_eq!(messages_in(&app, &alice, &c).await.len(), 4);
+}
+
 fn id_str(r: &Resp) -> String {
     r.body["id"].as_str().expect("id").to_owned()
 }
@@ -272,4 +393,5 @@ confab_tests::on_both_stores!(
     idempotency_sixteen_concurrent_requests_make_one_message,
     idempotency_what_the_operation_refused_is_kept_but_malformed_requests_are_not,
     idempotency_covers_every_post,
+    idempotency_new_keys_past_the_daily_quota_are_refused,
 );

@@ -302,6 +302,48 @@ mod per_endpoint {
         assert!(r.is_err(), "a non-member cannot post");
         rows.push(("POST /v1/messages (not a member: 404)", n));
 
+        // With an Idempotency-Key: the claim of a new key (counted against
+        // the contact's quota of the day in the same statement or
+        // transaction), the send completing it, and a replay.
+        let key = confab_service::IdempotencyKey::parse("statements").expect("key");
+        let (n, begun) = cost(
+            &count,
+            svc.begin_idempotent(&alice, key.clone(), "digest".into()),
+        )
+        .await;
+        let Ok(confab_service::Idempotent::Run(claim)) = begun else {
+            panic!("a new key runs: {begun:?}");
+        };
+        rows.push(("POST /v1/messages (Idempotency-Key: claim a new key)", n));
+        let completion = confab_service::Completion::new(claim, |m: &confab_domain::Message| {
+            confab_service::StoredResponse {
+                status: 201,
+                location: None,
+                body: m.id.to_string(),
+            }
+        });
+        let (n, r) = cost(
+            &count,
+            svc.send_message(
+                &alice,
+                SendMessage {
+                    conversation_id: conv.id,
+                    text: text("keyed"),
+                    attachments: vec![],
+                },
+                Some(completion),
+            ),
+        )
+        .await;
+        r.expect("keyed send");
+        rows.push(("POST /v1/messages (Idempotency-Key: the send)", n));
+        let (n, replay) = cost(&count, svc.begin_idempotent(&alice, key, "digest".into())).await;
+        assert!(
+            matches!(replay, Ok(confab_service::Idempotent::Replay(_))),
+            "{replay:?}"
+        );
+        rows.push(("POST /v1/messages (Idempotency-Key: a replay)", n));
+
         let (n, _) = cost(
             &count,
             svc.update_conversation(&alice, conv.id, Some(Some(sent.id)), None, None, None),
@@ -509,6 +551,14 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("POST /v1/messages", 1, 7),
     ("POST /v1/messages (2 attachments)", 1, 8),
     ("POST /v1/messages (not a member: 404)", 1, 3),
+    // SQLite claims a new key in a transaction (the key, then its count
+    // under the quota), queued with the other writers so that it never
+    // waits for the database's lock in the busy handler: the queue's
+    // `BEGIN IMMEDIATE`, `SAVEPOINT`, `RELEASE` and `COMMIT` around the
+    // claim's own savepoint. PostgreSQL claims in one `WITH` statement.
+    ("POST /v1/messages (Idempotency-Key: claim a new key)", 1, 6),
+    ("POST /v1/messages (Idempotency-Key: the send)", 1, 8),
+    ("POST /v1/messages (Idempotency-Key: a replay)", 3, 7),
     ("PUT /v1/conversations/:id (pinned_message_id)", 11, 11),
     ("GET /v1/messages?conversation_id=", 1, 1),
     ("GET /v1/messages (all conversations)", 1, 1),
