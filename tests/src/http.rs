@@ -5,7 +5,7 @@
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use confab_server::startup::{open_service, Application, Database, RateLimits};
+use confab_server::startup::{open_service, Application, Database, RateLimits, ServerOptions};
 use confab_service::Confab;
 use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
@@ -98,6 +98,25 @@ impl TestApp {
     /// Starts the application on `backend` with a fresh database and these
     /// rate limits.
     pub async fn spawn_with(backend: Backend, limits: RateLimits) -> TestApp {
+        Self::spawn_with_options(
+            backend,
+            ServerOptions {
+                rate_limits: limits,
+                ..ServerOptions::default()
+            },
+        )
+        .await
+    }
+
+    /// Starts the application on `backend` with a fresh database and these
+    /// server options; also returns the application's private metrics port,
+    /// when the options ask for one.
+    pub async fn spawn_with_options(backend: Backend, options: ServerOptions) -> TestApp {
+        Self::spawn_full(backend, options).await.0
+    }
+
+    /// [`TestApp::spawn_with_options`], with the private metrics port.
+    pub async fn spawn_full(backend: Backend, options: ServerOptions) -> (TestApp, Option<u16>) {
         let db = match backend {
             Backend::Postgres => TestDb::postgres(),
             Backend::Sqlite => TestDb::sqlite(),
@@ -111,11 +130,12 @@ impl TestApp {
         .expect("join");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        let app = Application::build_with(service.clone(), listener, limits)
+        let app = Application::build_with_options(service.clone(), listener, options)
             .await
             .expect("build app");
+        let metrics_port = app.metrics_port();
         tokio::spawn(app.run_until_stopped());
-        TestApp {
+        let app = TestApp {
             base_url: format!("http://127.0.0.1:{port}"),
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
@@ -124,7 +144,8 @@ impl TestApp {
             service,
             backend,
             _db: db,
-        }
+        };
+        (app, metrics_port)
     }
 
     /// Creates a contact and a token for it, the way the operator's CLI does.

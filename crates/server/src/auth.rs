@@ -3,15 +3,18 @@
 //! and the [`Caller`] extractor handlers use to learn who is asking.
 
 use std::future::{ready, Ready};
+use std::net::IpAddr;
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderMap, AUTHORIZATION};
+use actix_web::http::ConnectionType;
 use actix_web::middleware::Next;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
 use confab_domain::Contact;
 use confab_service::{Confab, ServiceError};
 
+use crate::client_addr::TrustedProxies;
 use crate::error::ApiError;
 use crate::ratelimit::{Budget, Limiter, Verdict};
 
@@ -50,50 +53,82 @@ pub async fn require_token(
         }
         // Not `req.into_response`, which would drop the error the refusal
         // carries for the log line and the metrics.
-        Err(refusal) => Ok(ServiceResponse::new(req.into_parts().0, refusal).map_into_right_body()),
+        // The body's reader goes with the refusal, so that the connection
+        // closes instead of reading the body on (`unread_body`).
+        Err(refusal) => {
+            let (req, payload) = req.into_parts();
+            crate::unread_body::hold(&req, payload);
+            Ok(ServiceResponse::new(req, refusal).map_into_right_body())
+        }
     }
 }
 
 /// The caller and what is left of their budget, or the refusal to send
 /// (built with `from_error`, so that the request's log line and the error
 /// metrics see the [`ApiError`] and its cause).
+///
+/// The address's allowance is looked at only for requests that bring no
+/// valid token: a valid token is judged by its contact's budget alone, so
+/// that others behind the same address (a proxy, a NAT) spending theirs on
+/// bad tokens never lock it out (API.md section 9 "Hostile load").
 async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), HttpResponse> {
     let service = req
         .app_data::<web::Data<Confab>>()
         .ok_or_else(|| ApiError::internal(&"the service is not registered as app data"))
         .map_err(HttpResponse::from_error)?;
-    let limiter = req.app_data::<web::Data<Limiter>>();
-    // The peer itself, not a Forwarded header a client could forge.
-    let ip = req.peer_addr().map(|a| a.ip());
     let anonymous = |refusal: ApiError| -> HttpResponse {
-        match (limiter, ip) {
-            (Some(limiter), Some(ip)) => match limiter.check_anonymous(ip) {
-                Verdict::Limited(budget) => too_many(&budget),
-                Verdict::Allowed(_) => HttpResponse::from_error(refusal),
-            },
-            _ => HttpResponse::from_error(refusal),
-        }
+        anonymous_refusal(req.request()).unwrap_or_else(|| HttpResponse::from_error(refusal))
     };
     let Some(token) = bearer_token(req.headers()) else {
         return Err(anonymous(ApiError::unauthorized()));
     };
-    if let (Some(limiter), Some(ip)) = (limiter, ip) {
-        if let Some(budget) = limiter.blocked(ip) {
-            return Err(too_many(&budget));
-        }
-    }
     let contact = match service.authenticate(token).await {
         Ok(contact) => contact,
         Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
         Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
     };
     tracing::Span::current().record("caller", tracing::field::display(contact.id));
-    let budget = match limiter.map(|l| l.check_token(token)) {
+    let limiter = req.app_data::<web::Data<Limiter>>();
+    let budget = match limiter.map(|l| l.check_contact(contact.id)) {
         Some(Verdict::Limited(budget)) => return Err(too_many(&budget)),
         Some(Verdict::Allowed(budget)) => budget,
         None => None,
     };
     Ok((Caller(contact), budget))
+}
+
+/// A request that brings no valid token costs its client's address one
+/// unit of the anonymous allowance: `Some(429)` when that is spent (an
+/// address already spent is refused without counting again, so that its
+/// block ends when announced), `None` to go on.
+pub(crate) fn anonymous_refusal(req: &HttpRequest) -> Option<HttpResponse> {
+    let limiter = req.app_data::<web::Data<Limiter>>()?;
+    let ip = client_ip(req)?;
+    let verdict = match limiter.blocked(ip) {
+        Some(budget) => Verdict::Limited(budget),
+        None => limiter.check_anonymous(ip),
+    };
+    match verdict {
+        Verdict::Limited(budget) => Some(too_many(&budget)),
+        Verdict::Allowed(_) => None,
+    }
+    .map(|mut refusal| {
+        // As after a 401: the rest of the body is not read.
+        refusal
+            .head_mut()
+            .set_connection_type(ConnectionType::Close);
+        refusal
+    })
+}
+
+/// The client's address: the peer, or behind trusted proxies the address
+/// they forwarded (see [`crate::client_addr`]).
+pub(crate) fn client_ip(req: &HttpRequest) -> Option<IpAddr> {
+    let peer = req.peer_addr()?.ip();
+    Some(match req.app_data::<web::Data<TrustedProxies>>() {
+        Some(proxies) => proxies.client(peer, req.headers()),
+        None => peer,
+    })
 }
 
 fn too_many(budget: &Budget) -> HttpResponse {

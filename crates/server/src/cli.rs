@@ -240,9 +240,21 @@ async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
         cors: settings.cors_origins.clone(),
         webhook_allow_private: settings.webhook_allow_private,
         events: settings.hub_options(),
+        max_streams_per_contact: Some(settings.max_streams_per_contact),
+        trusted_proxies: settings.trusted_proxies.clone(),
+        metrics_listen: settings.metrics_listen.as_ref().map(|l| l.addrs.clone()),
+        max_connections: settings.max_connections,
     };
+    let service = service.with_idempotency_quota(settings.idempotency_keys_per_day);
     let app = Application::build_with_options(service, listener, options).await?;
-    tracing::info!(%address, "confab is serving");
+    let limits = app.connection_limits();
+    tracing::info!(
+        %address,
+        metrics_port = app.metrics_port(),
+        connections = limits.budget,
+        open_files = limits.open_files,
+        "confab is serving"
+    );
     app.run_until_stopped().await.context("the server failed")
 }
 

@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::bail;
 use tracing_subscriber::EnvFilter;
 
-use crate::events::HubOptions;
+use crate::client_addr::TrustedProxies;
+use crate::events::{HubOptions, StreamSlots};
 use crate::ratelimit::{Quota, RateLimits};
 use crate::startup::Synchronous;
 use crate::telemetry::LogFormat;
@@ -143,7 +144,8 @@ pub struct Settings {
     )]
     pub log_format: LogFormat,
 
-    /// Requests a second per token, on average (0: no per-token limit).
+    /// Requests a second per contact (all its tokens together), on average
+    /// (0: no per-contact limit).
     #[arg(
         long,
         env = "CONFAB_RATE_LIMIT_PER_SECOND",
@@ -154,7 +156,8 @@ pub struct Settings {
     )]
     pub rate_limit_per_second: u32,
 
-    /// Requests a token may send at once (0: no per-token limit).
+    /// Requests a contact may send at once, all its tokens together (0: no
+    /// per-contact limit).
     #[arg(
         long,
         env = "CONFAB_RATE_LIMIT_BURST",
@@ -268,6 +271,71 @@ pub struct Settings {
         value_parser = seconds_parser("CONFAB_EVENTS_HEARTBEAT_SECS")
     )]
     pub events_heartbeat_secs: u32,
+
+    /// Event streams (`GET /v1/events`) one contact may hold open at once,
+    /// all its tokens together; one more is 429 `too_many_streams`.
+    #[arg(
+        long,
+        env = "CONFAB_MAX_STREAMS_PER_CONTACT",
+        global = true,
+        default_value_t = StreamSlots::DEFAULT_MAX,
+        value_name = "N",
+        value_parser = parse_max_streams
+    )]
+    pub max_streams_per_contact: usize,
+
+    /// New Idempotency-Keys one contact may use in a UTC day, all its
+    /// tokens together; one more is 429 `idempotency_quota` (0: no limit).
+    #[arg(
+        long,
+        env = "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
+        global = true,
+        default_value_t = confab_service::DEFAULT_KEYS_PER_DAY,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_IDEMPOTENCY_KEYS_PER_DAY")
+    )]
+    pub idempotency_keys_per_day: u32,
+
+    /// Proxies whose `X-Forwarded-For` names the client (for the
+    /// per-address limit), as comma-separated address blocks, e.g.
+    /// 10.0.0.0/8,fd00::/8; the client is the rightmost forwarded address
+    /// not in them. Empty: the peer address is the client.
+    #[arg(
+        long,
+        env = "CONFAB_TRUSTED_PROXIES",
+        global = true,
+        default_value = "",
+        hide_default_value = true,
+        value_name = "CIDRS",
+        value_parser = parse_trusted_proxies
+    )]
+    pub trusted_proxies: TrustedProxies,
+
+    /// A second address serving only `GET /metrics` (host:port), for
+    /// Prometheus on a private network; the main listener then answers 404
+    /// there. Unset: `/metrics` is on the main listener, within the
+    /// per-address limit.
+    #[arg(
+        long,
+        env = "CONFAB_METRICS_LISTEN",
+        global = true,
+        value_name = "HOST:PORT",
+        value_parser = parse_metrics_listen
+    )]
+    pub metrics_listen: Option<Listen>,
+
+    /// Connections served at once; past it a request on a new connection
+    /// is a fast 503 (but `/healthz` and `/readyz`), and open connections
+    /// keep working. Default: what the open-file limit allows after a
+    /// reserve for the database, files and those fast answers.
+    #[arg(
+        long,
+        env = "CONFAB_MAX_CONNECTIONS",
+        global = true,
+        value_name = "N",
+        value_parser = parse_max_connections
+    )]
+    pub max_connections: Option<usize>,
 }
 
 impl Settings {
@@ -291,10 +359,40 @@ impl Settings {
     /// The rate limits; 0 turns one off.
     pub fn rate_limits(&self) -> RateLimits {
         RateLimits {
-            per_token: Quota::new(self.rate_limit_per_second, self.rate_limit_burst),
+            per_contact: Quota::new(self.rate_limit_per_second, self.rate_limit_burst),
             anonymous: Quota::new(self.rate_limit_anon_per_second, self.rate_limit_anon_burst),
         }
     }
+}
+
+/// `CONFAB_MAX_STREAMS_PER_CONTACT`: 1 to 1000.
+fn parse_max_streams(raw: &str) -> Result<usize, String> {
+    match raw.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "CONFAB_MAX_STREAMS_PER_CONTACT {raw:?} is not a whole number of streams from 1 to 1000"
+        )),
+    }
+}
+
+/// `CONFAB_MAX_CONNECTIONS`: at least 1 (the open-file limit is checked at
+/// startup, where it is known).
+fn parse_max_connections(raw: &str) -> Result<usize, String> {
+    match raw.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "CONFAB_MAX_CONNECTIONS {raw:?} is not a whole number of connections, at least 1"
+        )),
+    }
+}
+
+fn parse_trusted_proxies(raw: &str) -> Result<TrustedProxies, String> {
+    raw.parse()
+        .map_err(|e| format!("CONFAB_TRUSTED_PROXIES: {e}"))
+}
+
+fn parse_metrics_listen(raw: &str) -> Result<Listen, String> {
+    parse_listen(raw).map_err(|e| e.replacen("CONFAB_LISTEN", "CONFAB_METRICS_LISTEN", 1))
 }
 
 fn parse_allow_private(raw: &str) -> Result<bool, String> {
@@ -597,10 +695,67 @@ mod tests {
     }
 
     #[test]
+    fn hostile_load_settings() {
+        let s = settings(&[]).expect("defaults");
+        assert_eq!(s.max_streams_per_contact, 10);
+        assert_eq!(s.idempotency_keys_per_day, 10_000);
+        assert_eq!(s.trusted_proxies, TrustedProxies::default());
+        assert_eq!(s.metrics_listen, None);
+        assert_eq!(s.max_connections, None);
+        let s = settings(&[
+            "--max-streams-per-contact",
+            "3",
+            "--trusted-proxies",
+            "10.0.0.0/8, fd00::/8",
+            "--metrics-listen",
+            "127.0.0.1:9090",
+            "--max-connections",
+            "500",
+            "--idempotency-keys-per-day",
+            "0",
+        ])
+        .expect("set");
+        assert_eq!(s.idempotency_keys_per_day, 0);
+        assert_eq!(s.max_streams_per_contact, 3);
+        assert_eq!(
+            s.trusted_proxies,
+            "10.0.0.0/8,fd00::/8".parse().expect("cidrs")
+        );
+        assert_eq!(
+            s.metrics_listen.map(|l| l.addrs),
+            Some(vec!["127.0.0.1:9090".parse().expect("addr")])
+        );
+        assert_eq!(s.max_connections, Some(500));
+        for (flag, bad, name) in [
+            (
+                "--max-streams-per-contact",
+                "0",
+                "CONFAB_MAX_STREAMS_PER_CONTACT",
+            ),
+            (
+                "--max-streams-per-contact",
+                "x",
+                "CONFAB_MAX_STREAMS_PER_CONTACT",
+            ),
+            ("--trusted-proxies", "10.0.0.0/40", "CONFAB_TRUSTED_PROXIES"),
+            ("--metrics-listen", "nowhere", "CONFAB_METRICS_LISTEN"),
+            ("--max-connections", "0", "CONFAB_MAX_CONNECTIONS"),
+            (
+                "--idempotency-keys-per-day",
+                "-1",
+                "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
+            ),
+        ] {
+            let e = settings(&[flag, bad]).expect_err(bad).to_string();
+            assert!(e.contains(name), "{flag} {bad}: {e}");
+        }
+    }
+
+    #[test]
     fn rate_limits_default_on_and_zero_is_off() {
         let s = settings(&[]).expect("defaults");
         assert_eq!(s.rate_limits(), RateLimits::default());
-        assert!(s.rate_limits().per_token.is_some() && s.rate_limits().anonymous.is_some());
+        assert!(s.rate_limits().per_contact.is_some() && s.rate_limits().anonymous.is_some());
         let s = settings(&[
             "--rate-limit-per-second",
             "0",
@@ -610,7 +765,7 @@ mod tests {
         .expect("zeros");
         assert_eq!(s.rate_limits(), RateLimits::OFF);
         let s = settings(&["--rate-limit-burst", " 7 "]).expect("burst");
-        assert_eq!(s.rate_limits().per_token, Quota::new(100, 7));
+        assert_eq!(s.rate_limits().per_contact, Quota::new(100, 7));
         for name in [
             "CONFAB_RATE_LIMIT_BURST",
             "CONFAB_RATE_LIMIT_ANON_PER_SECOND",

@@ -19,6 +19,7 @@
 //! [`payloads`] (event payloads in the wire format).
 
 pub mod cli;
+pub mod client_addr;
 pub mod config;
 pub mod events;
 pub mod openapi;
@@ -38,5 +39,6 @@ mod request_id;
 mod requests;
 mod retention;
 mod routes;
+mod unread_body;
 mod webhooks;
 mod wire;

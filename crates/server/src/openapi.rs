@@ -115,6 +115,10 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
         ),
     ];
     if has_body {
+        errors.push((
+            "408",
+            "the body did not arrive within 10 s (`request_timeout`)",
+        ));
         errors.push(("413", "the body is over 64 KiB"));
         errors.push(("415", "the body is neither a form nor JSON"));
     }
@@ -146,6 +150,11 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
         errors.push((
             "422",
             "this Idempotency-Key was used for a different request",
+        ));
+        errors.push((
+            "429",
+            "too many requests (`rate_limited`), or this contact stored 10,000 new \
+             Idempotency-Keys today (`idempotency_quota`); both with `Retry-After`",
         ));
     }
     errors.push(("429", "too many requests (`Retry-After`)"));

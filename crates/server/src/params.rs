@@ -11,17 +11,23 @@ use std::str::FromStr;
 
 use actix_web::dev::Payload;
 use actix_web::http::{header, Method};
-use actix_web::{web, FromRequest, HttpMessage as _, HttpRequest};
+use actix_web::{web, FromRequest, HttpMessage as _, HttpRequest, ResponseError as _};
 use confab_domain::DomainError;
+use futures_util::StreamExt as _;
 use serde_json::{Map, Value};
 
 use crate::decode::{decode_form, decode_json, DecodeError};
-use crate::error::ApiError;
+use crate::error::{closes_connection, ApiError};
 use crate::idempotency::BodyDigest;
 use crate::requests::FromParams;
 
 /// Largest request body accepted, in bytes (64 KiB).
 pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// How long a request body may take to arrive, from the first read
+/// (API.md section 9: then 408): a client trickling its body holds a
+/// connection and a worker's attention no longer than this.
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Where the attributes came from: form values are all strings and are
 /// parsed; JSON values must have the natural type.
@@ -83,6 +89,8 @@ impl Params {
                 Ok(Self::new(Source::Form, decode_form(body)?))
             }
             Some("application/json") => Ok(Self::new(Source::Json, decode_json(body)?)),
+            // Kept in step with `is_decodable`, which refuses these before
+            // the body is read.
             _ => Err(ApiError::unsupported_media_type()),
         }
     }
@@ -367,7 +375,31 @@ impl Params {
     }
 }
 
-/// Reads the body as at most [`BODY_LIMIT`] bytes, whatever the framing.
+/// Whether the request says a body follows: a `Content-Length` above 0, or
+/// any `Transfer-Encoding` (chunked).
+fn declares_body(req: &HttpRequest) -> bool {
+    let headers = req.headers();
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0")
+}
+
+/// Whether [`Params::from_body`] reads a non-empty body of this type.
+fn is_decodable(content_type: Option<&str>) -> bool {
+    let essence = content_type
+        .and_then(|ct| ct.split(';').next())
+        .map(|e| e.trim().to_ascii_lowercase());
+    matches!(
+        essence.as_deref(),
+        Some("application/x-www-form-urlencoded" | "application/json")
+    )
+}
+
+/// Reads the body as at most [`BODY_LIMIT`] bytes, whatever the framing,
+/// within [`BODY_TIMEOUT`]. On a refusal `payload` is left to the caller
+/// with the rest of the body unread (see `unread_body`).
 async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::Bytes, ApiError> {
     let declared = req
         .headers()
@@ -377,16 +409,22 @@ async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::Byte
     if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
         return Err(ApiError::payload_too_large(BODY_LIMIT));
     }
-    let stream = web::Payload::from_request(req, payload)
+    let capacity = declared.map_or(0, |n| usize::try_from(n).unwrap_or(BODY_LIMIT));
+    let read = async {
+        let mut body = web::BytesMut::with_capacity(capacity);
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk
+                .map_err(|e| ApiError::body_invalid(format!("the body could not be read: {e}")))?;
+            if body.len() + chunk.len() > BODY_LIMIT {
+                return Err(ApiError::payload_too_large(BODY_LIMIT));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.freeze())
+    };
+    tokio::time::timeout(BODY_TIMEOUT, read)
         .await
-        .map_err(|e| ApiError::body_invalid(format!("the body could not be read: {e}")))?;
-    match stream.to_bytes_limited(BODY_LIMIT).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => Err(ApiError::body_invalid(format!(
-            "the body could not be read: {e}"
-        ))),
-        Err(_) => Err(ApiError::payload_too_large(BODY_LIMIT)),
-    }
+        .unwrap_or_else(|_| Err(ApiError::request_timeout()))
 }
 
 /// Attributes of a request: the query string for GET and DELETE (their body
@@ -399,30 +437,48 @@ impl FromRequest for Params {
         let req = req.clone();
         let mut payload = payload.take();
         Box::pin(async move {
-            let query = Params::from_query(req.query_string())?;
-            if req.method() == Method::GET || req.method() == Method::DELETE {
-                return Ok(query);
+            let params = Params::read(&req, &mut payload).await;
+            if let Err(e) = &params {
+                if closes_connection(e.status_code()) {
+                    // The rest of the body is not read (`unread_body`).
+                    crate::unread_body::hold(&req, payload);
+                }
             }
-            query.finish()?;
-            // Compressed request bodies are not decoded: refuse them rather
-            // than misreading the bytes.
-            let encoded = req
-                .headers()
-                .get(header::CONTENT_ENCODING)
-                .is_some_and(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"));
-            if encoded {
-                return Err(ApiError::unsupported_media_type()
-                    .with_message("compressed bodies are not accepted: drop Content-Encoding"));
-            }
-            let body = read_body(&req, &mut payload).await?;
-            // What an idempotency key compares a retry by.
-            req.extensions_mut().insert(BodyDigest::of(&body));
-            let content_type = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .map(|v| v.to_str().unwrap_or("invalid"));
-            Params::from_body(content_type, &body)
+            params
         })
+    }
+}
+
+impl Params {
+    async fn read(req: &HttpRequest, payload: &mut Payload) -> Result<Self, ApiError> {
+        let query = Params::from_query(req.query_string())?;
+        if req.method() == Method::GET || req.method() == Method::DELETE {
+            return Ok(query);
+        }
+        query.finish()?;
+        // Compressed request bodies are not decoded: refuse them rather
+        // than misreading the bytes.
+        let encoded = req
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if encoded {
+            return Err(ApiError::unsupported_media_type()
+                .with_message("compressed bodies are not accepted: drop Content-Encoding"));
+        }
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap_or("invalid"));
+        // A body of a type we do not take is refused before a byte of it is
+        // read (the connection then closes: API.md section 9).
+        if declares_body(req) && !is_decodable(content_type) {
+            return Err(ApiError::unsupported_media_type());
+        }
+        let body = read_body(req, payload).await?;
+        // What an idempotency key compares a retry by.
+        req.extensions_mut().insert(BodyDigest::of(&body));
+        Params::from_body(content_type, &body)
     }
 }
 

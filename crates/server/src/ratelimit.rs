@@ -1,13 +1,16 @@
-//! Rate limits (GCRA, from `governor`): one budget per token, keyed by the
-//! token's SHA-256 once it has authenticated, and one per client address
-//! for requests that bring no valid token, checked before any database work.
+//! Rate limits (GCRA, from `governor`): one budget per contact (all its
+//! tokens together, so that more tokens buy no more requests), and one per
+//! client address for requests that bring no valid token (API.md section 9
+//! "Hostile load").
 //!
 //! Authentication is where both apply (see `auth`): a request without a
-//! usable header costs its address one unit; a request with a token first
-//! finds out, from memory alone, whether its address is still blocked for
-//! failed attempts (then 429 without a database lookup); a token the store
-//! refuses costs the address one unit; a token it accepts costs that
-//! token one unit.
+//! usable header costs its address one unit; a token the store refuses
+//! costs the address one unit (and while the address is spent, such a
+//! request is 429); a token it accepts costs its contact one unit and never
+//! looks at the address, so a valid token behind a proxy or a NAT is never
+//! refused because a neighbour spent the address's allowance. The address
+//! is the client's as [`crate::client_addr`] finds it, an IPv6 client's
+//! /64.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -18,11 +21,13 @@ use std::time::{Duration, Instant};
 
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use actix_web::HttpResponse;
+use confab_domain::ContactId;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::RateLimiter;
-use sha2::{Digest, Sha256};
+
+use crate::client_addr::limit_key;
 
 /// A budget: `per_second` requests a second on average, up to `burst` at
 /// once.
@@ -49,8 +54,9 @@ impl Quota {
 /// The limits the server applies; `None` turns one off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RateLimits {
-    /// Per token (`CONFAB_RATE_LIMIT_PER_SECOND`, `CONFAB_RATE_LIMIT_BURST`).
-    pub per_token: Option<Quota>,
+    /// Per contact, all its tokens together (`CONFAB_RATE_LIMIT_PER_SECOND`,
+    /// `CONFAB_RATE_LIMIT_BURST`).
+    pub per_contact: Option<Quota>,
     /// Per client address, for requests without a valid token
     /// (`CONFAB_RATE_LIMIT_ANON_PER_SECOND`, `CONFAB_RATE_LIMIT_ANON_BURST`).
     pub anonymous: Option<Quota>,
@@ -63,7 +69,7 @@ impl RateLimits {
     pub const DEFAULT_ANON_BURST: u32 = 40;
 
     pub const OFF: RateLimits = RateLimits {
-        per_token: None,
+        per_contact: None,
         anonymous: None,
     };
 }
@@ -73,7 +79,7 @@ impl RateLimits {
 impl Default for RateLimits {
     fn default() -> Self {
         Self {
-            per_token: Quota::new(Self::DEFAULT_PER_SECOND, Self::DEFAULT_BURST),
+            per_contact: Quota::new(Self::DEFAULT_PER_SECOND, Self::DEFAULT_BURST),
             anonymous: Quota::new(Self::DEFAULT_ANON_PER_SECOND, Self::DEFAULT_ANON_BURST),
         }
     }
@@ -87,7 +93,7 @@ const SWEEP_EVERY: u64 = 4096;
 
 /// The limiters of one server (shared by its workers as app data).
 pub struct Limiter {
-    per_token: Option<(Quota, Keyed<[u8; 32]>)>,
+    per_contact: Option<(Quota, Keyed<ContactId>)>,
     anonymous: Option<(Quota, Keyed<IpAddr>)>,
     /// Addresses whose budget for failed attempts is spent, until when.
     blocked: Mutex<HashMap<IpAddr, Instant>>,
@@ -145,8 +151,8 @@ fn ceil_secs(d: Duration) -> u64 {
 impl Limiter {
     pub fn new(limits: RateLimits) -> Limiter {
         Limiter {
-            per_token: limits
-                .per_token
+            per_contact: limits
+                .per_contact
                 .map(|q| (q, RateLimiter::keyed(q.governor()).with_middleware())),
             anonymous: limits
                 .anonymous
@@ -157,10 +163,10 @@ impl Limiter {
         }
     }
 
-    /// Before a token is looked up: is this address still blocked for
-    /// failed attempts? Memory only.
+    /// Is this address still blocked for failed attempts? Memory only.
     pub fn blocked(&self, ip: IpAddr) -> Option<Budget> {
         let (quota, _) = self.anonymous.as_ref()?;
+        let ip = limit_key(ip);
         let now = Instant::now();
         let blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
         let until = *blocked.get(&ip)?;
@@ -174,6 +180,7 @@ impl Limiter {
     /// One request without a valid token from `ip`.
     pub fn check_anonymous(&self, ip: IpAddr) -> Verdict {
         self.sweep();
+        let ip = limit_key(ip);
         let Some((quota, limiter)) = &self.anonymous else {
             return Verdict::Allowed(None);
         };
@@ -186,14 +193,13 @@ impl Limiter {
         verdict
     }
 
-    /// One request with this (authenticated) token.
-    pub fn check_token(&self, token: &str) -> Verdict {
+    /// One request of this (authenticated) contact, whichever its token.
+    pub fn check_contact(&self, contact: ContactId) -> Verdict {
         self.sweep();
-        let Some((quota, limiter)) = &self.per_token else {
+        let Some((quota, limiter)) = &self.per_contact else {
             return Verdict::Allowed(None);
         };
-        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        self.check(quota, limiter, &key)
+        self.check(quota, limiter, &contact)
     }
 
     fn check<K: std::hash::Hash + Eq + Clone>(
@@ -226,7 +232,7 @@ impl Limiter {
         if self.checks.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY != SWEEP_EVERY - 1 {
             return;
         }
-        if let Some((_, limiter)) = &self.per_token {
+        if let Some((_, limiter)) = &self.per_contact {
             limiter.retain_recent();
         }
         if let Some((_, limiter)) = &self.anonymous {
@@ -242,26 +248,30 @@ impl Limiter {
 mod tests {
     use super::*;
 
+    fn contact(n: u128) -> ContactId {
+        ContactId::from_uuid(uuid::Uuid::from_u128(n))
+    }
+
     #[test]
     fn a_burst_then_limited_with_a_retry_time() {
         let limiter = Limiter::new(RateLimits {
-            per_token: Quota::new(1, 3),
+            per_contact: Quota::new(1, 3),
             anonymous: None,
         });
         let remaining: Vec<u32> = (0..3)
-            .map(|_| match limiter.check_token("cfb_a") {
+            .map(|_| match limiter.check_contact(contact(1)) {
                 Verdict::Allowed(Some(b)) => b.remaining,
                 other => panic!("{other:?}"),
             })
             .collect();
         assert_eq!(remaining, [2, 1, 0]);
-        match limiter.check_token("cfb_a") {
+        match limiter.check_contact(contact(1)) {
             Verdict::Limited(b) => assert_eq!((b.limit, b.remaining, b.reset_secs), (3, 0, 1)),
             other => panic!("{other:?}"),
         }
-        // Another token has its own budget.
+        // Another contact has its own budget.
         assert!(matches!(
-            limiter.check_token("cfb_b"),
+            limiter.check_contact(contact(2)),
             Verdict::Allowed(Some(_))
         ));
         // No anonymous limit configured: never limited, never blocked.
@@ -273,7 +283,7 @@ mod tests {
     #[test]
     fn a_spent_address_is_blocked_from_memory() {
         let limiter = Limiter::new(RateLimits {
-            per_token: None,
+            per_contact: None,
             anonymous: Quota::new(1, 2),
         });
         let ip = IpAddr::from([10, 0, 0, 1]);
@@ -283,7 +293,25 @@ mod tests {
         assert!(matches!(limiter.check_anonymous(ip), Verdict::Limited(_)));
         assert!(limiter.blocked(ip).is_some());
         assert_eq!(limiter.blocked(IpAddr::from([10, 0, 0, 2])), None);
-        assert_eq!(limiter.check_token("cfb_a"), Verdict::Allowed(None));
+        assert_eq!(limiter.check_contact(contact(1)), Verdict::Allowed(None));
+    }
+
+    #[test]
+    fn an_ipv6_client_s_64_shares_one_budget() {
+        let limiter = Limiter::new(RateLimits {
+            per_contact: None,
+            anonymous: Quota::new(1, 1),
+        });
+        let a: IpAddr = "2001:db8:0:1::1".parse().expect("ip");
+        let b: IpAddr = "2001:db8:0:1:ffff::9".parse().expect("ip");
+        let other: IpAddr = "2001:db8:0:2::1".parse().expect("ip");
+        assert!(matches!(limiter.check_anonymous(a), Verdict::Allowed(_)));
+        assert!(matches!(limiter.check_anonymous(b), Verdict::Limited(_)));
+        assert!(limiter.blocked(a).is_some() && limiter.blocked(b).is_some());
+        assert!(matches!(
+            limiter.check_anonymous(other),
+            Verdict::Allowed(_)
+        ));
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! Wiring: the store behind the service, and the HTTP server around it. The
 //! only module that names a store.
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use actix_cors::Cors;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
-use actix_web::dev::{Server, ServiceRequest, ServiceResponse};
+use actix_web::dev::{Server, ServerHandle, ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderMap, HeaderValue};
+use actix_web::http::ConnectionType;
 use actix_web::middleware::{
     from_fn, Compress, Condition, DefaultHeaders, ErrorHandlerResponse, ErrorHandlers, Next,
 };
@@ -20,10 +22,11 @@ use confab_store_postgres::{PgStore, PgWakeups};
 pub use confab_store_sqlite::Synchronous;
 use confab_store_sqlite::{LocalWakeups, SqliteStore};
 
+pub use crate::client_addr::TrustedProxies;
 pub use crate::config::{CorsOrigins, Database};
 use crate::error::ApiError;
-use crate::events::Hub;
 pub use crate::events::HubOptions;
+use crate::events::{Hub, StreamSlots};
 use crate::metrics::Metrics;
 use crate::payloads::WirePayloads;
 use crate::ratelimit::Limiter;
@@ -129,6 +132,17 @@ pub struct ServerOptions {
     /// Webhooks may go to non-public addresses (`CONFAB_WEBHOOK_ALLOW_PRIVATE`).
     pub webhook_allow_private: bool,
     pub events: HubOptions,
+    /// Open event streams per contact (`CONFAB_MAX_STREAMS_PER_CONTACT`);
+    /// `None`: [`StreamSlots::DEFAULT_MAX`].
+    pub max_streams_per_contact: Option<usize>,
+    /// Proxies trusted to name the client (`CONFAB_TRUSTED_PROXIES`).
+    pub trusted_proxies: TrustedProxies,
+    /// Serve `/metrics` only here (`CONFAB_METRICS_LISTEN`; port 0 picks
+    /// one, see [`Application::metrics_port`]).
+    pub metrics_listen: Option<Vec<SocketAddr>>,
+    /// Connections served at once (`CONFAB_MAX_CONNECTIONS`); `None`: from
+    /// the open-file limit (see [`ConnectionLimits`]).
+    pub max_connections: Option<usize>,
 }
 
 /// The HTTP server, bound and ready to run.
@@ -136,6 +150,9 @@ pub struct Application {
     port: u16,
     server: Server,
     hub: Hub,
+    /// The private `/metrics` listener, already running.
+    metrics: Option<(u16, ServerHandle)>,
+    connections: ConnectionLimits,
 }
 
 impl Application {
@@ -168,6 +185,7 @@ impl Application {
             .local_addr()
             .context("the listener has no local address")?
             .port();
+        let connections = ConnectionLimits::for_this_process(options.max_connections)?;
         crate::webhooks::spawn_delivery(service.clone(), options.webhook_allow_private);
         crate::retention::spawn_pruning(service.clone());
         let service = web::Data::new(service);
@@ -181,7 +199,19 @@ impl Application {
         let hub = Hub::start((**service).clone(), options.events, metrics.clone());
         let hub_data = web::Data::new(hub.clone());
         let metrics = web::Data::from(metrics);
+        let slots = web::Data::new(StreamSlots::new(
+            options
+                .max_streams_per_contact
+                .unwrap_or(StreamSlots::DEFAULT_MAX),
+        ));
+        let proxies = web::Data::new(options.trusted_proxies.clone());
+        let metrics_server = match &options.metrics_listen {
+            Some(addrs) => Some(metrics_server(addrs, &metrics, &service)?),
+            None => None,
+        };
+        let metrics_private = metrics_server.is_some();
         let cors = options.cors;
+        let open = Arc::new(AtomicUsize::new(0));
         let server = HttpServer::new(move || {
             // Middleware order, outermost first (the last `wrap` is the
             // outermost):
@@ -203,14 +233,21 @@ impl Application {
             // 6. The database budget: innermost, around the routes and
             //    authentication, so that every store call of a request draws
             //    on one budget ([`REQUEST_DB_BUDGET`]).
+            // 7. The connection budget: outside everything but `observe`
+            //    (which counts its 503s), so that a request on a
+            //    connection past the budget costs nothing else.
             App::new()
                 .app_data(service.clone())
                 .app_data(limiter.clone())
                 .app_data(metrics.clone())
                 .app_data(hub_data.clone())
+                .app_data(slots.clone())
+                .app_data(proxies.clone())
+                .app_data(web::Data::new(routes::MetricsElsewhere(metrics_private)))
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))
                 .wrap(from_fn(db_budget))
+                .wrap(from_fn(crate::unread_body::keep_with_answer))
                 .wrap(Condition::new(
                     cors != CorsOrigins::Off,
                     cors_middleware(&cors),
@@ -218,16 +255,50 @@ impl Application {
                 .wrap(ErrorHandlers::new().default_handler(json_error_body))
                 .wrap(security_headers())
                 .wrap(Compress::default())
+                .wrap(from_fn(over_budget))
                 .wrap(from_fn(telemetry::observe))
         })
+        .on_connect({
+            let budget = connections.budget;
+            move |_, ext| {
+                let n = open.fetch_add(1, Ordering::SeqCst) + 1;
+                ext.insert(ConnectionTicket {
+                    over: n > budget,
+                    open: open.clone(),
+                });
+            }
+        })
+        .max_connections(connections.per_worker())
+        .client_disconnect_timeout(crate::unread_body::LINGER)
         .listen(listener)
         .context("cannot listen")?
         .run();
-        Ok(Application { port, server, hub })
+        let metrics = metrics_server.map(|(port, server)| {
+            let handle = server.handle();
+            tokio::spawn(server);
+            (port, handle)
+        });
+        Ok(Application {
+            port,
+            server,
+            hub,
+            metrics,
+            connections,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The port of the private `/metrics` listener, when there is one.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics.as_ref().map(|(port, _)| *port)
+    }
+
+    /// The connection budget this server runs with.
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        self.connections
     }
 
     /// The server's event hub.
@@ -249,8 +320,147 @@ impl Application {
         let result = self.server.await;
         on_signal.abort();
         self.hub.close();
+        if let Some((_, metrics)) = self.metrics {
+            metrics.stop(true).await;
+        }
         result
     }
+}
+
+/// The server's connection budget (API.md section 9 "Hostile load"). The
+/// process's open-file limit (its soft limit raised to the hard one at
+/// start) less a reserve for everything else that needs a descriptor (the
+/// database pool, the SQLite files, the LISTEN connection, webhook
+/// deliveries, logs) is where the server stops accepting, so that accept
+/// never fails for want of a descriptor; below that, connections past the
+/// `budget` are still accepted but each request on them is answered 503
+/// at once and the connection closed (`/healthz` and `/readyz` excepted),
+/// so that a flood of connections gets fast refusals instead of timeouts
+/// and the connections already open keep working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Connections served as usual.
+    pub budget: usize,
+    /// Connections accepted at all (past it the listener waits).
+    pub accepted: usize,
+    /// The open-file limit they were derived from.
+    pub open_files: u64,
+}
+
+impl ConnectionLimits {
+    /// Descriptors kept for everything but connections: this many, or an
+    /// eighth of the limit when that is more.
+    pub const RESERVE: u64 = 64;
+
+    /// Derived from an open-file limit (see the type's docs): the budget is
+    /// `explicit`, or seven eighths of what is accepted.
+    pub fn from_open_files(open_files: u64, explicit: Option<usize>) -> anyhow::Result<Self> {
+        let reserve = Self::RESERVE.max(open_files / 8);
+        let accepted = usize::try_from(open_files.saturating_sub(reserve)).unwrap_or(usize::MAX);
+        if accepted < 2 {
+            anyhow::bail!(
+                "the open-file limit ({open_files}) leaves no descriptor for connections \
+                 after a reserve of {reserve}: raise it (ulimit -n)"
+            );
+        }
+        let budget = match explicit {
+            Some(n) if n < accepted => n,
+            Some(n) => anyhow::bail!(
+                "CONFAB_MAX_CONNECTIONS {n} does not fit the open-file limit ({open_files}): \
+                 at most {} (the limit less a reserve of {reserve} descriptors and room \
+                 for fast refusals); raise the limit (ulimit -n) or lower the variable",
+                accepted - 1
+            ),
+            None => accepted - (accepted / 8).max(1),
+        };
+        Ok(Self {
+            budget,
+            accepted,
+            open_files,
+        })
+    }
+
+    /// From this process's open-file limit, after raising its soft limit
+    /// to the hard one.
+    pub fn for_this_process(explicit: Option<usize>) -> anyhow::Result<Self> {
+        let open_files = match rlimit::increase_nofile_limit(u64::MAX) {
+            Ok(n) => n,
+            Err(e) => {
+                let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE)
+                    .context("cannot read the open-file limit")?;
+                tracing::warn!(error = %e, soft, "cannot raise the open-file limit");
+                soft
+            }
+        };
+        Self::from_open_files(open_files, explicit)
+    }
+
+    /// actix's limit is per worker; the workers are at most the available
+    /// parallelism, so together they accept no more than `accepted`.
+    fn per_worker(self) -> usize {
+        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        (self.accepted / workers).max(1)
+    }
+}
+
+/// A connection's place in the budget, kept in its connection data (and so
+/// dropped, giving the place back, when the connection closes).
+struct ConnectionTicket {
+    over: bool,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for ConnectionTicket {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Answers a request on a connection past the budget with a fast 503 and
+/// closes the connection; health checks are answered as usual.
+async fn over_budget(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let over = req
+        .conn_data::<ConnectionTicket>()
+        .is_some_and(|ticket| ticket.over);
+    if over && !matches!(req.path(), "/healthz" | "/readyz") {
+        let mut res = HttpResponse::from_error(ApiError::over_capacity());
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        res.head_mut().set_connection_type(ConnectionType::Close);
+        return Ok(req.into_response(res).map_into_right_body());
+    }
+    Ok(next.call(req).await?.map_into_left_body())
+}
+
+/// The private `/metrics` listener: that route alone, no limits (the
+/// network keeps it private), everything else a JSON 404.
+fn metrics_server(
+    addrs: &[SocketAddr],
+    metrics: &web::Data<Metrics>,
+    service: &web::Data<Confab>,
+) -> anyhow::Result<(u16, Server)> {
+    let listener = TcpListener::bind(addrs)
+        .with_context(|| format!("cannot listen on {addrs:?} (CONFAB_METRICS_LISTEN)"))?;
+    let port = listener
+        .local_addr()
+        .context("the metrics listener has no local address")?
+        .port();
+    let (metrics, service) = (metrics.clone(), service.clone());
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(metrics.clone())
+            .app_data(service.clone())
+            .route("/metrics", web::get().to(crate::metrics::scrape))
+            .default_service(web::to(routes::route_not_found))
+    })
+    .workers(1)
+    .listen(listener)
+    .context("cannot listen (CONFAB_METRICS_LISTEN)")?
+    .run();
+    Ok((port, server))
 }
 
 /// Resolves at SIGINT or SIGTERM (the signals actix stops on).
@@ -385,4 +595,24 @@ fn json_error_body<B: MessageBody + 'static>(
     let res: ServiceResponse<EitherBody<B, BoxBody>> =
         ServiceResponse::new(req, body).map_into_right_body();
     Ok(ErrorHandlerResponse::Response(res))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConnectionLimits;
+
+    #[test]
+    fn the_budget_keeps_descriptors_in_reserve() {
+        let l = ConnectionLimits::from_open_files(1024, None).expect("1024");
+        // An eighth of the limit in reserve, then an eighth of the rest for
+        // fast refusals.
+        assert_eq!((l.accepted, l.budget), (896, 784));
+        let l = ConnectionLimits::from_open_files(256, None).expect("256");
+        assert_eq!((l.accepted, l.budget), (192, 168));
+        let l = ConnectionLimits::from_open_files(1024, Some(100)).expect("explicit");
+        assert_eq!((l.accepted, l.budget), (896, 100));
+        let e = ConnectionLimits::from_open_files(1024, Some(896)).expect_err("too many");
+        assert!(e.to_string().contains("CONFAB_MAX_CONNECTIONS"), "{e}");
+        assert!(ConnectionLimits::from_open_files(64, None).is_err());
+    }
 }

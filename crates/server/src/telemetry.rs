@@ -3,7 +3,8 @@
 //! middleware that gives each request its id, counts it in the metrics and
 //! writes its one log line: method, route template, status, latency,
 //! request id, caller, and the target with its query values redacted; 4xx
-//! at INFO, 5xx at ERROR with the cause and its chain of sources.
+//! at INFO, 5xx at ERROR with the cause and its chain of sources (a 503
+//! that only refuses, past the connection budget, at WARN).
 
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -175,8 +176,12 @@ fn log_line(l: &Line<'_>) {
             )
         };
     }
-    if l.status.is_server_error() {
+    if l.status.is_server_error() && l.cause.is_some() {
         line!(tracing::Level::ERROR, "request failed");
+    } else if l.status.is_server_error() {
+        // A refusal by design with nothing broken (a connection past the
+        // budget): a flood of them must not read as a flood of failures.
+        line!(tracing::Level::WARN, "request refused");
     } else {
         line!(tracing::Level::INFO, "request");
     }

@@ -954,7 +954,7 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     let limits = confab_server::startup::RateLimits {
-        per_token: confab_server::startup::Quota::new(100_000, 100_000),
+        per_contact: confab_server::startup::Quota::new(100_000, 100_000),
         anonymous: None,
     };
     test(TestApp::spawn_with(backend, limits).await).await;

@@ -5,8 +5,10 @@
 mod authorization;
 mod contacts;
 mod conversations;
+mod deleted;
 mod events;
 mod groups;
+mod hostile;
 mod idempotency;
 mod messages;
 mod metrics;

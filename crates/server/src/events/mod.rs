@@ -10,8 +10,10 @@
 
 mod frame;
 mod hub;
+mod slots;
 mod stream;
 
 pub use frame::{event_json, payload_value, sse_frame, sse_frame_with};
 pub use hub::{Hub, HubOptions};
+pub use slots::{StreamSlot, StreamSlots};
 pub(crate) use stream::open_stream;

@@ -21,6 +21,7 @@ use tokio::sync::mpsc;
 
 use super::frame::sse_frame;
 use super::hub::{until_closed, Ended, Hub, Subscription};
+use super::slots::StreamSlot;
 
 /// Events read from the table per replay query.
 const REPLAY_PAGE: u32 = 100;
@@ -46,6 +47,7 @@ pub fn open_stream(
     token: StreamToken,
     position: i64,
     subscription: Subscription,
+    slot: StreamSlot,
 ) -> HttpResponse {
     let (tx, mut rx) = mpsc::channel::<Bytes>(BODY_QUEUE);
     let task = StreamTask {
@@ -57,6 +59,9 @@ pub fn open_stream(
     };
     tokio::spawn(task.run(subscription));
     let body = futures_util::stream::poll_fn(move |cx| {
+        // The body owns the slot: it is given back when the connection
+        // closes or the stream ends.
+        let _slot = &slot;
         rx.poll_recv(cx).map(|frame| frame.map(Ok::<_, Infallible>))
     });
     HttpResponse::Ok()

@@ -12,7 +12,7 @@ use super::{endpoint, ok, Endpoint};
 use crate::auth::{bearer_token, Caller};
 use crate::dto::ListDto;
 use crate::error::{ApiError, ErrorBody};
-use crate::events::{open_stream, payload_value, Hub};
+use crate::events::{open_stream, payload_value, Hub, StreamSlots};
 use crate::requests::events::EventsIn;
 use crate::requests::Input;
 
@@ -58,12 +58,16 @@ pub struct EventDto {
         (status = 400, description = "`after` (or `Last-Event-ID`) is malformed, unknown or \
             older than the events kept (7 days): resync, then stream without it; or `limit` \
             given to a stream", body = ErrorBody),
+        (status = 429, description = "`too_many_streams`: the caller's contact already holds \
+            `CONFAB_MAX_STREAMS_PER_CONTACT` (default 10) open streams; or `rate_limited`",
+            body = ErrorBody),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn events(
     req: HttpRequest,
     hub: web::Data<Hub>,
+    slots: web::Data<StreamSlots>,
     caller: Caller,
     Input(query): Input<EventsIn>,
 ) -> Result<HttpResponse, ApiError> {
@@ -89,11 +93,21 @@ async fn events(
     let token = bearer_token(req.headers())
         .map(Confab::stream_token)
         .ok_or_else(ApiError::unauthorized)?;
+    let slot = slots
+        .take(caller.0.id)
+        .ok_or_else(|| ApiError::too_many_streams(slots.max()))?;
     // Subscribed before the start is read: whatever the hub reads from now
     // on is queued, and the replay covers everything before.
     let subscription = hub.subscribe(caller.0.id, token.clone());
     let start = service.events_start(after).await?;
-    Ok(open_stream(&hub, caller.0.id, token, start, subscription))
+    Ok(open_stream(
+        &hub,
+        caller.0.id,
+        token,
+        start,
+        subscription,
+        slot,
+    ))
 }
 
 impl From<&confab_service::StoredEvent> for EventDto {

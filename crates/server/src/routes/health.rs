@@ -1,6 +1,6 @@
 //! Probes outside `/v1`, no token needed.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use confab_service::Confab;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -64,11 +64,29 @@ async fn readyz(service: web::Data<Confab>) -> Result<HttpResponse, ApiError> {
         description = "Prometheus text exposition format 0.0.4",
         content_type = "text/plain",
         body = String,
+    ), (
+        status = 404,
+        description = "`/metrics` is served on its own listener (`CONFAB_METRICS_LISTEN`)",
+        body = ErrorBody,
+    ), (
+        status = 429,
+        description = "the client address's allowance for requests without a token is spent",
+        body = ErrorBody,
     )),
 )]
 async fn metrics(
+    req: HttpRequest,
     metrics: web::Data<crate::metrics::Metrics>,
     service: web::Data<Confab>,
+    elsewhere: Option<web::Data<super::MetricsElsewhere>>,
 ) -> HttpResponse {
+    if elsewhere.is_some_and(|e| e.0) {
+        return HttpResponse::from_error(ApiError::route_not_found());
+    }
+    // Public and without a token: each scrape costs its address one unit
+    // of the anonymous allowance, as a request without a token does.
+    if let Some(refusal) = crate::auth::anonymous_refusal(&req) {
+        return refusal;
+    }
     crate::metrics::scrape(metrics, service).await
 }

@@ -155,6 +155,11 @@ fn resource_of(relative: &str, path: &'static PathRoutes) -> Resource {
         })
 }
 
+/// Whether `/metrics` is served on a listener of its own
+/// (`CONFAB_METRICS_LISTEN`), so that the main one answers 404 there.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricsElsewhere(pub bool);
+
 /// Registers every route of [`endpoints`]. Everything under `/v1` is
 /// authenticated before routing, so `/v1/<anything>` without a valid token
 /// is 401.
