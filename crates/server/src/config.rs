@@ -742,7 +742,7 @@ mod tests {
             ("--max-connections", "0", "CONFAB_MAX_CONNECTIONS"),
             (
                 "--idempotency-keys-per-day",
-                "-1",
+                "lots",
                 "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
             ),
         ] {
