@@ -10,20 +10,33 @@ pub const ARCHIVE_FUTURE_TOLERANCE_SECS: i64 = 60;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConversationKind {
     /// Two members: the creator and the contact it was opened with.
-    Direct { peer_id: ContactId },
+    Direct {
+        /// The contact the creator opened it with.
+        peer_id: ContactId,
+    },
     /// The members of a group, as they are at the time of each request.
-    Group { group_id: GroupId },
+    Group {
+        /// The group whose members share it.
+        group_id: GroupId,
+    },
 }
 
 /// A conversation's shared state: the same for every member.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conversation {
+    /// Never changes.
     pub id: ConversationId,
+    /// Direct or of a group; never changes.
     pub kind: ConversationKind,
+    /// Who created it: one of the two members of a direct conversation;
+    /// for a group one, a member who may delete it.
     pub creator_id: ContactId,
+    /// The message every member sees pinned, if any; set only through
+    /// [`Conversation::check_pin`].
     pub pinned_message_id: Option<MessageId>,
     /// `created_at` of the latest message; `None` until the first one.
     pub last_active_at: Option<Timestamp>,
+    /// When it was created; nothing is archived before it.
     pub created_at: Timestamp,
 }
 
@@ -75,6 +88,7 @@ impl Conversation {
         }
     }
 
+    /// The group of a group conversation; `None` for a direct one.
     pub fn group_id(&self) -> Option<GroupId> {
         match self.kind {
             ConversationKind::Group { group_id } => Some(group_id),
@@ -108,7 +122,41 @@ impl Conversation {
     }
 
     /// Checks that `archived_at` may be set to `at`: not before the
-    /// conversation was created, and not more than a minute ahead of `now`.
+    /// conversation was created, and not more than
+    /// [`ARCHIVE_FUTURE_TOLERANCE_SECS`] ahead of `now` (clock skew is
+    /// allowed; a time in milliseconds is caught).
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::ArchivedAt`] with
+    /// [`Rule::BeforeCreation`] or [`Rule::TooFarInFuture`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use confab_domain::{Conversation, DomainError, Field, Rule, Timestamp};
+    ///
+    /// let created = Timestamp::from_secs(1_000);
+    /// let chat = Conversation::new_direct(
+    ///     "0190a1b2-0000-7000-8000-0000000000c0".parse()?,
+    ///     "0190a1b2-0000-7000-8000-00000000000a".parse()?,
+    ///     "0190a1b2-0000-7000-8000-00000000000b".parse()?,
+    ///     created,
+    /// )?;
+    /// let now = Timestamp::from_secs(2_000);
+    /// assert_eq!(chat.check_archive(now, now)?, now);
+    /// // A minute of clock skew is fine, an hour is not.
+    /// assert!(chat.check_archive(now.plus_secs(60), now).is_ok());
+    /// assert_eq!(
+    ///     chat.check_archive(now.plus_secs(3_600), now),
+    ///     Err(DomainError::breaks(
+    ///         Field::ArchivedAt,
+    ///         Rule::TooFarInFuture { tolerance_secs: 60 }
+    ///     ))
+    /// );
+    /// assert!(chat.check_archive(Timestamp::from_secs(999), now).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn check_archive(&self, at: Timestamp, now: Timestamp) -> Result<Timestamp, DomainError> {
         if at.secs() < self.created_at.secs() {
             return Err(DomainError::breaks(Field::ArchivedAt, Rule::BeforeCreation));
@@ -140,9 +188,13 @@ impl Conversation {
 /// One member's own view of a conversation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemberState {
+    /// Whether the member pinned it (their own pin, not the pinned message).
     pub is_pinned: bool,
+    /// Whether the member muted it.
     pub is_muted: bool,
+    /// When the member archived it; `None` when not archived.
     pub archived_at: Option<Timestamp>,
+    /// When the member last opened it; `None` if never.
     pub last_opened_at: Option<Timestamp>,
     /// Messages from others that arrived after `last_opened_at` (all of
     /// them if never opened); 0 right after opening.
@@ -166,12 +218,17 @@ impl MemberState {
 /// `archived_at: Some(None)` unarchives.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemberStatePatch {
+    /// Pin or unpin for this member.
     pub is_pinned: Option<bool>,
+    /// Mute or unmute for this member.
     pub is_muted: Option<bool>,
+    /// Archive at a time (checked with [`Conversation::check_archive`]) or,
+    /// with `Some(None)`, unarchive.
     pub archived_at: Option<Option<Timestamp>>,
 }
 
 impl MemberStatePatch {
+    /// Whether the patch changes nothing (no write, no event).
     pub fn is_empty(&self) -> bool {
         self.is_pinned.is_none() && self.is_muted.is_none() && self.archived_at.is_none()
     }
@@ -180,15 +237,20 @@ impl MemberStatePatch {
 /// A change to the shared pinned message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PinnedMessageChange {
+    /// Pin this message (checked with [`Conversation::check_pin`]).
     Pin(MessageId),
+    /// Leave the conversation without a pinned message.
     Unpin,
 }
 
 /// A conversation as one member sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversationView {
+    /// The state every member shares.
     pub conversation: Conversation,
+    /// The member whose view this is.
     pub viewer: ContactId,
+    /// The viewer's own state of it.
     pub state: MemberState,
 }
 

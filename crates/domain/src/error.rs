@@ -7,7 +7,12 @@ use thiserror::Error;
 pub enum DomainError {
     /// An input breaks a rule: `field` names the input, `rule` the rule.
     #[error("{field} {rule}")]
-    Invalid { field: Field, rule: Rule },
+    Invalid {
+        /// The input that breaks the rule.
+        field: Field,
+        /// The rule it breaks.
+        rule: Rule,
+    },
     /// The actor may see the thing but may not do this to it.
     #[error("{0}")]
     Forbidden(&'static str),
@@ -128,9 +133,15 @@ pub enum Rule {
     /// A value's own invariant, in words ("must be at most 4096 characters").
     Invariant(&'static str),
     /// A message would carry more than `max` attachments.
-    TooManyAttachments { max: usize },
+    TooManyAttachments {
+        /// The most a message may carry.
+        max: usize,
+    },
     /// A message would carry more than `max` distinct reaction names.
-    TooManyReactionNames { max: usize },
+    TooManyReactionNames {
+        /// The most a message may carry.
+        max: usize,
+    },
     /// A reaction was asked for without naming who reacts.
     ReactionWithoutReactor,
     /// A direct conversation with oneself.
@@ -140,7 +151,10 @@ pub enum Rule {
     /// A time before the conversation was created.
     BeforeCreation,
     /// A time more than `tolerance_secs` ahead of now.
-    TooFarInFuture { tolerance_secs: i64 },
+    TooFarInFuture {
+        /// How far ahead of now a time may lie, in seconds.
+        tolerance_secs: i64,
+    },
     /// A change that would leave a group without an owner.
     LastOwnerRemoved,
     /// Contact ids of which some name no contact.
@@ -170,7 +184,7 @@ impl fmt::Display for Rule {
             Self::BeforeCreation => f.write_str("must not be before the conversation's created_at"),
             Self::TooFarInFuture { tolerance_secs } => write!(
                 f,
-                "must be Unix seconds not more than {tolerance_secs} seconds in the future"
+                "must not be more than {tolerance_secs} seconds in the future"
             ),
             Self::LastOwnerRemoved => {
                 f.write_str("must not remove the group's last owner; delete the group instead")
@@ -179,10 +193,9 @@ impl fmt::Display for Rule {
             Self::CursorNotInList => {
                 f.write_str("must be the id of an item in the list being paged")
             }
-            Self::EventNotKept => f.write_str(
-                "must be the id of an event of the last 7 days (older ones are pruned); \
-                 resync with GET requests and stream without it",
-            ),
+            Self::EventNotKept => {
+                f.write_str("must be a known event, not older than the events kept")
+            }
         }
     }
 }
@@ -205,6 +218,19 @@ mod tests {
         assert_eq!(
             DomainError::invalid(Field::PageLimit, "must be an integer from 1 to 100").to_string(),
             "page size must be an integer from 1 to 100"
+        );
+        // The rule, not how an API writes the value or what a client does.
+        assert_eq!(
+            DomainError::breaks(
+                Field::ArchivedAt,
+                Rule::TooFarInFuture { tolerance_secs: 60 }
+            )
+            .to_string(),
+            "archive time must not be more than 60 seconds in the future"
+        );
+        assert_eq!(
+            DomainError::breaks(Field::EventsAfter, Rule::EventNotKept).to_string(),
+            "event to resume after must be a known event, not older than the events kept"
         );
     }
 }

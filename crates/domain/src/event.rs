@@ -6,8 +6,11 @@
 use std::fmt;
 use std::str::FromStr;
 
+use thiserror::Error;
 use uuid::Uuid;
 
+use crate::ids::parse_canonical;
+use crate::ParseIdError;
 use crate::{AttachmentId, ContactId, ConversationId, GroupId, MessageId, Timestamp};
 
 /// Names one change: every recipient and every webhook see the same id for
@@ -16,9 +19,12 @@ use crate::{AttachmentId, ContactId, ConversationId, GroupId, MessageId, Timesta
 pub struct EventId(Uuid);
 
 impl EventId {
+    /// Wraps a UUID: the caller (the id generator, a store reading its
+    /// rows) vouches that it names an event.
     pub const fn from_uuid(id: Uuid) -> Self {
         Self(id)
     }
+    /// The UUID inside, for adapters that store or send it.
     pub const fn as_uuid(&self) -> &Uuid {
         &self.0
     }
@@ -31,34 +37,58 @@ impl fmt::Display for EventId {
 }
 
 impl FromStr for EventId {
-    type Err = ();
-    /// Only the canonical form (36 chars, lowercase, hyphenated).
-    fn from_str(s: &str) -> Result<Self, ()> {
-        if s.len() != 36 || s.bytes().any(|b| b.is_ascii_uppercase()) {
-            return Err(());
-        }
-        Uuid::parse_str(s).map(Self).map_err(|_| ())
+    type Err = ParseIdError;
+    /// Only the canonical form (36 chars, lowercase, hyphenated), as for
+    /// every other id.
+    fn from_str(s: &str) -> Result<Self, ParseIdError> {
+        parse_canonical(s).map(Self)
     }
 }
 
 /// What happened, to what kind of object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum EventType {
+    /// `contact.created`: a contact was created.
     ContactCreated,
+    /// `contact.updated`: a contact's profile changed.
     ContactUpdated,
+    /// `conversation.created`: a conversation was created.
     ConversationCreated,
+    /// `conversation.updated`: a member's own state or the shared pinned
+    /// message changed, or a member opened it.
     ConversationUpdated,
+    /// `conversation.deleted`: a conversation is gone.
     ConversationDeleted,
+    /// `message.created`: a message was sent.
     MessageCreated,
+    /// `message.updated`: a message's text, reactions, attachments or read
+    /// mark changed.
     MessageUpdated,
+    /// `message.deleted`: a message is gone.
     MessageDeleted,
+    /// `group.created`: a group was created.
     GroupCreated,
+    /// `group.updated`: a group's details or members changed.
     GroupUpdated,
+    /// `group.deleted`: a group is gone.
     GroupDeleted,
+    /// `attachment.created`: an attachment was added to a message.
     AttachmentCreated,
 }
 
 impl EventType {
+    /// Every event type, in a fixed order: what a subscription to "every
+    /// type" means, and what names are parsed against.
+    ///
+    /// ```
+    /// use confab_domain::EventType;
+    ///
+    /// for t in EventType::ALL {
+    ///     assert_eq!(t.name().parse::<EventType>(), Ok(t));
+    /// }
+    /// assert_eq!("message.created".parse(), Ok(EventType::MessageCreated));
+    /// assert!("Message.Created".parse::<EventType>().is_err());
+    /// ```
     pub const ALL: [EventType; 12] = [
         Self::ContactCreated,
         Self::ContactUpdated,
@@ -107,20 +137,39 @@ impl fmt::Display for EventType {
     }
 }
 
+/// Why a string names no event type: it is not one of the names of
+/// [`EventType::ALL`] (`<object>.<change>`, lowercase).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("unknown event type: expected a name such as \"message.created\"")]
+pub struct ParseEventTypeError {
+    // Private: the error may later say more without breaking callers.
+    _private: (),
+}
+
 impl FromStr for EventType {
-    type Err = ();
-    fn from_str(s: &str) -> Result<Self, ()> {
-        Self::ALL.into_iter().find(|t| t.name() == s).ok_or(())
+    type Err = ParseEventTypeError;
+    /// The exact name [`EventType::name`] gives, nothing else (no other
+    /// case, no spaces).
+    fn from_str(s: &str) -> Result<Self, ParseEventTypeError> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.name() == s)
+            .ok_or(ParseEventTypeError { _private: () })
     }
 }
 
 /// The object an event is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Subject {
+    /// A contact.
     Contact(ContactId),
+    /// A conversation.
     Conversation(ConversationId),
+    /// A message.
     Message(MessageId),
+    /// A group.
     Group(GroupId),
+    /// An attachment.
     Attachment(AttachmentId),
     /// Every message of the conversation that the change marked read: one
     /// `message.updated` event each (opening a conversation). Only the
@@ -144,7 +193,9 @@ pub enum Audience {
     /// removed, who learn that they are out). For a deletion, the members
     /// just before it.
     GroupMembers {
+        /// The group whose members receive it.
         group: GroupId,
+        /// Contacts who receive it too though no longer members.
         also: Vec<ContactId>,
     },
     /// The contact and everyone sharing a conversation with them (direct,
@@ -157,23 +208,31 @@ pub enum Audience {
 /// renders it from what it wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
+    /// The same for every recipient of this event.
     pub id: EventId,
+    /// What happened.
     pub kind: EventType,
+    /// What it happened to.
     pub subject: Subject,
+    /// Who receives it.
     pub audience: Audience,
     /// Who made the change; webhooks get the payload as the actor sees it.
     pub actor: ContactId,
+    /// When the change was made.
     pub at: Timestamp,
 }
 
 /// Who made a change and when: what every event of the change shares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Change {
+    /// Who made the change.
     pub actor: ContactId,
+    /// When it was made.
     pub at: Timestamp,
 }
 
 impl Change {
+    /// The change `actor` makes at `at`.
     pub const fn new(actor: ContactId, at: Timestamp) -> Self {
         Self { actor, at }
     }

@@ -6,17 +6,22 @@ use crate::{
 /// A member's role in a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupRole {
+    /// May change the group and delete it; a group always keeps one.
     Owner,
+    /// Shares the group's conversations; may change the group only by
+    /// leaving it.
     Member,
 }
 
 impl GroupRole {
+    /// The role's name, as stores keep it.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Owner => "owner",
             Self::Member => "member",
         }
     }
+    /// The role [`GroupRole::as_str`] names; `None` for any other string.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "owner" => Some(Self::Owner),
@@ -26,26 +31,36 @@ impl GroupRole {
     }
 }
 
+/// A contact in a group, with its role there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupMember {
+    /// The member.
     pub contact: Contact,
+    /// What the member may do to the group.
     pub role: GroupRole,
 }
 
 /// A named set of contacts whose conversations all its members share.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
+    /// Never changes.
     pub id: GroupId,
+    /// Owners may change it.
     pub name: GroupName,
+    /// Owners may change it; may be empty.
     pub description: GroupDescription,
+    /// Empty when the group has none; owners may change it.
     pub avatar_url: AvatarUrl,
+    /// Who created it.
     pub created_by: ContactId,
+    /// When it was created.
     pub created_at: Timestamp,
     /// Members in the order they joined.
     pub members: Vec<GroupMember>,
 }
 
 impl Group {
+    /// `contact`'s role; `None` when not a member.
     pub fn role_of(&self, contact: ContactId) -> Option<GroupRole> {
         self.members
             .iter()
@@ -53,6 +68,7 @@ impl Group {
             .map(|m| m.role)
     }
 
+    /// Whether `contact` is an owner of the group.
     pub fn is_owner(&self, contact: ContactId) -> bool {
         self.role_of(contact) == Some(GroupRole::Owner)
     }
@@ -87,6 +103,11 @@ impl Group {
         Ok(())
     }
 
+    /// Only an owner may delete the group.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Forbidden`] when `by` is not an owner.
     pub fn check_delete(&self, by: ContactId) -> Result<(), DomainError> {
         if self.is_owner(by) {
             Ok(())

@@ -1,10 +1,7 @@
-//! confab's domain: the entities (contacts, conversations, messages, groups),
-//! their validated value objects and the rules that govern them (pin, mute,
-//! archive, pinned message, edit, react, attach, delete).
-//!
-//! This crate is pure: no IO, no async, no serialization framework, no diesel,
-//! no actix. Other services reuse it as it is. It must never depend on any
-//! other confab crate.
+// The crate's documentation is its README, so that the example there is
+// compiled and run as a doctest and cannot drift from the code.
+#![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 mod contact;
 mod conversation;
@@ -27,10 +24,10 @@ pub use event::{
     contact_created, contact_updated, conversation_created, conversation_deleted,
     conversation_opened, conversation_updated, group_created, group_deleted, group_updated,
     message_deleted, message_sent, message_updated, Audience, Change, Event, EventId, EventType,
-    Subject,
+    ParseEventTypeError, Subject,
 };
 pub use group::{Group, GroupMember, GroupRole};
-pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId};
+pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId, ParseIdError};
 pub use message::{
     check_attachment_count, check_reaction_name_count, Attachment, Message, NewAttachment,
     Reaction, Reactor, MAX_ATTACHMENTS, MAX_REACTION_NAMES,

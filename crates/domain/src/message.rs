@@ -11,35 +11,50 @@ pub const MAX_REACTION_NAMES: usize = 32;
 /// A file attached to a message (the bytes live at `file_url`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attachment {
+    /// Never changes.
     pub id: AttachmentId,
+    /// The message it belongs to.
     pub message_id: MessageId,
+    /// The file's name, as the sender gave it.
     pub filename: Filename,
+    /// Where the bytes live; confab never fetches them.
     pub file_url: FileUrl,
+    /// The file's MIME type.
     pub file_type: FileType,
+    /// The file's size, when the sender gave it.
     pub file_size: Option<FileSize>,
+    /// When it was added.
     pub created_at: Timestamp,
 }
 
 /// An attachment as submitted, before it has an id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewAttachment {
+    /// See [`Attachment::filename`].
     pub filename: Filename,
+    /// See [`Attachment::file_url`].
     pub file_url: FileUrl,
+    /// See [`Attachment::file_type`].
     pub file_type: FileType,
+    /// See [`Attachment::file_size`].
     pub file_size: Option<FileSize>,
 }
 
 /// Someone who reacted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reactor {
+    /// Who reacted.
     pub contact_id: ContactId,
+    /// Their username, so that a reaction reads without another lookup.
     pub username: Username,
 }
 
 /// All reactions of one name, reactors in the order they reacted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reaction {
+    /// The reaction's name.
     pub name: ReactionName,
+    /// Everyone who reacted with it, each once.
     pub reactors: Vec<Reactor>,
 }
 
@@ -47,18 +62,30 @@ pub struct Reaction {
 /// reaction) and attachments (in the order they were added).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
+    /// Never changes.
     pub id: MessageId,
+    /// The conversation it was sent in; never changes.
     pub conversation_id: ConversationId,
+    /// Who sent it: the only one who may edit, delete or attach to it.
     pub sender: Contact,
+    /// The text; only the sender changes it.
     pub text: MessageText,
+    /// In the order of each name's first reaction.
     pub reactions: Vec<Reaction>,
+    /// In the order they were added; at most [`MAX_ATTACHMENTS`].
     pub attachments: Vec<Attachment>,
+    /// When a member other than the sender first opened the conversation
+    /// after it arrived; `None` until then.
     pub read_at: Option<Timestamp>,
+    /// When it was sent.
     pub created_at: Timestamp,
+    /// When it last changed (text, reactions, attachments); `None` if
+    /// never.
     pub updated_at: Option<Timestamp>,
 }
 
 impl Message {
+    /// Whether `contact` sent it.
     pub fn is_from(&self, contact: ContactId) -> bool {
         self.sender.id == contact
     }

@@ -5,7 +5,14 @@ use crate::{DomainError, Field};
 pub struct PageLimit(u8);
 
 impl PageLimit {
+    /// The page size when none is asked for.
     pub const DEFAULT: u8 = 10;
+    /// A page size of `n` items.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::PageLimit`] unless `n` is 1 to
+    /// 100: a page never costs more than 100 items.
     pub fn new(n: i64) -> Result<Self, DomainError> {
         match u8::try_from(n) {
             Ok(v) if (1..=100).contains(&v) => Ok(Self(v)),
@@ -15,6 +22,7 @@ impl PageLimit {
             )),
         }
     }
+    /// The number of items.
     pub const fn get(self) -> u8 {
         self.0
     }
@@ -48,7 +56,9 @@ impl<Id> Cursor<Id> {
 /// A request for one page of a list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page<Id> {
+    /// At most this many items.
     pub limit: PageLimit,
+    /// Where the page starts; `None`: at the start of the list.
     pub cursor: Option<Cursor<Id>>,
 }
 
@@ -64,12 +74,14 @@ impl<Id> Default for Page<Id> {
 /// One page of results, in list order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paged<T> {
+    /// The page's items, in list order.
     pub items: Vec<T>,
     /// Whether more items lie beyond this page in the direction of travel.
     pub has_more: bool,
 }
 
 impl<T> Paged<T> {
+    /// The same page with each item turned by `f`.
     pub fn map<U>(self, f: impl FnMut(T) -> U) -> Paged<U> {
         Paged {
             items: self.items.into_iter().map(f).collect(),

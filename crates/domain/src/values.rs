@@ -14,9 +14,11 @@ macro_rules! string_value {
         pub struct $name(String);
 
         impl $name {
+            /// The value as text.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
+            /// The value's text, without copying it.
             pub fn into_inner(self) -> String {
                 self.0
             }
@@ -79,7 +81,36 @@ string_value!(
     MessageText
 );
 impl MessageText {
+    /// The longest text, in characters (Unicode scalar values, not bytes).
     pub const MAX_CHARS: usize = 4096;
+    /// Checks `raw` and keeps it as it is (no trimming, no normalization).
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::MessageText`] when nothing in
+    /// `raw` would show, when it is longer than [`Self::MAX_CHARS`], or when
+    /// it holds a NUL.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use confab_domain::{DomainError, Field, MessageText};
+    ///
+    /// let text = MessageText::new("Hello,\n\tBob!".into())?;
+    /// assert_eq!(text.as_str(), "Hello,\n\tBob!");
+    /// assert!(MessageText::new("é".repeat(4096)).is_ok());
+    ///
+    /// // Nothing a reader could see is no message: white space, a
+    /// // zero-width space.
+    /// for blank in ["", "  \n", "\u{200B}"] {
+    ///     assert!(matches!(
+    ///         MessageText::new(blank.into()),
+    ///         Err(DomainError::Invalid { field: Field::MessageText, .. })
+    ///     ));
+    /// }
+    /// assert!(MessageText::new("x".repeat(4097)).is_err());
+    /// # Ok::<(), DomainError>(())
+    /// ```
     pub fn new(raw: String) -> Result<Self, DomainError> {
         if !raw.chars().any(is_visible) {
             return Err(DomainError::invalid(
@@ -108,6 +139,11 @@ string_value!(
     Username
 );
 impl Username {
+    /// Checks `raw`; the case is kept as given.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::Username`].
     pub fn new(raw: String) -> Result<Self, DomainError> {
         let ok_len = (1..=32).contains(&raw.len());
         let ok_chars = raw
@@ -136,6 +172,11 @@ string_value!(
     PhoneNumber
 );
 impl PhoneNumber {
+    /// Checks `raw` is in E.164 form.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::PhoneNumber`].
     pub fn new(raw: String) -> Result<Self, DomainError> {
         let digits = raw.strip_prefix('+').unwrap_or("");
         if !(2..=15).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -172,6 +213,11 @@ string_value!(
     AvatarUrl
 );
 impl AvatarUrl {
+    /// Checks `raw`; the domain never fetches it.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::AvatarUrl`].
     pub fn new(raw: String) -> Result<Self, DomainError> {
         if raw.is_empty() || (raw.len() <= 2048 && is_http_url(&raw)) {
             Ok(Self(raw))
@@ -182,6 +228,7 @@ impl AvatarUrl {
             ))
         }
     }
+    /// No avatar (the empty URL).
     pub fn none() -> Self {
         Self(String::new())
     }
@@ -192,6 +239,11 @@ string_value!(
     FileUrl
 );
 impl FileUrl {
+    /// Checks `raw`; the domain never fetches it.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::FileUrl`].
     pub fn new(raw: String) -> Result<Self, DomainError> {
         if raw.len() <= 2048 && is_http_url(&raw) {
             Ok(Self(raw))
@@ -210,6 +262,11 @@ string_value!(
     Filename
 );
 impl Filename {
+    /// Checks `raw`; no `/`, so that it can never name a path.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::Filename`].
     pub fn new(raw: String) -> Result<Self, DomainError> {
         let n = raw.chars().count();
         if n == 0 || n > 255 || raw.contains('/') || has_control(&raw) {
@@ -227,6 +284,11 @@ string_value!(
     FileType
 );
 impl FileType {
+    /// Checks `raw` is a MIME type of the form `type/subtype`.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::FileType`].
     pub fn new(raw: String) -> Result<Self, DomainError> {
         fn token(s: &str) -> bool {
             !s.is_empty()
@@ -249,6 +311,7 @@ impl FileType {
             ))
         }
     }
+    /// `application/octet-stream`: the type of bytes nobody described.
     pub fn octet_stream() -> Self {
         Self("application/octet-stream".to_owned())
     }
@@ -258,6 +321,11 @@ impl FileType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileSize(i64);
 impl FileSize {
+    /// A size of `bytes`.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::FileSize`] when negative.
     pub fn new(bytes: i64) -> Result<Self, DomainError> {
         if bytes < 0 {
             return Err(DomainError::invalid(
@@ -267,6 +335,7 @@ impl FileSize {
         }
         Ok(Self(bytes))
     }
+    /// The size in bytes.
     pub const fn bytes(self) -> i64 {
         self.0
     }
@@ -277,6 +346,24 @@ string_value!(
     ReactionName
 );
 impl ReactionName {
+    /// Checks `raw`. Only lowercase letters are allowed, so a name has one
+    /// spelling: "Like" is refused rather than made a second "like".
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::Reactions`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use confab_domain::ReactionName;
+    ///
+    /// assert_eq!(ReactionName::new("thumbs_up+1".into())?.as_str(), "thumbs_up+1");
+    /// assert!(ReactionName::new("Like".into()).is_err());
+    /// assert!(ReactionName::new("".into()).is_err());
+    /// assert!(ReactionName::new("a".repeat(65)).is_err());
+    /// # Ok::<(), confab_domain::DomainError>(())
+    /// ```
     pub fn new(raw: String) -> Result<Self, DomainError> {
         let ok = (1..=64).contains(&raw.len())
             && raw.bytes().all(|b| {
@@ -298,6 +385,11 @@ string_value!(
     GroupName
 );
 impl GroupName {
+    /// Checks `raw`.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::GroupName`].
     pub fn new(raw: String) -> Result<Self, DomainError> {
         let n = raw.chars().count();
         if raw.trim().is_empty() || n > 100 || has_control(&raw) {
@@ -315,6 +407,11 @@ string_value!(
     GroupDescription
 );
 impl GroupDescription {
+    /// Checks `raw`.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::GroupDescription`].
     pub fn new(raw: String) -> Result<Self, DomainError> {
         if raw.chars().count() > 1000 || raw.contains('\0') {
             return Err(DomainError::invalid(
@@ -324,6 +421,7 @@ impl GroupDescription {
         }
         Ok(Self(raw))
     }
+    /// No description.
     pub fn empty() -> Self {
         Self(String::new())
     }

@@ -10,7 +10,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use confab_domain::{DomainError, Field, Rule};
-use confab_service::ServiceError;
+use confab_service::{ServiceError, EVENT_TTL_SECS};
 use serde::Serialize;
 use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, SchemaType, Type};
 use utoipa::openapi::RefOr;
@@ -252,10 +252,24 @@ impl ApiError {
         )
     }
 
-    /// 400 `parameter_invalid` for an input that breaks a rule.
+    /// 400 `parameter_invalid` for an input that breaks a rule. The domain
+    /// states the rule in its own words; where a client also needs to know
+    /// how the value is written or what to do next, the API's words are
+    /// added here, since only the server knows them.
     fn breaks(field: Field, rule: Rule) -> Self {
         let param = param(field);
-        Self::invalid(param, format!("{param} {rule}"))
+        let message = match rule {
+            Rule::TooFarInFuture { tolerance_secs } => format!(
+                "{param} must be Unix seconds not more than {tolerance_secs} seconds in the future"
+            ),
+            Rule::EventNotKept => format!(
+                "{param} must be the id of an event of the last {} days (older ones are pruned); \
+                 resync with GET requests and stream without it",
+                EVENT_TTL_SECS / 86_400
+            ),
+            rule => format!("{param} {rule}"),
+        };
+        Self::invalid(param, message)
     }
 
     /// The same shape for a status produced outside our handlers (actix's
@@ -622,6 +636,12 @@ mod tests {
                 .into(),
                 "archived_at",
                 "archived_at must be Unix seconds not more than 60 seconds in the future",
+            ),
+            (
+                ServiceError::invalid(Field::EventsAfter, Rule::EventNotKept),
+                "after",
+                "after must be the id of an event of the last 7 days (older ones are pruned); \
+                 resync with GET requests and stream without it",
             ),
             (
                 ServiceError::invalid(

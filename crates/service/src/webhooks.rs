@@ -241,7 +241,7 @@ pub fn parse_event_types(raw: &str) -> Result<Vec<EventType>, WebhookError> {
         match name.parse::<EventType>() {
             Ok(t) if !types.contains(&t) => types.push(t),
             Ok(_) => {}
-            Err(()) => unknown.push(name.to_owned()),
+            Err(_) => unknown.push(name.to_owned()),
         }
     }
     if unknown.is_empty() {

@@ -131,9 +131,9 @@ fn last_event_id(headers: &HeaderMap) -> Result<Option<EventId>, ApiError> {
     if raw.is_empty() {
         return Ok(None);
     }
-    raw.parse().map(Some).map_err(|()| {
-        ApiError::invalid("after", "Last-Event-ID is not a valid event id".to_owned())
-    })
+    raw.parse::<EventId>()
+        .map(Some)
+        .map_err(|_| ApiError::invalid("after", "Last-Event-ID is not a valid event id".to_owned()))
 }
 
 /// Whether the client asked for the list: `Accept` names

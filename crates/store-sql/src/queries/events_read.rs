@@ -43,7 +43,7 @@ macro_rules! expand {
         ) -> Result<StoredEvent> {
             let kind = kind
                 .parse::<EventType>()
-                .map_err(|()| inconsistent(format!("stored event type {kind:?} is unknown")))?;
+                .map_err(|_| inconsistent(format!("stored event type {kind:?} is unknown")))?;
             Ok(StoredEvent {
                 id: EventId::from_uuid(id.uuid()),
                 kind,

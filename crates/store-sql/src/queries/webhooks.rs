@@ -103,7 +103,7 @@ impl EventRow {
             kind: self
                 .kind
                 .parse()
-                .map_err(|()| inconsistent(format!("unknown event type {:?}", self.kind)))?,
+                .map_err(|_| inconsistent(format!("unknown event type {:?}", self.kind)))?,
             created_at: Timestamp::from_micros(self.created_at),
             position: self.position,
             payload: self.payload,
@@ -122,7 +122,7 @@ fn decode_types(stored: &str) -> Result<Vec<EventType>, Error> {
         .filter(|name| !name.is_empty())
         .map(|name| {
             name.parse()
-                .map_err(|()| inconsistent(format!("unknown webhook event type {name:?}")))
+                .map_err(|_| inconsistent(format!("unknown webhook event type {name:?}")))
         })
         .collect()
 }
