@@ -19,10 +19,20 @@ use crate::StoreError;
 /// wrote.
 #[cfg_attr(feature = "mocks", mockall::automock)]
 pub trait PayloadRenderer: Send + Sync {
+    /// The payload of an event about `contact`: the contact as written.
     fn contact(&self, contact: &Contact) -> String;
+    /// The payload of an event about a conversation, for the contact whose
+    /// view `conversation` is (its `viewer`): a conversation reads
+    /// differently to each member, so the store renders one per recipient
+    /// whose view it wrote.
     fn conversation(&self, conversation: &ConversationView) -> String;
+    /// The payload of an event about `message`: the message as written,
+    /// with its reactions and attachments.
     fn message(&self, message: &Message) -> String;
+    /// The payload of an event about `group`: the group as written, with
+    /// its members.
     fn group(&self, group: &Group) -> String;
+    /// The payload of an event about `attachment` (`attachment.created`).
     fn attachment(&self, attachment: &Attachment) -> String;
     /// The payload of a `*.deleted` event: `{"id": ...}`.
     fn deleted(&self, id: Uuid) -> String;
@@ -33,11 +43,17 @@ pub trait PayloadRenderer: Send + Sync {
 /// in the write's transaction, or none when the write fails.
 #[derive(Clone)]
 pub struct Outbox {
+    /// The write's events, in the order they happened (their positions
+    /// keep it). Each names its audience, which the store resolves to
+    /// recipients when it writes the event.
     pub events: Vec<Event>,
+    /// Renders the events' payloads from what the write wrote.
     pub render: Arc<dyn PayloadRenderer>,
 }
 
 impl Outbox {
+    /// The `events` of one write, their payloads to be rendered by
+    /// `render`.
     pub fn new(events: Vec<Event>, render: Arc<dyn PayloadRenderer>) -> Self {
         Self { events, render }
     }
@@ -54,8 +70,11 @@ impl std::fmt::Debug for Outbox {
 /// An event as stored for one reader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredEvent {
+    /// The event's id, the same for every recipient.
     pub id: EventId,
+    /// What happened (`message.created`, `group.deleted`, ...).
     pub kind: EventType,
+    /// When the change was made (the event's `at`), to the microsecond.
     pub created_at: Timestamp,
     /// Commit order: an event is readable only once no event before this
     /// position can still commit, so a reader that has read up to a
@@ -180,6 +199,9 @@ pub trait EventStore: Send + Sync {
 /// streams wake at once (other processes learn of it from the database).
 #[cfg_attr(feature = "mocks", mockall::automock)]
 pub trait EventSignal: Send + Sync {
+    /// A write with events has committed (called after the commit, never
+    /// for a write that failed). Returns at once: it only wakes readers,
+    /// which then read the events from the store.
     fn committed(&self);
 }
 

@@ -14,6 +14,8 @@
 //! own transaction: a committed change has its events, a failed or refused
 //! one (an error) has none.
 
+#![warn(missing_docs)]
+
 use async_trait::async_trait;
 use confab_domain::{
     AttachmentId, AvatarUrl, Contact, ContactId, ContactProfilePatch, Conversation, ConversationId,
@@ -75,6 +77,8 @@ pub enum StoreError {
 /// The current time. A port so tests can pin it.
 #[cfg_attr(feature = "mocks", mockall::automock)]
 pub trait Clock: Send + Sync {
+    /// The time now, to the microsecond: what the use cases stamp changes
+    /// with and compare deadlines (token expiry, leases) against.
     fn now(&self) -> Timestamp;
 }
 
@@ -82,6 +86,8 @@ pub trait Clock: Send + Sync {
 /// for ids, never secrets).
 #[cfg_attr(feature = "mocks", mockall::automock)]
 pub trait IdGenerator: Send + Sync {
+    /// A fresh identifier, never returned before: for new contacts,
+    /// conversations, messages, groups, tokens, events and claims.
     fn new_id(&self) -> Uuid;
 }
 
@@ -118,11 +124,16 @@ pub trait ContactStore: Send + Sync {
 /// A token to store. Only the hash of the secret is ever stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewToken {
+    /// Names the token.
     pub id: Uuid,
+    /// The contact the token authenticates; it must exist.
     pub contact_id: ContactId,
     /// Lowercase hex SHA-256 of the secret.
     pub hash: String,
+    /// When the token was issued.
     pub created_at: Timestamp,
+    /// The token is refused from this instant on; `None`: it never expires
+    /// (it can still be revoked).
     pub expires_at: Option<Timestamp>,
 }
 
@@ -130,6 +141,7 @@ pub struct NewToken {
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait TokenStore: Send + Sync {
+    /// Stores a new, live token for its contact.
     /// # Errors
     /// - MUST return `NotFound` when the contact does not exist.
     async fn insert_token(&self, token: NewToken) -> Result<(), StoreError>;
@@ -140,16 +152,27 @@ pub trait TokenStore: Send + Sync {
         hash: &str,
         now: Timestamp,
     ) -> Result<Option<Contact>, StoreError>;
-    /// Revokes every live token of the contact; returns how many.
+    /// Revokes every live token of the contact (neither revoked nor expired
+    /// at `at`), recording `at` as their revocation time; returns how many
+    /// (0 when it has none).
     async fn revoke_tokens(&self, contact_id: ContactId, at: Timestamp) -> Result<u64, StoreError>;
 }
 
 /// Filters of the conversation list; `None` filters nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConversationFilter {
+    /// `Some(true)`: only those the viewer muted; `Some(false)`: only those
+    /// it did not.
     pub muted: Option<bool>,
+    /// `Some(true)`: only those the viewer archived; `Some(false)`: only
+    /// those it did not (or unarchived).
     pub archived: Option<bool>,
+    /// `Some(true)`: only those the viewer pinned for itself; `Some(false)`:
+    /// only those it did not. The viewer's own pin, not the shared pinned
+    /// message.
     pub pinned: Option<bool>,
+    /// Only the conversations of this group (none when the viewer is not
+    /// its member); direct conversations never match.
     pub group_id: Option<GroupId>,
 }
 
@@ -242,19 +265,28 @@ pub trait ConversationStore: Send + Sync {
 /// A message to append.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMessage {
+    /// The new message's id.
     pub id: MessageId,
+    /// The conversation it is sent to.
     pub conversation_id: ConversationId,
     /// The caller: the store checks its membership in the write itself and
     /// returns it as the message's sender without reading it back.
     pub sender: Contact,
+    /// What the message says.
     pub text: MessageText,
+    /// Its attachments with their new ids, kept in this order; at most
+    /// [`confab_domain::MAX_ATTACHMENTS`].
     pub attachments: Vec<(AttachmentId, NewAttachment)>,
+    /// When it was sent: the message's and its attachments' `created_at`,
+    /// and the conversation's new `last_active_at`.
     pub created_at: Timestamp,
 }
 
 /// Changes to a message, applied together.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageChange {
+    /// The new text; `None` keeps it. A text equal to the old one changes
+    /// nothing.
     pub text: Option<MessageText>,
     /// Reactions added in the name of `reactor`; ones it has already are skipped.
     pub add_reactions: Vec<ReactionName>,
@@ -281,6 +313,8 @@ pub trait MessageStore: Send + Sync {
     /// # Errors
     /// - MUST return `NotFound` when the conversation does not exist or the
     ///   sender is not a member of it.
+    /// - MUST return `Rule(..)`, writing nothing, when the message has more
+    ///   than [`confab_domain::MAX_ATTACHMENTS`] attachments.
     /// - MUST return `ClaimLost`, writing nothing, when the completion's
     ///   claim is no longer held.
     async fn append_message(
@@ -361,22 +395,31 @@ pub trait MessageStore: Send + Sync {
 /// A group to create.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewGroup {
+    /// The new group's id.
     pub id: GroupId,
+    /// Its name.
     pub name: GroupName,
+    /// Its description.
     pub description: GroupDescription,
+    /// Its picture.
     pub avatar_url: AvatarUrl,
     /// Becomes the owner and first member.
     pub created_by: ContactId,
     /// Further members (duplicates and the creator are ignored).
     pub member_ids: Vec<ContactId>,
+    /// When it was created: the group's `created_at`, by which the
+    /// viewer's groups are listed.
     pub created_at: Timestamp,
 }
 
 /// Changes to a group, applied together.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GroupChange {
+    /// The new name; `None` keeps it.
     pub name: Option<GroupName>,
+    /// The new description; `None` keeps it.
     pub description: Option<GroupDescription>,
+    /// The new picture; `None` keeps it.
     pub avatar_url: Option<AvatarUrl>,
     /// Added as members (ones already in are skipped).
     pub add: Vec<ContactId>,
@@ -390,7 +433,9 @@ pub struct GroupChange {
 pub trait GroupStore: Send + Sync {
     /// Stores a new group with the `outbox`'s events (`group.created`,
     /// payload the group returned); with a `completion`, stores its
-    /// response in the same transaction.
+    /// response in the same transaction. Its members (the creator first,
+    /// as owner, then `member_ids` in their order) joined at `at`. Returns
+    /// the group as stored, with its members.
     /// # Errors
     /// - MUST return `Rule(Invalid { field: Members, rule: UnknownContacts })`
     ///   when a member id is not an existing contact.
@@ -403,7 +448,8 @@ pub trait GroupStore: Send + Sync {
         outbox: Outbox,
         completion: Option<Completion<Group>>,
     ) -> Result<Group, StoreError>;
-    /// The group with its members, when `viewer` is a member; else `None`.
+    /// The group with its members (in the order they joined), when
+    /// `viewer` is a member; else `None`.
     async fn group_for(&self, viewer: ContactId, id: GroupId) -> Result<Option<Group>, StoreError>;
     /// The viewer's groups, newest first (`created_at` desc, id desc).
     /// # Errors
@@ -413,9 +459,11 @@ pub trait GroupStore: Send + Sync {
         viewer: ContactId,
         page: Page<GroupId>,
     ) -> Result<Paged<Group>, StoreError>;
-    /// Applies `change`; writes the `outbox`'s events (`group.updated`,
-    /// payload the group returned) when anything changed, for the members
-    /// after it and, of the audience's `also`, only those it removed.
+    /// Applies `change` in one transaction (contacts added join at `at`,
+    /// after the members already in); returns the group as it is after.
+    /// Writes the `outbox`'s events (`group.updated`, payload the group
+    /// returned) when anything changed, for the members after it and, of
+    /// the audience's `also`, only those it removed.
     /// # Errors
     /// - MUST return `NotFound` when the group does not exist.
     /// - MUST return `Rule(Invalid { field: AddedMembers, rule:
@@ -438,9 +486,11 @@ pub trait GroupStore: Send + Sync {
 /// `Idempotency-Key` gets it again byte for byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
+    /// The answer's status code, replayed as it was.
     pub status: u16,
     /// The `Location` header, when the answer had one.
     pub location: Option<String>,
+    /// The answer's body, replayed byte for byte.
     pub body: String,
 }
 
@@ -448,7 +498,10 @@ pub struct StoredResponse {
 /// complete or release it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyClaim {
+    /// The caller: keys are kept per contact, so two contacts may use the
+    /// same key.
     pub contact_id: ContactId,
+    /// The idempotency key as the caller gave it (compared exactly).
     pub key: String,
     /// Names this holder; a takeover after the lease gives a new one.
     pub holder: Uuid,
@@ -457,10 +510,14 @@ pub struct KeyClaim {
 /// A new claim on a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClaimRequest {
+    /// The key, its caller, and the holder to claim it for.
     pub claim: KeyClaim,
     /// Of the request (its method, path and body); a key is only ever
     /// replayed for the same request.
     pub fingerprint: String,
+    /// When the claim is made: the key's creation time if it is claimed,
+    /// the instant a held key's lease is judged against (it has run out
+    /// when its `locked_until` is not after `now`), and the quota's day.
     pub now: Timestamp,
     /// The claim may be taken over after this (its holder died).
     pub locked_until: Timestamp,
@@ -480,6 +537,29 @@ impl ClaimRequest {
 
     /// The UTC day the claim counts against: whole days since the Unix
     /// epoch at `now`.
+    ///
+    /// ```
+    /// use confab_domain::{ContactId, Timestamp};
+    /// use confab_ports::{ClaimRequest, KeyClaim};
+    /// use uuid::Uuid;
+    ///
+    /// let now = Timestamp::from_secs(86_400 + 3_600); // 01:00 UTC on day 1
+    /// let request = ClaimRequest {
+    ///     claim: KeyClaim {
+    ///         contact_id: ContactId::from_uuid(Uuid::from_u128(1)),
+    ///         key: "send-1".to_owned(),
+    ///         holder: Uuid::from_u128(2),
+    ///     },
+    ///     fingerprint: "digest".to_owned(),
+    ///     now,
+    ///     locked_until: now.plus_secs(10),
+    ///     expired_before: now.plus_secs(-86_400),
+    ///     new_keys_per_day: Some(10_000),
+    /// };
+    /// assert_eq!(request.quota_day(), 1);
+    /// // The quota starts over at midnight UTC, 23 hours later.
+    /// assert_eq!(request.secs_to_next_quota_day(), 23 * 3_600);
+    /// ```
     pub const fn quota_day(&self) -> i64 {
         self.now.secs().div_euclid(Self::SECS_PER_DAY)
     }
@@ -498,10 +578,17 @@ pub enum ClaimOutcome {
     /// ran out).
     Claimed,
     /// Another request holds it (`same_request`: with the same fingerprint).
-    InFlight { same_request: bool },
+    InFlight {
+        /// The holder runs the same request (a retry came too early);
+        /// `false`: the key was used for another request.
+        same_request: bool,
+    },
     /// Already answered (`same_request`: with the same fingerprint).
     Completed {
+        /// The answer is for the same request, so it may be replayed;
+        /// `false`: the key was used for another request.
         same_request: bool,
+        /// The answer kept for the key.
         response: StoredResponse,
     },
     /// A new key, refused: the caller already claimed
@@ -514,11 +601,15 @@ pub enum ClaimOutcome {
 /// the store renders the response from what it wrote and stores it before
 /// committing, and refuses to commit when the claim was lost meanwhile.
 pub struct Completion<T> {
+    /// The claim the response is stored under: it must still be held when
+    /// the write commits.
     pub claim: KeyClaim,
     render: Box<dyn FnOnce(&T) -> StoredResponse + Send>,
 }
 
 impl<T: 'static> Completion<T> {
+    /// Completes `claim` with the response `render` makes of what the
+    /// write returns.
     pub fn new(
         claim: KeyClaim,
         render: impl FnOnce(&T) -> StoredResponse + Send + 'static,
@@ -585,6 +676,11 @@ pub trait IdempotencyStore: Send + Sync {
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait HealthCheck: Send + Sync {
+    /// Answers `Ok` when the store runs a trivial query; reads and writes
+    /// nothing.
+    /// # Errors
+    /// - `Unavailable` when the database cannot be reached (or does not
+    ///   answer within the store's own deadline).
     async fn ping(&self) -> Result<(), StoreError>;
 
     /// The connection pool's figures, for `/metrics` (`None`: no pool).

@@ -21,9 +21,11 @@ use crate::{StoreError, StoredEvent};
 pub struct WebhookId(Uuid);
 
 impl WebhookId {
+    /// The webhook named by `id`.
     pub const fn from_uuid(id: Uuid) -> Self {
         Self(id)
     }
+    /// The id as a UUID.
     pub const fn as_uuid(&self) -> &Uuid {
         &self.0
     }
@@ -41,6 +43,7 @@ impl fmt::Display for WebhookId {
 pub struct WebhookSecret(String);
 
 impl WebhookSecret {
+    /// Wraps `secret`, so that it is never printed by mistake.
     pub fn new(secret: String) -> Self {
         Self(secret)
     }
@@ -59,23 +62,29 @@ impl fmt::Debug for WebhookSecret {
 /// A webhook as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Webhook {
+    /// Names the webhook.
     pub id: WebhookId,
     /// An `http://` or `https://` URL, checked when it was created.
     pub url: String,
     /// The types it receives; empty: every type.
     pub events: Vec<EventType>,
+    /// The key its deliveries are signed with.
     pub secret: WebhookSecret,
+    /// When it was created; webhooks are listed in this order.
     pub created_at: Timestamp,
 }
 
 /// A webhook held for its first attempts until `until`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookLease {
+    /// The webhook held.
     pub webhook: Webhook,
     /// Names this hold: only it may move the cursor.
     pub holder: Uuid,
     /// The position of the last event whose first attempt was made.
     pub cursor: i64,
+    /// When the lease runs out unless [`WebhookStore::move_cursor`] renews
+    /// it: then another holder may take the webhook.
     pub until: Timestamp,
 }
 
@@ -93,6 +102,7 @@ pub struct EventBatch {
 /// A failed first attempt, to retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewRetry {
+    /// The event whose first attempt failed.
     pub event: EventId,
     /// When the next attempt (the second) is due.
     pub next_at: Timestamp,
@@ -103,7 +113,9 @@ pub struct NewRetry {
 /// Moves a leased webhook's cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CursorMove {
+    /// The leased webhook.
     pub webhook: WebhookId,
+    /// The lease's holder ([`WebhookLease::holder`]).
     pub holder: Uuid,
     /// The new cursor: the position of the event just attempted, or a
     /// batch's `through`.
@@ -121,10 +133,14 @@ pub struct CursorMove {
 /// A retry held for one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeasedRetry {
+    /// The webhook to deliver to, as stored now.
     pub webhook: Webhook,
+    /// The event to deliver again, with its payload as the acting contact
+    /// sees it.
     pub event: StoredEvent,
     /// The number of this attempt (2 for the first retry).
     pub attempt: u32,
+    /// When the first attempt was made ([`NewRetry::first_attempt_at`]).
     pub first_attempt_at: Timestamp,
     /// Names this hold: only it may settle the retry.
     pub holder: Uuid,
