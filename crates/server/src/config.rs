@@ -11,7 +11,6 @@ use tracing_subscriber::EnvFilter;
 use crate::client_addr::TrustedProxies;
 use crate::events::{HubOptions, StreamSlots};
 use crate::ratelimit::{Quota, RateLimits};
-use crate::startup::Synchronous;
 use crate::telemetry::LogFormat;
 
 /// Where the data lives (`DATABASE_URL`).
@@ -475,6 +474,17 @@ fn parse_pool_size(raw: &str) -> Result<u32, String> {
             "CONFAB_DB_POOL_SIZE {raw:?} is not a whole number of connections from 1 to 1000"
         )),
     }
+}
+
+/// Whether an SQLite commit waits for the disk (`CONFAB_SQLITE_SYNCHRONOUS`);
+/// startup hands it to the SQLite store as that store's own setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit is synced before it is acknowledged (the default).
+    #[default]
+    Full,
+    /// The WAL is synced at checkpoints only.
+    Normal,
 }
 
 /// `CONFAB_SQLITE_SYNCHRONOUS`: `full` or `normal`, in any case.

@@ -283,7 +283,7 @@ impl ApiError {
             405 => "method_not_allowed",
             408 => return Self::request_timeout(),
             409 => "conflict",
-            413 => return Self::payload_too_large(crate::params::BODY_LIMIT),
+            413 => return Self::payload_too_large(crate::limits::BODY_LIMIT),
             415 => return Self::unsupported_media_type(),
             429 => "rate_limited",
             503 => "unavailable",
@@ -362,7 +362,7 @@ impl ApiError {
             "request_timeout",
             format!(
                 "the request body did not arrive within {} s",
-                crate::params::BODY_TIMEOUT.as_secs()
+                crate::limits::BODY_TIMEOUT.as_secs()
             ),
         )
     }

@@ -19,15 +19,7 @@ use serde_json::{Map, Value};
 use crate::decode::{decode_form, decode_json, DecodeError};
 use crate::error::{closes_connection, ApiError};
 use crate::idempotency::BodyDigest;
-use crate::requests::FromParams;
-
-/// Largest request body accepted, in bytes (64 KiB).
-pub const BODY_LIMIT: usize = 64 * 1024;
-
-/// How long a request body may take to arrive, from the first read
-/// (API.md section 9: then 408): a client trickling its body holds a
-/// connection and a worker's attention no longer than this.
-pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+pub use crate::limits::{BODY_LIMIT, BODY_TIMEOUT};
 
 /// Where the attributes came from: form values are all strings and are
 /// parsed; JSON values must have the natural type.
@@ -345,20 +337,10 @@ impl Params {
         Ok(Some(out))
     }
 
-    /// The request `R`: every key `R` does not know is refused before any
-    /// value is judged, so that an unknown parameter is reported ahead of a
-    /// missing or invalid one; then `R` takes its values; then whatever it
-    /// left is refused.
-    pub fn into_request<R: FromParams>(mut self) -> Result<R, ApiError> {
-        self.allow(R::knows)?;
-        let request = R::take(&mut self)?;
-        self.finish()?;
-        Ok(request)
-    }
-
     /// Refuses, before anything is read, the first key (in the client's
-    /// order) that `knows` does not know.
-    fn allow(&self, knows: impl Fn(&str) -> bool) -> Result<(), ApiError> {
+    /// order) that `knows` does not know (`Params::into_request`, in
+    /// `requests`).
+    pub(crate) fn allow(&self, knows: impl Fn(&str) -> bool) -> Result<(), ApiError> {
         match self.entries.keys().find(|k| !knows(k.as_str())) {
             Some(key) => Err(ApiError::unknown(&self.name(key))),
             None => Ok(()),
@@ -367,7 +349,7 @@ impl Params {
 
     /// Refuses whatever the request did not take (a safety net behind
     /// [`Params::allow`]).
-    fn finish(self) -> Result<(), ApiError> {
+    pub(crate) fn finish(self) -> Result<(), ApiError> {
         match self.entries.keys().next() {
             Some(key) => Err(ApiError::unknown(&self.name(key))),
             None => Ok(()),

@@ -9,17 +9,16 @@ use std::time::{Duration, Instant};
 use actix_cors::Cors;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Server, ServerHandle, ServiceRequest, ServiceResponse};
-use actix_web::http::header::{self, HeaderMap, HeaderValue};
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::ConnectionType;
 use actix_web::middleware::{
-    from_fn, Compress, Condition, DefaultHeaders, ErrorHandlerResponse, ErrorHandlers, Next,
+    from_fn, Compress, Condition, ErrorHandlerResponse, ErrorHandlers, Next,
 };
 use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use confab_service::{Confab, Ports};
 use confab_store_postgres::{PgStore, PgWakeups};
-/// Whether an SQLite commit waits for the disk (`CONFAB_SQLITE_SYNCHRONOUS`).
-pub use confab_store_sqlite::Synchronous;
+pub use crate::config::Synchronous;
 use confab_store_sqlite::{LocalWakeups, SqliteStore};
 
 pub use crate::client_addr::TrustedProxies;
@@ -66,6 +65,10 @@ pub fn open_service_waiting(
             ports
         }
         Database::Sqlite(path) => {
+            let synchronous = match synchronous {
+                Synchronous::Full => confab_store_sqlite::Synchronous::Full,
+                Synchronous::Normal => confab_store_sqlite::Synchronous::Normal,
+            };
             let store =
                 SqliteStore::open_with(path, pool_size, synchronous).with_context(|| {
                     format!("cannot open the SQLite database {path:?} (DATABASE_URL)")
@@ -253,7 +256,7 @@ impl Application {
                     cors_middleware(&cors),
                 ))
                 .wrap(ErrorHandlers::new().default_handler(json_error_body))
-                .wrap(security_headers())
+                .wrap(crate::headers::security_headers())
                 .wrap(Compress::default())
                 .wrap(from_fn(over_budget))
                 .wrap(from_fn(telemetry::observe))
@@ -538,27 +541,6 @@ fn cors_middleware(origins: &CorsOrigins) -> Cors {
         }
     }
     cors
-}
-
-/// Headers on every response confab's code produces (outside the error
-/// rewriting, so errors carry them too): answers hold private data that no
-/// shared cache may keep, and a browser must not guess a type other than
-/// the one declared. A middleware's error travels past this as `Err`, so
-/// authentication answers its refusals as responses (see `auth`), and
-/// `telemetry::observe` adds them to an error that still leaves as `Err`.
-fn security_headers() -> DefaultHeaders {
-    DefaultHeaders::new()
-        .add((header::CACHE_CONTROL, "no-store"))
-        .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-}
-
-/// The same headers, added to a response built outside the middleware.
-pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
 }
 
 /// Rewrites an error response that did not come from [`ApiError`] (actix's

@@ -137,7 +137,7 @@ pub async fn observe(
                 if let Some(value) = id_value.clone() {
                     headers.insert(request_id::HEADER, value);
                 }
-                crate::startup::add_security_headers(headers);
+                crate::headers::add_security_headers(headers);
                 res
             });
             Err(e)

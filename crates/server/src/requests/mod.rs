@@ -34,6 +34,19 @@ use utoipa::openapi::schema::Schema;
 use crate::error::ApiError;
 use crate::params::{Malformed, Params};
 
+impl Params {
+    /// The request `R`: every key `R` does not know is refused before any
+    /// value is judged, so that an unknown parameter is reported ahead of a
+    /// missing or invalid one; then `R` takes its values; then whatever it
+    /// left is refused.
+    pub fn into_request<R: FromParams>(mut self) -> Result<R, ApiError> {
+        self.allow(R::knows)?;
+        let request = R::take(&mut self)?;
+        self.finish()?;
+        Ok(request)
+    }
+}
+
 /// A request built from the attributes of one level of [`Params`].
 pub trait FromParams: Sized {
     /// Whether `key` is a parameter of this request.
