@@ -1,0 +1,219 @@
+//! Messages: who may read, send, edit, react to and delete them.
+use confab_domain::{Cursor, Field, Page, PageLimit, ReactionName, Rule};
+use confab_ports::StoreError;
+
+use crate::{MessageUpdate, SendMessage, ServiceError};
+
+use super::*;
+
+#[tokio::test]
+async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
+    let mut m = Mocks::new();
+    let carol = contact(3, "carol");
+    // The store answers "not visible" exactly like "no such message".
+    m.messages
+        .expect_message_for()
+        .with(eq(carol.id), eq(msg_id()))
+        .returning(|_, _| Ok(None));
+    let svc = m.service();
+    assert!(matches!(
+        svc.message(&carol, msg_id()).await,
+        Err(ServiceError::NotFound { of: None })
+    ));
+    let update = MessageUpdate {
+        text: Some(text("mine now")),
+        ..Default::default()
+    };
+    assert!(matches!(
+        svc.update_message(&carol, msg_id(), update).await,
+        Err(ServiceError::NotFound { .. })
+    ));
+    assert!(matches!(
+        svc.delete_message(&carol, msg_id()).await,
+        Err(ServiceError::NotFound { .. })
+    ));
+}
+
+#[tokio::test]
+async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversation() {
+    let mut m = Mocks::new();
+    // The store checks membership inside the write.
+    m.messages
+        .expect_append_message()
+        .times(1)
+        .returning(|_, _, _| Err(StoreError::NotFound));
+    let svc = m.service();
+    let send = SendMessage {
+        conversation_id: conv_id(),
+        text: text("hi"),
+        attachments: vec![],
+    };
+    assert!(matches!(
+        svc.send_message(&contact(3, "carol"), send, None).await,
+        Err(ServiceError::NotFound {
+            of: Some(Field::Conversation)
+        })
+    ));
+}
+
+#[tokio::test]
+async fn send_appends_as_the_caller_at_now() {
+    let mut m = Mocks::new();
+    m.messages
+        .expect_append_message()
+        .withf(|n, _, completion| {
+            completion.is_none()
+                && n.sender == bob()
+                && n.conversation_id == conv_id()
+                && n.created_at == Timestamp::from_secs(NOW)
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(message_from(bob())));
+    let svc = m.service();
+    let send = SendMessage {
+        conversation_id: conv_id(),
+        text: text("hi"),
+        attachments: vec![],
+    };
+    assert!(svc.send_message(&bob(), send, None).await.is_ok());
+}
+
+#[tokio::test]
+async fn only_the_sender_edits() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    let svc = m.service();
+    let update = MessageUpdate {
+        text: Some(text("edited")),
+        ..Default::default()
+    };
+    assert!(matches!(
+        svc.update_message(&bob(), msg_id(), update).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn sender_edit_reaches_the_store_with_now() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &alice());
+    m.messages
+        .expect_update_message()
+        .withf(|id, c, _| {
+            *id == msg_id()
+                && c.text.as_ref().map(MessageText::as_str) == Some("edited")
+                && c.at == Timestamp::from_secs(NOW)
+        })
+        .times(1)
+        .returning(|_, _, _| Ok(message_from(alice())));
+    let update = MessageUpdate {
+        text: Some(text("edited")),
+        ..Default::default()
+    };
+    assert!(m
+        .service()
+        .update_message(&alice(), msg_id(), update)
+        .await
+        .is_ok());
+}
+
+#[tokio::test]
+async fn only_the_sender_attaches() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    let update = MessageUpdate {
+        attachments: vec![confab_domain::NewAttachment {
+            filename: confab_domain::Filename::new("a.txt".into()).expect("valid"),
+            file_url: confab_domain::FileUrl::new("https://x.example/a".into()).expect("valid"),
+            file_type: confab_domain::FileType::octet_stream(),
+            file_size: None,
+        }],
+        ..Default::default()
+    };
+    assert!(matches!(
+        m.service().update_message(&bob(), msg_id(), update).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn reacting_in_someone_elses_name_is_forbidden() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    let update = MessageUpdate {
+        reactions: vec![(
+            ReactionName::new("like".into()).expect("valid"),
+            vec!["alice".into()],
+        )],
+        ..Default::default()
+    };
+    assert!(matches!(
+        m.service().update_message(&bob(), msg_id(), update).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn any_member_reacts_in_own_name() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    m.messages
+        .expect_update_message()
+        .withf(|_, c, _| c.reactor == bob().id && c.add_reactions.len() == 1 && c.text.is_none())
+        .times(1)
+        .returning(|_, _, _| Ok(message_from(alice())));
+    let update = MessageUpdate {
+        reactions: vec![(
+            ReactionName::new("like".into()).expect("valid"),
+            vec!["bob".into()],
+        )],
+        ..Default::default()
+    };
+    assert!(m
+        .service()
+        .update_message(&bob(), msg_id(), update)
+        .await
+        .is_ok());
+}
+
+#[tokio::test]
+async fn empty_update_returns_the_message_without_writing() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &alice());
+    let got = m
+        .service()
+        .update_message(&alice(), msg_id(), MessageUpdate::default())
+        .await
+        .expect("ok");
+    assert_eq!(got.updated_at, None);
+}
+
+#[tokio::test]
+async fn only_the_sender_deletes() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &bob());
+    assert!(matches!(
+        m.service().delete_message(&bob(), msg_id()).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_cursor_not_in_the_list_names_its_side() {
+    let mut m = Mocks::new();
+    m.messages
+        .expect_list_messages()
+        .returning(|_, _, _| Err(StoreError::CursorNotFound));
+    let svc = m.service();
+    let page = Page {
+        limit: PageLimit::default(),
+        cursor: Some(Cursor::Before(msg_id())),
+    };
+    assert!(matches!(
+        svc.list_messages(&alice(), None, page).await,
+        Err(ServiceError::Invalid {
+            field: Field::PageBefore,
+            rule: Rule::CursorNotInList
+        })
+    ));
+}
