@@ -23,4 +23,3 @@ pub(crate) fn add_security_headers(headers: &mut HeaderMap) {
         HeaderValue::from_static("nosniff"),
     );
 }
-

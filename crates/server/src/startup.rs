@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use crate::config::Synchronous;
 use actix_cors::Cors;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{Server, ServerHandle, ServiceRequest, ServiceResponse};
@@ -18,7 +19,6 @@ use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use confab_service::{Confab, Ports};
 use confab_store_postgres::{PgStore, PgWakeups};
-pub use crate::config::Synchronous;
 use confab_store_sqlite::{LocalWakeups, SqliteStore};
 
 pub use crate::client_addr::TrustedProxies;
