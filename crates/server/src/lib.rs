@@ -1,6 +1,4 @@
-//! confab's HTTP server and command line (binary `confab`): the actix-web
-//! routes, the wire objects, request decoding, the one `ApiError`
-//! type, bearer authentication, configuration, telemetry and startup wiring.
+//! confab's HTTP server and command line (binary `confab`).
 //!
 //! It adapts HTTP to the use cases of `confab-service` and nothing more:
 //! rules live in the domain and the service. Only [`startup`] names a store
@@ -8,39 +6,28 @@
 //! layer: no other confab crate may depend on it (the black-box tests
 //! excepted), and it never talks to a database except through the service.
 //!
-//! Modules: [`cli`] (the `confab` commands), [`config`] (environment ->
-//! `Settings`), [`startup`] (store, service, HTTP server), [`telemetry`]
-//! (logs), [`openapi`] (the OpenAPI document, built from the routes);
-//! privately `routes` (thin handlers), `requests` (one request type per
-//! operation), `params` and `decode` (the one way request attributes are
-//! read), `dto` (wire objects), `error`, `auth`, `ratelimit`, `metrics`
-//! (`GET /metrics`), `request_id` and `webhooks` (the delivery worker);
-//! [`events`] (the event hub and the `GET /v1/events` streams);
-//! [`payloads`] (event payloads in the wire format).
+//! Three rooms, each answering one question:
+//! - [`http`]: what is said on the wire. Routes (thin handlers), one request
+//!   type per operation and its decoding, the one `ApiError`, wire objects
+//!   and event payloads, authentication, rate limits, idempotency keys as
+//!   HTTP sees them, the OpenAPI document, hostile-client defences.
+//! - [`delivery`]: what happens after a commit. The event hub and its
+//!   streams, the webhook sender.
+//! - [`app`]: how the process runs. Configuration, the CLI, startup wiring,
+//!   logs, metrics, background upkeep.
+//!
+//! Arrows point from `app` to the other two and from `http` to `delivery`
+//! (the events route opens the hub's streams), never back; all three count
+//! into `metrics`, which sits below them.
 
-pub mod cli;
-pub mod client_addr;
-pub mod config;
-pub mod events;
-pub mod openapi;
-pub mod startup;
-pub mod telemetry;
-
-mod auth;
-mod decode;
-mod dto;
-mod error;
-mod headers;
-mod idempotency;
-mod limits;
+pub mod app;
+pub mod delivery;
+pub mod http;
+/// What the process counts, for `GET /metrics`: below the three rooms,
+/// each of which counts something (requests, events, the pool).
 mod metrics;
-mod params;
-pub mod payloads;
-mod ratelimit;
-mod request_id;
-mod requests;
-mod retention;
-mod routes;
-mod unread_body;
-mod webhooks;
-mod wire;
+
+// The paths other crates and the binary use.
+pub use app::{cli, config, startup, telemetry};
+pub use delivery::events;
+pub use http::{client_addr, openapi, payloads};

@@ -1,0 +1,422 @@
+//! The `confab` command line: serve, migrate, and the operator's contact and
+//! token management. Scripts rely on these forms and outputs:
+//! - `contact create` prints the contact as JSON (the API's contact object)
+//!   on stdout;
+//! - `token issue` prints the token alone on stdout;
+//! - everything else reports on stderr; failures exit non-zero with
+//!   `error: ...` on stderr.
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use clap::{Parser, Subcommand};
+use std::sync::Arc;
+
+use confab_domain::EventType;
+use confab_service::{
+    parse_event_types, AddressPolicy, Confab, ServiceError, Webhook, WebhookError,
+};
+use tracing_subscriber::EnvFilter;
+
+use crate::app::config::Settings;
+use crate::app::startup::{open_service_waiting, Application, ServerOptions};
+use crate::app::telemetry;
+use crate::http::dto::ContactDto;
+
+/// confab: a chat service with a JSON HTTP API.
+///
+/// Every setting below is read from its environment variable (or given as
+/// the option); each has a default.
+#[derive(Debug, Parser)]
+#[command(name = "confab", version)]
+pub struct Cli {
+    #[command(flatten)]
+    settings: Settings,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Apply pending migrations and serve the HTTP API (the default).
+    Serve,
+    /// Apply pending migrations and exit.
+    Migrate,
+    /// Manage contacts (the users of the service).
+    #[command(subcommand)]
+    Contact(ContactCommand),
+    /// Manage access tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Manage webhooks (URLs that receive events).
+    #[command(subcommand)]
+    Webhook(WebhookCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum WebhookCommand {
+    /// Create a webhook; prints {"id","url","events","secret"} as JSON on
+    /// stdout (the secret is shown only this once).
+    Create {
+        /// An http:// or https:// URL; private, loopback and link-local
+        /// addresses are refused unless CONFAB_WEBHOOK_ALLOW_PRIVATE=true.
+        #[arg(long)]
+        url: String,
+        /// Event types to receive, comma-separated (default: every type),
+        /// e.g. message.created,message.updated.
+        #[arg(long, default_value = "")]
+        events: String,
+    },
+    /// List the webhooks as a JSON array (without their secrets).
+    List,
+    /// Delete a webhook.
+    Delete {
+        #[arg(long)]
+        id: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ContactCommand {
+    /// Create a contact; prints it as JSON on stdout.
+    Create {
+        /// 1 to 32 of A-Z a-z 0-9 _ . - (unique in any letter case).
+        #[arg(long)]
+        username: String,
+        /// E.164: + then 2 to 15 digits.
+        #[arg(long)]
+        phone_number: String,
+        /// An http(s) URL.
+        #[arg(long)]
+        avatar_url: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Issue a token for a contact; prints the token alone on stdout.
+    Issue {
+        #[arg(long)]
+        username: String,
+        /// Lifetime such as 90s, 15m, 12h, 30d or 2w (default: no expiry).
+        #[arg(long, value_parser = parse_duration)]
+        expires_in: Option<i64>,
+    },
+    /// Revoke every live token of a contact.
+    Revoke {
+        #[arg(long)]
+        username: String,
+    },
+}
+
+/// `90s`, `15m`, `12h`, `30d`, `2w` -> seconds (positive).
+fn parse_duration(raw: &str) -> Result<i64, String> {
+    let error = || {
+        format!("{raw:?} is not a duration: use a whole number and a unit s, m, h, d or w, e.g. 90s, 15m, 12h, 30d")
+    };
+    let unit = raw.chars().last().ok_or_else(error)?;
+    let unit_secs: i64 = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3_600,
+        'd' => 86_400,
+        'w' => 604_800,
+        _ => return Err(error()),
+    };
+    let digits = &raw[..raw.len() - unit.len_utf8()];
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(error());
+    }
+    let n: i64 = digits.parse().map_err(|_| error())?;
+    if n == 0 {
+        return Err(format!("{raw:?}: the duration must be positive"));
+    }
+    n.checked_mul(unit_secs)
+        .filter(|secs| *secs <= 100 * 365 * 86_400)
+        .ok_or_else(|| format!("{raw:?}: the duration must be at most 100 years"))
+}
+
+/// Entry point of the binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = cli.settings;
+    let command = cli.command.unwrap_or(Command::Serve);
+    // The operator's one-shot commands keep stderr quiet unless asked.
+    let default_filter = match command {
+        Command::Serve => "info",
+        _ => "warn",
+    };
+    let filter = settings
+        .log_filter
+        .as_deref()
+        .filter(|f| !f.trim().is_empty())
+        .unwrap_or(default_filter);
+    // Checked when parsed: only an empty filter could fail here.
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new(default_filter));
+    telemetry::init(filter, settings.log_format);
+    match run(command, settings) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let database = settings.database.clone();
+        // A server (and its migration step) may start before its database:
+        // they wait for it; the one-shot commands fail at once.
+        let wait = match command {
+            Command::Serve | Command::Migrate => settings.db_wait(),
+            _ => Duration::ZERO,
+        };
+        let (pool_size, synchronous) = (settings.db_pool_size, settings.sqlite_synchronous);
+        let service = tokio::task::spawn_blocking(move || {
+            open_service_waiting(&database, wait, pool_size, synchronous)
+        })
+        .await
+        .context("opening the database panicked")??;
+        match command {
+            Command::Serve => serve(service, &settings).await,
+            Command::Migrate => {
+                eprintln!("migrations are up to date");
+                Ok(())
+            }
+            Command::Contact(ContactCommand::Create {
+                username,
+                phone_number,
+                avatar_url,
+            }) => {
+                let contact = service
+                    .create_contact(&username, &phone_number, avatar_url.as_deref())
+                    .await
+                    .map_err(|e| cli_error(e, &username))?;
+                println!("{}", serde_json::to_string(&ContactDto::from(&contact))?);
+                Ok(())
+            }
+            Command::Token(TokenCommand::Issue {
+                username,
+                expires_in,
+            }) => {
+                let token = service
+                    .issue_token(&username, expires_in)
+                    .await
+                    .map_err(|e| cli_error(e, &username))?;
+                println!("{token}");
+                Ok(())
+            }
+            Command::Webhook(command) => {
+                webhook(&service, command, settings.webhook_allow_private).await
+            }
+            Command::Token(TokenCommand::Revoke { username }) => {
+                let count = service
+                    .revoke_tokens(&username)
+                    .await
+                    .map_err(|e| cli_error(e, &username))?;
+                eprintln!("revoked {count} token(s) of {username}");
+                Ok(())
+            }
+        }
+    })
+}
+
+async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
+    let listen = &settings.listen;
+    let listener = TcpListener::bind(&listen.addrs[..])
+        .with_context(|| format!("cannot listen on {} (CONFAB_LISTEN)", listen.given))?;
+    let address = listener
+        .local_addr()
+        .context("the listener has no local address")?;
+    let options = ServerOptions {
+        rate_limits: settings.rate_limits(),
+        cors: settings.cors_origins.clone(),
+        webhook_allow_private: settings.webhook_allow_private,
+        events: settings.hub_options(),
+        max_streams_per_contact: Some(settings.max_streams_per_contact),
+        trusted_proxies: settings.trusted_proxies.clone(),
+        metrics_listen: settings.metrics_listen.as_ref().map(|l| l.addrs.clone()),
+        max_connections: settings.max_connections,
+    };
+    let service = service.with_idempotency_quota(settings.idempotency_keys_per_day);
+    let app = Application::build_with_options(service, listener, options).await?;
+    let limits = app.connection_limits();
+    tracing::info!(
+        %address,
+        metrics_port = app.metrics_port(),
+        connections = limits.budget,
+        open_files = limits.open_files,
+        "confab is serving"
+    );
+    app.run_until_stopped().await.context("the server failed")
+}
+
+/// A webhook as `webhook create` and `webhook list` print it.
+fn webhook_json(webhook: &Webhook, with_secret: bool) -> serde_json::Value {
+    let mut object = serde_json::json!({
+        "id": webhook.id.to_string(),
+        "url": webhook.url,
+        "events": webhook.events.iter().map(|t| t.name()).collect::<Vec<_>>(),
+    });
+    if with_secret {
+        object["secret"] = webhook.secret.expose().into();
+    } else {
+        object["created_at"] = webhook.created_at.secs().into();
+    }
+    object
+}
+
+async fn webhook(
+    service: &Confab,
+    command: WebhookCommand,
+    allow_private: bool,
+) -> anyhow::Result<()> {
+    match command {
+        WebhookCommand::Create { url, events } => {
+            let events = parse_event_types(&events).map_err(|e| match e {
+                WebhookError::UnknownEventTypes(_) => {
+                    let known: Vec<&str> = EventType::ALL.iter().map(|t| t.name()).collect();
+                    anyhow!("invalid --events: {e} (known: {})", known.join(", "))
+                }
+                other => anyhow::Error::new(other),
+            })?;
+            let policy = AddressPolicy {
+                allow_private,
+                resolver: Arc::new(crate::delivery::webhooks::SystemResolver),
+            };
+            let target = crate::delivery::webhooks::parse_url(&url)
+                .map_err(|e| anyhow!("invalid --url: {e}"))?;
+            let webhook = service
+                .create_webhook(target, events, &policy)
+                .await
+                .map_err(|e| match e {
+                    WebhookError::Service(e) => anyhow::Error::new(e),
+                    refused => anyhow!("invalid --url: {refused}"),
+                })?;
+            println!("{}", webhook_json(&webhook, true));
+        }
+        WebhookCommand::List => {
+            let list: Vec<_> = service
+                .list_webhooks()
+                .await?
+                .iter()
+                .map(|w| webhook_json(w, false))
+                .collect();
+            println!("{}", serde_json::Value::Array(list));
+        }
+        WebhookCommand::Delete { id } => {
+            service.delete_webhook(&id).await?;
+            eprintln!("deleted webhook {id}");
+        }
+    }
+    Ok(())
+}
+
+/// A service error as the operator should read it, options named as flags.
+fn cli_error(e: ServiceError, username: &str) -> anyhow::Error {
+    match e {
+        ServiceError::Invalid { field, rule } => {
+            let param = crate::http::error::param(field);
+            anyhow!("invalid --{}: {param} {rule}", param.replace('_', "-"))
+        }
+        ServiceError::NotFound { .. } => anyhow!("there is no contact with username {username:?}"),
+        ServiceError::Conflict(what) => anyhow!("{what}"),
+        // Keeps the chain of causes for the operator.
+        other => anyhow::Error::new(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(90));
+        assert_eq!(parse_duration("15m"), Ok(900));
+        assert_eq!(parse_duration("12h"), Ok(43_200));
+        assert_eq!(parse_duration("30d"), Ok(2_592_000));
+        assert_eq!(parse_duration("2w"), Ok(1_209_600));
+        for bad in [
+            "",
+            "30",
+            "d",
+            "-1d",
+            "1.5h",
+            "0s",
+            "30x",
+            "1 d",
+            "99999999999999999999d",
+            "é",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn command_line_forms() {
+        Cli::command().debug_assert();
+        let parse = |args: &[&str]| Cli::try_parse_from(args).map(|c| c.command);
+        assert!(matches!(parse(&["confab"]), Ok(None)));
+        assert!(matches!(
+            parse(&["confab", "serve"]),
+            Ok(Some(Command::Serve))
+        ));
+        assert!(matches!(
+            parse(&["confab", "migrate"]),
+            Ok(Some(Command::Migrate))
+        ));
+        assert!(matches!(
+            parse(&[
+                "confab",
+                "contact",
+                "create",
+                "--username",
+                "alice",
+                "--phone-number",
+                "+15550100"
+            ]),
+            Ok(Some(Command::Contact(ContactCommand::Create {
+                avatar_url: None,
+                ..
+            })))
+        ));
+        assert!(matches!(
+            parse(&[
+                "confab",
+                "token",
+                "issue",
+                "--username",
+                "alice",
+                "--expires-in",
+                "30d"
+            ]),
+            Ok(Some(Command::Token(TokenCommand::Issue {
+                expires_in: Some(2_592_000),
+                ..
+            })))
+        ));
+        assert!(matches!(
+            parse(&["confab", "token", "revoke", "--username", "alice"]),
+            Ok(Some(Command::Token(TokenCommand::Revoke { .. })))
+        ));
+        assert!(parse(&[
+            "confab",
+            "token",
+            "issue",
+            "--username",
+            "a",
+            "--expires-in",
+            "soon"
+        ])
+        .is_err());
+    }
+}

@@ -1,0 +1,793 @@
+//! Configuration from the environment (or the command line), parsed once by
+//! clap into [`Settings`]; every error names the variable at fault.
+
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::bail;
+use tracing_subscriber::EnvFilter;
+
+use crate::app::telemetry::LogFormat;
+use crate::delivery::events::{HubOptions, StreamSlots};
+use crate::http::client_addr::TrustedProxies;
+use crate::http::ratelimit::{Quota, RateLimits};
+
+/// Where the data lives (`DATABASE_URL`).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Database {
+    /// A PostgreSQL connection URL (may hold a password: never printed).
+    Postgres(String),
+    /// The path of an SQLite database file.
+    Sqlite(String),
+}
+
+impl Database {
+    /// The file used when `DATABASE_URL` is unset.
+    pub const DEFAULT_SQLITE_FILE: &'static str = "confab.db";
+
+    /// Reads a `DATABASE_URL` value:
+    /// - unset: SQLite file `confab.db` in the working directory;
+    /// - `postgres://...` or `postgresql://...`: PostgreSQL, the URL as is;
+    /// - `sqlite://path`, `sqlite:path` or a plain file path: SQLite;
+    /// - empty, or any other scheme (`mysql://...`): an error naming
+    ///   `DATABASE_URL`.
+    pub fn from_env_value(value: Option<&str>) -> anyhow::Result<Database> {
+        let Some(value) = value else {
+            return Ok(Self::Sqlite(Self::DEFAULT_SQLITE_FILE.to_owned()));
+        };
+        let value = value.trim();
+        if value.is_empty() {
+            bail!("DATABASE_URL is empty: unset it to use {}, or give a postgres:// URL or an SQLite file path", Self::DEFAULT_SQLITE_FILE);
+        }
+        let lower = value.to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            return Ok(Self::Postgres(value.to_owned()));
+        }
+        let sqlite_path = if lower.starts_with("sqlite://") {
+            Some(&value["sqlite://".len()..])
+        } else if lower.starts_with("sqlite:") {
+            Some(&value["sqlite:".len()..])
+        } else {
+            None
+        };
+        if let Some(path) = sqlite_path {
+            if path.is_empty() {
+                bail!("DATABASE_URL {value:?} names no SQLite file");
+            }
+            return Ok(Self::Sqlite(path.to_owned()));
+        }
+        if let Some(scheme) = url_scheme(value) {
+            bail!(
+                "DATABASE_URL has the unsupported scheme {scheme:?}: use postgres://..., sqlite:<path> or a file path"
+            );
+        }
+        Ok(Self::Sqlite(value.to_owned()))
+    }
+}
+
+/// The scheme of something shaped like a URL (`x:` with a scheme of at
+/// least two characters, so that a Windows drive letter is still a path).
+fn url_scheme(value: &str) -> Option<&str> {
+    let (scheme, _) = value.split_once(':')?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    let ok = scheme.len() >= 2
+        && first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    ok.then_some(scheme)
+}
+
+impl fmt::Debug for Database {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // The URL may carry a password.
+            Self::Postgres(_) => f.write_str("Postgres(<redacted>)"),
+            Self::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
+        }
+    }
+}
+
+/// Everything the binary reads from its environment (or the same options
+/// on its command line): `confab --help` lists each variable and its
+/// default. A bad value stops the program with a message naming the
+/// variable.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    next_help_heading = "Configuration (each option also read from its environment variable)"
+)]
+pub struct Settings {
+    /// Where the data lives: postgres://... (PostgreSQL), or an SQLite file
+    /// (a path, sqlite:<path>).
+    #[arg(
+        long = "database-url",
+        env = "DATABASE_URL",
+        global = true,
+        hide_env_values = true,
+        default_value = Database::DEFAULT_SQLITE_FILE,
+        value_name = "URL",
+        value_parser = parse_database
+    )]
+    pub database: Database,
+
+    /// Address `serve` listens on: host:port (a host name is resolved).
+    #[arg(
+        long,
+        env = "CONFAB_LISTEN",
+        global = true,
+        default_value = Settings::DEFAULT_LISTEN,
+        value_name = "HOST:PORT",
+        value_parser = parse_listen
+    )]
+    pub listen: Listen,
+
+    /// Log filter, e.g. info, warn, confab_server=debug [default: info for
+    /// serve, warn for the other commands].
+    #[arg(
+        long = "log",
+        env = "RUST_LOG",
+        global = true,
+        value_name = "FILTER",
+        value_parser = parse_log_filter
+    )]
+    pub log_filter: Option<String>,
+
+    /// Log lines as text or as JSON objects.
+    #[arg(
+        long,
+        env = "CONFAB_LOG_FORMAT",
+        global = true,
+        default_value = "text",
+        value_enum,
+        ignore_case = true
+    )]
+    pub log_format: LogFormat,
+
+    /// Requests a second per contact (all its tokens together), on average
+    /// (0: no per-contact limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_PER_SECOND",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_PER_SECOND,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_PER_SECOND")
+    )]
+    pub rate_limit_per_second: u32,
+
+    /// Requests a contact may send at once, all its tokens together (0: no
+    /// per-contact limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_BURST",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_BURST,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_BURST")
+    )]
+    pub rate_limit_burst: u32,
+
+    /// Requests a second per client address without a valid token (0: no
+    /// limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_ANON_PER_SECOND",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_ANON_PER_SECOND,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_ANON_PER_SECOND")
+    )]
+    pub rate_limit_anon_per_second: u32,
+
+    /// Requests a client address without a valid token may send at once (0:
+    /// no limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_ANON_BURST",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_ANON_BURST,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_ANON_BURST")
+    )]
+    pub rate_limit_anon_burst: u32,
+
+    /// Browser origins allowed to call the API (CORS), comma-separated, e.g.
+    /// https://app.example,http://localhost:3000; `*` for any; empty: CORS
+    /// off.
+    #[arg(
+        long,
+        env = "CONFAB_CORS_ORIGINS",
+        global = true,
+        default_value = "",
+        hide_default_value = true,
+        value_name = "ORIGINS",
+        value_parser = parse_cors_origins
+    )]
+    pub cors_origins: CorsOrigins,
+
+    /// Seconds `serve` and `migrate` keep trying to reach PostgreSQL when
+    /// it is down at start (each try logged), before giving up; 0: fail at
+    /// once.
+    #[arg(
+        long,
+        env = "CONFAB_DB_WAIT_SECS",
+        global = true,
+        default_value_t = Settings::DEFAULT_DB_WAIT_SECS,
+        value_name = "SECONDS",
+        value_parser = seconds_parser("CONFAB_DB_WAIT_SECS")
+    )]
+    pub db_wait_secs: u32,
+
+    /// Connections to the database, from 1 to 1000: on PostgreSQL, also how
+    /// many statements run at once (requests beyond wait their turn, in
+    /// order); on SQLite, how many reads run at once. Default: on
+    /// PostgreSQL twice this machine's CPUs plus one, on SQLite 8.
+    #[arg(
+        long,
+        env = "CONFAB_DB_POOL_SIZE",
+        global = true,
+        value_name = "CONNECTIONS",
+        value_parser = parse_pool_size
+    )]
+    pub db_pool_size: Option<u32>,
+
+    /// On SQLite, whether a commit waits for the disk: `full` (the
+    /// default: an acknowledged write survives a power cut) or `normal`
+    /// (the WAL is synced at each checkpoint, every 50 ms while writes come
+    /// in: faster sends, but an operating-system crash or power cut may
+    /// roll back the last acknowledged writes). Ignored on PostgreSQL.
+    #[arg(
+        long,
+        env = "CONFAB_SQLITE_SYNCHRONOUS",
+        global = true,
+        value_name = "full|normal",
+        default_value = "full",
+        value_parser = parse_synchronous
+    )]
+    pub sqlite_synchronous: Synchronous,
+
+    /// Let webhooks go to private, loopback, link-local and other
+    /// non-public addresses (true or false): for receivers on the same
+    /// host or network.
+    #[arg(
+        long,
+        env = "CONFAB_WEBHOOK_ALLOW_PRIVATE",
+        global = true,
+        default_value = "false",
+        value_name = "BOOL",
+        action = clap::ArgAction::Set,
+        value_parser = parse_allow_private
+    )]
+    pub webhook_allow_private: bool,
+    /// Seconds without events after which a `GET /v1/events` stream gets a
+    /// comment line (keeps proxies from closing it); at least 1.
+    #[arg(
+        long,
+        env = "CONFAB_EVENTS_HEARTBEAT_SECS",
+        global = true,
+        default_value_t = Settings::DEFAULT_EVENTS_HEARTBEAT_SECS,
+        value_name = "SECONDS",
+        value_parser = seconds_parser("CONFAB_EVENTS_HEARTBEAT_SECS")
+    )]
+    pub events_heartbeat_secs: u32,
+
+    /// Event streams (`GET /v1/events`) one contact may hold open at once,
+    /// all its tokens together; one more is 429 `too_many_streams`.
+    #[arg(
+        long,
+        env = "CONFAB_MAX_STREAMS_PER_CONTACT",
+        global = true,
+        default_value_t = StreamSlots::DEFAULT_MAX,
+        value_name = "N",
+        value_parser = parse_max_streams
+    )]
+    pub max_streams_per_contact: usize,
+
+    /// New Idempotency-Keys one contact may use in a UTC day, all its
+    /// tokens together; one more is 429 `idempotency_quota` (0: no limit).
+    #[arg(
+        long,
+        env = "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
+        global = true,
+        default_value_t = confab_service::DEFAULT_KEYS_PER_DAY,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_IDEMPOTENCY_KEYS_PER_DAY")
+    )]
+    pub idempotency_keys_per_day: u32,
+
+    /// Proxies whose `X-Forwarded-For` names the client (for the
+    /// per-address limit), as comma-separated address blocks, e.g.
+    /// 10.0.0.0/8,fd00::/8; the client is the rightmost forwarded address
+    /// not in them. Empty: the peer address is the client.
+    #[arg(
+        long,
+        env = "CONFAB_TRUSTED_PROXIES",
+        global = true,
+        default_value = "",
+        hide_default_value = true,
+        value_name = "CIDRS",
+        value_parser = parse_trusted_proxies
+    )]
+    pub trusted_proxies: TrustedProxies,
+
+    /// A second address serving only `GET /metrics` (host:port), for
+    /// Prometheus on a private network; the main listener then answers 404
+    /// there. Unset: `/metrics` is on the main listener, within the
+    /// per-address limit.
+    #[arg(
+        long,
+        env = "CONFAB_METRICS_LISTEN",
+        global = true,
+        value_name = "HOST:PORT",
+        value_parser = parse_metrics_listen
+    )]
+    pub metrics_listen: Option<Listen>,
+
+    /// Connections served at once; past it a request on a new connection
+    /// is a fast 503 (but `/healthz` and `/readyz`), and open connections
+    /// keep working. Default: what the open-file limit allows after a
+    /// reserve for the database, files and those fast answers.
+    #[arg(
+        long,
+        env = "CONFAB_MAX_CONNECTIONS",
+        global = true,
+        value_name = "N",
+        value_parser = parse_max_connections
+    )]
+    pub max_connections: Option<usize>,
+}
+
+impl Settings {
+    pub const DEFAULT_LISTEN: &'static str = "127.0.0.1:8080";
+    pub const DEFAULT_DB_WAIT_SECS: u32 = 30;
+    pub const DEFAULT_EVENTS_HEARTBEAT_SECS: u32 = 15;
+
+    /// How the event hub and its streams behave.
+    pub fn hub_options(&self) -> HubOptions {
+        HubOptions {
+            heartbeat: Duration::from_secs(self.events_heartbeat_secs.max(1).into()),
+            ..HubOptions::default()
+        }
+    }
+
+    /// How long `serve` and `migrate` wait for the database at start.
+    pub fn db_wait(&self) -> Duration {
+        Duration::from_secs(self.db_wait_secs.into())
+    }
+
+    /// The rate limits; 0 turns one off.
+    pub fn rate_limits(&self) -> RateLimits {
+        RateLimits {
+            per_contact: Quota::new(self.rate_limit_per_second, self.rate_limit_burst),
+            anonymous: Quota::new(self.rate_limit_anon_per_second, self.rate_limit_anon_burst),
+        }
+    }
+}
+
+/// `CONFAB_MAX_STREAMS_PER_CONTACT`: 1 to 1000.
+fn parse_max_streams(raw: &str) -> Result<usize, String> {
+    match raw.trim().parse::<usize>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "CONFAB_MAX_STREAMS_PER_CONTACT {raw:?} is not a whole number of streams from 1 to 1000"
+        )),
+    }
+}
+
+/// `CONFAB_MAX_CONNECTIONS`: at least 1 (the open-file limit is checked at
+/// startup, where it is known).
+fn parse_max_connections(raw: &str) -> Result<usize, String> {
+    match raw.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "CONFAB_MAX_CONNECTIONS {raw:?} is not a whole number of connections, at least 1"
+        )),
+    }
+}
+
+fn parse_trusted_proxies(raw: &str) -> Result<TrustedProxies, String> {
+    raw.parse()
+        .map_err(|e| format!("CONFAB_TRUSTED_PROXIES: {e}"))
+}
+
+fn parse_metrics_listen(raw: &str) -> Result<Listen, String> {
+    parse_listen(raw).map_err(|e| e.replacen("CONFAB_LISTEN", "CONFAB_METRICS_LISTEN", 1))
+}
+
+fn parse_allow_private(raw: &str) -> Result<bool, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" | "" => Ok(false),
+        _ => Err(format!(
+            "CONFAB_WEBHOOK_ALLOW_PRIVATE {raw:?} is not true or false"
+        )),
+    }
+}
+
+fn parse_database(raw: &str) -> Result<Database, String> {
+    Database::from_env_value(Some(raw)).map_err(|e| e.to_string())
+}
+
+/// `CONFAB_LISTEN` as given and the addresses it resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    pub given: String,
+    pub addrs: Vec<SocketAddr>,
+}
+
+fn parse_listen(raw: &str) -> Result<Listen, String> {
+    let given = raw.trim();
+    let error = |why: String| {
+        format!(
+            "CONFAB_LISTEN {raw:?} is not an address like 127.0.0.1:8080 or localhost:8080: {why}"
+        )
+    };
+    let addrs: Vec<SocketAddr> = given
+        .to_socket_addrs()
+        .map_err(|e| error(e.to_string()))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(error("it resolves to no address".to_owned()));
+    }
+    Ok(Listen {
+        given: given.to_owned(),
+        addrs,
+    })
+}
+
+fn parse_log_filter(raw: &str) -> Result<String, String> {
+    EnvFilter::builder()
+        .parse(raw)
+        .map(|_| raw.to_owned())
+        .map_err(|e| {
+            format!("RUST_LOG {raw:?} is not a log filter such as info or confab_server=debug: {e}")
+        })
+}
+
+fn limit_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + Clone {
+    move |raw: &str| {
+        raw.trim().parse().map_err(|_| {
+            format!(
+                "{name} {raw:?} is not a whole number from 0 to {} (0: no limit)",
+                u32::MAX
+            )
+        })
+    }
+}
+
+fn seconds_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + Clone {
+    move |raw: &str| {
+        raw.trim().parse().map_err(|_| {
+            format!(
+                "{name} {raw:?} is not a whole number of seconds from 0 to {} (0: no wait)",
+                u32::MAX
+            )
+        })
+    }
+}
+
+/// `CONFAB_DB_POOL_SIZE`: 1 to 1000 connections.
+fn parse_pool_size(raw: &str) -> Result<u32, String> {
+    match raw.trim().parse::<u32>() {
+        Ok(n) if (1..=1000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "CONFAB_DB_POOL_SIZE {raw:?} is not a whole number of connections from 1 to 1000"
+        )),
+    }
+}
+
+/// Whether an SQLite commit waits for the disk (`CONFAB_SQLITE_SYNCHRONOUS`);
+/// startup hands it to the SQLite store as that store's own setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit is synced before it is acknowledged (the default).
+    #[default]
+    Full,
+    /// The WAL is synced at checkpoints only.
+    Normal,
+}
+
+/// `CONFAB_SQLITE_SYNCHRONOUS`: `full` or `normal`, in any case.
+fn parse_synchronous(raw: &str) -> Result<Synchronous, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "full" => Ok(Synchronous::Full),
+        "normal" => Ok(Synchronous::Normal),
+        _ => Err(format!(
+            "CONFAB_SQLITE_SYNCHRONOUS {raw:?} is neither full (every commit synced) nor normal (synced at checkpoints)"
+        )),
+    }
+}
+
+/// The browser origins CORS allows (`CONFAB_CORS_ORIGINS`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// No CORS headers at all (the default).
+    #[default]
+    Off,
+    /// `*`: any origin.
+    Any,
+    /// These origins exactly (`scheme://host[:port]`).
+    Some(Vec<String>),
+}
+
+fn parse_cors_origins(raw: &str) -> Result<CorsOrigins, String> {
+    let origins: Vec<&str> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .collect();
+    if origins.is_empty() {
+        return Ok(CorsOrigins::Off);
+    }
+    if origins == ["*"] {
+        return Ok(CorsOrigins::Any);
+    }
+    for origin in &origins {
+        if !is_origin(origin) {
+            return Err(format!(
+                "CONFAB_CORS_ORIGINS: {origin:?} is not an origin like https://app.example or http://localhost:3000 (scheme, host and port only, no path), nor * alone"
+            ));
+        }
+    }
+    Ok(CorsOrigins::Some(
+        origins.into_iter().map(str::to_owned).collect(),
+    ))
+}
+
+/// `http(s)://host[:port]`, as a browser sends it in `Origin`.
+fn is_origin(s: &str) -> bool {
+    let Some(rest) = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(']') || rest.starts_with('[') => (h, Some(p)),
+        _ => (rest, None),
+    };
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'[' | b']' | b':'))
+        && port
+            .is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db(v: Option<&str>) -> Database {
+        Database::from_env_value(v).expect("valid")
+    }
+
+    #[test]
+    fn database_values() {
+        assert_eq!(db(None), Database::Sqlite("confab.db".into()));
+        assert_eq!(
+            db(Some("sqlite:///tmp/x.db")),
+            Database::Sqlite("/tmp/x.db".into())
+        );
+        assert_eq!(db(Some("sqlite://x.db")), Database::Sqlite("x.db".into()));
+        assert_eq!(db(Some("sqlite:x.db")), Database::Sqlite("x.db".into()));
+        assert_eq!(db(Some("/tmp/x.db")), Database::Sqlite("/tmp/x.db".into()));
+        assert_eq!(
+            db(Some("./data/x.db")),
+            Database::Sqlite("./data/x.db".into())
+        );
+        let pg = "postgres://u:secret@localhost/db";
+        assert_eq!(db(Some(pg)), Database::Postgres(pg.into()));
+        assert!(matches!(
+            db(Some("postgresql://localhost/db")),
+            Database::Postgres(_)
+        ));
+        assert!(!format!("{:?}", db(Some(pg))).contains("secret"));
+        for bad in ["mysql://x", "http://x", "", "  ", "sqlite:", "sqlite://"] {
+            let e = Database::from_env_value(Some(bad)).expect_err(bad);
+            assert!(e.to_string().contains("DATABASE_URL"), "{bad}: {e}");
+        }
+    }
+
+    fn settings(args: &[&str]) -> Result<Settings, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            settings: Settings,
+        }
+        let mut argv = vec!["confab"];
+        argv.extend_from_slice(args);
+        <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.settings)
+    }
+
+    #[test]
+    fn settings_name_the_variable() {
+        let s = settings(&[]).expect("defaults");
+        assert_eq!(s.listen.given, "127.0.0.1:8080");
+        assert_eq!(s.listen.addrs, ["127.0.0.1:8080".parse().expect("addr")]);
+        assert_eq!(s.cors_origins, CorsOrigins::Off);
+        assert_eq!(s.log_format, LogFormat::Text);
+        assert_eq!(s.db_wait(), Duration::from_secs(30));
+        assert_eq!(s.db_pool_size, None);
+        assert_eq!(s.sqlite_synchronous, Synchronous::Full);
+        assert_eq!(
+            settings(&["--sqlite-synchronous", " Normal "])
+                .expect("normal")
+                .sqlite_synchronous,
+            Synchronous::Normal
+        );
+        assert_eq!(
+            settings(&["--db-pool-size", " 5 "])
+                .expect("five")
+                .db_pool_size,
+            Some(5)
+        );
+        assert_eq!(
+            settings(&["--db-wait-secs", "0"])
+                .expect("no wait")
+                .db_wait(),
+            Duration::ZERO
+        );
+        let s = settings(&["--listen", "localhost:8080"]).expect("host name");
+        assert!(s
+            .listen
+            .addrs
+            .iter()
+            .all(|a| a.ip().is_loopback() && a.port() == 8080));
+        for (arg, name) in [
+            ("--listen=nope", "CONFAB_LISTEN"),
+            ("--database-url=mysql://x", "DATABASE_URL"),
+            ("--log=a=b=c", "RUST_LOG"),
+            (
+                "--cors-origins=https://a.example/path",
+                "CONFAB_CORS_ORIGINS",
+            ),
+            ("--rate-limit-burst=-1", "CONFAB_RATE_LIMIT_BURST"),
+            ("--db-wait-secs=soon", "CONFAB_DB_WAIT_SECS"),
+            ("--db-pool-size=0", "CONFAB_DB_POOL_SIZE"),
+            ("--db-pool-size=1001", "CONFAB_DB_POOL_SIZE"),
+            ("--db-pool-size=many", "CONFAB_DB_POOL_SIZE"),
+            ("--sqlite-synchronous=off", "CONFAB_SQLITE_SYNCHRONOUS"),
+            ("--sqlite-synchronous=", "CONFAB_SQLITE_SYNCHRONOUS"),
+            (
+                "--webhook-allow-private=maybe",
+                "CONFAB_WEBHOOK_ALLOW_PRIVATE",
+            ),
+        ] {
+            let e = settings(&[arg]).expect_err(name);
+            assert!(e.to_string().contains(name), "{name}: {e}");
+        }
+        let e = settings(&["--log-format", "xml"]).expect_err("format");
+        assert!(e.to_string().contains("xml"), "{e}");
+        assert_eq!(
+            settings(&["--log-format", "JSON"])
+                .expect("json")
+                .log_format,
+            LogFormat::Json
+        );
+    }
+
+    #[test]
+    fn webhook_allow_private_is_a_boolean() {
+        let allow =
+            |v: &str| settings(&["--webhook-allow-private", v]).map(|s| s.webhook_allow_private);
+        for yes in ["true", "TRUE", "1", "yes"] {
+            assert!(allow(yes).expect(yes), "{yes}");
+        }
+        for no in ["false", "False", "0", "no"] {
+            assert!(!allow(no).expect(no), "{no}");
+        }
+        assert!(allow("on?").is_err());
+    }
+
+    #[test]
+    fn cors_origins() {
+        let cors = |v: &str| settings(&["--cors-origins", v]).map(|s| s.cors_origins);
+        assert_eq!(cors("").expect("empty"), CorsOrigins::Off);
+        assert_eq!(cors("*").expect("any"), CorsOrigins::Any);
+        assert_eq!(
+            cors("https://app.example, http://localhost:3000").expect("two"),
+            CorsOrigins::Some(vec![
+                "https://app.example".into(),
+                "http://localhost:3000".into()
+            ])
+        );
+        for bad in [
+            "app.example",
+            "https://",
+            "https://a.example/",
+            "ftp://a",
+            "*,https://a.example",
+            "https://a.example:x",
+        ] {
+            assert!(cors(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hostile_load_settings() {
+        let s = settings(&[]).expect("defaults");
+        assert_eq!(s.max_streams_per_contact, 10);
+        assert_eq!(s.idempotency_keys_per_day, 10_000);
+        assert_eq!(s.trusted_proxies, TrustedProxies::default());
+        assert_eq!(s.metrics_listen, None);
+        assert_eq!(s.max_connections, None);
+        let s = settings(&[
+            "--max-streams-per-contact",
+            "3",
+            "--trusted-proxies",
+            "10.0.0.0/8, fd00::/8",
+            "--metrics-listen",
+            "127.0.0.1:9090",
+            "--max-connections",
+            "500",
+            "--idempotency-keys-per-day",
+            "0",
+        ])
+        .expect("set");
+        assert_eq!(s.idempotency_keys_per_day, 0);
+        assert_eq!(s.max_streams_per_contact, 3);
+        assert_eq!(
+            s.trusted_proxies,
+            "10.0.0.0/8,fd00::/8".parse().expect("cidrs")
+        );
+        assert_eq!(
+            s.metrics_listen.map(|l| l.addrs),
+            Some(vec!["127.0.0.1:9090".parse().expect("addr")])
+        );
+        assert_eq!(s.max_connections, Some(500));
+        for (flag, bad, name) in [
+            (
+                "--max-streams-per-contact",
+                "0",
+                "CONFAB_MAX_STREAMS_PER_CONTACT",
+            ),
+            (
+                "--max-streams-per-contact",
+                "x",
+                "CONFAB_MAX_STREAMS_PER_CONTACT",
+            ),
+            ("--trusted-proxies", "10.0.0.0/40", "CONFAB_TRUSTED_PROXIES"),
+            ("--metrics-listen", "nowhere", "CONFAB_METRICS_LISTEN"),
+            ("--max-connections", "0", "CONFAB_MAX_CONNECTIONS"),
+            (
+                "--idempotency-keys-per-day",
+                "lots",
+                "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
+            ),
+        ] {
+            let e = settings(&[flag, bad]).expect_err(bad).to_string();
+            assert!(e.contains(name), "{flag} {bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn rate_limits_default_on_and_zero_is_off() {
+        let s = settings(&[]).expect("defaults");
+        assert_eq!(s.rate_limits(), RateLimits::default());
+        assert!(s.rate_limits().per_contact.is_some() && s.rate_limits().anonymous.is_some());
+        let s = settings(&[
+            "--rate-limit-per-second",
+            "0",
+            "--rate-limit-anon-burst",
+            "0",
+        ])
+        .expect("zeros");
+        assert_eq!(s.rate_limits(), RateLimits::OFF);
+        let s = settings(&["--rate-limit-burst", " 7 "]).expect("burst");
+        assert_eq!(s.rate_limits().per_contact, Quota::new(100, 7));
+        for name in [
+            "CONFAB_RATE_LIMIT_BURST",
+            "CONFAB_RATE_LIMIT_ANON_PER_SECOND",
+        ] {
+            let flag = format!(
+                "--{}",
+                name.trim_start_matches("CONFAB_")
+                    .to_ascii_lowercase()
+                    .replace('_', "-")
+            );
+            let e = settings(&[&format!("{flag}=-1")]).expect_err("negative");
+            assert!(e.to_string().contains(name), "{e}");
+        }
+    }
+}

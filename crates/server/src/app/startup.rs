@@ -1,0 +1,601 @@
+//! Wiring: the store behind the service, and the HTTP server around it. The
+//! only module that names a store.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use crate::app::config::Synchronous;
+use actix_cors::Cors;
+use actix_web::body::{BoxBody, EitherBody, MessageBody};
+use actix_web::dev::{Server, ServerHandle, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::ConnectionType;
+use actix_web::middleware::{
+    from_fn, Compress, Condition, ErrorHandlerResponse, ErrorHandlers, Next,
+};
+use actix_web::{web, App, HttpResponse, HttpServer};
+use anyhow::Context;
+use confab_service::{Confab, Ports};
+use confab_store_postgres::{PgStore, PgWakeups};
+use confab_store_sqlite::{LocalWakeups, SqliteStore};
+
+pub use crate::app::config::{CorsOrigins, Database};
+use crate::app::telemetry;
+pub use crate::delivery::events::HubOptions;
+use crate::delivery::events::{Hub, StreamSlots};
+pub use crate::http::client_addr::TrustedProxies;
+use crate::http::error::ApiError;
+use crate::http::payloads::WirePayloads;
+use crate::http::ratelimit::Limiter;
+pub use crate::http::ratelimit::{Quota, RateLimits};
+use crate::http::routes;
+use crate::metrics::Metrics;
+
+/// Connects to the store, applies pending migrations, returns the service.
+/// Blocking: call it outside async code (or in `spawn_blocking`).
+pub fn open_service(db: &Database) -> anyhow::Result<Confab> {
+    open_service_waiting(db, Duration::ZERO, None, Synchronous::default())
+}
+
+/// As [`open_service`], but while PostgreSQL cannot be reached, tries again
+/// every [`RETRY_EVERY`] for up to `wait` (logging each failed try), so that
+/// a server started before its database comes up once it does; with
+/// `pool_size` connections to the database (`CONFAB_DB_POOL_SIZE`), or the
+/// store's default, and on SQLite commits that wait for the disk or not
+/// (`synchronous`, `CONFAB_SQLITE_SYNCHRONOUS`). Blocking.
+pub fn open_service_waiting(
+    db: &Database,
+    wait: Duration,
+    pool_size: Option<u32>,
+    synchronous: Synchronous,
+) -> anyhow::Result<Confab> {
+    let ports = match db {
+        Database::Postgres(url) => {
+            let pool_size = pool_size.unwrap_or_else(PgStore::default_pool_size);
+            let store = connect_postgres(url, wait, pool_size)?;
+            store
+                .migrate()
+                .context("cannot apply the PostgreSQL migrations")?;
+            // LISTEN on its own connection; it opens when the hub first
+            // waits. The same object is told of this process's commits.
+            let wakeups = Arc::new(PgWakeups::new(url)?);
+            let mut ports = Ports::from_store(store, Arc::new(WirePayloads), wakeups.clone());
+            ports.wakeups = wakeups;
+            ports
+        }
+        Database::Sqlite(path) => {
+            let synchronous = match synchronous {
+                Synchronous::Full => confab_store_sqlite::Synchronous::Full,
+                Synchronous::Normal => confab_store_sqlite::Synchronous::Normal,
+            };
+            let store =
+                SqliteStore::open_with(path, pool_size, synchronous).with_context(|| {
+                    format!("cannot open the SQLite database {path:?} (DATABASE_URL)")
+                })?;
+            store
+                .migrate()
+                .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
+            let wakeups = Arc::new(LocalWakeups::sqlite());
+            let mut ports = Ports::from_store(store, Arc::new(WirePayloads), wakeups.clone());
+            ports.wakeups = wakeups;
+            ports
+        }
+    };
+    Ok(Confab::new(ports))
+}
+
+/// The pause between two tries of [`open_service_waiting`].
+pub const RETRY_EVERY: Duration = Duration::from_secs(1);
+
+fn connect_postgres(url: &str, wait: Duration, pool_size: u32) -> anyhow::Result<PgStore> {
+    let started = Instant::now();
+    let mut attempt = 1u32;
+    loop {
+        let error = match PgStore::connect_with(url, pool_size) {
+            Ok(store) => {
+                if attempt > 1 {
+                    tracing::info!(attempt, "PostgreSQL answers");
+                }
+                return Ok(store);
+            }
+            Err(e) => e,
+        };
+        let waited = started.elapsed();
+        if waited + RETRY_EVERY >= wait {
+            let error = error.context("cannot connect to PostgreSQL (DATABASE_URL)");
+            return Err(if wait.is_zero() {
+                error
+            } else {
+                error.context(format!(
+                    "gave up after {} tries in {:.0?} (CONFAB_DB_WAIT_SECS={})",
+                    attempt,
+                    waited,
+                    wait.as_secs()
+                ))
+            });
+        }
+        tracing::warn!(
+            attempt,
+            waited_secs = waited.as_secs(),
+            wait_secs = wait.as_secs(),
+            error = format!("{error:#}"),
+            "PostgreSQL cannot be reached; trying again in {RETRY_EVERY:?}"
+        );
+        std::thread::sleep(RETRY_EVERY);
+        attempt += 1;
+    }
+}
+
+/// How the HTTP server behaves beyond its routes.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    pub rate_limits: RateLimits,
+    pub cors: CorsOrigins,
+    /// Webhooks may go to non-public addresses (`CONFAB_WEBHOOK_ALLOW_PRIVATE`).
+    pub webhook_allow_private: bool,
+    pub events: HubOptions,
+    /// Open event streams per contact (`CONFAB_MAX_STREAMS_PER_CONTACT`);
+    /// `None`: [`StreamSlots::DEFAULT_MAX`].
+    pub max_streams_per_contact: Option<usize>,
+    /// Proxies trusted to name the client (`CONFAB_TRUSTED_PROXIES`).
+    pub trusted_proxies: TrustedProxies,
+    /// Serve `/metrics` only here (`CONFAB_METRICS_LISTEN`; port 0 picks
+    /// one, see [`Application::metrics_port`]).
+    pub metrics_listen: Option<Vec<SocketAddr>>,
+    /// Connections served at once (`CONFAB_MAX_CONNECTIONS`); `None`: from
+    /// the open-file limit (see [`ConnectionLimits`]).
+    pub max_connections: Option<usize>,
+}
+
+/// The HTTP server, bound and ready to run.
+pub struct Application {
+    port: u16,
+    server: Server,
+    hub: Hub,
+    /// The private `/metrics` listener, already running.
+    metrics: Option<(u16, ServerHandle)>,
+    connections: ConnectionLimits,
+}
+
+impl Application {
+    /// Builds the server on `listener` (bind port 0 for a random port),
+    /// with the default options.
+    pub async fn build(service: Confab, listener: TcpListener) -> anyhow::Result<Application> {
+        Self::build_with_options(service, listener, ServerOptions::default()).await
+    }
+
+    /// Builds the server with these rate limits.
+    pub async fn build_with(
+        service: Confab,
+        listener: TcpListener,
+        limits: RateLimits,
+    ) -> anyhow::Result<Application> {
+        let options = ServerOptions {
+            rate_limits: limits,
+            ..ServerOptions::default()
+        };
+        Self::build_with_options(service, listener, options).await
+    }
+
+    /// Builds the server with these options.
+    pub async fn build_with_options(
+        service: Confab,
+        listener: TcpListener,
+        options: ServerOptions,
+    ) -> anyhow::Result<Application> {
+        let port = listener
+            .local_addr()
+            .context("the listener has no local address")?
+            .port();
+        let connections = ConnectionLimits::for_this_process(options.max_connections)?;
+        crate::delivery::webhooks::spawn_delivery(service.clone(), options.webhook_allow_private);
+        crate::app::retention::spawn_pruning(service.clone());
+        let service = web::Data::new(service);
+        // One limiter and one set of metrics for all workers: a budget and a
+        // count are per server, not per thread.
+        let limiter = web::Data::new(Limiter::new(options.rate_limits));
+        let metrics = Metrics::new();
+        Metrics::spawn_upkeep(&metrics);
+        // One hub per server: one reader of the events table for all its
+        // streams.
+        let hub = Hub::start((**service).clone(), options.events, metrics.clone());
+        let hub_data = web::Data::new(hub.clone());
+        let metrics = web::Data::from(metrics);
+        let slots = web::Data::new(StreamSlots::new(
+            options
+                .max_streams_per_contact
+                .unwrap_or(StreamSlots::DEFAULT_MAX),
+        ));
+        let proxies = web::Data::new(options.trusted_proxies.clone());
+        let metrics_server = match &options.metrics_listen {
+            Some(addrs) => Some(metrics_server(addrs, &metrics, &service)?),
+            None => None,
+        };
+        let metrics_private = metrics_server.is_some();
+        let cors = options.cors;
+        let open = Arc::new(AtomicUsize::new(0));
+        let server = HttpServer::new(move || {
+            // Middleware order, outermost first (the last `wrap` is the
+            // outermost):
+            // 1. `observe`: the request id, metrics and the one log line. It
+            //    sees every answer, including those of the layers below
+            //    (CORS preflights, rewritten errors, 401 and 429 from
+            //    authentication), times all of them, and stamps
+            //    `X-Request-Id` on each.
+            // 2. `Compress`: outside the error rewriting, so that a rewritten
+            //    body is never mislabelled by an encoding set inside.
+            // 3. Security headers: on every response of the layers below.
+            // 4. Error rewriting to the JSON body: outside CORS, so that a
+            //    refused preflight (plain text from actix-cors) is JSON too;
+            //    it keeps the headers CORS set.
+            // 5. CORS: at the application, outside the `/v1` scope where
+            //    authentication and rate limits run, so a preflight is
+            //    answered before any token is asked for, and CORS headers
+            //    reach 401 and 429 answers (a browser can read them).
+            // 6. The database budget: innermost, around the routes and
+            //    authentication, so that every store call of a request draws
+            //    on one budget ([`REQUEST_DB_BUDGET`]).
+            // 7. The connection budget: outside everything but `observe`
+            //    (which counts its 503s), so that a request on a
+            //    connection past the budget costs nothing else.
+            App::new()
+                .app_data(service.clone())
+                .app_data(limiter.clone())
+                .app_data(metrics.clone())
+                .app_data(hub_data.clone())
+                .app_data(slots.clone())
+                .app_data(proxies.clone())
+                .app_data(web::Data::new(routes::MetricsElsewhere(metrics_private)))
+                .configure(routes::configure)
+                .default_service(web::to(routes::route_not_found))
+                .wrap(from_fn(db_budget))
+                .wrap(from_fn(crate::http::unread_body::keep_with_answer))
+                .wrap(Condition::new(
+                    cors != CorsOrigins::Off,
+                    cors_middleware(&cors),
+                ))
+                .wrap(ErrorHandlers::new().default_handler(json_error_body))
+                .wrap(crate::http::headers::security_headers())
+                .wrap(Compress::default())
+                .wrap(from_fn(over_budget))
+                .wrap(from_fn(telemetry::observe))
+        })
+        .on_connect({
+            let budget = connections.budget;
+            move |_, ext| {
+                let n = open.fetch_add(1, Ordering::SeqCst) + 1;
+                ext.insert(ConnectionTicket {
+                    over: n > budget,
+                    open: open.clone(),
+                });
+            }
+        })
+        .max_connections(connections.per_worker())
+        .client_disconnect_timeout(crate::http::unread_body::LINGER)
+        .listen(listener)
+        .context("cannot listen")?
+        .run();
+        let metrics = metrics_server.map(|(port, server)| {
+            let handle = server.handle();
+            tokio::spawn(server);
+            (port, handle)
+        });
+        Ok(Application {
+            port,
+            server,
+            hub,
+            metrics,
+            connections,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The port of the private `/metrics` listener, when there is one.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics.as_ref().map(|(port, _)| *port)
+    }
+
+    /// The connection budget this server runs with.
+    pub fn connection_limits(&self) -> ConnectionLimits {
+        self.connections
+    }
+
+    /// The server's event hub.
+    pub fn hub(&self) -> &Hub {
+        &self.hub
+    }
+
+    /// Serves until SIGINT / SIGTERM, then shuts down gracefully (in-flight
+    /// requests finish). Event streams never finish by themselves, so the
+    /// same signals end them (each with a comment saying why), and the
+    /// shutdown does not wait for its timeout on them.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let hub = self.hub.clone();
+        let on_signal = tokio::spawn(async move {
+            shutdown_requested().await;
+            tracing::info!("shutting down: ending the event streams");
+            hub.close();
+        });
+        let result = self.server.await;
+        on_signal.abort();
+        self.hub.close();
+        if let Some((_, metrics)) = self.metrics {
+            metrics.stop(true).await;
+        }
+        result
+    }
+}
+
+/// The server's connection budget (API.md section 9 "Hostile load"). The
+/// process's open-file limit (its soft limit raised to the hard one at
+/// start) less a reserve for everything else that needs a descriptor (the
+/// database pool, the SQLite files, the LISTEN connection, webhook
+/// deliveries, logs) is where the server stops accepting, so that accept
+/// never fails for want of a descriptor; below that, connections past the
+/// `budget` are still accepted but each request on them is answered 503
+/// at once and the connection closed (`/healthz` and `/readyz` excepted),
+/// so that a flood of connections gets fast refusals instead of timeouts
+/// and the connections already open keep working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Connections served as usual.
+    pub budget: usize,
+    /// Connections accepted at all (past it the listener waits).
+    pub accepted: usize,
+    /// The open-file limit they were derived from.
+    pub open_files: u64,
+}
+
+impl ConnectionLimits {
+    /// Descriptors kept for everything but connections: this many, or an
+    /// eighth of the limit when that is more.
+    pub const RESERVE: u64 = 64;
+
+    /// Derived from an open-file limit (see the type's docs): the budget is
+    /// `explicit`, or seven eighths of what is accepted.
+    pub fn from_open_files(open_files: u64, explicit: Option<usize>) -> anyhow::Result<Self> {
+        let reserve = Self::RESERVE.max(open_files / 8);
+        let accepted = usize::try_from(open_files.saturating_sub(reserve)).unwrap_or(usize::MAX);
+        if accepted < 2 {
+            anyhow::bail!(
+                "the open-file limit ({open_files}) leaves no descriptor for connections \
+                 after a reserve of {reserve}: raise it (ulimit -n)"
+            );
+        }
+        let budget = match explicit {
+            Some(n) if n < accepted => n,
+            Some(n) => anyhow::bail!(
+                "CONFAB_MAX_CONNECTIONS {n} does not fit the open-file limit ({open_files}): \
+                 at most {} (the limit less a reserve of {reserve} descriptors and room \
+                 for fast refusals); raise the limit (ulimit -n) or lower the variable",
+                accepted - 1
+            ),
+            None => accepted - (accepted / 8).max(1),
+        };
+        Ok(Self {
+            budget,
+            accepted,
+            open_files,
+        })
+    }
+
+    /// From this process's open-file limit, after raising its soft limit
+    /// to the hard one.
+    pub fn for_this_process(explicit: Option<usize>) -> anyhow::Result<Self> {
+        let open_files = match rlimit::increase_nofile_limit(u64::MAX) {
+            Ok(n) => n,
+            Err(e) => {
+                let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE)
+                    .context("cannot read the open-file limit")?;
+                tracing::warn!(error = %e, soft, "cannot raise the open-file limit");
+                soft
+            }
+        };
+        Self::from_open_files(open_files, explicit)
+    }
+
+    /// actix's limit is per worker; the workers are at most the available
+    /// parallelism, so together they accept no more than `accepted`.
+    fn per_worker(self) -> usize {
+        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        (self.accepted / workers).max(1)
+    }
+}
+
+/// A connection's place in the budget, kept in its connection data (and so
+/// dropped, giving the place back, when the connection closes).
+struct ConnectionTicket {
+    over: bool,
+    open: Arc<AtomicUsize>,
+}
+
+impl Drop for ConnectionTicket {
+    fn drop(&mut self) {
+        self.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Answers a request on a connection past the budget with a fast 503 and
+/// closes the connection; health checks are answered as usual.
+async fn over_budget(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let over = req
+        .conn_data::<ConnectionTicket>()
+        .is_some_and(|ticket| ticket.over);
+    if over && !matches!(req.path(), "/healthz" | "/readyz") {
+        let mut res = HttpResponse::from_error(ApiError::over_capacity());
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        res.head_mut().set_connection_type(ConnectionType::Close);
+        return Ok(req.into_response(res).map_into_right_body());
+    }
+    Ok(next.call(req).await?.map_into_left_body())
+}
+
+/// The private `/metrics` listener: that route alone, no limits (the
+/// network keeps it private), everything else a JSON 404.
+fn metrics_server(
+    addrs: &[SocketAddr],
+    metrics: &web::Data<Metrics>,
+    service: &web::Data<Confab>,
+) -> anyhow::Result<(u16, Server)> {
+    let listener = TcpListener::bind(addrs)
+        .with_context(|| format!("cannot listen on {addrs:?} (CONFAB_METRICS_LISTEN)"))?;
+    let port = listener
+        .local_addr()
+        .context("the metrics listener has no local address")?
+        .port();
+    let (metrics, service) = (metrics.clone(), service.clone());
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(metrics.clone())
+            .app_data(service.clone())
+            .route("/metrics", web::get().to(crate::metrics::scrape))
+            .default_service(web::to(routes::route_not_found))
+    })
+    .workers(1)
+    .listen(listener)
+    .context("cannot listen (CONFAB_METRICS_LISTEN)")?
+    .run();
+    Ok((port, server))
+}
+
+/// Resolves at SIGINT or SIGTERM (the signals actix stops on).
+async fn shutdown_requested() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// All of a request's waits on the database together (a token lookup, an
+/// idempotency claim, the write): API.md section 9 allows 2 s, this leaves
+/// room for the HTTP work around them.
+pub const REQUEST_DB_BUDGET: Duration = Duration::from_millis(1900);
+
+/// Runs the rest of the request within [`REQUEST_DB_BUDGET`] (the stores
+/// share one implementation of the budget; the SQLite crate's name is
+/// only where it is reached from).
+async fn db_budget(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    confab_store_sqlite::within_db_budget(REQUEST_DB_BUDGET, next.call(req)).await
+}
+
+/// CORS for the configured origins: the headers a client sends and reads
+/// (bearer auth, idempotency, request ids, rate limits, `Location`).
+/// Requests from other origins are served without CORS headers (the
+/// browser then keeps the answer from the page) rather than refused, so
+/// that clients outside browsers are unaffected.
+fn cors_middleware(origins: &CorsOrigins) -> Cors {
+    let mut cors = Cors::default()
+        .allowed_methods(["GET", "POST", "PUT", "PATCH", "DELETE"])
+        .allowed_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::HeaderName::from_static("idempotency-key"),
+            // A fetch()-based event stream client resuming.
+            header::HeaderName::from_static("last-event-id"),
+            crate::http::request_id::HEADER,
+        ])
+        .expose_headers([
+            header::LOCATION,
+            header::RETRY_AFTER,
+            header::HeaderName::from_static("ratelimit-limit"),
+            header::HeaderName::from_static("ratelimit-remaining"),
+            header::HeaderName::from_static("ratelimit-reset"),
+            crate::http::request_id::HEADER,
+            header::HeaderName::from_static("idempotent-replayed"),
+        ])
+        .max_age(3600)
+        .block_on_origin_mismatch(false);
+    match origins {
+        CorsOrigins::Off => {}
+        CorsOrigins::Any => cors = cors.allow_any_origin().send_wildcard(),
+        CorsOrigins::Some(list) => {
+            for origin in list {
+                cors = cors.allowed_origin(origin);
+            }
+        }
+    }
+    cors
+}
+
+/// Rewrites an error response that did not come from [`ApiError`] (actix's
+/// own errors, actix-cors refusals) into the contract's JSON shape, so no
+/// response ever carries a plain-text error body. The headers set so far
+/// (CORS, `Allow`, ...) are kept, but those describing the old body; a
+/// server error's original text goes to the log line as its cause.
+fn json_error_body<B: MessageBody + 'static>(
+    res: ServiceResponse<B>,
+) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let is_json = res
+        .response()
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|ct| ct == HeaderValue::from_static("application/json"));
+    if is_json {
+        return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
+    }
+    let status = res.status();
+    let (req, old) = res.into_parts();
+    let mut error = ApiError::for_status(status);
+    if let (true, Some(e)) = (status.is_server_error(), old.error()) {
+        error = error.with_cause(e);
+    }
+    let mut body = HttpResponse::from_error(error);
+    for (name, value) in old.headers() {
+        if !matches!(
+            *name,
+            header::CONTENT_TYPE | header::CONTENT_LENGTH | header::CONTENT_ENCODING
+        ) {
+            body.headers_mut().append(name.clone(), value.clone());
+        }
+    }
+    let res: ServiceResponse<EitherBody<B, BoxBody>> =
+        ServiceResponse::new(req, body).map_into_right_body();
+    Ok(ErrorHandlerResponse::Response(res))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConnectionLimits;
+
+    #[test]
+    fn the_budget_keeps_descriptors_in_reserve() {
+        let l = ConnectionLimits::from_open_files(1024, None).expect("1024");
+        // An eighth of the limit in reserve, then an eighth of the rest for
+        // fast refusals.
+        assert_eq!((l.accepted, l.budget), (896, 784));
+        let l = ConnectionLimits::from_open_files(256, None).expect("256");
+        assert_eq!((l.accepted, l.budget), (192, 168));
+        let l = ConnectionLimits::from_open_files(1024, Some(100)).expect("explicit");
+        assert_eq!((l.accepted, l.budget), (896, 100));
+        let e = ConnectionLimits::from_open_files(1024, Some(896)).expect_err("too many");
+        assert!(e.to_string().contains("CONFAB_MAX_CONNECTIONS"), "{e}");
+        assert!(ConnectionLimits::from_open_files(64, None).is_err());
+    }
+}

@@ -1,0 +1,176 @@
+//! Bearer-token authentication: a middleware on the whole `/v1` scope (so
+//! it runs before routing: an unknown `/v1` path without a token is 401),
+//! and the [`Caller`] extractor handlers use to learn who is asking.
+
+use std::future::{ready, Ready};
+use std::net::IpAddr;
+
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderMap, AUTHORIZATION};
+use actix_web::http::ConnectionType;
+use actix_web::middleware::Next;
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
+use confab_domain::Contact;
+use confab_service::{Confab, ServiceError};
+
+use crate::http::client_addr::TrustedProxies;
+use crate::http::error::ApiError;
+use crate::http::ratelimit::{Budget, Limiter, Verdict};
+
+/// The authenticated contact making the request.
+#[derive(Debug, Clone)]
+pub struct Caller(pub Contact);
+
+/// The token of `Authorization: Bearer <token>` (scheme in any case). Only
+/// this header counts: a token in the query string is never looked at.
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
+        .then_some(token)
+}
+
+/// Authenticates every request it wraps, or answers 401; applies the rate
+/// limits (see [`crate::http::ratelimit`]), answering 429.
+///
+/// A refusal is answered as a response, not returned as `Err`: an error
+/// leaves the middleware chain as `Err` and becomes a response only inside
+/// actix, past every outer middleware (the security headers among them).
+pub async fn require_token(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    match authenticate(&req).await {
+        Ok((caller, budget)) => {
+            req.extensions_mut().insert(caller);
+            let mut res = next.call(req).await?;
+            if let Some(budget) = budget {
+                budget.write(res.headers_mut(), false);
+            }
+            Ok(res.map_into_left_body())
+        }
+        // Not `req.into_response`, which would drop the error the refusal
+        // carries for the log line and the metrics.
+        // The body's reader goes with the refusal, so that the connection
+        // closes instead of reading the body on (`unread_body`).
+        Err(refusal) => {
+            let (req, payload) = req.into_parts();
+            crate::http::unread_body::hold(&req, payload);
+            Ok(ServiceResponse::new(req, refusal).map_into_right_body())
+        }
+    }
+}
+
+/// The caller and what is left of their budget, or the refusal to send
+/// (built with `from_error`, so that the request's log line and the error
+/// metrics see the [`ApiError`] and its cause).
+///
+/// The address's allowance is looked at only for requests that bring no
+/// valid token: a valid token is judged by its contact's budget alone, so
+/// that others behind the same address (a proxy, a NAT) spending theirs on
+/// bad tokens never lock it out (API.md section 9 "Hostile load").
+async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), HttpResponse> {
+    let service = req
+        .app_data::<web::Data<Confab>>()
+        .ok_or_else(|| ApiError::internal(&"the service is not registered as app data"))
+        .map_err(HttpResponse::from_error)?;
+    let anonymous = |refusal: ApiError| -> HttpResponse {
+        anonymous_refusal(req.request()).unwrap_or_else(|| HttpResponse::from_error(refusal))
+    };
+    let Some(token) = bearer_token(req.headers()) else {
+        return Err(anonymous(ApiError::unauthorized()));
+    };
+    let contact = match service.authenticate(token).await {
+        Ok(contact) => contact,
+        Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
+        Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
+    };
+    tracing::Span::current().record("caller", tracing::field::display(contact.id));
+    let limiter = req.app_data::<web::Data<Limiter>>();
+    let budget = match limiter.map(|l| l.check_contact(contact.id)) {
+        Some(Verdict::Limited(budget)) => return Err(too_many(&budget)),
+        Some(Verdict::Allowed(budget)) => budget,
+        None => None,
+    };
+    Ok((Caller(contact), budget))
+}
+
+/// A request that brings no valid token costs its client's address one
+/// unit of the anonymous allowance: `Some(429)` when that is spent (an
+/// address already spent is refused without counting again, so that its
+/// block ends when announced), `None` to go on.
+pub(crate) fn anonymous_refusal(req: &HttpRequest) -> Option<HttpResponse> {
+    let limiter = req.app_data::<web::Data<Limiter>>()?;
+    let ip = client_ip(req)?;
+    let verdict = match limiter.blocked(ip) {
+        Some(budget) => Verdict::Limited(budget),
+        None => limiter.check_anonymous(ip),
+    };
+    match verdict {
+        Verdict::Limited(budget) => Some(too_many(&budget)),
+        Verdict::Allowed(_) => None,
+    }
+    .map(|mut refusal| {
+        // As after a 401: the rest of the body is not read.
+        refusal
+            .head_mut()
+            .set_connection_type(ConnectionType::Close);
+        refusal
+    })
+}
+
+/// The client's address: the peer, or behind trusted proxies the address
+/// they forwarded (see [`crate::http::client_addr`]).
+pub(crate) fn client_ip(req: &HttpRequest) -> Option<IpAddr> {
+    let peer = req.peer_addr()?.ip();
+    Some(match req.app_data::<web::Data<TrustedProxies>>() {
+        Some(proxies) => proxies.client(peer, req.headers()),
+        None => peer,
+    })
+}
+
+fn too_many(budget: &Budget) -> HttpResponse {
+    let mut res = HttpResponse::from_error(ApiError::rate_limited(budget.reset_secs));
+    budget.apply(&mut res, true);
+    res
+}
+
+impl FromRequest for Caller {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            req.extensions()
+                .get::<Caller>()
+                .cloned()
+                .ok_or_else(ApiError::unauthorized),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::http::header::HeaderValue;
+
+    fn token_of(value: &str) -> Option<String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(AUTHORIZATION, HeaderValue::from_str(value).expect("header"));
+        bearer_token(&headers).map(str::to_owned)
+    }
+
+    #[test]
+    fn parses_bearer_header() {
+        assert_eq!(token_of("Bearer cfb_abc").as_deref(), Some("cfb_abc"));
+        assert_eq!(token_of("bearer cfb_abc").as_deref(), Some("cfb_abc"));
+        assert_eq!(token_of("Bearer  cfb_abc ").as_deref(), Some("cfb_abc"));
+        assert_eq!(token_of("Basic dXNlcjpwdw=="), None);
+        assert_eq!(token_of("Bearer"), None);
+        assert_eq!(token_of("Bearer "), None);
+        assert_eq!(token_of("Bearer a b"), None);
+        assert_eq!(bearer_token(&HeaderMap::new()), None);
+    }
+}

@@ -1,0 +1,750 @@
+//! The one error type of the HTTP layer. It alone knows status codes, the
+//! error body of the contract (`{"type", "code", "message", "param"}`) and
+//! the request parameter each domain [`Field`] is read from.
+
+use std::borrow::Cow;
+use std::error::Error;
+use std::fmt;
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use confab_domain::{DomainError, Field, Rule};
+use confab_service::{ServiceError, EVENT_TTL_SECS};
+use serde::Serialize;
+use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, SchemaType, Type};
+use utoipa::openapi::RefOr;
+
+/// An error answer. Build it with the constructors below or `From` a
+/// service or domain error; actix turns it into the response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    param: Option<String>,
+    /// For 405: the methods the path takes.
+    allow: Option<&'static str>,
+    /// For 5xx: the cause with its chain of sources, for the request's log
+    /// line only (never in the body).
+    cause: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct ErrorBody<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    code: &'static str,
+    message: &'a str,
+    param: Option<&'a str>,
+}
+
+/// Every `code` an error body can carry.
+pub const CODES: &[&str] = &[
+    "body_invalid",
+    "parameter_missing",
+    "parameter_invalid",
+    "parameter_unknown",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "method_not_allowed",
+    "conflict",
+    "payload_too_large",
+    "unsupported_media_type",
+    "idempotency_key_reused",
+    "rate_limited",
+    "too_many_streams",
+    "idempotency_quota",
+    "request_timeout",
+    "internal_error",
+    "unavailable",
+    // What `for_status` gives a 4xx status the contract does not list.
+    "invalid_request",
+];
+
+/// The schema of the error body, named `Error` in the OpenAPI document.
+impl utoipa::PartialSchema for ErrorBody<'_> {
+    fn schema() -> RefOr<Schema> {
+        let string = || ObjectBuilder::new().schema_type(Type::String);
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "type",
+                string()
+                    .enum_values(Some(["invalid_request", "api_error"]))
+                    .description(Some("invalid_request for 4xx, api_error for 5xx")),
+            )
+            .required("type")
+            .property(
+                "code",
+                string()
+                    .enum_values(Some(CODES.iter().copied()))
+                    .description(Some("for programs")),
+            )
+            .required("code")
+            .property("message", string().description(Some("for humans")))
+            .required("message")
+            .property(
+                "param",
+                ObjectBuilder::new()
+                    .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+                    .description(Some("the offending parameter, or null")),
+            )
+            .required("param")
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for ErrorBody<'_> {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("Error")
+    }
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            param: None,
+            allow: None,
+            cause: None,
+        }
+    }
+
+    fn with_param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    pub fn body_invalid(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "body_invalid", message)
+    }
+
+    pub fn missing(param: &str) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "parameter_missing",
+            format!("{param} is required"),
+        )
+        .with_param(param)
+    }
+
+    /// `message` is the whole sentence, usually starting with the param.
+    pub fn invalid(param: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "parameter_invalid", message).with_param(param)
+    }
+
+    pub fn unknown(param: &str) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "parameter_unknown",
+            format!("{param} is not a parameter of this operation"),
+        )
+        .with_param(param)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid access token is required: Authorization: Bearer <token>",
+        )
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// Nothing there, or nothing the caller may see (the same answer).
+    pub fn not_found(param: Option<&str>) -> Self {
+        match param {
+            None => Self::new(StatusCode::NOT_FOUND, "not_found", "no such resource"),
+            Some(p) => Self::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                format!("{p} does not name anything you can see"),
+            )
+            .with_param(p),
+        }
+    }
+
+    pub fn route_not_found() -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", "no such route")
+    }
+
+    pub fn method_not_allowed(allow: &'static str) -> Self {
+        let mut error = Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("this path takes only {allow}"),
+        );
+        error.allow = Some(allow);
+        error
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    pub fn payload_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body must be at most {} KiB", limit / 1024),
+        )
+    }
+
+    pub fn unsupported_media_type() -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the body as application/x-www-form-urlencoded or application/json",
+        )
+    }
+
+    /// 503; the cause, with its whole chain of sources, goes to the
+    /// request's log line only (see `telemetry`).
+    pub fn unavailable(cause: &(dyn Error + 'static)) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the service is temporarily unavailable; try again shortly",
+        )
+        .with_cause(Chain(cause))
+    }
+
+    /// 500. The cause goes to the request's log line only.
+    pub fn internal(cause: &dyn fmt::Display) -> Self {
+        Self::internal_response().with_cause(cause)
+    }
+
+    /// 500; the cause, with its whole chain of sources, goes to the
+    /// request's log line only.
+    pub fn internal_error(cause: &(dyn Error + 'static)) -> Self {
+        Self::internal_response().with_cause(Chain(cause))
+    }
+
+    /// Keeps `cause` for the log (not the body).
+    pub fn with_cause(mut self, cause: impl fmt::Display) -> Self {
+        self.cause = Some(cause.to_string());
+        self
+    }
+
+    /// What the log says about a server error.
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
+    }
+
+    /// The contract's `code`.
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    fn internal_response() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal_error",
+            "an internal error occurred",
+        )
+    }
+
+    /// 400 `parameter_invalid` for an input that breaks a rule. The domain
+    /// states the rule in its own words; where a client also needs to know
+    /// how the value is written or what to do next, the API's words are
+    /// added here, since only the server knows them.
+    fn breaks(field: Field, rule: Rule) -> Self {
+        let param = param(field);
+        let message = match rule {
+            Rule::TooFarInFuture { tolerance_secs } => format!(
+                "{param} must be Unix seconds not more than {tolerance_secs} seconds in the future"
+            ),
+            Rule::EventNotKept => format!(
+                "{param} must be the id of an event of the last {} days (older ones are pruned); \
+                 resync with GET requests and stream without it",
+                EVENT_TTL_SECS / 86_400
+            ),
+            rule => format!("{param} {rule}"),
+        };
+        Self::invalid(param, message)
+    }
+
+    /// The same shape for a status produced outside our handlers (actix's
+    /// own errors), so that no response ever has a non-JSON error body.
+    pub fn for_status(status: StatusCode) -> Self {
+        let code = match status.as_u16() {
+            400 => "body_invalid",
+            401 => return Self::unauthorized(),
+            403 => "forbidden",
+            404 => return Self::route_not_found(),
+            405 => "method_not_allowed",
+            408 => return Self::request_timeout(),
+            409 => "conflict",
+            413 => return Self::payload_too_large(crate::http::limits::BODY_LIMIT),
+            415 => return Self::unsupported_media_type(),
+            429 => "rate_limited",
+            503 => "unavailable",
+            s if s >= 500 => "internal_error",
+            _ => "invalid_request",
+        };
+        let message = status
+            .canonical_reason()
+            .unwrap_or("the request failed")
+            .to_owned();
+        Self::new(status, code, message)
+    }
+
+    /// The same error with another human message.
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        self.message = message.into();
+        self
+    }
+
+    /// Prefixes the param for nested attributes: `file_url` inside
+    /// `attachments[0]` becomes `attachments[0][file_url]`.
+    pub fn nested_in(mut self, prefix: Option<&str>) -> Self {
+        if let (Some(prefix), Some(param)) = (prefix, self.param.as_ref()) {
+            let full = format!("{prefix}[{param}]");
+            self.message = self.message.replacen(param.as_str(), &full, 1);
+            self.param = Some(full);
+        }
+        self
+    }
+
+    #[cfg(test)]
+    pub fn param(&self) -> Option<&str> {
+        self.param.as_deref()
+    }
+
+    /// 429: the caller's request budget is spent for now (the rate limiter
+    /// adds `Retry-After` and the `RateLimit-*` headers).
+    pub fn rate_limited(retry_after_secs: u64) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limited",
+            format!("too many requests: retry in {retry_after_secs} s"),
+        )
+    }
+}
+
+impl ApiError {
+    /// 429: the caller already has as many open event streams as a contact
+    /// may (`CONFAB_MAX_STREAMS_PER_CONTACT`).
+    pub fn too_many_streams(max: usize) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_streams",
+            format!("at most {max} event streams may be open at once; close one first"),
+        )
+    }
+
+    /// 429: the caller stored as many idempotency keys today as a contact
+    /// may; a request without a key still runs.
+    pub fn idempotency_quota(max: u32, retry_after_secs: u64) -> Self {
+        Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "idempotency_quota",
+            format!(
+                "at most {max} new idempotency keys a day: retry in {retry_after_secs} s, \
+                 or send the request without Idempotency-Key"
+            ),
+        )
+        .with_param(IDEMPOTENCY_KEY)
+    }
+
+    /// 408: the request body did not arrive in time.
+    pub fn request_timeout() -> Self {
+        Self::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            format!(
+                "the request body did not arrive within {} s",
+                crate::http::limits::BODY_TIMEOUT.as_secs()
+            ),
+        )
+    }
+
+    /// 503 for a request on a connection past the server's connection
+    /// budget (the connection is closed after it).
+    pub fn over_capacity() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "the server has no room for another connection now; retry shortly",
+        )
+    }
+
+    /// The JSON body this error is answered with.
+    fn body(&self) -> ErrorBody<'_> {
+        let kind = if self.status.is_server_error() {
+            "api_error"
+        } else {
+            "invalid_request"
+        };
+        ErrorBody {
+            kind,
+            code: self.code,
+            message: &self.message,
+            param: self.param.as_deref(),
+        }
+    }
+
+    /// The body as text, as an idempotency key keeps it.
+    pub fn body_text(&self) -> String {
+        serde_json::to_string(&self.body()).unwrap_or_default()
+    }
+
+    /// 409: another run of this request holds its idempotency key.
+    pub fn idempotency_in_flight() -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            "a request with this Idempotency-Key is still in flight; retry it shortly",
+        )
+        .with_param(IDEMPOTENCY_KEY)
+    }
+
+    /// 422: the idempotency key was used for another request.
+    pub fn idempotency_key_reused() -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "idempotency_key_reused",
+            "this Idempotency-Key was used for a different request; send a new key",
+        )
+        .with_param(IDEMPOTENCY_KEY)
+    }
+}
+
+/// The header a POST's idempotency key comes in, named as `param`.
+pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status);
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        if let Some(allow) = self.allow {
+            response.insert_header((header::ALLOW, HeaderValue::from_static(allow)));
+        }
+        // The rest of a body we refuse is never read (API.md section 9
+        // "Hostile load"): the connection closes after the answer instead
+        // of draining whatever the client still sends.
+        if closes_connection(self.status) {
+            response.force_close();
+        }
+        response.json(self.body())
+    }
+}
+
+/// The refusals after which the request's body is not read on: no or a
+/// bad token, a body too slow, too large or of the wrong type.
+pub fn closes_connection(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::UNAUTHORIZED
+            | StatusCode::REQUEST_TIMEOUT
+            | StatusCode::PAYLOAD_TOO_LARGE
+            | StatusCode::UNSUPPORTED_MEDIA_TYPE
+    )
+}
+
+/// Writes an error and each of its sources: `a: b: c`.
+struct Chain<'a>(&'a (dyn Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        for cause in std::iter::successors(self.0.source(), |&e| e.source()) {
+            write!(f, ": {cause}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The request parameter a domain input is read from. Attributes of an
+/// attachment are named as inside one; [`ApiError::nested_in`] adds the
+/// `attachments[i]` prefix where the handler knows it.
+pub fn param(field: Field) -> &'static str {
+    match field {
+        Field::MessageText => "message",
+        Field::Attachments => "attachments",
+        Field::FileUrl => "file_url",
+        Field::Filename => "filename",
+        Field::FileType => "file_type",
+        Field::FileSize => "file_size",
+        Field::Reactions => "reactions",
+        Field::Username => "username",
+        Field::PhoneNumber => "phone_number",
+        Field::AvatarUrl => "avatar_url",
+        Field::GroupName => "name",
+        Field::GroupDescription => "description",
+        Field::Members => "contact_ids",
+        Field::AddedMembers => "add_contact_ids",
+        Field::RemovedMembers => "remove_contact_ids",
+        Field::Contact => "contact_id",
+        Field::Group => "group_id",
+        Field::Conversation => "conversation_id",
+        Field::PinnedMessage => "pinned_message_id",
+        Field::ArchivedAt => "archived_at",
+        Field::PageLimit => "limit",
+        Field::PageAfter => "starting_after",
+        Field::PageBefore => "ending_before",
+        Field::TokenLifetime => "expires_in",
+        Field::IdempotencyKey => IDEMPOTENCY_KEY,
+        Field::EventsAfter => "after",
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid { field, rule } => Self::breaks(field, rule),
+            ServiceError::Unauthorized => Self::unauthorized(),
+            ServiceError::Forbidden(why) => Self::forbidden(why),
+            ServiceError::NotFound { of } => Self::not_found(of.map(param)),
+            ServiceError::Conflict(what) => Self::conflict(what),
+            ServiceError::IdempotencyInFlight => Self::idempotency_in_flight(),
+            ServiceError::IdempotencyKeyReused => Self::idempotency_key_reused(),
+            ServiceError::IdempotencyQuota {
+                max,
+                retry_after_secs,
+            } => Self::idempotency_quota(max, retry_after_secs),
+            e @ ServiceError::Unavailable(_) => Self::unavailable(&e),
+            e @ ServiceError::Internal { .. } => Self::internal_error(&e),
+        }
+    }
+}
+
+impl From<DomainError> for ApiError {
+    fn from(e: DomainError) -> Self {
+        match e {
+            DomainError::Invalid { field, rule } => Self::breaks(field, rule),
+            DomainError::Forbidden(why) => Self::forbidden(why),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use actix_web::body::MessageBody;
+    use confab_service::StoreError;
+
+    fn body_of(e: &ApiError) -> serde_json::Value {
+        let bytes = e
+            .error_response()
+            .into_body()
+            .try_into_bytes()
+            .expect("sized body");
+        serde_json::from_slice(&bytes).expect("json body")
+    }
+
+    #[test]
+    fn body_has_the_contract_shape() {
+        let e = ApiError::from(DomainError::invalid(
+            Field::PageLimit,
+            "must be an integer from 1 to 100",
+        ));
+        assert_eq!(
+            body_of(&e),
+            serde_json::json!({"type": "invalid_request", "code": "parameter_invalid",
+                "message": "limit must be an integer from 1 to 100", "param": "limit"})
+        );
+        let e = ApiError::from(ServiceError::Internal {
+            what: "secret detail",
+            source: "more secret".into(),
+        });
+        let body = body_of(&e);
+        assert_eq!(body["type"], "api_error");
+        assert!(!body.to_string().contains("secret"));
+        let e = ApiError::from(ServiceError::Unavailable(StoreError::Unavailable(
+            "secret host".into(),
+        )));
+        assert_eq!(e.status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(!body_of(&e).to_string().contains("secret"));
+    }
+
+    #[test]
+    fn unauthorized_and_405_carry_headers() {
+        let r = ApiError::unauthorized().error_response();
+        assert_eq!(
+            r.headers().get("www-authenticate").map(|v| v.as_bytes()),
+            Some(&b"Bearer"[..])
+        );
+        let r = ApiError::method_not_allowed("GET, POST").error_response();
+        assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(
+            r.headers().get("allow").map(|v| v.as_bytes()),
+            Some(&b"GET, POST"[..])
+        );
+        assert_eq!(
+            r.headers().get("content-type").map(|v| v.as_bytes()),
+            Some(&b"application/json"[..])
+        );
+    }
+
+    #[test]
+    fn fields_and_rules_become_params_and_messages() {
+        let cases = [
+            (
+                ServiceError::invalid(Field::PageBefore, Rule::CursorNotInList),
+                "ending_before",
+                "ending_before must be the id of an item in the list being paged",
+            ),
+            (
+                ServiceError::invalid(Field::PageAfter, Rule::CursorNotInList),
+                "starting_after",
+                "starting_after must be the id of an item in the list being paged",
+            ),
+            (
+                DomainError::breaks(Field::Attachments, Rule::TooManyAttachments { max: 10 })
+                    .into(),
+                "attachments",
+                "attachments must not bring a message to more than 10 attachments",
+            ),
+            (
+                DomainError::breaks(Field::PinnedMessage, Rule::OutsideConversation).into(),
+                "pinned_message_id",
+                "pinned_message_id must be a message of this conversation",
+            ),
+            (
+                DomainError::breaks(Field::RemovedMembers, Rule::LastOwnerRemoved).into(),
+                "remove_contact_ids",
+                "remove_contact_ids must not remove the group's last owner; delete the group instead",
+            ),
+            (
+                DomainError::breaks(
+                    Field::ArchivedAt,
+                    Rule::TooFarInFuture { tolerance_secs: 60 },
+                )
+                .into(),
+                "archived_at",
+                "archived_at must be Unix seconds not more than 60 seconds in the future",
+            ),
+            (
+                ServiceError::invalid(Field::EventsAfter, Rule::EventNotKept),
+                "after",
+                "after must be the id of an event of the last 7 days (older ones are pruned); \
+                 resync with GET requests and stream without it",
+            ),
+            (
+                ServiceError::invalid(
+                    Field::TokenLifetime,
+                    Rule::Invariant("must be a positive duration"),
+                ),
+                "expires_in",
+                "expires_in must be a positive duration",
+            ),
+        ];
+        for (e, want_param, want_message) in cases {
+            let e = ApiError::from(e);
+            assert_eq!(e.code(), "parameter_invalid");
+            assert_eq!(e.param(), Some(want_param));
+            assert_eq!(e.to_string(), want_message);
+        }
+        let e = ApiError::from(ServiceError::not_found_of(Field::Conversation));
+        assert_eq!(e.status, StatusCode::NOT_FOUND);
+        assert_eq!(e.param(), Some("conversation_id"));
+        assert_eq!(
+            e.to_string(),
+            "conversation_id does not name anything you can see"
+        );
+        assert_eq!(ApiError::from(ServiceError::not_found()).param(), None);
+    }
+
+    #[test]
+    fn each_field_has_its_own_param() {
+        let fields = [
+            Field::MessageText,
+            Field::Attachments,
+            Field::FileUrl,
+            Field::Filename,
+            Field::FileType,
+            Field::FileSize,
+            Field::Reactions,
+            Field::Username,
+            Field::PhoneNumber,
+            Field::AvatarUrl,
+            Field::GroupName,
+            Field::GroupDescription,
+            Field::Members,
+            Field::AddedMembers,
+            Field::RemovedMembers,
+            Field::Contact,
+            Field::Group,
+            Field::Conversation,
+            Field::PinnedMessage,
+            Field::ArchivedAt,
+            Field::PageLimit,
+            Field::PageAfter,
+            Field::PageBefore,
+            Field::TokenLifetime,
+            Field::IdempotencyKey,
+        ];
+        let params: std::collections::HashSet<_> = fields.iter().map(|f| param(*f)).collect();
+        assert_eq!(params.len(), fields.len());
+    }
+
+    #[test]
+    fn the_log_gets_the_whole_chain() {
+        let e = ServiceError::Internal {
+            what: "the store failed",
+            source: Box::new(StoreError::Other("disk full".into())),
+        };
+        let logged = Chain(&e).to_string();
+        assert!(logged.starts_with("the store failed: "), "{logged}");
+        assert!(logged.contains("disk full"), "{logged}");
+        // Kept on the error for the request's one log line, not the body.
+        let api = ApiError::from(e);
+        assert_eq!(api.cause(), Some(logged.as_str()));
+        assert_eq!(api.code(), "internal_error");
+        assert!(!body_of(&api).to_string().contains("disk full"));
+        assert_eq!(ApiError::not_found(None).cause(), None);
+    }
+
+    #[test]
+    fn the_documented_codes_cover_every_status() {
+        for status in 400..600 {
+            let status = StatusCode::from_u16(status).expect("status");
+            let code = ApiError::for_status(status).code();
+            assert!(CODES.contains(&code), "{status}: {code}");
+        }
+        for e in [
+            ApiError::body_invalid("x"),
+            ApiError::missing("x"),
+            ApiError::invalid("x", "x"),
+            ApiError::unknown("x"),
+            ApiError::forbidden("x"),
+            ApiError::not_found(None),
+            ApiError::method_not_allowed("GET"),
+            ApiError::conflict("x"),
+            ApiError::internal(&"x"),
+        ] {
+            assert!(CODES.contains(&e.code()), "{}", e.code());
+        }
+    }
+
+    #[test]
+    fn nested_params_are_prefixed() {
+        let e = ApiError::from(DomainError::invalid(Field::FileUrl, "must be a URL"))
+            .nested_in(Some("attachments[0]"));
+        assert_eq!(e.param(), Some("attachments[0][file_url]"));
+        assert_eq!(e.to_string(), "attachments[0][file_url] must be a URL");
+    }
+}

@@ -1,0 +1,154 @@
+//! `Idempotency-Key` on POST (API.md section 9), the HTTP side: reading and
+//! checking the header, the request's fingerprint, answering a replay, and
+//! keeping the answer of a run. The rules (claims, leases, 24 h) are the
+//! service's; the answer of a successful run is stored by the write itself,
+//! in its transaction.
+
+use std::future::Future;
+
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{HttpMessage as _, HttpRequest, HttpResponse, ResponseError as _};
+use confab_domain::Contact;
+use confab_service::{
+    Completion, Confab, IdempotencyKey, Idempotent, ServiceError, StoredResponse,
+};
+use sha2::{Digest as _, Sha256};
+
+use crate::http::error::{ApiError, IDEMPOTENCY_KEY};
+
+/// The header on a replayed answer.
+pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// SHA-256 of the request body, left in the request's extensions by the
+/// body reader so that the fingerprint needs no second copy of the body.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyDigest(pub [u8; 32]);
+
+impl BodyDigest {
+    pub fn of(body: &[u8]) -> Self {
+        Self(Sha256::digest(body).into())
+    }
+}
+
+/// What makes two requests "the same request": method, path and body.
+fn fingerprint(req: &HttpRequest) -> String {
+    let body = req
+        .extensions()
+        .get::<BodyDigest>()
+        .copied()
+        .unwrap_or_else(|| BodyDigest::of(b""));
+    let mut hash = Sha256::new();
+    hash.update(req.method().as_str());
+    hash.update([0]);
+    hash.update(req.path());
+    hash.update([0]);
+    hash.update(body.0);
+    format!("{:x}", hash.finalize())
+}
+
+/// The answer kept for an idempotency key, as an HTTP response.
+pub fn respond(stored: &StoredResponse) -> HttpResponse {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::build(status);
+    response.content_type(mime_json());
+    if let Some(location) = &stored.location {
+        response.insert_header((header::LOCATION, location.as_str()));
+    }
+    response.body(stored.body.clone())
+}
+
+/// 429 `idempotency_quota` with `Retry-After`: the caller's new keys are
+/// spent until the next UTC day (a request without a key still runs).
+fn quota_spent(max: u32, retry_after_secs: u64) -> HttpResponse {
+    let mut response = HttpResponse::from_error(ApiError::idempotency_quota(max, retry_after_secs));
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
+}
+
+fn mime_json() -> HeaderValue {
+    HeaderValue::from_static("application/json")
+}
+
+/// Runs a POST's operation `run`, honouring the request's idempotency key
+/// when it has one. `render` makes the answer of a success; it is called
+/// inside the write's transaction (to keep the answer) and for the answer
+/// sent, so both are the same bytes.
+///
+/// # Errors
+/// The operation's, plus 400 for a malformed key, 409 while another run of
+/// the request holds the key and 422 for a key used by another request.
+/// A new key past the caller's quota of the day is answered 429
+/// `idempotency_quota` (with `Retry-After`) without running `run`.
+pub async fn post<T, F, Fut>(
+    service: &Confab,
+    caller: &Contact,
+    req: &HttpRequest,
+    render: fn(&T) -> StoredResponse,
+    run: F,
+) -> Result<HttpResponse, ApiError>
+where
+    T: 'static,
+    F: FnOnce(Option<Completion<T>>) -> Fut,
+    Fut: Future<Output = Result<T, ServiceError>>,
+{
+    let Some(raw) = req.headers().get(IDEMPOTENCY_KEY) else {
+        let done = run(None).await?;
+        return Ok(respond(&render(&done)));
+    };
+    let key = raw
+        .to_str()
+        .map_err(|_| {
+            ApiError::invalid(
+                IDEMPOTENCY_KEY,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            )
+        })
+        .and_then(|k| IdempotencyKey::parse(k).map_err(ApiError::from))?;
+    let claim = match service
+        .begin_idempotent(caller, key, fingerprint(req))
+        .await
+    {
+        Ok(Idempotent::Replay(stored)) => {
+            let mut response = respond(&stored);
+            response
+                .headers_mut()
+                .insert(REPLAYED, HeaderValue::from_static("true"));
+            return Ok(response);
+        }
+        Ok(Idempotent::Run(claim)) => claim,
+        Err(ServiceError::IdempotencyQuota {
+            max,
+            retry_after_secs,
+        }) => return Ok(quota_spent(max, retry_after_secs)),
+        Err(e) => return Err(e.into()),
+    };
+    match run(Some(Completion::new(claim.clone(), render))).await {
+        // The write kept the answer in its own transaction.
+        Ok(done) => Ok(respond(&render(&done))),
+        Err(ServiceError::IdempotencyInFlight) => Err(ApiError::idempotency_in_flight()),
+        Err(e) => {
+            let error = ApiError::from(e);
+            if error.status_code().is_server_error() {
+                // A failure (5xx: nothing was written) frees the key so that
+                // a retry runs again. In the background: the database may be
+                // what failed, and the answer must not wait on it a second
+                // time (the lease frees the key if this cannot).
+                let service = service.clone();
+                tokio::spawn(async move { service.end_idempotent(claim, None).await });
+            } else {
+                // An answer the operation decided (400, 403, 404) is kept
+                // like a success; the database just answered.
+                let keep = StoredResponse {
+                    status: error.status_code().as_u16(),
+                    location: None,
+                    body: error.body_text(),
+                };
+                service.end_idempotent(claim, Some(keep)).await;
+            }
+            Err(error)
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! The OpenAPI 3.1 document of the API (`GET /openapi.json`), built from
+//! the very list of endpoints the server routes (see `crate::http::routes`): each
+//! operation's parameters and bodies come from its request type, its
+//! responses from its wire objects, and the error responses every `/v1`
+//! operation can give are added here, once.
+
+use actix_web::http::Method;
+use utoipa::openapi::path::{HttpMethod, Operation, ParameterBuilder, ParameterIn};
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{ComponentsBuilder, ObjectBuilder, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{
+    ContentBuilder, Header, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Ref, RefOr, Required, Tag,
+};
+use utoipa::{PartialSchema, ToSchema};
+
+use crate::http::error::{ErrorBody, IDEMPOTENCY_KEY};
+use crate::http::routes::{self, V1};
+
+const BEARER: &str = "bearer";
+
+/// The whole document.
+pub fn document() -> OpenApi {
+    let mut paths = Paths::new();
+    let mut schemas = vec![(ErrorBody::name().into_owned(), ErrorBody::schema())];
+    for endpoint in routes::endpoints() {
+        let path = (endpoint.path)();
+        for method in (endpoint.methods)() {
+            let mut operation = (endpoint.operation)();
+            let tags: Vec<String> = (endpoint.tags)().into_iter().map(str::to_owned).collect();
+            if !tags.is_empty() {
+                operation.tags = Some(tags);
+            }
+            if method == HttpMethod::Put {
+                // An empty PUT changes nothing and is no error.
+                if let Some(RefOr::T(body)) = operation.request_body.as_mut() {
+                    body.required = Some(Required::False);
+                }
+            }
+            if path.starts_with(V1) {
+                add_v1_errors(&method, &mut operation);
+                operation.security =
+                    Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
+            }
+            paths.add_path_operation(&path, vec![method], operation);
+        }
+        (endpoint.schemas)(&mut schemas);
+    }
+    let components = ComponentsBuilder::new()
+        .schemas_from_iter(schemas)
+        .security_scheme(
+            BEARER,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "an access token issued with `confab token issue --username <name>`",
+                    ))
+                    .build(),
+            ),
+        )
+        .build();
+    let tags = [
+        "messages",
+        "conversations",
+        "groups",
+        "contacts",
+        "events",
+        "health",
+        "docs",
+    ]
+    .map(Tag::new);
+    OpenApiBuilder::new()
+        .info(
+            InfoBuilder::new()
+                .title("confab")
+                .version(env!("CARGO_PKG_VERSION"))
+                .description(Some(
+                    "A chat service: contacts, conversations, messages, groups. Bodies are \
+                     application/x-www-form-urlencoded (bracket notation) or application/json \
+                     with the same names; unknown parameters are refused. Timestamps are Unix \
+                     seconds. A method a path does not take answers 405 with `Allow`.",
+                ))
+                .build(),
+        )
+        .paths(paths)
+        .components(Some(components))
+        .tags(Some(tags))
+        .build()
+}
+
+/// `(method, path)` of every route the server serves, in OpenAPI syntax.
+pub fn served_routes() -> Vec<(String, String)> {
+    routes::served()
+        .into_iter()
+        .map(|(method, path)| (method.to_string(), path.to_owned()))
+        .collect()
+}
+
+/// The errors every operation under `/v1` can answer, as the contract
+/// lists them; an operation's own description of a status wins.
+fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
+    let method = routes::http_method(method);
+    let has_body = method == Method::POST || method == Method::PUT;
+    let mut errors = vec![
+        (
+            "400",
+            "the request is malformed: body_invalid, parameter_missing, parameter_invalid or \
+             parameter_unknown, `param` naming the parameter",
+        ),
+        ("401", "no valid access token (`WWW-Authenticate: Bearer`)"),
+        (
+            "404",
+            "nothing by that id that the caller can see (also a malformed id)",
+        ),
+    ];
+    if has_body {
+        errors.push((
+            "408",
+            "the body did not arrive within 10 s (`request_timeout`)",
+        ));
+        errors.push(("413", "the body is over 64 KiB"));
+        errors.push(("415", "the body is neither a form nor JSON"));
+    }
+    if method == Method::POST {
+        let key = ParameterBuilder::new()
+            .name(IDEMPOTENCY_KEY)
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "makes retrying safe: the first answer is kept 24 h per caller and key and \
+                 replayed to a retry of the same request (with `Idempotent-Replayed: true`)",
+            ))
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(255))
+                    .pattern(Some("^[\\x20-\\x7E]+$")),
+            ))
+            .build();
+        operation
+            .parameters
+            .get_or_insert_with(Vec::new)
+            .push(key.into());
+        errors.push((
+            "409",
+            "a request with this Idempotency-Key is still in flight",
+        ));
+        errors.push((
+            "422",
+            "this Idempotency-Key was used for a different request",
+        ));
+        errors.push((
+            "429",
+            "too many requests (`rate_limited`), or this contact stored 10,000 new \
+             Idempotency-Keys today (`idempotency_quota`); both with `Retry-After`",
+        ));
+    }
+    errors.push(("429", "too many requests (`Retry-After`)"));
+    errors.push(("500", "an internal error, without details"));
+    errors.push(("503", "the database cannot be reached; retry shortly"));
+    for (status, description) in errors {
+        operation
+            .responses
+            .responses
+            .entry(status.to_owned())
+            .or_insert_with(|| error_response(status, description).into());
+    }
+}
+
+fn error_response(status: &str, description: &str) -> Response {
+    let body = ContentBuilder::new()
+        .schema(Some(Ref::from_schema_name(ErrorBody::name())))
+        .build();
+    let mut response = ResponseBuilder::new()
+        .description(description)
+        .content("application/json", body);
+    let string = || ObjectBuilder::new().schema_type(Type::String).build();
+    match status {
+        "401" => response = response.header("WWW-Authenticate", Header::new(string())),
+        "429" => response = response.header("Retry-After", Header::new(string())),
+        _ => {}
+    }
+    response.build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_served_route_is_documented_and_nothing_else() {
+        let doc = serde_json::to_value(document()).expect("json");
+        let documented: BTreeSet<(String, String)> = doc["paths"]
+            .as_object()
+            .expect("paths")
+            .iter()
+            .flat_map(|(path, item)| {
+                item.as_object()
+                    .expect("path item")
+                    .keys()
+                    .map(|m| (m.to_uppercase(), path.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let served: BTreeSet<(String, String)> = served_routes().into_iter().collect();
+        assert_eq!(served, documented);
+        assert_eq!(doc["openapi"], "3.1.0");
+    }
+}

@@ -1,0 +1,718 @@
+//! The raw attributes of a request: [`Params`], extracted from the body
+//! (POST, PUT) or the query string (GET, DELETE), read with typed accessors.
+//! Handlers never read them key by key: [`Params::into_request`] turns them
+//! into an operation's request type (see `crate::http::requests`), refusing every
+//! unknown key first and every key left over last, so nothing is ever
+//! mass-assigned.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::str::FromStr;
+
+use actix_web::dev::Payload;
+use actix_web::http::{header, Method};
+use actix_web::{web, FromRequest, HttpMessage as _, HttpRequest, ResponseError as _};
+use confab_domain::DomainError;
+use futures_util::StreamExt as _;
+use serde_json::{Map, Value};
+
+use crate::http::decode::{decode_form, decode_json, DecodeError};
+use crate::http::error::{closes_connection, ApiError};
+use crate::http::idempotency::BodyDigest;
+pub use crate::http::limits::{BODY_LIMIT, BODY_TIMEOUT};
+
+/// Where the attributes came from: form values are all strings and are
+/// parsed; JSON values must have the natural type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Form,
+    Json,
+}
+
+/// What a malformed id means for a parameter: the same as an unknown id of
+/// that parameter, which is 404 for ids of things to act on or in
+/// (`contact_id`, `group_id`, `conversation_id`) and 400 for the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Malformed {
+    NotFound,
+    Invalid,
+}
+
+/// A name with its list of values (`reactions[like][]=alice`).
+pub type NamedList = (String, Vec<String>);
+
+/// Request attributes not yet taken by the handler.
+#[derive(Debug)]
+pub struct Params {
+    source: Source,
+    /// For the items of a nested list: `attachments[0]`.
+    prefix: Option<String>,
+    entries: Map<String, Value>,
+}
+
+impl From<DecodeError> for ApiError {
+    fn from(e: DecodeError) -> Self {
+        match e {
+            DecodeError::Body(message) => ApiError::body_invalid(message),
+            DecodeError::Param { param, message } => ApiError::invalid(&param, message),
+        }
+    }
+}
+
+impl Params {
+    pub fn new(source: Source, entries: Map<String, Value>) -> Self {
+        Self {
+            source,
+            prefix: None,
+            entries,
+        }
+    }
+
+    /// Decodes a body of the given content type (`None`: header absent).
+    pub fn from_body(content_type: Option<&str>, body: &[u8]) -> Result<Self, ApiError> {
+        if body.is_empty() {
+            return Ok(Self::new(Source::Form, Map::new()));
+        }
+        let essence = content_type
+            .and_then(|ct| ct.split(';').next())
+            .map(|e| e.trim().to_ascii_lowercase());
+        match essence.as_deref() {
+            Some("application/x-www-form-urlencoded") => {
+                Ok(Self::new(Source::Form, decode_form(body)?))
+            }
+            Some("application/json") => Ok(Self::new(Source::Json, decode_json(body)?)),
+            // Kept in step with `is_decodable`, which refuses these before
+            // the body is read.
+            _ => Err(ApiError::unsupported_media_type()),
+        }
+    }
+
+    /// Decodes a raw (still percent-encoded) query string.
+    pub fn from_query(query: &str) -> Result<Self, ApiError> {
+        Ok(Self::new(Source::Form, decode_form(query.as_bytes())?))
+    }
+
+    /// The full name of `key` as the client wrote it.
+    fn name(&self, key: &str) -> String {
+        match &self.prefix {
+            Some(prefix) => format!("{prefix}[{key}]"),
+            None => key.to_owned(),
+        }
+    }
+
+    fn invalid(&self, key: &str, what: &str) -> ApiError {
+        let name = self.name(key);
+        ApiError::invalid(&name, format!("{name} {what}"))
+    }
+
+    /// A domain rule's refusal, its field named as this level's params are.
+    pub fn domain(&self, e: DomainError) -> ApiError {
+        ApiError::from(e).nested_in(self.prefix.as_deref())
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.entries.shift_remove(key)
+    }
+
+    pub fn optional_str(&mut self, key: &str) -> Result<Option<String>, ApiError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(self.invalid(key, "must be a string")),
+        }
+    }
+
+    pub fn required_str(&mut self, key: &str) -> Result<String, ApiError> {
+        self.optional_str(key)?
+            .ok_or_else(|| ApiError::missing(&self.name(key)))
+    }
+
+    /// Forms: `true`, `false`, `1`, `0`. JSON: `true`, `false`.
+    pub fn optional_bool(&mut self, key: &str) -> Result<Option<bool>, ApiError> {
+        let value = match self.take(key) {
+            None => return Ok(None),
+            Some(v) => v,
+        };
+        match (self.source, &value) {
+            (Source::Json, Value::Bool(b)) => Ok(Some(*b)),
+            (Source::Form, Value::String(s)) if s == "true" || s == "1" => Ok(Some(true)),
+            (Source::Form, Value::String(s)) if s == "false" || s == "0" => Ok(Some(false)),
+            _ => Err(self.invalid(key, "must be a boolean: true or false")),
+        }
+    }
+
+    pub fn required_bool(&mut self, key: &str) -> Result<bool, ApiError> {
+        self.optional_bool(key)?
+            .ok_or_else(|| ApiError::missing(&self.name(key)))
+    }
+
+    fn int_of(&self, key: &str, value: &Value) -> Result<i64, ApiError> {
+        let parsed = match (self.source, value) {
+            (Source::Json, Value::Number(n)) => n.as_i64(),
+            (Source::Form, Value::String(s)) => s.parse().ok(),
+            _ => None,
+        };
+        parsed.ok_or_else(|| self.invalid(key, "must be an integer"))
+    }
+
+    pub fn optional_int(&mut self, key: &str) -> Result<Option<i64>, ApiError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => self.int_of(key, &v).map(Some),
+        }
+    }
+
+    pub fn required_int(&mut self, key: &str) -> Result<i64, ApiError> {
+        self.optional_int(key)?
+            .ok_or_else(|| ApiError::missing(&self.name(key)))
+    }
+
+    /// `Some(None)` for an empty string or JSON `null` (clears the value).
+    pub fn optional_clearable_int(&mut self, key: &str) -> Result<Option<Option<i64>>, ApiError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
+            Some(Value::String(s)) if s.is_empty() => Ok(Some(None)),
+            Some(v) => self
+                .int_of(key, &v)
+                .map_err(|_| self.invalid(key, "must be an integer, or empty to clear it"))
+                .map(|n| Some(Some(n))),
+        }
+    }
+
+    fn id_of<T: FromStr>(&self, key: &str, raw: &str, malformed: Malformed) -> Result<T, ApiError> {
+        raw.parse().map_err(|_| match malformed {
+            Malformed::NotFound => ApiError::not_found(Some(&self.name(key))),
+            Malformed::Invalid => self.invalid(key, "is not a valid id"),
+        })
+    }
+
+    pub fn optional_id<T: FromStr>(
+        &mut self,
+        key: &str,
+        malformed: Malformed,
+    ) -> Result<Option<T>, ApiError> {
+        match self.optional_str(key)? {
+            None => Ok(None),
+            Some(raw) => self.id_of(key, &raw, malformed).map(Some),
+        }
+    }
+
+    pub fn required_id<T: FromStr>(
+        &mut self,
+        key: &str,
+        malformed: Malformed,
+    ) -> Result<T, ApiError> {
+        let raw = self.required_str(key)?;
+        self.id_of(key, &raw, malformed)
+    }
+
+    /// `Some(None)` for an empty string or JSON `null` (clears the value).
+    pub fn optional_clearable_id<T: FromStr>(
+        &mut self,
+        key: &str,
+        malformed: Malformed,
+    ) -> Result<Option<Option<T>>, ApiError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Value::Null) => Ok(Some(None)),
+            Some(Value::String(s)) if s.is_empty() => Ok(Some(None)),
+            Some(Value::String(s)) => self.id_of(key, &s, malformed).map(|id| Some(Some(id))),
+            Some(_) => Err(self.invalid(key, "must be an id, or empty to clear it")),
+        }
+    }
+
+    /// A list of strings: `key[]=a&key[]=b`, or a JSON array. Absent: empty.
+    pub fn string_list(&mut self, key: &str) -> Result<Vec<String>, ApiError> {
+        match self.take(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .map(|item| match item {
+                    Value::String(s) => Ok(s),
+                    _ => Err(self.invalid(key, "must be a list of strings")),
+                })
+                .collect(),
+            Some(_) => Err(self.invalid(
+                key,
+                &format!(
+                    "must be a list: send {}[]=<value> for each item",
+                    self.name(key)
+                ),
+            )),
+        }
+    }
+
+    /// A list of ids; a malformed one is a 400 naming the list.
+    pub fn id_list<T: FromStr>(&mut self, key: &str) -> Result<Vec<T>, ApiError> {
+        self.string_list(key)?
+            .iter()
+            .map(|raw| {
+                raw.parse()
+                    .map_err(|_| self.invalid(key, "must list valid ids only"))
+            })
+            .collect()
+    }
+
+    /// A list of objects (`key[0][field]=...`, or a JSON array of objects),
+    /// each as its own `Params` whose names are prefixed `key[i]`.
+    pub fn optional_objects(&mut self, key: &str) -> Result<Option<Vec<Params>>, ApiError> {
+        let items = match self.take(key) {
+            None => return Ok(None),
+            Some(Value::Array(items)) => items,
+            Some(_) => {
+                return Err(self.invalid(
+                    key,
+                    &format!(
+                        "must be a list of objects: {}[0][<field>]=<value>",
+                        self.name(key)
+                    ),
+                ))
+            }
+        };
+        let base = self.name(key);
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let name = format!("{base}[{i}]");
+                match item {
+                    Value::Object(entries) => Ok(Params {
+                        source: self.source,
+                        prefix: Some(name),
+                        entries,
+                    }),
+                    _ => Err(ApiError::invalid(
+                        &name,
+                        format!("{name} must be an object"),
+                    )),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    /// Named lists of strings: `key[name][]=value` in forms; in JSON
+    /// `{"name": ["value"]}` or `[{"name": ["value"]}, ...]` (the shape the
+    /// API answers with). Names in the order given. Any shape error names
+    /// `key` itself.
+    pub fn optional_named_lists(&mut self, key: &str) -> Result<Option<Vec<NamedList>>, ApiError> {
+        let name = self.name(key);
+        let shape_error = || {
+            ApiError::invalid(
+                &name,
+                format!("{name} must map names to lists of strings: {name}[<name>][]=<value>"),
+            )
+        };
+        let objects = match self.take(key) {
+            None => return Ok(None),
+            Some(Value::Object(map)) => vec![map],
+            Some(Value::Array(items)) if self.source == Source::Json => items
+                .into_iter()
+                .map(|item| match item {
+                    Value::Object(map) => Ok(map),
+                    _ => Err(shape_error()),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            Some(_) => return Err(shape_error()),
+        };
+        let mut out = Vec::new();
+        for (name, values) in objects.into_iter().flatten() {
+            let Value::Array(values) = values else {
+                return Err(shape_error());
+            };
+            let values = values
+                .into_iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s),
+                    _ => Err(shape_error()),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            out.push((name, values));
+        }
+        Ok(Some(out))
+    }
+
+    /// Refuses, before anything is read, the first key (in the client's
+    /// order) that `knows` does not know (`Params::into_request`, in
+    /// `requests`).
+    pub(crate) fn allow(&self, knows: impl Fn(&str) -> bool) -> Result<(), ApiError> {
+        match self.entries.keys().find(|k| !knows(k.as_str())) {
+            Some(key) => Err(ApiError::unknown(&self.name(key))),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses whatever the request did not take (a safety net behind
+    /// [`Params::allow`]).
+    pub(crate) fn finish(self) -> Result<(), ApiError> {
+        match self.entries.keys().next() {
+            Some(key) => Err(ApiError::unknown(&self.name(key))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Whether the request says a body follows: a `Content-Length` above 0, or
+/// any `Transfer-Encoding` (chunked).
+fn declares_body(req: &HttpRequest) -> bool {
+    let headers = req.headers();
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0")
+}
+
+/// Whether [`Params::from_body`] reads a non-empty body of this type.
+fn is_decodable(content_type: Option<&str>) -> bool {
+    let essence = content_type
+        .and_then(|ct| ct.split(';').next())
+        .map(|e| e.trim().to_ascii_lowercase());
+    matches!(
+        essence.as_deref(),
+        Some("application/x-www-form-urlencoded" | "application/json")
+    )
+}
+
+/// Reads the body as at most [`BODY_LIMIT`] bytes, whatever the framing,
+/// within [`BODY_TIMEOUT`]. On a refusal `payload` is left to the caller
+/// with the rest of the body unread (see `unread_body`).
+async fn read_body(req: &HttpRequest, payload: &mut Payload) -> Result<web::Bytes, ApiError> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > BODY_LIMIT as u64) {
+        return Err(ApiError::payload_too_large(BODY_LIMIT));
+    }
+    let capacity = declared.map_or(0, |n| usize::try_from(n).unwrap_or(BODY_LIMIT));
+    let read = async {
+        let mut body = web::BytesMut::with_capacity(capacity);
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk
+                .map_err(|e| ApiError::body_invalid(format!("the body could not be read: {e}")))?;
+            if body.len() + chunk.len() > BODY_LIMIT {
+                return Err(ApiError::payload_too_large(BODY_LIMIT));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.freeze())
+    };
+    tokio::time::timeout(BODY_TIMEOUT, read)
+        .await
+        .unwrap_or_else(|_| Err(ApiError::request_timeout()))
+}
+
+/// Attributes of a request: the query string for GET and DELETE (their body
+/// is ignored); the body for POST and PUT, which take no query parameters.
+impl FromRequest for Params {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        let mut payload = payload.take();
+        Box::pin(async move {
+            let params = Params::read(&req, &mut payload).await;
+            if let Err(e) = &params {
+                if closes_connection(e.status_code()) {
+                    // The rest of the body is not read (`unread_body`).
+                    crate::http::unread_body::hold(&req, payload);
+                }
+            }
+            params
+        })
+    }
+}
+
+impl Params {
+    async fn read(req: &HttpRequest, payload: &mut Payload) -> Result<Self, ApiError> {
+        let query = Params::from_query(req.query_string())?;
+        if req.method() == Method::GET || req.method() == Method::DELETE {
+            return Ok(query);
+        }
+        query.finish()?;
+        // Compressed request bodies are not decoded: refuse them rather
+        // than misreading the bytes.
+        let encoded = req
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|e| !e.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if encoded {
+            return Err(ApiError::unsupported_media_type()
+                .with_message("compressed bodies are not accepted: drop Content-Encoding"));
+        }
+        let content_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap_or("invalid"));
+        // A body of a type we do not take is refused before a byte of it is
+        // read (the connection then closes: API.md section 9).
+        if declares_body(req) && !is_decodable(content_type) {
+            return Err(ApiError::unsupported_media_type());
+        }
+        let body = read_body(req, payload).await?;
+        // What an idempotency key compares a retry by.
+        req.extensions_mut().insert(BodyDigest::of(&body));
+        Params::from_body(content_type, &body)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use confab_domain::{Field, MessageId};
+
+    fn form(s: &str) -> Params {
+        Params::from_body(Some("application/x-www-form-urlencoded"), s.as_bytes()).expect("form")
+    }
+
+    fn json(s: &str) -> Params {
+        Params::from_body(Some("application/json; charset=utf-8"), s.as_bytes()).expect("json")
+    }
+
+    const ID: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+
+    #[test]
+    fn content_types() {
+        assert!(Params::from_body(None, b"").is_ok());
+        assert!(Params::from_body(Some("text/plain"), b"").is_ok());
+        let e = Params::from_body(None, b"a=1").expect_err("no type");
+        assert_eq!(e.code(), "unsupported_media_type");
+        let e = Params::from_body(Some("text/plain"), b"a=1").expect_err("text");
+        assert_eq!(e.code(), "unsupported_media_type");
+        assert!(Params::from_body(
+            Some("Application/X-WWW-Form-Urlencoded; charset=UTF-8"),
+            b"a=1"
+        )
+        .is_ok());
+        let e = Params::from_body(Some("application/json"), b"[]").expect_err("array");
+        assert_eq!(e.code(), "body_invalid");
+        let e = Params::from_body(Some("application/x-www-form-urlencoded"), b"a=1&a=2")
+            .expect_err("dup");
+        assert_eq!((e.code(), e.param()), ("parameter_invalid", Some("a")));
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_by_name() {
+        let mut p = form("message=hi&id=x");
+        assert_eq!(p.required_str("message").expect("message"), "hi");
+        let e = p.finish().expect_err("unknown");
+        assert_eq!((e.code(), e.param()), ("parameter_unknown", Some("id")));
+        let mut p = json(r#"{"message": "hi", "created_at": 1}"#);
+        p.required_str("message").expect("message");
+        assert_eq!(p.finish().expect_err("unknown").param(), Some("created_at"));
+        let mut p = form("message=hi");
+        p.required_str("message").expect("message");
+        assert!(p.finish().is_ok());
+    }
+
+    #[test]
+    fn unknown_keys_come_before_missing_ones() {
+        let p = form("name=alice&username=x&colour=blue");
+        let e = p.allow(|k| k == "username").expect_err("unknown");
+        assert_eq!((e.code(), e.param()), ("parameter_unknown", Some("name")));
+        assert!(form("username=x")
+            .allow(|k| ["username", "limit"].contains(&k))
+            .is_ok());
+        let items = form("a[0][x]=1&a[0][y]=2")
+            .optional_objects("a")
+            .expect("ok")
+            .expect("some");
+        let e = items[0].allow(|k| k == "x").expect_err("nested");
+        assert_eq!(e.param(), Some("a[0][y]"));
+    }
+
+    #[test]
+    fn missing_and_wrong_types() {
+        let e = form("").required_str("message").expect_err("missing");
+        assert_eq!(
+            (e.code(), e.param()),
+            ("parameter_missing", Some("message"))
+        );
+        let e = json(r#"{"message": 5}"#)
+            .required_str("message")
+            .expect_err("type");
+        assert_eq!(
+            (e.code(), e.param()),
+            ("parameter_invalid", Some("message"))
+        );
+        let e = form("message[]=a")
+            .required_str("message")
+            .expect_err("type");
+        assert_eq!(e.code(), "parameter_invalid");
+    }
+
+    #[test]
+    fn bools() {
+        for (s, want) in [("true", true), ("1", true), ("false", false), ("0", false)] {
+            assert_eq!(
+                form(&format!("b={s}")).optional_bool("b").expect(s),
+                Some(want)
+            );
+        }
+        for s in ["yes", "TRUE", "", "2", "on"] {
+            let e = form(&format!("b={s}")).optional_bool("b").expect_err(s);
+            assert_eq!((e.code(), e.param()), ("parameter_invalid", Some("b")));
+        }
+        assert_eq!(
+            json(r#"{"b": true}"#).optional_bool("b").expect("json"),
+            Some(true)
+        );
+        assert_eq!(
+            json(r#"{"b": false}"#).optional_bool("b").expect("json"),
+            Some(false)
+        );
+        for s in [r#""true""#, "1", "null"] {
+            assert!(
+                json(&format!(r#"{{"b": {s}}}"#))
+                    .optional_bool("b")
+                    .is_err(),
+                "{s}"
+            );
+        }
+        assert_eq!(form("").optional_bool("b").expect("absent"), None);
+    }
+
+    #[test]
+    fn ints() {
+        assert_eq!(form("n=-5").optional_int("n").expect("int"), Some(-5));
+        assert!(form("n=5.0").optional_int("n").is_err());
+        assert!(form("n=").optional_int("n").is_err());
+        assert_eq!(json(r#"{"n": 7}"#).optional_int("n").expect("int"), Some(7));
+        assert!(json(r#"{"n": 7.5}"#).optional_int("n").is_err());
+        assert!(json(r#"{"n": "7"}"#).optional_int("n").is_err());
+        assert_eq!(
+            form("n=").optional_clearable_int("n").expect("clear"),
+            Some(None)
+        );
+        assert_eq!(
+            json(r#"{"n": null}"#)
+                .optional_clearable_int("n")
+                .expect("clear"),
+            Some(None)
+        );
+        assert_eq!(
+            form("n=12").optional_clearable_int("n").expect("set"),
+            Some(Some(12))
+        );
+        assert!(form("n=x").optional_clearable_int("n").is_err());
+    }
+
+    #[test]
+    fn ids() {
+        let got: Option<MessageId> = form(&format!("m={ID}"))
+            .optional_id("m", Malformed::Invalid)
+            .expect("id");
+        assert_eq!(got.map(|m| m.to_string()).as_deref(), Some(ID));
+        let e = form("m=nope")
+            .optional_id::<MessageId>("m", Malformed::Invalid)
+            .expect_err("bad");
+        assert_eq!((e.code(), e.param()), ("parameter_invalid", Some("m")));
+        let e = form("m=nope")
+            .optional_id::<MessageId>("m", Malformed::NotFound)
+            .expect_err("bad");
+        assert_eq!((e.code(), e.param()), ("not_found", Some("m")));
+        let e = form(&format!("m={}", ID.to_uppercase()))
+            .optional_id::<MessageId>("m", Malformed::Invalid)
+            .expect_err("uppercase");
+        assert_eq!(e.code(), "parameter_invalid");
+        let cleared = form("m=").optional_clearable_id::<MessageId>("m", Malformed::Invalid);
+        assert_eq!(cleared.expect("clear"), Some(None));
+        let list: Vec<MessageId> = form(&format!("l[]={ID}&l[]={ID}"))
+            .id_list("l")
+            .expect("list");
+        assert_eq!(list.len(), 2);
+        let e = form("l[]=x").id_list::<MessageId>("l").expect_err("bad");
+        assert_eq!(e.param(), Some("l"));
+        let e = form(&format!("l={ID}"))
+            .id_list::<MessageId>("l")
+            .expect_err("scalar");
+        assert_eq!(e.param(), Some("l"));
+    }
+
+    #[test]
+    fn nested_objects_name_their_params() {
+        let mut p =
+            form("attachments[0][file_url]=u&attachments[1][filename]=f&attachments[1][x]=1");
+        let mut items = p
+            .optional_objects("attachments")
+            .expect("objects")
+            .expect("some");
+        assert_eq!(items.len(), 2);
+        let e = items[0].required_str("filename").expect_err("missing");
+        assert_eq!(e.param(), Some("attachments[0][filename]"));
+        let mut second = items.remove(1);
+        second.required_str("filename").expect("filename");
+        assert_eq!(
+            second.finish().expect_err("unknown").param(),
+            Some("attachments[1][x]")
+        );
+        let e = form("attachments[]=x")
+            .optional_objects("attachments")
+            .expect_err("strings");
+        assert_eq!(e.param(), Some("attachments[0]"));
+        let e = json(r#"{"attachments": {"file_url": "u"}}"#)
+            .optional_objects("attachments")
+            .expect_err("object");
+        assert_eq!(e.param(), Some("attachments"));
+        let domain = items[0].domain(DomainError::invalid(Field::FileUrl, "must be a URL"));
+        assert_eq!(domain.param(), Some("attachments[0][file_url]"));
+    }
+
+    #[test]
+    fn named_lists_from_form_and_both_json_shapes() {
+        let want = Some(vec![
+            (
+                "like".to_owned(),
+                vec!["alice".to_owned(), "bob".to_owned()],
+            ),
+            ("heart".to_owned(), vec!["carol".to_owned()]),
+        ]);
+        let f = form("r[like][]=alice&r[heart][]=carol&r[like][]=bob")
+            .optional_named_lists("r")
+            .expect("form");
+        assert_eq!(f, want);
+        let j = json(r#"{"r": {"like": ["alice", "bob"], "heart": ["carol"]}}"#)
+            .optional_named_lists("r")
+            .expect("json object");
+        assert_eq!(j, want);
+        let j = json(r#"{"r": [{"like": ["alice", "bob"]}, {"heart": ["carol"]}]}"#)
+            .optional_named_lists("r")
+            .expect("json array");
+        assert_eq!(j, want);
+        for bad in ["r=like", "r[like]=alice", "r[]=like"] {
+            let e = form(bad).optional_named_lists("r").expect_err(bad);
+            assert_eq!(
+                (e.code(), e.param()),
+                ("parameter_invalid", Some("r")),
+                "{bad}"
+            );
+        }
+        for bad in [
+            r#"{"r": {"like": "alice"}}"#,
+            r#"{"r": {"like": [1]}}"#,
+            r#"{"r": ["like"]}"#,
+        ] {
+            assert!(json(bad).optional_named_lists("r").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn json_and_form_are_read_alike() {
+        let mut f = form("muted=true&limit=5&name=x");
+        let mut j = json(r#"{"muted": true, "limit": 5, "name": "x"}"#);
+        for p in [&mut f, &mut j] {
+            assert_eq!(p.optional_bool("muted").expect("muted"), Some(true));
+            assert_eq!(p.optional_int("limit").expect("limit"), Some(5));
+            assert_eq!(p.optional_str("name").expect("name").as_deref(), Some("x"));
+        }
+        assert!(f.finish().is_ok() && j.finish().is_ok());
+    }
+}

@@ -1,0 +1,88 @@
+//! Requests of `/v1/conversations`.
+
+use confab_domain::{ContactId, ConversationId, GroupId, MessageId, Page, Timestamp};
+use confab_service::ConversationTarget;
+
+use super::{
+    boolean, clearable_id, clearable_time, documented, id, optional, request, shape, Flatten,
+    FromParams, Shape,
+};
+use crate::http::error::ApiError;
+use crate::http::params::{Malformed, Params};
+
+request! {
+    /// `GET /v1/conversations`: filters, then the page.
+    pub struct ListConversationsIn {
+        muted: Option<bool> = optional(boolean()),
+        archived: Option<bool> = optional(boolean()),
+        pinned: Option<bool> = optional(boolean()),
+        group_id: Option<GroupId> = optional(id(Malformed::NotFound)),
+        page: Page<ConversationId> = Flatten,
+    }
+}
+
+/// `POST /v1/conversations`: exactly one of `contact_id` and `group_id`.
+/// Neither is 400 `parameter_missing` on `contact_id`, both is 400
+/// `parameter_invalid` on `group_id`. A malformed id is the same 404 as an
+/// unknown one. Written by hand: the two keys make one value.
+#[derive(Debug)]
+pub struct CreateConversationIn {
+    pub target: ConversationTarget,
+}
+
+const CONTACT_ID: &str = "contact_id";
+const GROUP_ID: &str = "group_id";
+
+impl FromParams for CreateConversationIn {
+    fn knows(key: &str) -> bool {
+        key == CONTACT_ID || key == GROUP_ID
+    }
+
+    fn take(p: &mut Params) -> Result<Self, ApiError> {
+        let target = match (p.has(CONTACT_ID), p.has(GROUP_ID)) {
+            (true, true) => {
+                return Err(ApiError::invalid(
+                    GROUP_ID,
+                    "give either contact_id or group_id, not both",
+                ))
+            }
+            (false, false) => {
+                return Err(ApiError::missing(CONTACT_ID)
+                    .with_message("contact_id or group_id is required"))
+            }
+            (true, false) => ConversationTarget::Contact(
+                p.required_id::<ContactId>(CONTACT_ID, Malformed::NotFound)?,
+            ),
+            (false, true) => {
+                ConversationTarget::Group(p.required_id::<GroupId>(GROUP_ID, Malformed::NotFound)?)
+            }
+        };
+        Ok(Self { target })
+    }
+
+    fn describe(shape: &mut Shape) {
+        shape.add(
+            CONTACT_ID,
+            shape::described_id("the other contact of a direct conversation; not with group_id"),
+            false,
+        );
+        shape.add(
+            GROUP_ID,
+            shape::described_id("the group of a group conversation; not with contact_id"),
+            false,
+        );
+    }
+}
+
+documented!(CreateConversationIn);
+
+request! {
+    /// `PUT /v1/conversations/{id}`: `pinned_message_id` (empty or null
+    /// unpins), `archived_at` in Unix seconds (empty or null unarchives).
+    pub struct UpdateConversationIn {
+        pinned_message_id: Option<Option<MessageId>> = clearable_id(Malformed::Invalid),
+        is_pinned: Option<bool> = optional(boolean()),
+        is_muted: Option<bool> = optional(boolean()),
+        archived_at: Option<Option<Timestamp>> = clearable_time(),
+    }
+}

@@ -1,0 +1,151 @@
+//! Requests of `/v1/messages`.
+
+use confab_domain::{
+    check_attachment_count, ConversationId, FileSize, FileType, FileUrl, Filename, MessageId,
+    MessageText, NewAttachment, Page, ReactionName,
+};
+
+use super::{id, int, optional, reader, request, shape, text, Field, Flatten};
+use crate::http::error::ApiError;
+use crate::http::params::{Malformed, Params};
+
+request! {
+    /// `GET /v1/messages`.
+    pub struct ListMessagesIn {
+        conversation_id: Option<ConversationId> = optional(id(Malformed::NotFound)),
+        page: Page<MessageId> = Flatten,
+    }
+}
+
+request! {
+    /// `POST /v1/messages`.
+    pub struct SendMessageIn {
+        conversation_id: ConversationId = id(Malformed::NotFound),
+        message: MessageText = text(MessageText::new),
+        attachments: Vec<NewAttachment> = attachments(),
+    }
+}
+
+request! {
+    /// `PUT /v1/messages/{id}`: edit, react, attach.
+    pub struct UpdateMessageIn {
+        message: Option<MessageText> = optional(text(MessageText::new)),
+        reactions: Vec<(ReactionName, Vec<String>)> = reactions(),
+        attachments: Vec<NewAttachment> = attachments(),
+    }
+}
+
+request! {
+    /// One of `attachments[i]`, its params named `attachments[i][<key>]`.
+    pub struct AttachmentIn {
+        file_url: FileUrl = text(FileUrl::new),
+        filename: Filename = text(Filename::new),
+        /// Absent: `application/octet-stream`.
+        file_type: Option<FileType> = optional(text(FileType::new)),
+        file_size: Option<FileSize> = optional(int(FileSize::new)),
+    }
+}
+
+impl From<AttachmentIn> for NewAttachment {
+    fn from(a: AttachmentIn) -> Self {
+        NewAttachment {
+            filename: a.filename,
+            file_url: a.file_url,
+            file_type: a.file_type.unwrap_or_else(FileType::octet_stream),
+            file_size: a.file_size,
+        }
+    }
+}
+
+/// `attachments[i][...]`; absent is none.
+fn attachments() -> impl Field<Vec<NewAttachment>> {
+    reader(shape::attachments, false, read_attachments)
+}
+
+/// At most 10, counted before any item is judged; each item refuses its own
+/// unknown keys before its values are judged.
+fn read_attachments(p: &mut Params, name: &'static str) -> Result<Vec<NewAttachment>, ApiError> {
+    let Some(items) = p.optional_objects(name)? else {
+        return Ok(Vec::new());
+    };
+    check_attachment_count(items.len()).map_err(|e| p.domain(e))?;
+    items
+        .into_iter()
+        .map(|item| item.into_request::<AttachmentIn>().map(NewAttachment::from))
+        .collect()
+}
+
+/// `reactions[<name>][]=<username>`; absent is none.
+fn reactions() -> impl Field<Vec<(ReactionName, Vec<String>)>> {
+    reader(shape::reactions, false, read_reactions)
+}
+
+/// A bad name is a 400 on `reactions`.
+fn read_reactions(
+    p: &mut Params,
+    name: &'static str,
+) -> Result<Vec<(ReactionName, Vec<String>)>, ApiError> {
+    p.optional_named_lists(name)?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(reaction, usernames)| {
+            let reaction = ReactionName::new(reaction).map_err(|e| p.domain(e))?;
+            Ok((reaction, usernames))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+
+    fn send(body: &str) -> Result<SendMessageIn, ApiError> {
+        Params::from_body(Some("application/x-www-form-urlencoded"), body.as_bytes())
+            .expect("form")
+            .into_request()
+    }
+
+    #[test]
+    fn attachments_are_requests_of_their_own() {
+        let req = send(&format!(
+            "conversation_id={ID}&message=hi&attachments[0][file_url]=https://x.test/a&attachments[0][filename]=a.txt"
+        ))
+        .expect("ok");
+        assert_eq!(req.attachments.len(), 1);
+        assert_eq!(req.attachments[0].file_type, FileType::octet_stream());
+        assert_eq!(req.attachments[0].file_size, None);
+    }
+
+    #[test]
+    fn each_level_refuses_unknown_keys_before_judging_values() {
+        // Top level first, whatever the items hold.
+        let e = send("message=&attachments[0][x]=1&colour=blue").expect_err("top");
+        assert_eq!((e.code(), e.param()), ("parameter_unknown", Some("colour")));
+        // An item's unknown key before its own missing values...
+        let e = send(&format!(
+            "conversation_id={ID}&message=hi&attachments[0][x]=1"
+        ))
+        .expect_err("item");
+        assert_eq!(
+            (e.code(), e.param()),
+            ("parameter_unknown", Some("attachments[0][x]"))
+        );
+        // ...but after the values of the fields before `attachments`.
+        let e = send("message=hi&attachments[0][x]=1").expect_err("order");
+        assert_eq!(
+            (e.code(), e.param()),
+            ("parameter_missing", Some("conversation_id"))
+        );
+        // Items are judged one after another.
+        let e = send(&format!(
+            "conversation_id={ID}&message=hi&attachments[0][filename]=a&attachments[1][x]=1"
+        ))
+        .expect_err("first item");
+        assert_eq!(
+            (e.code(), e.param()),
+            ("parameter_missing", Some("attachments[0][file_url]"))
+        );
+    }
+}

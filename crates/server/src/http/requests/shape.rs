@@ -1,0 +1,211 @@
+//! The wire shape of a request's parameters, as the readers of
+//! `crate::http::requests` describe them: a JSON schema for bodies (form or JSON)
+//! and query parameters for GET and DELETE.
+
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{
+    AdditionalProperties, ArrayBuilder, KnownFormat, Object, ObjectBuilder, Schema, SchemaFormat,
+    SchemaType, Type,
+};
+use utoipa::openapi::Required;
+
+use super::FromParams;
+
+/// One parameter: its name, its schema, whether it must be given.
+struct Prop {
+    name: &'static str,
+    schema: Schema,
+    required: bool,
+}
+
+/// The parameters of one request level, in field order.
+#[derive(Default)]
+pub struct Shape {
+    props: Vec<Prop>,
+}
+
+impl Shape {
+    /// The shape of the request `R`.
+    pub fn of<R: FromParams>() -> Self {
+        let mut shape = Shape::default();
+        R::describe(&mut shape);
+        shape
+    }
+
+    pub fn add(&mut self, name: &'static str, schema: Schema, required: bool) {
+        self.props.push(Prop {
+            name,
+            schema,
+            required,
+        });
+    }
+
+    pub fn make_optional(&mut self, name: &str) {
+        for prop in self.props.iter_mut().filter(|p| p.name == name) {
+            prop.required = false;
+        }
+    }
+
+    /// An object of these properties and no others: unknown parameters are
+    /// refused.
+    pub fn into_schema(self) -> Schema {
+        let mut object = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+        for prop in self.props {
+            if prop.required {
+                object = object.required(prop.name);
+            }
+            object = object.property(prop.name, prop.schema);
+        }
+        object.build().into()
+    }
+
+    /// The same parameters in the query string.
+    pub fn into_query(self) -> Vec<Parameter> {
+        self.props
+            .into_iter()
+            .map(|prop| {
+                ParameterBuilder::new()
+                    .name(prop.name)
+                    .parameter_in(ParameterIn::Query)
+                    .required(if prop.required {
+                        Required::True
+                    } else {
+                        Required::False
+                    })
+                    .schema(Some(prop.schema))
+                    .build()
+            })
+            .collect()
+    }
+}
+
+fn typed(t: Type) -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(t)
+}
+
+fn described(object: ObjectBuilder, description: &str) -> Schema {
+    object.description(Some(description)).build().into()
+}
+
+pub fn string() -> Schema {
+    typed(Type::String).build().into()
+}
+
+pub fn integer() -> Schema {
+    typed(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .build()
+        .into()
+}
+
+pub fn boolean() -> Schema {
+    described(
+        typed(Type::Boolean),
+        "true or false (in a form or query string also 1 or 0)",
+    )
+}
+
+fn uuid() -> ObjectBuilder {
+    typed(Type::String).format(Some(SchemaFormat::Custom("uuid".to_owned())))
+}
+
+pub fn id() -> Schema {
+    described(uuid(), "an id (UUIDv7, lowercase, hyphenated)")
+}
+
+pub fn described_id(description: &str) -> Schema {
+    described(uuid(), description)
+}
+
+pub fn limit() -> Schema {
+    described(
+        typed(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(100))
+            .default(Some(10.into())),
+        "page size, 1 to 100",
+    )
+}
+
+pub fn clearable_id() -> Schema {
+    described(
+        ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::String, Type::Null])),
+        "an id; an empty string or null clears it",
+    )
+}
+
+pub fn clearable_time() -> Schema {
+    described(
+        ObjectBuilder::new().schema_type(SchemaType::from_iter([
+            Type::Integer,
+            Type::String,
+            Type::Null,
+        ])),
+        "Unix seconds; an empty string or null clears it",
+    )
+}
+
+pub fn ids() -> Schema {
+    ArrayBuilder::new()
+        .items(uuid())
+        .description(Some("ids; in a form `key[]=<id>` for each"))
+        .build()
+        .into()
+}
+
+/// `attachments[i][...]`: the objects of [`crate::http::requests::messages`].
+pub fn attachments() -> Schema {
+    let item: Object = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property(
+            "file_url",
+            described(
+                typed(Type::String).max_length(Some(2048)),
+                "an http or https URL",
+            ),
+        )
+        .required("file_url")
+        .property(
+            "filename",
+            described(
+                typed(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(255)),
+                "no `/` or control characters",
+            ),
+        )
+        .required("filename")
+        .property(
+            "file_type",
+            described(
+                typed(Type::String),
+                "a MIME type `type/subtype`; default application/octet-stream",
+            ),
+        )
+        .property(
+            "file_size",
+            described(typed(Type::Integer).minimum(Some(0)), "bytes"),
+        )
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .build();
+    ArrayBuilder::new()
+        .items(item)
+        .max_items(Some(10))
+        .description(Some(
+            "attachments to add; in a form `attachments[0][file_url]=...`",
+        ))
+        .build()
+        .into()
+}
+
+/// `reactions[<name>][]=<username>`.
+pub fn reactions() -> Schema {
+    let usernames = ArrayBuilder::new().items(typed(Type::String));
+    described(
+        typed(Type::Object).additional_properties(Some(usernames)),
+        "reactions to add: a reaction name (1 to 64 of a-z 0-9 _ + -) to the caller's own \
+         username; in a form `reactions[<name>][]=<username>`",
+    )
+}

@@ -1,0 +1,168 @@
+//! `/v1/conversations`: list, create, open, update, delete.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use confab_domain::{ConversationId, ConversationView};
+use confab_service::{Confab, ConversationFilter, StoredResponse};
+
+use super::{created, endpoint, no_content, ok, path_id, Endpoint};
+use crate::http::auth::Caller;
+use crate::http::dto::{ConversationDto, ListDto};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::idempotency;
+use crate::http::requests::conversations::{
+    CreateConversationIn, ListConversationsIn, UpdateConversationIn,
+};
+use crate::http::requests::{Input, NoParams};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(list, __path_list),
+        endpoint!(create, __path_create),
+        endpoint!(open, __path_open),
+        endpoint!(update, __path_update),
+        endpoint!(delete, __path_delete),
+    ]
+}
+
+/// List the caller's conversations, latest activity first.
+#[utoipa::path(
+    get, path = "/v1/conversations", tag = "conversations", operation_id = "list_conversations",
+    params(ListConversationsIn),
+    responses((status = 200, description = "a page of conversations", body = ListDto<ConversationDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list(
+    service: web::Data<Confab>,
+    caller: Caller,
+    Input(req): Input<ListConversationsIn>,
+) -> Result<HttpResponse, ApiError> {
+    let ListConversationsIn {
+        muted,
+        archived,
+        pinned,
+        group_id,
+        page,
+    } = req;
+    let filter = ConversationFilter {
+        muted,
+        archived,
+        pinned,
+        group_id,
+    };
+    let conversations = service.list_conversations(&caller.0, filter, page).await?;
+    Ok(ok(&ListDto::from_paged(conversations, |c| {
+        ConversationDto::from(&c)
+    })))
+}
+
+/// Start a conversation: with `contact_id` (direct) or `group_id` (group),
+/// exactly one of them.
+#[utoipa::path(
+    post, path = "/v1/conversations", tag = "conversations", operation_id = "create_conversation",
+    request_body(content(
+        (CreateConversationIn = "application/x-www-form-urlencoded"),
+        (CreateConversationIn = "application/json"),
+    )),
+    responses((
+        status = 201, description = "the conversation", body = ConversationDto,
+        headers(("Location" = String, description = "the conversation's URL")),
+    )),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn create(
+    service: web::Data<Confab>,
+    caller: Caller,
+    http: HttpRequest,
+    Input(req): Input<CreateConversationIn>,
+) -> Result<HttpResponse, ApiError> {
+    let CreateConversationIn { target } = req;
+    idempotency::post(&service, &caller.0, &http, started, |completion| {
+        service.create_conversation(&caller.0, target, completion)
+    })
+    .await
+}
+
+/// The answer to a new conversation.
+fn started(view: &ConversationView) -> StoredResponse {
+    created(
+        format!("/v1/conversations/{}", view.conversation.id),
+        &ConversationDto::from(view),
+    )
+}
+
+/// Getting a conversation opens it: `last_opened_at` and `read_at` change.
+#[utoipa::path(
+    get, path = "/v1/conversations/{id}", tag = "conversations", operation_id = "open_conversation",
+    params(("id" = String, Path, description = "the conversation id")),
+    responses((status = 200, description = "the conversation", body = ConversationDto)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn open(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ConversationId = path_id(&path)?;
+    let view = service.open_conversation(&caller.0, id).await?;
+    Ok(ok(&ConversationDto::from(&view)))
+}
+
+/// Pin a message, pin, mute or archive the conversation (the last three
+/// for the caller only). Only the submitted attributes change.
+#[utoipa::path(
+    put, path = "/v1/conversations/{id}", tag = "conversations", operation_id = "update_conversation",
+    params(("id" = String, Path, description = "the conversation id")),
+    request_body(content(
+        (UpdateConversationIn = "application/x-www-form-urlencoded"),
+        (UpdateConversationIn = "application/json"),
+    )),
+    responses((status = 200, description = "the conversation", body = ConversationDto)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn update(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    Input(req): Input<UpdateConversationIn>,
+) -> Result<HttpResponse, ApiError> {
+    let UpdateConversationIn {
+        pinned_message_id,
+        is_pinned,
+        is_muted,
+        archived_at,
+    } = req;
+    let id: ConversationId = path_id(&path)?;
+    let view = service
+        .update_conversation(
+            &caller.0,
+            id,
+            pinned_message_id,
+            is_pinned,
+            is_muted,
+            archived_at,
+        )
+        .await?;
+    Ok(ok(&ConversationDto::from(&view)))
+}
+
+/// Delete a conversation for good, with its messages.
+#[utoipa::path(
+    delete, path = "/v1/conversations/{id}", tag = "conversations", operation_id = "delete_conversation",
+    params(("id" = String, Path, description = "the conversation id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 403, description = "a group conversation: only its creator or a group owner", body = ErrorBody),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn delete(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ConversationId = path_id(&path)?;
+    service.delete_conversation(&caller.0, id).await?;
+    Ok(no_content())
+}

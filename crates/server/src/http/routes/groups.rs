@@ -1,0 +1,161 @@
+//! `/v1/groups`: the members group conversations are shared by.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use confab_domain::{Group, GroupId};
+use confab_service::{Confab, GroupUpdate, NewGroupRequest, StoredResponse};
+
+use super::{created, endpoint, no_content, ok, path_id, Endpoint};
+use crate::http::auth::Caller;
+use crate::http::dto::{GroupDto, ListDto};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::idempotency;
+use crate::http::requests::groups::{CreateGroupIn, ListGroupsIn, UpdateGroupIn};
+use crate::http::requests::{Input, NoParams};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(list, __path_list),
+        endpoint!(create, __path_create),
+        endpoint!(get, __path_get),
+        endpoint!(update, __path_update),
+        endpoint!(delete, __path_delete),
+    ]
+}
+
+/// List the caller's groups.
+#[utoipa::path(
+    get, path = "/v1/groups", tag = "groups", operation_id = "list_groups",
+    params(ListGroupsIn),
+    responses((status = 200, description = "a page of groups", body = ListDto<GroupDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list(
+    service: web::Data<Confab>,
+    caller: Caller,
+    Input(req): Input<ListGroupsIn>,
+) -> Result<HttpResponse, ApiError> {
+    let ListGroupsIn { page } = req;
+    let groups = service.list_groups(&caller.0, page).await?;
+    Ok(ok(&ListDto::from_paged(groups, |g| GroupDto::from(&g))))
+}
+
+/// Create a group; the caller becomes its owner and a member.
+#[utoipa::path(
+    post, path = "/v1/groups", tag = "groups", operation_id = "create_group",
+    request_body(content(
+        (CreateGroupIn = "application/x-www-form-urlencoded"),
+        (CreateGroupIn = "application/json"),
+    )),
+    responses((
+        status = 201, description = "the group", body = GroupDto,
+        headers(("Location" = String, description = "the group's URL")),
+    )),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn create(
+    service: web::Data<Confab>,
+    caller: Caller,
+    http: HttpRequest,
+    Input(req): Input<CreateGroupIn>,
+) -> Result<HttpResponse, ApiError> {
+    let CreateGroupIn {
+        name,
+        description,
+        avatar_url,
+        contact_ids,
+    } = req;
+    let request = NewGroupRequest {
+        name,
+        description,
+        avatar_url,
+        contact_ids,
+    };
+    idempotency::post(&service, &caller.0, &http, founded, |completion| {
+        service.create_group(&caller.0, request, completion)
+    })
+    .await
+}
+
+/// The answer to a new group.
+fn founded(group: &Group) -> StoredResponse {
+    created(format!("/v1/groups/{}", group.id), &GroupDto::from(group))
+}
+
+/// Get one group.
+#[utoipa::path(
+    get, path = "/v1/groups/{id}", tag = "groups", operation_id = "get_group",
+    params(("id" = String, Path, description = "the group id")),
+    responses((status = 200, description = "the group", body = GroupDto)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn get(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: GroupId = path_id(&path)?;
+    let group = service.group(&caller.0, id).await?;
+    Ok(ok(&GroupDto::from(&group)))
+}
+
+/// Rename, describe, add or remove members (owner); any member may remove
+/// themself.
+#[utoipa::path(
+    put, path = "/v1/groups/{id}", tag = "groups", operation_id = "update_group",
+    params(("id" = String, Path, description = "the group id")),
+    request_body(content(
+        (UpdateGroupIn = "application/x-www-form-urlencoded"),
+        (UpdateGroupIn = "application/json"),
+    )),
+    responses(
+        (status = 200, description = "the group", body = GroupDto),
+        (status = 403, description = "only an owner may change the group", body = ErrorBody),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn update(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    Input(req): Input<UpdateGroupIn>,
+) -> Result<HttpResponse, ApiError> {
+    let UpdateGroupIn {
+        name,
+        description,
+        avatar_url,
+        add_contact_ids,
+        remove_contact_ids,
+    } = req;
+    let id: GroupId = path_id(&path)?;
+    let update = GroupUpdate {
+        name,
+        description,
+        avatar_url,
+        add_contact_ids,
+        remove_contact_ids,
+    };
+    let group = service.update_group(&caller.0, id, update).await?;
+    Ok(ok(&GroupDto::from(&group)))
+}
+
+/// Delete a group and its conversations (owner).
+#[utoipa::path(
+    delete, path = "/v1/groups/{id}", tag = "groups", operation_id = "delete_group",
+    params(("id" = String, Path, description = "the group id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 403, description = "only an owner may delete the group", body = ErrorBody),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn delete(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: GroupId = path_id(&path)?;
+    service.delete_group(&caller.0, id).await?;
+    Ok(no_content())
+}

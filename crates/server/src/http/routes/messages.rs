@@ -1,0 +1,192 @@
+//! `/v1/messages`: list, send, get, edit / react / attach, unreact, delete.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use confab_domain::{Message, MessageId, ReactionName};
+use confab_service::{Confab, MessageUpdate, SendMessage, StoredResponse};
+
+use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
+use crate::http::auth::Caller;
+use crate::http::dto::{ListDto, MessageDto};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::idempotency;
+use crate::http::requests::messages::{ListMessagesIn, SendMessageIn, UpdateMessageIn};
+use crate::http::requests::{Input, NoParams};
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(list, __path_list),
+        endpoint!(send, __path_send),
+        endpoint!(get, __path_get),
+        endpoint!(update, __path_update),
+        endpoint!(delete, __path_delete),
+        endpoint!(unreact, __path_unreact),
+    ]
+}
+
+/// List messages, newest first: of all the caller's conversations, or of
+/// one with `conversation_id`.
+#[utoipa::path(
+    get, path = "/v1/messages", tag = "messages", operation_id = "list_messages",
+    params(ListMessagesIn),
+    responses((status = 200, description = "a page of messages", body = ListDto<MessageDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list(
+    service: web::Data<Confab>,
+    caller: Caller,
+    Input(req): Input<ListMessagesIn>,
+) -> Result<HttpResponse, ApiError> {
+    let ListMessagesIn {
+        conversation_id,
+        page,
+    } = req;
+    let messages = service
+        .list_messages(&caller.0, conversation_id, page)
+        .await?;
+    Ok(ok_json(crate::http::wire::message_page(&messages)))
+}
+
+/// Send a message to a conversation; the caller is the sender.
+#[utoipa::path(
+    post, path = "/v1/messages", tag = "messages", operation_id = "send_message",
+    request_body(content(
+        (SendMessageIn = "application/x-www-form-urlencoded"),
+        (SendMessageIn = "application/json"),
+    )),
+    responses((
+        status = 201, description = "the message", body = MessageDto,
+        headers(("Location" = String, description = "the message's URL")),
+    )),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn send(
+    service: web::Data<Confab>,
+    caller: Caller,
+    http: HttpRequest,
+    Input(req): Input<SendMessageIn>,
+) -> Result<HttpResponse, ApiError> {
+    let SendMessageIn {
+        conversation_id,
+        message: text,
+        attachments,
+    } = req;
+    let send = SendMessage {
+        conversation_id,
+        text,
+        attachments,
+    };
+    idempotency::post(&service, &caller.0, &http, sent, |completion| {
+        service.send_message(&caller.0, send, completion)
+    })
+    .await
+}
+
+/// The answer to a send.
+fn sent(message: &Message) -> StoredResponse {
+    created_json(
+        format!("/v1/messages/{}", message.id),
+        crate::http::wire::message(message),
+    )
+}
+
+/// Get one message.
+#[utoipa::path(
+    get, path = "/v1/messages/{id}", tag = "messages", operation_id = "get_message",
+    params(("id" = String, Path, description = "the message id")),
+    responses((status = 200, description = "the message", body = MessageDto)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn get(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: MessageId = path_id(&path)?;
+    let message = service.message(&caller.0, id).await?;
+    Ok(ok_json(crate::http::wire::message(&message)))
+}
+
+/// Edit the text (sender only), add the caller's reactions, append
+/// attachments (sender only). Only the submitted attributes change.
+#[utoipa::path(
+    put, path = "/v1/messages/{id}", tag = "messages", operation_id = "update_message",
+    params(("id" = String, Path, description = "the message id")),
+    request_body(content(
+        (UpdateMessageIn = "application/x-www-form-urlencoded"),
+        (UpdateMessageIn = "application/json"),
+    )),
+    responses(
+        (status = 200, description = "the message", body = MessageDto),
+        (status = 403, description = "only the sender may edit or attach; nobody reacts in \
+            someone else's name", body = ErrorBody),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn update(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    Input(req): Input<UpdateMessageIn>,
+) -> Result<HttpResponse, ApiError> {
+    let UpdateMessageIn {
+        message: text,
+        reactions,
+        attachments,
+    } = req;
+    let id: MessageId = path_id(&path)?;
+    let update = MessageUpdate {
+        text,
+        reactions,
+        attachments,
+    };
+    let message = service.update_message(&caller.0, id, update).await?;
+    Ok(ok_json(crate::http::wire::message(&message)))
+}
+
+/// Delete a message for good, with its reactions and attachments (sender
+/// only).
+#[utoipa::path(
+    delete, path = "/v1/messages/{id}", tag = "messages", operation_id = "delete_message",
+    params(("id" = String, Path, description = "the message id")),
+    responses(
+        (status = 204, description = "deleted"),
+        (status = 403, description = "only the sender may delete", body = ErrorBody),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn delete(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: MessageId = path_id(&path)?;
+    service.delete_message(&caller.0, id).await?;
+    Ok(no_content())
+}
+
+/// Takes back the caller's own reaction; a name that cannot exist is 404
+/// like any other malformed path segment.
+#[utoipa::path(
+    delete, path = "/v1/messages/{id}/reactions/{name}", tag = "messages",
+    operation_id = "remove_reaction",
+    params(
+        ("id" = String, Path, description = "the message id"),
+        ("name" = String, Path, description = "the reaction name"),
+    ),
+    responses((status = 200, description = "the message", body = MessageDto)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn unreact(
+    service: web::Data<Confab>,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, name) = path.into_inner();
+    let id: MessageId = path_id(&id)?;
+    let name = ReactionName::new(name).map_err(|_| ApiError::not_found(None))?;
+    let message = service.remove_reaction(&caller.0, id, name).await?;
+    Ok(ok_json(crate::http::wire::message(&message)))
+}
