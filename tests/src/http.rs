@@ -84,7 +84,7 @@ impl TestApp {
         // valid token is off: every test actor here shares 127.0.0.1, so it
         // would be one budget for all of them, and tests that send dead
         // tokens on purpose would spend it for the others. It has its own
-        // tests in crates/server/tests/rate_limit.rs.
+        // tests in tests/tests/http/rate_limit.rs.
         Self::spawn_with(
             backend,
             RateLimits {

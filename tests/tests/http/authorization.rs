@@ -947,7 +947,7 @@ async fn check_effect(
 /// (about a thousand requests a token in a few seconds, more than the
 /// default 100/s with a burst of 200 on a fast machine): what it checks is
 /// who may do what, so its server allows more per token. The limit itself is
-/// tested in crates/server/tests/rate_limit.rs.
+/// tested in tests/tests/http/rate_limit.rs.
 async fn on_matrix_server<F, Fut>(backend: confab_tests::db::Backend, test: F)
 where
     F: FnOnce(TestApp) -> Fut,

@@ -18,6 +18,16 @@ where
     test(TestApp::spawn(backend).await).await;
 }
 
+/// Runs `test` with `backend` alone, for tests that start their own server
+/// (with options of their own) or none.
+pub(crate) async fn on_backend<F, Fut>(backend: Backend, test: F)
+where
+    F: FnOnce(Backend) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    test(backend).await;
+}
+
 /// A well-formed id (a lowercase UUIDv7) that names nothing.
 pub(crate) const UNKNOWN_ID: &str = "0190a5e0-0000-7000-8000-000000000000";
 

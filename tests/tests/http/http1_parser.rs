@@ -2,13 +2,14 @@
 //! code runs (so without the contract's JSON body), as `docs/api.md` lists
 //! it, and that the server stays healthy after each.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::TestApp;
+use confab_server::startup::RateLimits;
+use confab_tests::db::Backend;
+use confab_tests::http::TestApp;
+use reqwest::Method;
 
 /// Sends `raw` on a fresh connection and returns the status line of the
 /// answer and how long it took to come.
@@ -35,21 +36,19 @@ async fn parser_answer(app: &TestApp, raw: Vec<u8>) -> (String, Duration) {
 }
 
 async fn still_healthy(app: &TestApp) {
-    let r = app.get("/healthz", None).await;
+    let r = app.send(Method::GET, "/healthz", None, None, &[]).await;
     assert_eq!(r.status.as_u16(), 200);
 }
 
-#[tokio::test]
-async fn malformed_request_line_is_400_and_harmless() {
-    let app = TestApp::spawn().await;
+async fn malformed_request_line_is_400_and_harmless(backend: Backend) {
+    let app = TestApp::spawn_with(backend, RateLimits::default()).await;
     let (status, _) = parser_answer(&app, b"NOT A REQUEST\r\n\r\n".to_vec()).await;
     assert!(status.starts_with("HTTP/1.1 400"), "{status:?}");
     still_healthy(&app).await;
 }
 
-#[tokio::test]
-async fn oversized_head_is_refused_and_harmless() {
-    let app = TestApp::spawn().await;
+async fn oversized_head_is_refused_and_harmless(backend: Backend) {
+    let app = TestApp::spawn_with(backend, RateLimits::default()).await;
     // A 100 KB request target: past the parser's head limit.
     let raw = format!(
         "GET /healthz?{} HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -61,9 +60,8 @@ async fn oversized_head_is_refused_and_harmless() {
     still_healthy(&app).await;
 }
 
-#[tokio::test]
-async fn unfinished_head_times_out_with_408_and_harmless() {
-    let app = TestApp::spawn().await;
+async fn unfinished_head_times_out_with_408_and_harmless(backend: Backend) {
+    let app = TestApp::spawn_with(backend, RateLimits::default()).await;
     // The head never ends: the client request timeout (5 s) answers.
     let (status, waited) =
         parser_answer(&app, b"GET /healthz HTTP/1.1\r\nHost: x\r\n".to_vec()).await;
@@ -71,3 +69,9 @@ async fn unfinished_head_times_out_with_408_and_harmless() {
     assert!(waited < Duration::from_secs(10), "{waited:?}");
     still_healthy(&app).await;
 }
+
+confab_tests::on_both_stores!(crate::support::on_backend;
+    malformed_request_line_is_400_and_harmless,
+    oversized_head_is_refused_and_harmless,
+    unfinished_head_times_out_with_408_and_harmless,
+);

@@ -2,21 +2,24 @@
 //! an allowed origin is answered before authentication, and answers carry
 //! the CORS headers, errors included. Compression: gzip when asked for.
 
-mod common;
-
 use std::io::Read as _;
 
-use common::TestApp;
+use confab_server::startup::RateLimits;
 use confab_server::startup::{CorsOrigins, ServerOptions};
+use confab_tests::db::Backend;
+use confab_tests::http::TestApp;
 use reqwest::{Method, StatusCode};
 
 const ORIGIN: &str = "https://app.example";
 
-async fn app_with_cors(cors: CorsOrigins) -> TestApp {
-    TestApp::spawn_with_options(ServerOptions {
-        cors,
-        ..ServerOptions::default()
-    })
+async fn app_with_cors(backend: Backend, cors: CorsOrigins) -> TestApp {
+    TestApp::spawn_with_options(
+        backend,
+        ServerOptions {
+            cors,
+            ..ServerOptions::default()
+        },
+    )
     .await
 }
 
@@ -46,9 +49,8 @@ fn lower_list(value: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn preflight_from_an_allowed_origin_is_answered_before_authentication() {
-    let app = app_with_cors(CorsOrigins::Some(vec![ORIGIN.to_owned()])).await;
+async fn preflight_from_an_allowed_origin_is_answered_before_authentication(backend: Backend) {
+    let app = app_with_cors(backend, CorsOrigins::Some(vec![ORIGIN.to_owned()])).await;
     let r = preflight(&app, ORIGIN).await;
     assert!(
         matches!(r.status(), StatusCode::OK | StatusCode::NO_CONTENT),
@@ -72,7 +74,7 @@ async fn preflight_from_an_allowed_origin_is_answered_before_authentication() {
     assert!(header(&r, "x-request-id").is_some());
 
     // Actual requests, a refusal included, carry the CORS headers.
-    for (token, status) in [(None, 401), (Some(app.token("alice").await), 200)] {
+    for (token, status) in [(None, 401), (Some(app.user("alice").await.token), 200)] {
         let mut req = app
             .client
             .get(format!("{}/v1/contacts/me", app.base_url))
@@ -115,17 +117,15 @@ async fn preflight_from_an_allowed_origin_is_answered_before_authentication() {
     assert_eq!(header(&r, "access-control-allow-origin"), None);
 }
 
-#[tokio::test]
-async fn any_origin_when_asked_with_a_star() {
-    let app = app_with_cors(CorsOrigins::Any).await;
+async fn any_origin_when_asked_with_a_star(backend: Backend) {
+    let app = app_with_cors(backend, CorsOrigins::Any).await;
     let r = preflight(&app, "https://whoever.example").await;
     assert!(r.status().is_success(), "{}", r.status());
     assert_eq!(header(&r, "access-control-allow-origin"), Some("*"));
 }
 
-#[tokio::test]
-async fn cors_is_off_by_default() {
-    let app = TestApp::spawn().await;
+async fn cors_is_off_by_default(backend: Backend) {
+    let app = TestApp::spawn_with(backend, RateLimits::default()).await;
     let r = preflight(&app, ORIGIN).await;
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(header(&r, "access-control-allow-origin"), None);
@@ -141,25 +141,45 @@ async fn cors_is_off_by_default() {
     assert_eq!(header(&r, "access-control-expose-headers"), None);
 }
 
-#[tokio::test]
-async fn a_large_list_is_gzipped_when_asked_and_plain_otherwise() {
-    let app = TestApp::spawn().await;
-    let alice = app.token("alice").await;
-    let bob = app.token("bob").await;
-    let bob_id = app.get("/v1/contacts/me", Some(&bob)).await.body["id"]
+async fn a_large_list_is_gzipped_when_asked_and_plain_otherwise(backend: Backend) {
+    let app = TestApp::spawn_with(backend, RateLimits::default()).await;
+    let alice = app.user("alice").await.token;
+    let bob = app.user("bob").await.token;
+    let bob_id = app
+        .send(Method::GET, "/v1/contacts/me", Some(&bob), None, &[])
+        .await
+        .body["id"]
         .as_str()
         .expect("id")
         .to_owned();
     let form = format!("contact_id={bob_id}");
     let conv = app
-        .send(Method::POST, "/v1/conversations", Some(&alice), Some(&form))
+        .send(
+            Method::POST,
+            "/v1/conversations",
+            Some(&alice),
+            Some((
+                "application/x-www-form-urlencoded",
+                form.clone().into_bytes(),
+            )),
+            &[],
+        )
         .await;
     assert_eq!(conv.status.as_u16(), 201, "{:?}", conv.body);
     let conv_id = conv.body["id"].as_str().expect("id").to_owned();
     for i in 0..30 {
         let form = format!("conversation_id={conv_id}&message=message+number+{i}+of+a+long+list");
         let r = app
-            .send(Method::POST, "/v1/messages", Some(&alice), Some(&form))
+            .send(
+                Method::POST,
+                "/v1/messages",
+                Some(&alice),
+                Some((
+                    "application/x-www-form-urlencoded",
+                    form.clone().into_bytes(),
+                )),
+                &[],
+            )
             .await;
         assert_eq!(r.status.as_u16(), 201);
     }
@@ -206,3 +226,10 @@ async fn a_large_list_is_gzipped_when_asked_and_plain_otherwise() {
         .expect("gunzip");
     assert_eq!(unzipped, plain_body);
 }
+
+confab_tests::on_both_stores!(crate::support::on_backend;
+    preflight_from_an_allowed_origin_is_answered_before_authentication,
+    any_origin_when_asked_with_a_star,
+    cors_is_off_by_default,
+    a_large_list_is_gzipped_when_asked_and_plain_otherwise,
+);
