@@ -7,11 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use confab_tests::http::{TestApp, User};
+use confab_tests::http::TestApp;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::support::{id_of, pair};
+use crate::support::{conversation_created, id_of, pair};
 
 /// `user`'s catch-up list after event `after`: the raw body and its events.
 async fn catch_up(app: &TestApp, token: &str, after: &str) -> (String, Vec<Value>) {
@@ -41,34 +41,6 @@ async fn caught_up(app: &TestApp, token: &str, after: &str, kind: &str) -> (Stri
             return (raw, data);
         }
         assert!(Instant::now() < deadline, "no {kind} event: {raw}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The id of the conversation's `conversation.created`, once `user` can
-/// read it: what a client that saw it resumes after.
-async fn conversation_created(app: &TestApp, user: &User) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = app
-            .send(
-                Method::GET,
-                "/v1/events?limit=100",
-                Some(&user.token),
-                None,
-                &[("accept", "application/json")],
-            )
-            .await;
-        let body = r.expect(200);
-        let data = body["data"].as_array().expect("data");
-        if let Some(e) = data.iter().find(|e| e["type"] == "conversation.created") {
-            return id_of(e);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no conversation.created: {}",
-            r.raw
-        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

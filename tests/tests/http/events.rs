@@ -681,34 +681,8 @@ async fn streams_opening_while_the_hub_reads_get_every_event_once(app: TestApp) 
     let alice = app.user("alice").await;
     let bob = app.user("bob").await;
     let c = app.direct(&alice, &bob).await;
-    // Bob's last event before the burst (the conversation's creation). On
-    // PostgreSQL an event is readable once every transaction older than it
-    // has ended, in any database of the server (the suite's other tests
-    // run beside this one), so it may take a moment to show.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let mark = loop {
-        let r = app
-            .send(
-                Method::GET,
-                "/v1/events?limit=100",
-                Some(&bob.token),
-                None,
-                &[("accept", "application/json")],
-            )
-            .await;
-        let last = r.expect(200)["data"]
-            .as_array()
-            .and_then(|d| d.last())
-            .and_then(|e| e["id"].as_str())
-            .map(str::to_owned);
-        match last {
-            Some(id) => break id,
-            None if std::time::Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            None => panic!("bob's first event never became readable"),
-        }
-    };
+    // Bob's last event before the burst: the conversation's creation.
+    let mark = crate::support::conversation_created(&app, &bob).await;
     let sender = {
         let (base, token, c) = (base.clone(), alice.token.clone(), c.clone());
         tokio::spawn(async move { burst_over(&base, &token, &c, N).await })

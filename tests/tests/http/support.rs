@@ -2,10 +2,11 @@
 //! the few fixtures every area needs.
 
 use std::future::Future;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use confab_tests::db::Backend;
 use confab_tests::http::{TestApp, User};
+use reqwest::Method;
 use serde_json::Value;
 
 /// Runs `test` against a fresh server on `backend` (the runner
@@ -199,3 +200,33 @@ macro_rules! check {
     };
 }
 pub(crate) use check;
+
+/// The id of the conversation's `conversation.created`, once `user` can
+/// read it: what a client that saw it resumes after. (PostgreSQL makes an
+/// event readable once every older transaction has ended, in any database
+/// of the server, so it may take a moment to show.)
+pub(crate) async fn conversation_created(app: &TestApp, user: &User) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = app
+            .send(
+                Method::GET,
+                "/v1/events?limit=100",
+                Some(&user.token),
+                None,
+                &[("accept", "application/json")],
+            )
+            .await;
+        let body = r.expect(200);
+        let data = body["data"].as_array().expect("data");
+        if let Some(e) = data.iter().find(|e| e["type"] == "conversation.created") {
+            return id_of(e);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no conversation.created: {}",
+            r.raw
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -9,79 +9,16 @@ use std::sync::Arc;
 
 use confab_domain::{
     conversation_created, conversation_deleted, conversation_opened, conversation_updated,
-    group_deleted, message_deleted, message_sent, message_updated, Change, Contact, Conversation,
-    ConversationId, Event, EventId, EventType, MemberStatePatch, Message, PinnedMessageChange,
-    Timestamp,
+    group_deleted, message_deleted, message_sent, message_updated, Contact, Conversation,
+    ConversationId, EventId, EventType, MemberStatePatch, PinnedMessageChange,
 };
-use confab_ports::{FanOutLimits, Outbox, StoredEvent};
-use confab_server::payloads::WirePayloads;
-use uuid::Uuid;
+use confab_ports::FanOutLimits;
 
+use crate::event_log::{by, ids, Events};
 use crate::support::{
     at, attachment, change, contact, direct, group, group_conversation, new_id, new_message, rn,
     text, S,
 };
-
-fn ids() -> impl FnMut() -> EventId {
-    || EventId::from_uuid(Uuid::now_v7())
-}
-
-fn by(who: &Contact, when: Timestamp) -> Change {
-    Change::new(who.id, when)
-}
-
-/// Hands events to writes, remembering the first of the latest, so that a
-/// read can wait until it is readable (PostgreSQL makes an event readable
-/// once no transaction older than its own still runs, other tests'
-/// included).
-#[derive(Default)]
-struct Events {
-    last: std::sync::Mutex<Option<EventId>>,
-}
-
-impl Events {
-    fn out(&self, events: Vec<Event>) -> Outbox {
-        if let Some(e) = events.first() {
-            *self.last.lock().expect("lock") = Some(e.id);
-        }
-        Outbox::new(events, Arc::new(WirePayloads))
-    }
-
-    /// Waits (at most 10 s) until the first event of the latest write is
-    /// readable: every event before it is then too.
-    async fn settle(&self, s: &S) {
-        let Some(id) = *self.last.lock().expect("lock") else {
-            return;
-        };
-        let position = s
-            .event_position(id)
-            .await
-            .expect("position")
-            .expect("the latest write committed its events");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while s.event_start().await.expect("start") < position {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "event {id} never became readable"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Every event `who` received, oldest first, as `who` reads it.
-    async fn of(&self, s: &S, who: &Contact) -> Vec<StoredEvent> {
-        self.settle(s).await;
-        s.events_for(who.id, 0, 1000).await.expect("events")
-    }
-
-    async fn send(&self, s: &S, c: &Conversation, sender: &Contact, body: &str, t: i64) -> Message {
-        let m = new_message(c, sender, body, at(t));
-        let events = message_sent(by(sender, at(t)), ids(), m.id, c.id);
-        s.append_message(m, self.out(events), None)
-            .await
-            .expect("append")
-    }
-}
 
 /// Every payload each of `who` reads for each event: by catch-up
 /// (`events_for`, the recipient's own payload where it has one), by the
@@ -146,7 +83,7 @@ fn assert_gone(payloads: &[(EventId, EventType, String)], secrets: &[&str]) {
 }
 
 async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
-    let ev = Events::default();
+    let ev = Events::all_committing();
     let alice = contact(&s, "alice").await;
     let bob = contact(&s, "bob").await;
     let c = Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, bob.id, at(1))
@@ -254,7 +191,7 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
 }
 
 async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
-    let ev = Events::default();
+    let ev = Events::all_committing();
     let alice = contact(&s, "alice").await;
     let bob = contact(&s, "bob").await;
     let carol = contact(&s, "carol").await;
@@ -382,7 +319,7 @@ async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
 }
 
 async fn a_deleted_groups_conversations_leave_their_events(s: S) {
-    let ev = Events::default();
+    let ev = Events::all_committing();
     let alice = contact(&s, "alice").await;
     let bob = contact(&s, "bob").await;
     let g = group(&s, &alice, &[&bob], at(1)).await;

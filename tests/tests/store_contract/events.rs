@@ -8,96 +8,23 @@ use std::sync::Arc;
 use confab_domain::{
     contact_created, contact_updated, conversation_created, conversation_deleted,
     conversation_opened, conversation_updated, group_created, group_deleted, group_updated,
-    message_deleted, message_sent, message_updated, AvatarUrl, Change, Contact, ContactId,
-    ContactProfilePatch, Conversation, ConversationId, Event, EventId, EventType, GroupId,
-    GroupName, MemberStatePatch, Message, PhoneNumber, PinnedMessageChange, Timestamp, Username,
+    message_deleted, message_sent, message_updated, AvatarUrl, Contact, ContactId,
+    ContactProfilePatch, Conversation, ConversationId, EventId, EventType, GroupId, GroupName,
+    MemberStatePatch, Message, PhoneNumber, PinnedMessageChange, Username,
 };
 use confab_ports::{
     Completion, FanOutLimits, GroupChange, KeyClaim, Outbox, PayloadRenderer, StoreError,
     StoredEvent, StoredResponse,
 };
 use confab_server::payloads::WirePayloads;
-use uuid::Uuid;
 
+use crate::event_log::{by, ids, Events};
 use crate::support::{
     assert_err, at, attachment, change, contact, direct, group, group_conversation, new_id,
     new_message, no_events, rn, text, S,
 };
 
 const WIRE: WirePayloads = WirePayloads;
-
-fn ids() -> impl FnMut() -> EventId {
-    || EventId::from_uuid(Uuid::now_v7())
-}
-
-fn by(who: &Contact, when: Timestamp) -> Change {
-    Change::new(who.id, when)
-}
-
-/// Hands events to writes and reads them back once readable. PostgreSQL
-/// makes an event readable once no transaction that started before its
-/// own is still running (other tests' included), so a read right after a
-/// write may not see it yet: each read first waits until the first event of
-/// the latest write is readable (a write that failed has none to wait for).
-#[derive(Default)]
-struct Events {
-    last: std::sync::Mutex<Option<EventId>>,
-}
-
-impl Events {
-    fn out(&self, events: Vec<Event>) -> Outbox {
-        // The first: an opening's last stands for the messages it marks read,
-        // which get ids of their own.
-        if let Some(e) = events.first() {
-            *self.last.lock().expect("lock") = Some(e.id);
-        }
-        Outbox::new(events, Arc::new(WirePayloads))
-    }
-
-    /// Waits until the first event of the latest write, if it committed, is
-    /// readable (at most 10 s): its transaction's others are then too.
-    async fn settle(&self, s: &S) {
-        let Some(id) = *self.last.lock().expect("lock") else {
-            return;
-        };
-        let Some(position) = s.event_position(id).await.expect("position") else {
-            return;
-        };
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while s.event_start().await.expect("start") < position {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "event {id} never became readable"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Every event `who` has received, oldest first.
-    async fn of(&self, s: &S, who: &Contact) -> Vec<StoredEvent> {
-        self.settle(s).await;
-        s.events_for(who.id, 0, 1000).await.expect("events")
-    }
-
-    async fn kinds(&self, s: &S, who: &Contact) -> Vec<EventType> {
-        self.of(s, who).await.iter().map(|e| e.kind).collect()
-    }
-
-    /// The events `who` received after `since` (its events before).
-    async fn since(&self, s: &S, who: &Contact, since: &[StoredEvent]) -> Vec<StoredEvent> {
-        self.settle(s).await;
-        let after = since.last().map_or(0, |e| e.position);
-        s.events_for(who.id, after, 1000).await.expect("events")
-    }
-
-    async fn send(&self, s: &S, c: &Conversation, sender: &Contact, body: &str, t: i64) -> Message {
-        let m = new_message(c, sender, body, at(t));
-        let events = message_sent(by(sender, at(t)), ids(), m.id, c.id);
-        s.append_message(m, self.out(events), None)
-            .await
-            .expect("append")
-    }
-}
 
 async fn message_as(s: &S, who: &Contact, m: &Message) -> String {
     WIRE.message(

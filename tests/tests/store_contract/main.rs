@@ -9,6 +9,7 @@ mod concurrency;
 mod contacts;
 mod conversations;
 mod deleted_events;
+mod event_log;
 mod events;
 mod events_read;
 mod feed;

@@ -224,22 +224,26 @@ impl Application {
             //    (CORS preflights, rewritten errors, 401 and 429 from
             //    authentication), times all of them, and stamps
             //    `X-Request-Id` on each.
-            // 2. `Compress`: outside the error rewriting, so that a rewritten
+            // 2. The connection budget: outside everything but `observe`
+            //    (which counts its 503s), so that a request on a connection
+            //    past the budget costs nothing else.
+            // 3. `Compress`: outside the error rewriting, so that a rewritten
             //    body is never mislabelled by an encoding set inside.
-            // 3. Security headers: on every response of the layers below.
-            // 4. Error rewriting to the JSON body: outside CORS, so that a
+            // 4. Security headers: on every response of the layers below.
+            // 5. Error rewriting to the JSON body: outside CORS, so that a
             //    refused preflight (plain text from actix-cors) is JSON too;
             //    it keeps the headers CORS set.
-            // 5. CORS: at the application, outside the `/v1` scope where
+            // 6. CORS: at the application, outside the `/v1` scope where
             //    authentication and rate limits run, so a preflight is
             //    answered before any token is asked for, and CORS headers
             //    reach 401 and 429 answers (a browser can read them).
-            // 6. The database budget: innermost, around the routes and
+            // 7. The unread-body keeper: moves the reader of a body that a
+            //    refusal left unread (authentication's 401, an extractor's
+            //    408/413/415) into the answer, so that actix closes the
+            //    connection instead of draining the body (`unread_body`).
+            // 8. The database budget: innermost, around the routes and
             //    authentication, so that every store call of a request draws
             //    on one budget ([`REQUEST_DB_BUDGET`]).
-            // 7. The connection budget: outside everything but `observe`
-            //    (which counts its 503s), so that a request on a
-            //    connection past the budget costs nothing else.
             App::new()
                 .app_data(service.clone())
                 .app_data(limiter.clone())

@@ -73,17 +73,10 @@ impl Params {
         if body.is_empty() {
             return Ok(Self::new(Source::Form, Map::new()));
         }
-        let essence = content_type
-            .and_then(|ct| ct.split(';').next())
-            .map(|e| e.trim().to_ascii_lowercase());
-        match essence.as_deref() {
-            Some("application/x-www-form-urlencoded") => {
-                Ok(Self::new(Source::Form, decode_form(body)?))
-            }
-            Some("application/json") => Ok(Self::new(Source::Json, decode_json(body)?)),
-            // Kept in step with `is_decodable`, which refuses these before
-            // the body is read.
-            _ => Err(ApiError::unsupported_media_type()),
+        match source_of(content_type) {
+            Some(Source::Form) => Ok(Self::new(Source::Form, decode_form(body)?)),
+            Some(Source::Json) => Ok(Self::new(Source::Json, decode_json(body)?)),
+            None => Err(ApiError::unsupported_media_type()),
         }
     }
 
@@ -368,15 +361,17 @@ fn declares_body(req: &HttpRequest) -> bool {
             .is_some_and(|v| v.trim() != "0")
 }
 
-/// Whether [`Params::from_body`] reads a non-empty body of this type.
-fn is_decodable(content_type: Option<&str>) -> bool {
-    let essence = content_type
-        .and_then(|ct| ct.split(';').next())
-        .map(|e| e.trim().to_ascii_lowercase());
-    matches!(
-        essence.as_deref(),
-        Some("application/x-www-form-urlencoded" | "application/json")
-    )
+/// How a non-empty body of this media type is decoded (only the type
+/// before `;` counts, in any case); `None`: it is not (415).
+fn source_of(content_type: Option<&str>) -> Option<Source> {
+    let essence = content_type?.split(';').next()?.trim();
+    if essence.eq_ignore_ascii_case("application/x-www-form-urlencoded") {
+        Some(Source::Form)
+    } else if essence.eq_ignore_ascii_case("application/json") {
+        Some(Source::Json)
+    } else {
+        None
+    }
 }
 
 /// Reads the body as at most [`BODY_LIMIT`] bytes, whatever the framing,
@@ -454,7 +449,7 @@ impl Params {
             .map(|v| v.to_str().unwrap_or("invalid"));
         // A body of a type we do not take is refused before a byte of it is
         // read (the connection then closes: API.md section 9).
-        if declares_body(req) && !is_decodable(content_type) {
+        if declares_body(req) && source_of(content_type).is_none() {
             return Err(ApiError::unsupported_media_type());
         }
         let body = read_body(req, payload).await?;
