@@ -5,7 +5,7 @@
 # scenarios on each copy in turn, ROUNDS times, with bench/cpu_split.sh
 # (req/s, p50, p99, cores, bytes written a request). The server sets its
 # checkpoints' thresholds in bytes, so each copy restarts its WAL after as
-# much writing (crates/store-sql/src/sqlite/checkpoint.rs).
+# much writing (crates/store-sqlite/src/checkpoint.rs).
 #
 # Needs a raw directory left by
 #   BENCH_KEEP_DB=1 BENCH_STORES=sqlite BENCH_SCENARIOS=send,mixed,page_first,get_message,feed bench/run.sh

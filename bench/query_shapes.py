@@ -134,7 +134,7 @@ def old_feed(v, cursor):
 
 
 def new_feed(v, cursor, fetch=11):
-    """`feed_page` in crates/store-sql/src/queries/messages.rs."""
+    """`feed_page` in crates/store-sql/per-backend/queries/messages.rs."""
     past = ("AND ({a}.created_at, {a}.id) < (SELECT at, id FROM cursor_key)" if cursor else "")
     sql = (f"{SELECT} WHERE messages.id IN (WITH mine (id) AS ( "
            "SELECT id FROM conversations WHERE group_id IS NULL AND creator_id = ? "

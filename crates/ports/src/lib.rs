@@ -672,7 +672,7 @@ pub trait IdempotencyStore: Send + Sync {
     async fn prune_keys(&self, before: Timestamp) -> Result<u64, StoreError>;
 }
 
-/// Whether the store answers at all (for `/readyz`).
+/// Whether the store answers at all (for a readiness probe).
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait HealthCheck: Send + Sync {
@@ -683,7 +683,7 @@ pub trait HealthCheck: Send + Sync {
     ///   answer within the store's own deadline).
     async fn ping(&self) -> Result<(), StoreError>;
 
-    /// The connection pool's figures, for `/metrics` (`None`: no pool).
+    /// The connection pool's figures, for the process's metrics (`None`: no pool).
     fn pool_state(&self) -> Option<PoolState> {
         None
     }

@@ -1,13 +1,30 @@
-//! confab's PostgreSQL store: the storage ports of `confab-ports` implemented
-//! with diesel over an r2d2 connection pool, with its embedded migrations
+//! confab's PostgreSQL adapter: the storage ports of `confab-ports`
+//! implemented with diesel, with its embedded migrations
 //! (`migrations/postgres`).
 //!
-//! The code lives in `confab-store-sql` (feature `postgres`), written once
-//! for both SQL stores; this crate is the PostgreSQL build of it, so that a
-//! program that needs only PostgreSQL compiles and links nothing of SQLite.
+//! What is PostgreSQL's own lives here: the store and its connection
+//! handling ([`PgStore`]: the r2d2 pool, its checkout, client timeouts,
+//! migrations, and [`confab_store_sql::SqlBackend`]: native `uuid` ids,
+//! `FOR UPDATE` row locks, the feed's `LATERAL` plan), the asynchronous
+//! connections its hot calls run on (`pg_async`), and `LISTEN`/`NOTIFY`
+//! for event wake-ups across processes ([`PgWakeups`]). The queries and
+//! the port implementations are the ones both SQL stores share
+//! (`confab-store-sql`), compiled here against PostgreSQL (`queries`,
+//! `ports`).
 //!
-//! Depends on the domain and the ports only (through `confab-store-sql`):
+//! Depends on the domain and the ports (and `confab-store-sql`) only:
 //! never on `confab-service` or `confab-server`, which name this crate only
 //! in their startup code.
 
-pub use confab_store_sql::{within_db_budget, PgStore, PgWakeups};
+mod listen;
+mod pg_async;
+mod ports;
+mod queries;
+mod store;
+
+pub use confab_store_sql::within_db_budget;
+pub use listen::PgWakeups;
+pub use store::PgStore;
+
+/// The store the shared port implementations are compiled for.
+type Store = PgStore;

@@ -11,7 +11,7 @@ use crate::id::{DbId, IdColumn};
 use crate::rows::{MessageRow, WholeRow};
 
 /// A pooled connection of backend `S`.
-pub(crate) type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
+pub type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
 
 /// Everything that differs between the SQL databases, implemented by each
 /// store type (`PgStore`, `SqliteStore`). The schema, rows, queries and port
@@ -19,7 +19,7 @@ pub(crate) type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
 ///
 /// Crate-private: a new backend is a module of this crate, which is where the
 /// queries are instantiated for it (see the crate docs).
-pub(crate) trait SqlBackend: Clone + Send + Sync + 'static {
+pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// diesel's backend; it also says how ids are stored.
     type Db: IdColumn;
     /// The connection the pool hands out.

@@ -65,31 +65,30 @@ use crate::SqlBackend;
 /// before its caller is answered `Unavailable`, unless the store was given
 /// another ([`SqlBackend::deadline`]). Under the contract's 2 s, with room
 /// for the HTTP work around it.
-pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_millis(1800);
+pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(1800);
 
 /// The readiness probe's deadline: `/readyz` answers within 1 s.
-pub(crate) const PING_DEADLINE: Duration = Duration::from_millis(800);
+pub const PING_DEADLINE: Duration = Duration::from_millis(800);
 
 /// Set when the caller of a store call stopped waiting for it (its deadline
 /// passed, or its request was dropped): what the blocking thread still does
 /// must then change nothing.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Abandoned(Arc<AtomicBool>);
+pub struct Abandoned(Arc<AtomicBool>);
 
 impl Abandoned {
-    pub(crate) fn is_set(&self) -> bool {
+    pub fn is_set(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
 
-    /// Marks the caller gone, as its deadline would.
-    #[cfg(test)]
-    pub(crate) fn set(&self) {
+    /// Marks the caller gone, as its deadline would (the stores' tests).
+    pub fn set(&self) {
         self.0.store(true, Ordering::SeqCst);
     }
 
     /// `Err` once the caller is gone: returned inside a transaction, it
     /// rolls the transaction back.
-    pub(crate) fn check(&self) -> Result<(), Error> {
+    pub fn check(&self) -> Result<(), Error> {
         if self.is_set() {
             Err(Error::Abandoned)
         } else {
@@ -123,19 +122,19 @@ pub async fn within_db_budget<F: Future>(budget: Duration, request: F) -> F::Out
 
 /// The deadline of a call that would take at most `own`: no more than what
 /// its request has left.
-pub(crate) fn budgeted(own: Duration) -> Duration {
+pub fn budgeted(own: Duration) -> Duration {
     BUDGET.try_with(|left| own.min(left.get())).unwrap_or(own)
 }
 
 /// Charges `spent` to the current request's budget, if it has one.
-pub(crate) fn charge(spent: Duration) {
+pub fn charge(spent: Duration) {
     let _ = BUDGET.try_with(|left| left.set(left.get().saturating_sub(spent)));
 }
 
 /// Calls take turns here, first come first served, one per pooled
 /// connection (see the module docs). Cloning shares it.
 #[derive(Debug, Clone)]
-pub(crate) struct Gate {
+pub struct Gate {
     permits: Arc<Semaphore>,
     /// Callers waiting for a permit or inside a pool checkout (the pool's
     /// waiters, for metrics).
@@ -144,7 +143,7 @@ pub(crate) struct Gate {
 
 impl Gate {
     /// A gate for a pool of `connections`.
-    pub(crate) fn new(connections: u32) -> Self {
+    pub fn new(connections: u32) -> Self {
         Self {
             permits: Arc::new(Semaphore::new(connections as usize)),
             waiting: Arc::default(),
@@ -182,12 +181,12 @@ impl Drop for Waiting<'_> {
 /// The deadline passed: the database did not answer in time.
 #[derive(Debug, thiserror::Error)]
 #[error("the database did not answer within {0:?}")]
-pub(crate) struct TimedOut(Duration);
+pub struct TimedOut(Duration);
 
 impl TimedOut {
     /// The deadline `deadline` passed (PostgreSQL's asynchronous calls).
     #[cfg(feature = "postgres")]
-    pub(crate) fn after(deadline: Duration) -> Self {
+    pub fn after(deadline: Duration) -> Self {
         Self(deadline)
     }
 }
@@ -265,7 +264,7 @@ where
 }
 
 /// A single statement, no transaction.
-pub(crate) async fn query<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
+pub async fn query<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
 where
     S: SqlBackend,
     T: Send + 'static,
@@ -275,7 +274,7 @@ where
 }
 
 /// The readiness probe: [`query`] with the probe's own, shorter deadline.
-pub(crate) async fn ping<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
+pub async fn ping<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
 where
     S: SqlBackend,
     T: Send + 'static,
@@ -306,7 +305,7 @@ where
 
 /// A unit of work that writes: it commits entirely or not at all, and not
 /// at all once its caller stopped waiting (see the module docs).
-pub(crate) async fn write<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
+pub async fn write<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
 where
     S: SqlBackend,
     T: Send + 'static,
@@ -326,7 +325,7 @@ where
 /// around it), on SQLite it queues with the other writers as [`write`]
 /// does, so that it never waits for the database's lock in the busy
 /// handler (see [`SqlBackend::QUEUED_WRITES`]).
-pub(crate) async fn write_alone<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
+pub async fn write_alone<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
 where
     S: SqlBackend,
     T: Send + 'static,
@@ -341,7 +340,7 @@ where
 
 /// Makes `conn` count every statement it sends into `counter` (the store's
 /// `statements_run`). Called once per pooled connection.
-pub(crate) fn count_statements(conn: &mut impl Connection, counter: Arc<AtomicU64>) {
+pub fn count_statements(conn: &mut impl Connection, counter: Arc<AtomicU64>) {
     conn.set_instrumentation(move |event: InstrumentationEvent<'_>| {
         if matches!(event, InstrumentationEvent::StartQuery { .. }) {
             counter.fetch_add(1, Ordering::Relaxed);
@@ -351,7 +350,7 @@ pub(crate) fn count_statements(conn: &mut impl Connection, counter: Arc<AtomicU6
 
 /// Sends the pool's connection errors to the log (r2d2 would use `log`).
 #[derive(Debug)]
-pub(crate) struct LogErrors(pub(crate) &'static str);
+pub struct LogErrors(pub &'static str);
 
 impl diesel::r2d2::HandleError<diesel::r2d2::Error> for LogErrors {
     fn handle_error(&self, error: diesel::r2d2::Error) {
@@ -361,7 +360,7 @@ impl diesel::r2d2::HandleError<diesel::r2d2::Error> for LogErrors {
 
 /// A pooled connection, counting the caller in the gate's waiters meanwhile
 /// (for metrics).
-pub(crate) fn counted_checkout<M: ManageConnection>(
+pub fn counted_checkout<M: ManageConnection>(
     pool: &Pool<M>,
     gate: &Gate,
 ) -> Result<PooledConnection<M>, diesel::r2d2::PoolError> {
@@ -372,7 +371,7 @@ pub(crate) fn counted_checkout<M: ManageConnection>(
 /// The pool right now, for metrics. `waiting` counts the callers waiting
 /// for their turn at the gate or inside a checkout (waiting for a
 /// connection or just taking one).
-pub(crate) fn pool_state<M: ManageConnection>(pool: &Pool<M>, gate: &Gate) -> PoolState {
+pub fn pool_state<M: ManageConnection>(pool: &Pool<M>, gate: &Gate) -> PoolState {
     let waiting = &gate.waiting;
     let state = pool.state();
     PoolState {
@@ -386,7 +385,7 @@ pub(crate) fn pool_state<M: ManageConnection>(pool: &Pool<M>, gate: &Gate) -> Po
 /// `f`, then a last look at `abandoned`, for a write transaction's body: an
 /// `Err` makes the transaction roll back instead of committing a change
 /// whose request was already answered.
-pub(crate) fn unless_abandoned<'a, C, T>(
+pub fn unless_abandoned<'a, C, T>(
     abandoned: &'a Abandoned,
     f: impl FnOnce(&mut C) -> Result<T, Error> + 'a,
 ) -> impl FnOnce(&mut C) -> Result<T, Error> + 'a {

@@ -8,7 +8,7 @@ use crate::SqlBackend;
 
 /// Why a store operation failed.
 #[derive(Debug)]
-pub(crate) enum Error {
+pub enum Error {
     Db(diesel::result::Error),
     /// No pooled connection could be had (database down, pool exhausted).
     Pool(diesel::r2d2::PoolError),
@@ -39,7 +39,7 @@ impl From<DomainError> for Error {
 impl Error {
     /// Whether a statement failed because its connection is gone (as
     /// opposed to a pool that could not connect, or a refused statement).
-    pub(crate) fn is_connection_lost<S: SqlBackend>(&self) -> bool {
+    pub fn is_connection_lost<S: SqlBackend>(&self) -> bool {
         use diesel::result::{DatabaseErrorKind as Kind, Error as E};
         match self {
             Self::Db(E::DatabaseError(Kind::ClosedConnection | Kind::UnableToSendCommand, _)) => {
@@ -51,7 +51,7 @@ impl Error {
     }
 
     /// The port's error, keeping diesel's or the pool's error as its source.
-    pub(crate) fn into_store<S: SqlBackend>(self) -> StoreError {
+    pub fn into_store<S: SqlBackend>(self) -> StoreError {
         use diesel::result::{DatabaseErrorKind as Kind, Error as E};
         match self {
             Self::Store(e) => e,
@@ -77,19 +77,19 @@ impl Error {
 /// A stored value that no longer passes its domain invariant.
 #[derive(Debug, thiserror::Error)]
 #[error("stored {what} is invalid")]
-pub(crate) struct Corrupt {
+pub struct Corrupt {
     what: &'static str,
     #[source]
     source: DomainError,
 }
 
 /// A stored value that fails its domain invariant.
-pub(crate) fn corrupt(what: &'static str, e: DomainError) -> Error {
+pub fn corrupt(what: &'static str, e: DomainError) -> Error {
     Error::Store(StoreError::Other(Box::new(Corrupt { what, source: e })))
 }
 
 /// A stored fact that breaks an invariant no single value carries (e.g. a
 /// message whose sender is missing).
-pub(crate) fn inconsistent(what: String) -> Error {
+pub fn inconsistent(what: String) -> Error {
     Error::Store(StoreError::Other(what.into()))
 }

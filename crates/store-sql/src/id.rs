@@ -27,7 +27,7 @@ pub struct IdSql;
 pub struct DbId(Uuid);
 
 impl DbId {
-    pub(crate) fn uuid(self) -> Uuid {
+    pub fn uuid(self) -> Uuid {
         self.0
     }
 }
@@ -39,7 +39,7 @@ impl From<Uuid> for DbId {
 }
 
 /// How a backend writes and reads [`IdSql`] values.
-pub(crate) trait IdColumn: Backend + HasSqlType<IdSql> {
+pub trait IdColumn: Backend + HasSqlType<IdSql> {
     fn write_id<'b>(id: &'b Uuid, out: &mut Output<'b, '_, Self>) -> serialize::Result;
     fn read_id(value: Self::RawValue<'_>) -> deserialize::Result<Uuid>;
 }
@@ -53,5 +53,34 @@ impl<DB: IdColumn> ToSql<IdSql, DB> for DbId {
 impl<DB: IdColumn> FromSql<IdSql, DB> for DbId {
     fn from_sql(value: DB::RawValue<'_>) -> deserialize::Result<Self> {
         DB::read_id(value).map(Self)
+    }
+}
+
+/// Ids are native `uuid` values: 16 bytes on the wire.
+#[cfg(feature = "postgres")]
+impl IdColumn for diesel::pg::Pg {
+    fn write_id<'b>(id: &'b Uuid, out: &mut Output<'b, '_, diesel::pg::Pg>) -> serialize::Result {
+        std::io::Write::write_all(out, id.as_bytes())?;
+        Ok(serialize::IsNull::No)
+    }
+
+    fn read_id(value: diesel::pg::PgValue<'_>) -> deserialize::Result<Uuid> {
+        Ok(Uuid::from_slice(value.as_bytes())?)
+    }
+}
+
+/// Ids are `TEXT`: lowercase hyphenated UUIDs.
+#[cfg(feature = "sqlite")]
+impl IdColumn for diesel::sqlite::Sqlite {
+    fn write_id<'b>(
+        id: &'b Uuid,
+        out: &mut Output<'b, '_, diesel::sqlite::Sqlite>,
+    ) -> serialize::Result {
+        out.set_value(id.hyphenated().to_string());
+        Ok(serialize::IsNull::No)
+    }
+
+    fn read_id(mut value: diesel::sqlite::SqliteValue<'_, '_, '_>) -> deserialize::Result<Uuid> {
+        Ok(Uuid::parse_str(value.read_text())?)
     }
 }

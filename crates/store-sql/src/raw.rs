@@ -25,11 +25,11 @@ use crate::id::{DbId, IdSql};
 const MARK: char = '\u{1}';
 
 /// Statements with more binds than this are not kept prepared.
-pub(crate) const PREPARED_MAX_BINDS: usize = 32;
+pub const PREPARED_MAX_BINDS: usize = 32;
 
 /// A bind of a raw statement.
 #[derive(Debug, Clone)]
-pub(crate) enum Bind {
+pub enum Bind {
     Id(DbId),
     Int(i64),
     Text(String),
@@ -40,34 +40,34 @@ pub(crate) enum Bind {
 /// Raw SQL and its binds. Each bind is named by the marker [`Sql::bind`]
 /// returns, which the text may use once or more.
 #[derive(Debug, Default)]
-pub(crate) struct Sql {
+pub struct Sql {
     text: String,
     binds: Vec<Bind>,
 }
 
 impl Sql {
-    pub(crate) fn push(&mut self, s: &str) {
+    pub fn push(&mut self, s: &str) {
         self.text.push_str(s);
     }
 
     /// Adds a bind; returns its marker (to use once or more).
-    pub(crate) fn bind(&mut self, b: Bind) -> String {
+    pub fn bind(&mut self, b: Bind) -> String {
         self.binds.push(b);
         format!("{MARK}{}{MARK}", self.binds.len() - 1)
     }
 
-    pub(crate) fn id(&mut self, id: DbId) -> String {
+    pub fn id(&mut self, id: DbId) -> String {
         self.bind(Bind::Id(id))
     }
 
     /// How many binds it has.
-    pub(crate) fn binds(&self) -> usize {
+    pub fn binds(&self) -> usize {
         self.binds.len()
     }
 
     /// The statement, for diesel's `RunQueryDsl` (`load`, `execute`,
     /// `get_result`; rows as `QueryableByName`).
-    pub(crate) fn query<DB>(self) -> RawQuery<DB> {
+    pub fn query<DB>(self) -> RawQuery<DB> {
         RawQuery {
             sql: self.split(),
             db: PhantomData,
@@ -87,7 +87,7 @@ impl Sql {
 
 /// A [`Sql`] as a diesel query of backend `DB`.
 #[derive(Debug)]
-pub(crate) struct RawQuery<DB> {
+pub struct RawQuery<DB> {
     sql: Split,
     db: PhantomData<DB>,
 }
@@ -129,7 +129,7 @@ impl<DB: RawDb> QueryFragment<DB> for Split {
 }
 
 /// A backend that every [`Bind`] serializes to (both of ours).
-pub(crate) trait RawDb: Backend {
+pub trait RawDb: Backend {
     /// Pushes `bind` where its placeholder goes.
     fn push_bind<'b>(out: &mut AstPass<'_, 'b, Self>, bind: &'b Bind) -> QueryResult<()>;
 }
@@ -184,7 +184,7 @@ fn walk_parts<'b, DB: RawDb>(
 
 /// The marker of the bind numbered `n`, for a [`Shape`]'s text, whose
 /// binds are numbered beforehand (a [`Sql`] numbers them as they come).
-pub(crate) fn marker(n: usize) -> String {
+pub fn marker(n: usize) -> String {
     format!("{MARK}{n}{MARK}")
 }
 
@@ -192,12 +192,12 @@ pub(crate) fn marker(n: usize) -> String {
 /// ([`marker`]): kept in a `static` per shape, it is not formatted nor
 /// searched again on each execution, only walked ([`Shape::typed`]).
 #[derive(Debug)]
-pub(crate) struct Shape {
+pub struct Shape {
     parts: Vec<Part>,
 }
 
 impl Shape {
-    pub(crate) fn new(text: &str) -> Self {
+    pub fn new(text: &str) -> Self {
         Self { parts: parts(text) }
     }
 
@@ -205,7 +205,7 @@ impl Shape {
     /// query whose rows have the SQL types `ST`, in the order of its select
     /// list: loaded like a query of diesel's builder with that select
     /// clause (`Queryable`, `Selectable`), by position, not by column name.
-    pub(crate) fn typed<DB, ST>(&'static self, binds: Vec<Bind>) -> TypedQuery<DB, ST> {
+    pub fn typed<DB, ST>(&'static self, binds: Vec<Bind>) -> TypedQuery<DB, ST> {
         TypedQuery {
             shape: self,
             binds,
@@ -241,7 +241,7 @@ impl<DB, Conn> RunQueryDsl<Conn> for RawQuery<DB> {}
 /// statement again on every execution (to find it among the prepared
 /// ones), quoting and copying each identifier: for a page of messages a
 /// sixth of the server's instructions per request (docs/performance.md).
-pub(crate) struct TypedQuery<DB, ST> {
+pub struct TypedQuery<DB, ST> {
     shape: &'static Shape,
     binds: Vec<Bind>,
     types: PhantomData<fn() -> (DB, ST)>,

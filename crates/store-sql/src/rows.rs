@@ -28,7 +28,7 @@ use crate::schema::{
 use crate::SqlBackend;
 
 /// Conversions between domain ids and the store's id column type.
-pub(crate) trait DbKey {
+pub trait DbKey {
     fn db(&self) -> DbId;
 }
 
@@ -49,20 +49,20 @@ impl DbKey for Uuid {
     }
 }
 
-pub(crate) fn contact_id(id: DbId) -> ContactId {
+pub fn contact_id(id: DbId) -> ContactId {
     ContactId::from_uuid(id.uuid())
 }
-pub(crate) fn conversation_id(id: DbId) -> ConversationId {
+pub fn conversation_id(id: DbId) -> ConversationId {
     ConversationId::from_uuid(id.uuid())
 }
-pub(crate) fn message_id(id: DbId) -> MessageId {
+pub fn message_id(id: DbId) -> MessageId {
     MessageId::from_uuid(id.uuid())
 }
-pub(crate) fn group_id(id: DbId) -> GroupId {
+pub fn group_id(id: DbId) -> GroupId {
     GroupId::from_uuid(id.uuid())
 }
 
-pub(crate) fn ts(micros: i64) -> Timestamp {
+pub fn ts(micros: i64) -> Timestamp {
     Timestamp::from_micros(micros)
 }
 
@@ -73,7 +73,7 @@ pub(crate) fn ts(micros: i64) -> Timestamp {
 )]
 #[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
 #[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
-pub(crate) struct ContactRow {
+pub struct ContactRow {
     pub id: DbId,
     pub username: String,
     pub username_folded: String,
@@ -115,14 +115,14 @@ impl TryFrom<ContactRow> for Contact {
 /// The profile attributes a contact may change; `None` leaves a column alone.
 #[derive(AsChangeset)]
 #[diesel(table_name = contacts)]
-pub(crate) struct ContactChangeset {
+pub struct ContactChangeset {
     pub phone_number: Option<String>,
     pub avatar_url: Option<String>,
 }
 
 #[derive(Insertable)]
 #[diesel(table_name = tokens, treat_none_as_default_value = false)]
-pub(crate) struct TokenRow {
+pub struct TokenRow {
     pub id: DbId,
     pub contact_id: DbId,
     pub token_hash: String,
@@ -138,7 +138,7 @@ pub(crate) struct TokenRow {
 )]
 #[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
 #[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
-pub(crate) struct GroupRow {
+pub struct GroupRow {
     pub id: DbId,
     pub name: String,
     pub description: String,
@@ -149,7 +149,7 @@ pub(crate) struct GroupRow {
 
 #[derive(AsChangeset)]
 #[diesel(table_name = groups)]
-pub(crate) struct GroupChangeset {
+pub struct GroupChangeset {
     pub name: Option<String>,
     pub description: Option<String>,
     pub avatar_url: Option<String>,
@@ -157,7 +157,7 @@ pub(crate) struct GroupChangeset {
 
 #[derive(Insertable)]
 #[diesel(table_name = group_members)]
-pub(crate) struct GroupMemberRow {
+pub struct GroupMemberRow {
     pub group_id: DbId,
     pub contact_id: DbId,
     pub role: &'static str,
@@ -172,7 +172,7 @@ pub(crate) struct GroupMemberRow {
 )]
 #[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
 #[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
-pub(crate) struct ConversationRow {
+pub struct ConversationRow {
     pub id: DbId,
     pub group_id: Option<DbId>,
     pub creator_id: DbId,
@@ -237,7 +237,7 @@ impl TryFrom<ConversationRow> for Conversation {
 )]
 #[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
 #[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
-pub(crate) struct StateRow {
+pub struct StateRow {
     pub conversation_id: DbId,
     pub contact_id: DbId,
     pub is_pinned: bool,
@@ -248,7 +248,7 @@ pub(crate) struct StateRow {
 }
 
 impl StateRow {
-    pub(crate) fn new(conversation: DbId, contact: DbId, state: MemberState) -> Self {
+    pub fn new(conversation: DbId, contact: DbId, state: MemberState) -> Self {
         Self {
             conversation_id: conversation,
             contact_id: contact,
@@ -266,7 +266,7 @@ impl StateRow {
 /// viewer never changed anything; the state's columns are prefixed
 /// `state_`.
 #[derive(QueryableByName)]
-pub(crate) struct InboxRow {
+pub struct InboxRow {
     #[diesel(sql_type = crate::id::IdSql)]
     id: DbId,
     #[diesel(sql_type = Nullable<crate::id::IdSql>)]
@@ -300,13 +300,13 @@ pub(crate) struct InboxRow {
 impl InboxRow {
     /// The columns, in the names above, of conversation `c` and state row
     /// `s` (a `LEFT JOIN`).
-    pub(crate) const COLUMNS: &'static str = "c.id, c.group_id, c.creator_id, c.peer_id, \
+    pub const COLUMNS: &'static str = "c.id, c.group_id, c.creator_id, c.peer_id, \
         c.pinned_message_id, c.last_active_at, c.activity_at, c.created_at, \
         s.contact_id AS state_contact_id, s.is_pinned AS state_is_pinned, \
         s.is_muted AS state_is_muted, s.archived_at AS state_archived_at, \
         s.last_opened_at AS state_last_opened_at, s.unread_count AS state_unread_count";
 
-    pub(crate) fn split(self) -> Result<(ConversationRow, Option<StateRow>), Error> {
+    pub fn split(self) -> Result<(ConversationRow, Option<StateRow>), Error> {
         let conversation = ConversationRow {
             id: self.id,
             group_id: self.group_id,
@@ -363,7 +363,7 @@ impl From<StateRow> for MemberState {
 /// `archived_at: Some(None)` sets it to NULL.
 #[derive(AsChangeset)]
 #[diesel(table_name = conversation_states)]
-pub(crate) struct StateChangeset {
+pub struct StateChangeset {
     pub is_pinned: Option<bool>,
     pub is_muted: Option<bool>,
     pub archived_at: Option<Option<i64>>,
@@ -376,7 +376,7 @@ pub(crate) struct StateChangeset {
 )]
 #[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
 #[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
-pub(crate) struct MessageRow {
+pub struct MessageRow {
     pub id: DbId,
     pub conversation_id: DbId,
     pub sender_id: DbId,
@@ -389,14 +389,14 @@ pub(crate) struct MessageRow {
 /// A change to a message row; `None` leaves a column alone.
 #[derive(AsChangeset)]
 #[diesel(table_name = messages)]
-pub(crate) struct MessageChangeset {
+pub struct MessageChangeset {
     pub body: Option<String>,
     pub updated_at: Option<i64>,
 }
 
 #[derive(Insertable)]
 #[diesel(table_name = reactions)]
-pub(crate) struct NewReactionRow {
+pub struct NewReactionRow {
     pub message_id: DbId,
     pub name: String,
     pub contact_id: DbId,
@@ -410,7 +410,7 @@ pub(crate) struct NewReactionRow {
 )]
 #[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
 #[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
-pub(crate) struct AttachmentRow {
+pub struct AttachmentRow {
     pub id: DbId,
     pub message_id: DbId,
     pub seq: i32,
@@ -441,7 +441,7 @@ impl TryFrom<AttachmentRow> for Attachment {
 }
 
 /// A reactor, from the reaction's contact id and that contact's username.
-pub(crate) fn reactor(id: DbId, username: String) -> Result<Reactor, Error> {
+pub fn reactor(id: DbId, username: String) -> Result<Reactor, Error> {
     Ok(Reactor {
         contact_id: contact_id(id),
         username: Username::new(username).map_err(|e| corrupt("username", e))?,
@@ -451,11 +451,7 @@ pub(crate) fn reactor(id: DbId, username: String) -> Result<Reactor, Error> {
 /// Adds a reaction to a message's `list`, which holds the reactions made
 /// before it: a name's group stays where its first reaction placed it,
 /// reactors in the order they reacted.
-pub(crate) fn add_reaction(
-    list: &mut Vec<Reaction>,
-    name: String,
-    reactor: Reactor,
-) -> Result<(), Error> {
+pub fn add_reaction(list: &mut Vec<Reaction>, name: String, reactor: Reactor) -> Result<(), Error> {
     match list.iter_mut().find(|r| r.name.as_str() == name) {
         Some(reaction) => reaction.reactors.push(reactor),
         None => list.push(Reaction {
@@ -467,7 +463,7 @@ pub(crate) fn add_reaction(
 }
 
 /// A message from its row, its sender's row and its relations.
-pub(crate) fn message(
+pub fn message(
     row: MessageRow,
     sender: ContactRow,
     reactions: Vec<Reaction>,
@@ -489,7 +485,7 @@ pub(crate) fn message(
 /// A message's reactions and attachments, selected with the message as two
 /// JSON arrays ([`relation_columns`]); each NULL or `[]` when it has none.
 #[derive(Debug, Queryable)]
-pub(crate) struct RelationsJson {
+pub struct RelationsJson {
     pub reactions: Option<String>,
     pub attachments: Option<String>,
 }
@@ -510,7 +506,7 @@ type AttachmentJson = (String, String, String, String, Option<i64>, i64);
 /// reactor by primary key; both: `attachments_message_id_seq_key`), run for
 /// the rows the statement returns only, so that a message and its relations
 /// come in one statement for the cost of the separate lookups.
-pub(crate) fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, JsonColumn) {
+pub fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, JsonColumn) {
     (
         // The reactor's username as a scalar subquery, not a join: a
         // primary-key lookup per reaction whatever the size of `contacts`
@@ -536,7 +532,7 @@ pub(crate) fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, Jso
 }
 
 /// A message from its row, its sender's row and its [`RelationsJson`].
-pub(crate) fn message_with(
+pub fn message_with(
     row: MessageRow,
     sender: ContactRow,
     relations: RelationsJson,
@@ -587,13 +583,13 @@ pub(crate) fn message_with(
 
 /// A message read whole in one statement: its row, its sender's, and its
 /// reactions and attachments ([`relation_columns`]).
-pub(crate) type WholeRow = (MessageRow, ContactRow, RelationsJson);
+pub type WholeRow = (MessageRow, ContactRow, RelationsJson);
 
 /// A select column of trusted SQL text of type `Nullable<Text>`, built from
 /// constants only (no binds). Unlike diesel's `sql` literal, it leaves the
 /// statement cacheable as a prepared statement (keyed by its text).
 #[derive(Debug, Clone)]
-pub(crate) struct JsonColumn(String);
+pub struct JsonColumn(String);
 
 impl Expression for JsonColumn {
     type SqlType = Nullable<Text>;
@@ -608,7 +604,7 @@ impl<DB: Backend> QueryFragment<DB> for JsonColumn {
 
 impl JsonColumn {
     /// The SQL text, for a statement written out by hand.
-    pub(crate) fn sql(&self) -> &str {
+    pub fn sql(&self) -> &str {
         &self.0
     }
 }

@@ -37,7 +37,7 @@ impl LocalWakeups {
 
     /// What PostgreSQL's LISTEN connection wakes.
     #[cfg(feature = "postgres")]
-    pub(crate) fn notify(&self) -> &Arc<Notify> {
+    pub fn notify(&self) -> &Arc<Notify> {
         &self.notify
     }
 }

@@ -1,13 +1,28 @@
 //! confab's embedded default store: the storage ports of `confab-ports`
-//! implemented on a SQLite file through diesel and an r2d2 pool, with its
-//! embedded migrations (`migrations/sqlite`).
+//! implemented on a SQLite file through diesel, with its embedded
+//! migrations (`migrations/sqlite`).
 //!
-//! The code lives in `confab-store-sql` (feature `sqlite`), written once for
-//! both SQL stores; this crate is the SQLite build of it, so that a program
-//! that needs only SQLite compiles and links nothing of PostgreSQL.
+//! What is SQLite's own lives here: the store ([`SqliteStore`]: its pool,
+//! pragmas, migrations and [`confab_store_sql::SqlBackend`]: `TEXT` ids, the
+//! feed's rowid plan), its one writer at a time (`turn`), the group commit
+//! that runs queued writes in shared transactions (`group_commit`), and the
+//! WAL checkpoints (`checkpoint`). The queries and the port implementations
+//! are the ones both SQL stores share (`confab-store-sql`), compiled here
+//! against SQLite (`queries`, `ports`).
 //!
-//! Depends on the domain and the ports only (through `confab-store-sql`):
+//! Depends on the domain and the ports (and `confab-store-sql`) only:
 //! never on `confab-service` or `confab-server`, which name this crate only
 //! in their startup code.
 
-pub use confab_store_sql::{within_db_budget, LocalWakeups, SqliteStore, Synchronous};
+mod checkpoint;
+mod group_commit;
+mod ports;
+mod queries;
+mod store;
+mod turn;
+
+pub use confab_store_sql::{within_db_budget, LocalWakeups};
+pub use store::{SqliteStore, Synchronous};
+
+/// The store the shared port implementations are compiled for.
+type Store = SqliteStore;

@@ -8,6 +8,7 @@
 /// The predicate "`$viewer` is a member of this conversation": its creator or
 /// peer (direct only), or a current member of its group (live membership, a join,
 /// never a copy). A macro because diesel's expression types are unnameable.
+#[macro_export]
 macro_rules! visible_to {
     ($viewer:expr) => {{
         use $crate::schema::{conversations, group_members};
@@ -32,6 +33,7 @@ macro_rules! visible_to {
 /// The viewer's conversations joined with the viewer's own state row (absent
 /// for a group member who never changed anything), with `filter` applied, as
 /// a boxed query.
+#[macro_export]
 macro_rules! conversation_list {
     ($viewer:expr, $filter:expr) => {{
         use $crate::schema::{conversation_states, conversations};
@@ -43,7 +45,7 @@ macro_rules! conversation_list {
                     .eq(conversations::id)
                     .and(conversation_states::contact_id.eq(viewer))),
             )
-            .filter($crate::queries::membership::visible_to!(viewer))
+            .filter($crate::visible_to!(viewer))
             .into_boxed::<Db>();
         // An absent state row reads as the default state: not muted, not
         // archived, not pinned.
@@ -84,6 +86,7 @@ macro_rules! conversation_list {
 }
 
 /// The groups the viewer belongs to, boxed.
+#[macro_export]
 macro_rules! group_list {
     ($viewer:expr) => {{
         use $crate::schema::{group_members, groups};
@@ -99,44 +102,4 @@ macro_rules! group_list {
             .into_boxed::<Db>()
     }};
 }
-pub(crate) use {conversation_list, group_list, visible_to};
-
-/// Expands the functions of this file in a backend's `queries` module (see
-/// [`super::instantiate`]).
-macro_rules! expand {
-    () => {
-        use diesel::dsl::exists;
-        use diesel::prelude::*;
-
-        use super::{Conn, Result};
-        use crate::id::DbId;
-        use crate::queries::membership::visible_to;
-        use crate::schema::{contacts, conversations};
-
-        pub(super) fn is_member(conn: &mut Conn, viewer: DbId, conversation: DbId) -> Result<bool> {
-            Ok(diesel::select(exists(
-                conversations::table
-                    .filter(conversations::id.eq(conversation))
-                    .filter(visible_to!(viewer)),
-            ))
-            .get_result(conn)?)
-        }
-
-        pub(super) fn contact_exists(conn: &mut Conn, id: DbId) -> Result<bool> {
-            Ok(diesel::select(exists(contacts::table.find(id))).get_result(conn)?)
-        }
-
-        /// How many of `ids` (distinct) are existing contacts.
-        pub(super) fn count_known_contacts(conn: &mut Conn, ids: &[DbId]) -> Result<usize> {
-            if ids.is_empty() {
-                return Ok(0);
-            }
-            let known: Vec<DbId> = contacts::table
-                .filter(contacts::id.eq_any(ids))
-                .select(contacts::id)
-                .load(conn)?;
-            Ok(known.len())
-        }
-    };
-}
-pub(crate) use expand;
+pub use crate::{conversation_list, group_list, visible_to};

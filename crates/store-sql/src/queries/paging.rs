@@ -9,14 +9,14 @@ use super::Result;
 use crate::error::Error;
 
 /// Where a page starts, resolved to the sort key of its cursor item.
-pub(crate) enum Seek<K> {
+pub enum Seek<K> {
     First,
     After(K),
     Before(K),
 }
 
 impl<K> Seek<K> {
-    pub(crate) fn backwards(&self) -> bool {
+    pub fn backwards(&self) -> bool {
         matches!(self, Self::Before(_))
     }
 }
@@ -24,7 +24,7 @@ impl<K> Seek<K> {
 /// The order of travel of a written-out page and its keyset comparison:
 /// newest first and `<` ("further along" is older), or, before a cursor,
 /// oldest first and `>` (run in reverse, turned back by [`finish_page`]).
-pub(crate) fn travel_order(backwards: bool) -> (&'static str, &'static str) {
+pub fn travel_order(backwards: bool) -> (&'static str, &'static str) {
     if backwards {
         ("ASC", ">")
     } else {
@@ -34,7 +34,7 @@ pub(crate) fn travel_order(backwards: bool) -> (&'static str, &'static str) {
 
 /// Which of a written-out page's three statement shapes a cursor takes
 /// (`crate::raw::Shape`): from the newest, after the cursor, before it.
-pub(crate) fn travel_shape<K>(cursor: Option<(bool, K)>) -> usize {
+pub fn travel_shape<K>(cursor: Option<(bool, K)>) -> usize {
     match cursor {
         None => 0,
         Some((false, _)) => 1,
@@ -47,7 +47,7 @@ pub(crate) fn travel_shape<K>(cursor: Option<(bool, K)>) -> usize {
 /// (none: from the newest; else whether before the cursor), with the
 /// viewer, the rows to fetch and the cursor as binds 0, 1 and 2. Each
 /// backend writes its own text (`SqlBackend::feed_page`).
-pub(crate) fn feed_query<DB, ST>(
+pub fn feed_query<DB, ST>(
     shapes: &'static [std::sync::OnceLock<crate::raw::Shape>; 3],
     text: fn(Option<bool>) -> String,
     viewer: crate::id::DbId,
@@ -68,7 +68,7 @@ pub(crate) fn feed_query<DB, ST>(
 /// a feed's text; `migrations/*/..._message_audience`): its direct
 /// messages as creator, as peer, and its groups' (with `g` the viewer's
 /// `group_members` row), each one range of an audience index.
-pub(crate) fn feed_audiences(m: &str, v: &str) -> [String; 3] {
+pub fn feed_audiences(m: &str, v: &str) -> [String; 3] {
     [
         format!("{m}.direct_creator_id = {v}"),
         // Never twice: a direct conversation's members are two.
@@ -79,7 +79,7 @@ pub(crate) fn feed_audiences(m: &str, v: &str) -> [String; 3] {
 
 /// Whether the viewer `v` sees the message row of `messages` in scope:
 /// the feed's cursor is resolved only if so.
-pub(crate) fn feed_sees(v: &str) -> String {
+pub fn feed_sees(v: &str) -> String {
     format!(
         "(direct_creator_id = {v} OR direct_peer_id = {v} \
          OR group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v}))"
@@ -88,7 +88,7 @@ pub(crate) fn feed_sees(v: &str) -> String {
 
 /// Resolves a cursor to its item's sort key with `key_of`, which must look
 /// the item up in the very list being paged (same viewer, same filters).
-pub(crate) fn seek<Id, K>(
+pub fn seek<Id, K>(
     cursor: Option<Cursor<Id>>,
     key_of: impl FnOnce(Id) -> Result<Option<K>>,
 ) -> Result<Seek<K>> {
@@ -102,7 +102,7 @@ pub(crate) fn seek<Id, K>(
 
 /// Rows fetched with `limit + 1`: cut to the page, learn `has_more`, and put a
 /// backwards page back into list order.
-pub(crate) fn finish_page<T>(mut rows: Vec<T>, limit: usize, backwards: bool) -> (Vec<T>, bool) {
+pub fn finish_page<T>(mut rows: Vec<T>, limit: usize, backwards: bool) -> (Vec<T>, bool) {
     let has_more = rows.len() > limit;
     rows.truncate(limit);
     if backwards {
@@ -111,7 +111,7 @@ pub(crate) fn finish_page<T>(mut rows: Vec<T>, limit: usize, backwards: bool) ->
     (rows, has_more)
 }
 
-pub(crate) fn fetch_size<Id>(page: &Page<Id>) -> (usize, i64) {
+pub fn fetch_size<Id>(page: &Page<Id>) -> (usize, i64) {
     let n = page.limit.get();
     (usize::from(n), i64::from(n) + 1)
 }
@@ -122,6 +122,7 @@ pub(crate) fn fetch_size<Id>(page: &Page<Id>) -> (usize, i64) {
 /// back by [`finish_page`]). The tuple comparison is spelled out (both
 /// databases understand it), with a redundant bound on `$a` alone that lets
 /// the index scan start at the cursor instead of filtering its way there.
+#[macro_export]
 macro_rules! keyset {
     ($q:expr, $a:expr, $b:expr, $seek:expr) => {
         match $seek {
@@ -137,4 +138,4 @@ macro_rules! keyset {
         }
     };
 }
-pub(crate) use keyset;
+pub use crate::keyset;

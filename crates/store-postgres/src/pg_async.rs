@@ -57,9 +57,9 @@ use thread_local::ThreadLocal;
 use tokio::sync::Semaphore;
 use tokio_postgres::{Config, NoTls};
 
-use crate::door::{budgeted, charge, TimedOut};
-use crate::error::Error;
-use crate::SqlBackend;
+use confab_store_sql::door::{budgeted, charge, TimedOut};
+use confab_store_sql::error::Error;
+use confab_store_sql::SqlBackend;
 
 /// The asynchronous connections of one store, per thread.
 pub(crate) struct AsyncConns {

@@ -47,8 +47,8 @@ use confab_ports::StoreError;
 use diesel::connection::SimpleConnection as _;
 use diesel::sqlite::SqliteConnection;
 
-use crate::door::{unless_abandoned, Abandoned};
-use crate::error::Error;
+use confab_store_sql::door::{unless_abandoned, Abandoned};
+use confab_store_sql::error::Error;
 
 /// At most this many units commit together; more wait for the next batch.
 /// The benchmark's 32 connections fit in one.
@@ -58,7 +58,7 @@ const MAX_BATCH: usize = 64;
 /// (its type is the writer's own).
 type Work = Box<dyn FnOnce(&mut SqliteConnection) -> Result<(), Error> + Send>;
 
-pub(super) struct Unit {
+pub(crate) struct Unit {
     work: Work,
     caller: Caller,
 }
@@ -70,17 +70,17 @@ struct Caller {
 }
 
 /// A unit's reply channel and outcome, to be sent once its batch is done.
-pub(super) type Answer = (SyncSender<Reply>, Result<(), Error>);
+pub(crate) type Answer = (SyncSender<Reply>, Result<(), Error>);
 
 /// What a queued writer hears: take the lead, or its unit's outcome.
-pub(super) enum Reply {
+pub(crate) enum Reply {
     Lead,
     Done(Result<(), Error>),
 }
 
 /// The writers of one store (cloning shares them).
 #[derive(Clone, Default)]
-pub(super) struct Writers(Arc<Mutex<Queue>>);
+pub(crate) struct Writers(Arc<Mutex<Queue>>);
 
 #[derive(Default)]
 struct Queue {
@@ -101,7 +101,7 @@ impl Writers {
     /// transaction is committed (or `f`'s own error, or why nothing was
     /// written). `run_batch` runs one batch on one connection: see
     /// [`run_batch`], which the store calls with its connection and lock.
-    pub(super) fn write<T: Send + 'static>(
+    pub(crate) fn write<T: Send + 'static>(
         &self,
         abandoned: &Abandoned,
         f: impl FnOnce(&mut SqliteConnection) -> Result<T, Error> + Send + 'static,
@@ -186,7 +186,7 @@ impl Writers {
 /// Runs `batch` in one transaction on `conn` (which the caller checked
 /// out while holding the store's write lock), as the module docs say, and
 /// pairs each unit's reply channel with its outcome.
-pub(super) fn run_batch(conn: &mut SqliteConnection, batch: Vec<Unit>) -> Vec<Answer> {
+pub(crate) fn run_batch(conn: &mut SqliteConnection, batch: Vec<Unit>) -> Vec<Answer> {
     if batch.len() == 1 {
         let Some(unit) = batch.into_iter().next() else {
             return Vec::new();
@@ -281,7 +281,7 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
 
 /// Every unit of `batch` answered: nothing of it was written, because of
 /// `e` (the batch failed, or no connection could be had for it).
-pub(super) fn fail_all(batch: Vec<Unit>, e: &Error) -> Vec<Answer> {
+pub(crate) fn fail_all(batch: Vec<Unit>, e: &Error) -> Vec<Answer> {
     batch
         .into_iter()
         .map(|unit| (unit.caller.reply, Err(not_written(e))))
@@ -315,8 +315,8 @@ mod tests {
     use diesel::sqlite::SqliteConnection;
 
     use super::{run_batch, Answer, Writers};
-    use crate::door::Abandoned;
-    use crate::error::Error;
+    use confab_store_sql::door::Abandoned;
+    use confab_store_sql::error::Error;
 
     /// One connection and its writers, as a store has them.
     struct Db {

@@ -17,7 +17,7 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 /// One holder at a time; a caller of [`WriterTurn::take_first`] goes
 /// before every [`WriterTurn::take`] still waiting or yet to come.
 #[derive(Debug, Default)]
-pub(super) struct WriterTurn {
+pub(crate) struct WriterTurn {
     state: Mutex<State>,
     freed: Condvar,
 }
@@ -34,7 +34,7 @@ struct State {
 /// The turn, given back when dropped (a panic included: the turn guards
 /// no data).
 #[derive(Debug)]
-pub(super) struct Held<'a>(&'a WriterTurn);
+pub(crate) struct Held<'a>(&'a WriterTurn);
 
 impl WriterTurn {
     fn state(&self) -> MutexGuard<'_, State> {
@@ -58,13 +58,13 @@ impl WriterTurn {
 
     /// A writer's turn: after the holder, and after every caller of
     /// [`WriterTurn::take_first`] waiting.
-    pub(super) fn take(&self) -> Held<'_> {
+    pub(crate) fn take(&self) -> Held<'_> {
         let state = self.state();
         self.wait_while(state, |s| s.held || s.first > 0)
     }
 
     /// The turn as soon as its holder lets it go, before any writer.
-    pub(super) fn take_first(&self) -> Held<'_> {
+    pub(crate) fn take_first(&self) -> Held<'_> {
         let mut state = self.state();
         state.first += 1;
         let held = self.wait_while(state, |s| s.held);

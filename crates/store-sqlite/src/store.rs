@@ -9,37 +9,20 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use diesel::connection::SimpleConnection as _;
-use diesel::deserialize;
+
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
-use diesel::serialize::{self, IsNull, Output};
-use diesel::sqlite::{Sqlite, SqliteConnection, SqliteValue};
+
+use diesel::sqlite::{Sqlite, SqliteConnection};
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness as _};
-use uuid::Uuid;
 
-use crate::backend::{Pooled, SqlBackend};
-use crate::door::{count_statements, Abandoned, LogErrors};
-use crate::error::Error;
-use crate::id::{DbId, IdColumn};
-use crate::queries::membership::visible_to;
-use crate::rows::{MessageRow, WholeRow};
-use crate::schema::{conversations, groups, messages};
-
-mod checkpoint;
-mod group_commit;
-mod turn;
-mod queries {
-    crate::queries::instantiate!(super::SqliteStore);
-}
-mod ports {
-    crate::ports::impl_ports!(super::SqliteStore);
-}
-mod ports_webhooks {
-    crate::ports_webhooks::impl_webhook_ports!(super::SqliteStore);
-}
-mod event_ports {
-    crate::ports_events::impl_event_ports!(super::SqliteStore);
-}
+use confab_store_sql::door::{count_statements, Abandoned, LogErrors};
+use confab_store_sql::error::Error;
+use confab_store_sql::id::DbId;
+use confab_store_sql::rows::{MessageRow, WholeRow};
+use confab_store_sql::schema::{conversations, groups, messages};
+use confab_store_sql::visible_to;
+use confab_store_sql::{Pooled, SqlBackend};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 
@@ -75,23 +58,23 @@ pub struct SqliteStore {
     /// Writers of this process queue here, in order, and commit together
     /// (`group_commit`), instead of polling SQLite's lock in its busy
     /// handler.
-    writers: group_commit::Writers,
+    writers: crate::group_commit::Writers,
     /// Held by whoever writes: a batch of `writers`, or the migrations;
     /// and by the checkpoint thread for the last pass that lets the WAL
     /// start over (`checkpoint`), which goes before any writer (`turn`).
     /// Other processes (the CLI) still meet them at the busy timeout.
-    writer: Arc<turn::WriterTurn>,
+    writer: Arc<crate::turn::WriterTurn>,
     /// SQL statements sent over all pooled connections (see
     /// [`SqliteStore::statements_run`]).
     statements: Arc<AtomicU64>,
     /// Counts the callers waiting for a connection (`door`); SQLite's calls
     /// take no turns there (`SqlBackend::GATED`).
-    gate: crate::door::Gate,
+    gate: confab_store_sql::door::Gate,
     /// How long a port call may take (see [`SqliteStore::with_deadline`]).
     deadline: Duration,
     /// Keeps the WAL checkpoints running off the writers' path (files
     /// only; `checkpoint`).
-    _checkpoints: Option<checkpoint::Checkpointer>,
+    _checkpoints: Option<crate::checkpoint::Checkpointer>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -134,12 +117,12 @@ impl SqliteStore {
             ))
             .context("cannot switch SQLite to WAL")?;
         }
-        let writer = Arc::new(turn::WriterTurn::default());
+        let writer = Arc::new(crate::turn::WriterTurn::default());
         let checkpoints = if in_memory {
             None
         } else {
             Some(
-                checkpoint::Checkpointer::start(path, configure, writer.clone())
+                crate::checkpoint::Checkpointer::start(path, configure, writer.clone())
                     .context("cannot start SQLite's checkpoints")?,
             )
         };
@@ -169,11 +152,11 @@ impl SqliteStore {
             .with_context(|| format!("cannot open SQLite database {path}"))?;
         Ok(Self {
             pool,
-            writers: group_commit::Writers::default(),
+            writers: crate::group_commit::Writers::default(),
             writer,
             statements,
-            gate: crate::door::Gate::new(connections),
-            deadline: crate::door::DEFAULT_DEADLINE,
+            gate: confab_store_sql::door::Gate::new(connections),
+            deadline: confab_store_sql::door::DEFAULT_DEADLINE,
             _checkpoints: checkpoints,
         })
     }
@@ -196,7 +179,7 @@ impl SqliteStore {
 
     /// The pool right now, for metrics.
     pub fn pool_state(&self) -> confab_ports::PoolState {
-        crate::door::pool_state(&self.pool, &self.gate)
+        confab_store_sql::door::pool_state(&self.pool, &self.gate)
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -218,8 +201,39 @@ impl SqliteStore {
     }
 
     /// This process's turn to write.
-    fn writer_turn(&self) -> turn::Held<'_> {
+    fn writer_turn(&self) -> crate::turn::Held<'_> {
         self.writer.take()
+    }
+}
+
+/// The calls that PostgreSQL runs on its asynchronous connections
+/// (getting a message, a page, a send): here they take the door like every
+/// other call (`crate::ports`).
+impl SqliteStore {
+    pub(crate) async fn write_append_message(
+        &self,
+        message: confab_ports::NewMessage,
+        outbox: confab_ports::Outbox,
+        completion: Option<confab_ports::Completion<confab_domain::Message>>,
+    ) -> Result<confab_domain::Message, confab_ports::StoreError> {
+        self.door_append_message(message, outbox, completion).await
+    }
+
+    pub(crate) async fn read_message_for(
+        &self,
+        viewer: confab_domain::ContactId,
+        id: confab_domain::MessageId,
+    ) -> Result<Option<confab_domain::Message>, confab_ports::StoreError> {
+        self.door_message_for(viewer, id).await
+    }
+
+    pub(crate) async fn read_list_messages(
+        &self,
+        viewer: confab_domain::ContactId,
+        conversation: Option<confab_domain::ConversationId>,
+        page: confab_domain::Page<confab_domain::MessageId>,
+    ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
+        self.door_list_messages(viewer, conversation, page).await
     }
 }
 
@@ -314,12 +328,12 @@ impl SqlBackend for SqliteStore {
 
     const QUEUED_WRITES: bool = true;
 
-    fn gate(&self) -> &crate::door::Gate {
+    fn gate(&self) -> &confab_store_sql::door::Gate {
         &self.gate
     }
 
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
-        crate::door::counted_checkout(&self.pool, &self.gate).map_err(Error::Pool)
+        confab_store_sql::door::counted_checkout(&self.pool, &self.gate).map_err(Error::Pool)
     }
 
     /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction
@@ -335,8 +349,8 @@ impl SqlBackend for SqliteStore {
         self.writers.write(abandoned, f, |batch| {
             let _turn = self.writer_turn();
             match self.checkout() {
-                Ok(mut pooled) => group_commit::run_batch(&mut pooled, batch),
-                Err(e) => group_commit::fail_all(batch, &e),
+                Ok(mut pooled) => crate::group_commit::run_batch(&mut pooled, batch),
+                Err(e) => crate::group_commit::fail_all(batch, &e),
             }
         })
     }
@@ -348,10 +362,10 @@ fn feed_page_query(
     viewer: DbId,
     cursor: Option<(bool, DbId)>,
     fetch: i64,
-) -> crate::raw::TypedQuery<Sqlite, queries::WholeSql> {
-    static SHAPES: [std::sync::OnceLock<crate::raw::Shape>; 3] =
+) -> confab_store_sql::raw::TypedQuery<Sqlite, crate::queries::WholeSql> {
+    static SHAPES: [std::sync::OnceLock<confab_store_sql::raw::Shape>; 3] =
         [const { std::sync::OnceLock::new() }; 3];
-    crate::queries::paging::feed_query(&SHAPES, feed_page_text, viewer, cursor, fetch)
+    confab_store_sql::queries::paging::feed_query(&SHAPES, feed_page_text, viewer, cursor, fetch)
 }
 
 /// [`feed_page_query`]'s text for a way of travel (none: from the newest;
@@ -376,13 +390,13 @@ fn feed_page_query(
 /// `group_members` by contact, a rowid search per candidate, and a sort of
 /// those few rows.
 fn feed_page_text(travel: Option<bool>) -> String {
-    use crate::raw::marker;
+    use confab_store_sql::raw::marker;
 
     let (v, limit) = (marker(0), marker(1));
     let key = travel.map(|_| marker(2));
     let (order, keyset) = match travel {
         Some(backwards) => {
-            let (order, past) = crate::queries::paging::travel_order(backwards);
+            let (order, past) = confab_store_sql::queries::paging::travel_order(backwards);
             (
                 order,
                 format!("AND (i.created_at, i.id) {past} (SELECT at, id FROM cursor_key)"),
@@ -390,7 +404,7 @@ fn feed_page_text(travel: Option<bool>) -> String {
         }
         None => ("DESC", String::new()),
     };
-    let sees = crate::queries::paging::feed_sees(&v);
+    let sees = confab_store_sql::queries::paging::feed_sees(&v);
     let cursor_key = match &key {
         Some(k) => format!(
             "WITH cursor_key (at, id) AS MATERIALIZED ( \
@@ -406,10 +420,10 @@ fn feed_page_text(travel: Option<bool>) -> String {
         )
     };
     let [as_creator, as_peer, in_group] =
-        crate::queries::paging::feed_audiences("i", &v).map(|audience| range(&audience));
+        confab_store_sql::queries::paging::feed_audiences("i", &v).map(|audience| range(&audience));
     // Whole rows: each message's reactions and attachments in the same
     // statement (`rows::relation_columns`), for the page's rows only.
-    let columns = queries::whole_columns("messages", "contacts");
+    let columns = crate::queries::whole_columns("messages", "contacts");
     format!(
         "{cursor_key}SELECT {columns} FROM messages \
          INNER JOIN contacts ON contacts.id = messages.sender_id \
@@ -421,18 +435,6 @@ fn feed_page_text(travel: Option<bool>) -> String {
                  WHERE g.contact_id = {v}) \
          ORDER BY messages.created_at {order}, messages.id {order} LIMIT {limit}"
     )
-}
-
-/// Ids are `TEXT`: lowercase hyphenated UUIDs.
-impl IdColumn for Sqlite {
-    fn write_id<'b>(id: &'b Uuid, out: &mut Output<'b, '_, Sqlite>) -> serialize::Result {
-        out.set_value(id.hyphenated().to_string());
-        Ok(IsNull::No)
-    }
-
-    fn read_id(mut value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Uuid> {
-        Ok(Uuid::parse_str(value.read_text())?)
-    }
 }
 
 /// Whether a commit waits for the disk (SQLite's `synchronous` in WAL
@@ -463,7 +465,7 @@ impl Synchronous {
 
 /// Per-connection settings. The busy timeout comes first so that the others
 /// wait for a lock instead of failing. A commit checkpoints only past
-/// [`checkpoint::BACKSTOP_BYTES`] of WAL: the store's own thread does it
+/// [`crate::checkpoint::BACKSTOP_BYTES`] of WAL: the store's own thread does it
 /// meanwhile (`checkpoint`). `synchronous` is set apart, per store
 /// ([`Synchronous`]); the checkpoint thread's connection keeps SQLite's
 /// default (`FULL`), which syncs at each pass as `NORMAL` does.
@@ -472,10 +474,10 @@ fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
          PRAGMA foreign_keys = ON;"
     ))?;
-    let page_size = checkpoint::page_size(conn)?;
+    let page_size = crate::checkpoint::page_size(conn)?;
     conn.batch_execute(&format!(
         "PRAGMA wal_autocheckpoint = {};",
-        checkpoint::pages(checkpoint::BACKSTOP_BYTES, page_size)
+        crate::checkpoint::pages(crate::checkpoint::BACKSTOP_BYTES, page_size)
     ))
 }
 
@@ -546,7 +548,7 @@ mod tests {
         let mut conn = SqliteConnection::establish(":memory:").expect("open");
         conn.run_pending_migrations(super::MIGRATIONS)
             .expect("migrate");
-        let v = crate::id::DbId::from(uuid::Uuid::now_v7());
+        let v = confab_store_sql::id::DbId::from(uuid::Uuid::now_v7());
         for cursor in [None, Some((false, v)), Some((true, v))] {
             let query = super::feed_page_query(v, cursor, 51);
             let sql = diesel::debug_query::<diesel::sqlite::Sqlite, _>(&query).to_string();
@@ -621,7 +623,7 @@ mod tests {
     fn a_new_file_has_small_pages_and_an_old_one_keeps_its_own() {
         let page_size = |path: &str| {
             let mut conn = SqliteConnection::establish(path).expect("open");
-            super::checkpoint::page_size(&mut conn).expect("read")
+            crate::checkpoint::page_size(&mut conn).expect("read")
         };
         let dir = std::env::temp_dir().join(format!("confab-new-pages-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");

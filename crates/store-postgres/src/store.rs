@@ -2,46 +2,26 @@
 //! what is PostgreSQL's own ([`SqlBackend`]: native `uuid` ids, `FOR UPDATE`
 //! row locks, a feed merged from index ranges). The queries are the shared ones.
 
-use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use diesel::connection::SimpleConnection as _;
-use diesel::deserialize;
-use diesel::pg::{Pg, PgConnection, PgValue};
+
+use diesel::pg::{Pg, PgConnection};
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, ManageConnection, Pool};
-use diesel::serialize::{self, IsNull, Output};
+
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness as _};
-use uuid::Uuid;
 
-use crate::backend::{Pooled, SqlBackend};
-use crate::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
-use crate::error::Error;
-use crate::id::{DbId, IdColumn};
-use crate::queries::membership::visible_to;
-use crate::rows::{MessageRow, WholeRow};
-use crate::schema::{conversations, groups, messages};
-
-mod queries {
-    crate::queries::instantiate!(super::PgStore);
-}
-mod ports {
-    crate::ports::impl_ports!(
-        super::PgStore,
-        write_append_message,
-        read_message_for,
-        read_list_messages
-    );
-}
-mod ports_webhooks {
-    crate::ports_webhooks::impl_webhook_ports!(super::PgStore);
-}
-mod event_ports {
-    crate::ports_events::impl_event_ports!(super::PgStore);
-}
+use confab_store_sql::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
+use confab_store_sql::error::Error;
+use confab_store_sql::id::DbId;
+use confab_store_sql::rows::{MessageRow, WholeRow};
+use confab_store_sql::schema::{conversations, groups, messages};
+use confab_store_sql::visible_to;
+use confab_store_sql::{Pooled, SqlBackend};
 
 const MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 
@@ -97,7 +77,7 @@ pub struct PgStore {
     /// [`PgStore::statements_run`]).
     statements: Arc<AtomicU64>,
     /// Where calls take turns, one per pooled connection (`door`).
-    gate: crate::door::Gate,
+    gate: confab_store_sql::door::Gate,
     /// How long a port call may take (see [`PgStore::with_deadline`]).
     deadline: Duration,
     /// The hot calls' own connections, awaited on the HTTP workers
@@ -171,8 +151,8 @@ impl PgStore {
             pool,
             suspect_until,
             statements,
-            gate: crate::door::Gate::new(pool_size),
-            deadline: crate::door::DEFAULT_DEADLINE,
+            gate: confab_store_sql::door::Gate::new(pool_size),
+            deadline: confab_store_sql::door::DEFAULT_DEADLINE,
             conns: Arc::new(conns),
         })
     }
@@ -197,7 +177,7 @@ impl PgStore {
 
     /// The pool right now, for metrics.
     pub fn pool_state(&self) -> confab_ports::PoolState {
-        crate::door::pool_state(&self.pool, &self.gate)
+        confab_store_sql::door::pool_state(&self.pool, &self.gate)
     }
 
     /// Applies the embedded migrations that have not run yet.
@@ -258,13 +238,14 @@ impl PgStore {
         }
         self.conns
             .run(self, |mut conn| async move {
-                let query = queries::message_for_query(viewer, id);
+                let query = crate::queries::message_for_query(viewer, id);
                 let row = diesel_async::RunQueryDsl::get_result::<WholeRow>(query, &mut conn)
                     .await
                     .optional();
                 (
                     Some(conn),
-                    row.map_err(Error::from).and_then(queries::message_of),
+                    row.map_err(Error::from)
+                        .and_then(crate::queries::message_of),
                 )
             })
             .await
@@ -288,8 +269,8 @@ impl PgStore {
         outbox: confab_ports::Outbox,
         completion: Option<confab_ports::Completion<confab_domain::Message>>,
     ) -> Result<confab_domain::Message, confab_ports::StoreError> {
-        let event =
-            queries::lone_message_created(&outbox, &message).filter(|_| self.conns.enabled());
+        let event = crate::queries::lone_message_created(&outbox, &message)
+            .filter(|_| self.conns.enabled());
         let Some(event) = event else {
             return self.door_append_message(message, outbox, completion).await;
         };
@@ -297,8 +278,12 @@ impl PgStore {
         self.conns
             .run_until(self, |mut conn, until| async move {
                 let deadline = self.conns.server_deadline(until);
-                let statement =
-                    queries::append_statement(message, (event, render), completion, deadline);
+                let statement = crate::queries::append_statement(
+                    message,
+                    (event, render),
+                    completion,
+                    deadline,
+                );
                 let (query, written, with_completion) = match statement {
                     Ok(statement) => statement,
                     Err(e) => return (Some(conn), Err(e)),
@@ -311,14 +296,15 @@ impl PgStore {
                 // instead; a server killed in it (`pg_ctl -m immediate`,
                 // a crash) flushes the row and hangs up. Either way the
                 // send is not written.
-                let sent = diesel_async::RunQueryDsl::load::<queries::Sent>(query, &mut conn)
-                    .await
-                    .and_then(|rows| {
-                        rows.into_iter()
-                            .next()
-                            .ok_or(diesel::result::Error::NotFound)
-                    })
-                    .map_err(queries::settle_error);
+                let sent =
+                    diesel_async::RunQueryDsl::load::<crate::queries::Sent>(query, &mut conn)
+                        .await
+                        .and_then(|rows| {
+                            rows.into_iter()
+                                .next()
+                                .ok_or(diesel::result::Error::NotFound)
+                        })
+                        .map_err(crate::queries::settle_error);
                 if matches!(
                     sent,
                     Err(Error::Store(confab_ports::StoreError::Unavailable(_)))
@@ -332,7 +318,8 @@ impl PgStore {
                         return (None, sent.map(|_| written));
                     }
                 }
-                let outcome = sent.and_then(|sent| queries::append_outcome(sent, with_completion));
+                let outcome =
+                    sent.and_then(|sent| crate::queries::append_outcome(sent, with_completion));
                 (Some(conn), outcome.map(|()| written))
             })
             .await
@@ -346,11 +333,11 @@ impl PgStore {
         conversation: Option<confab_domain::ConversationId>,
         page: confab_domain::Page<confab_domain::MessageId>,
     ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
-        use crate::rows::DbKey as _;
+        use confab_store_sql::rows::DbKey as _;
         if !self.conns.enabled() {
             return self.door_list_messages(viewer, conversation, page).await;
         }
-        let (limit, fetch, cursor) = queries::page_seek(&page);
+        let (limit, fetch, cursor) = crate::queries::page_seek(&page);
         let backwards = matches!(cursor, Some((true, _)));
         let (v, only) = (viewer.db(), conversation.map(|c| c.db()));
         let rows = self
@@ -358,7 +345,7 @@ impl PgStore {
             .run(self, |mut conn| async move {
                 let rows = match only {
                     Some(c) => {
-                        let query = queries::conversation_page_query(v, c, cursor, fetch);
+                        let query = crate::queries::conversation_page_query(v, c, cursor, fetch);
                         diesel_async::RunQueryDsl::load::<WholeRow>(query, &mut conn).await
                     }
                     None => {
@@ -373,20 +360,22 @@ impl PgStore {
             // Why it is empty: an invisible conversation, a cursor not in
             // the list, or nothing there.
             let cursor = cursor.map(|(_, id)| id);
-            if let Some(query) = queries::empty_page_query(v, only, cursor) {
+            if let Some(query) = crate::queries::empty_page_query(v, only, cursor) {
                 self.conns
                     .run(self, |mut conn| async move {
                         let answer =
                             diesel_async::RunQueryDsl::get_result::<(bool, bool)>(query, &mut conn)
                                 .await
                                 .map_err(Error::from)
-                                .and_then(|answer| queries::explain_empty_page(only, answer));
+                                .and_then(|answer| {
+                                    crate::queries::explain_empty_page(only, answer)
+                                });
                         (Some(conn), answer)
                     })
                     .await?;
             }
         }
-        queries::page_of(rows, limit, backwards).map_err(Error::into_store::<Self>)
+        crate::queries::page_of(rows, limit, backwards).map_err(Error::into_store::<Self>)
     }
 }
 
@@ -504,12 +493,12 @@ impl SqlBackend for PgStore {
     /// it); concurrent writers wait on row locks, not on one queue.
     const QUEUED_WRITES: bool = false;
 
-    fn gate(&self) -> &crate::door::Gate {
+    fn gate(&self) -> &confab_store_sql::door::Gate {
         &self.gate
     }
 
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
-        crate::door::counted_checkout(&self.pool, &self.gate).map_err(Error::Pool)
+        confab_store_sql::door::counted_checkout(&self.pool, &self.gate).map_err(Error::Pool)
     }
 
     fn connection_lost(&self) {
@@ -537,25 +526,25 @@ fn feed_page_query(
     viewer: DbId,
     cursor: Option<(bool, DbId)>,
     fetch: i64,
-) -> crate::raw::TypedQuery<Pg, queries::WholeSql> {
+) -> confab_store_sql::raw::TypedQuery<Pg, crate::queries::WholeSql> {
     // Kept prepared (few binds): one shape without a cursor and one for
     // each direction, each built once.
-    static SHAPES: [std::sync::OnceLock<crate::raw::Shape>; 3] =
+    static SHAPES: [std::sync::OnceLock<confab_store_sql::raw::Shape>; 3] =
         [const { std::sync::OnceLock::new() }; 3];
-    crate::queries::paging::feed_query(&SHAPES, feed_page_text, viewer, cursor, fetch)
+    confab_store_sql::queries::paging::feed_query(&SHAPES, feed_page_text, viewer, cursor, fetch)
 }
 
 /// [`feed_page_query`]'s text for a way of travel (none: from the newest;
 /// else whether before the cursor), with the viewer, the rows to fetch and
 /// the cursor as binds 0, 1 and 2.
 fn feed_page_text(travel: Option<bool>) -> String {
-    use crate::raw::marker;
+    use confab_store_sql::raw::marker;
 
     let (v, limit) = (marker(0), marker(1));
     let key = travel.map(|_| marker(2));
     let (order, keyset) = match (travel, &key) {
         (Some(backwards), Some(k)) => {
-            let (order, past) = crate::queries::paging::travel_order(backwards);
+            let (order, past) = confab_store_sql::queries::paging::travel_order(backwards);
             (
                 order,
                 format!("AND (m.created_at, m.id) {past} ((SELECT at FROM cursor_key), {k})"),
@@ -563,7 +552,7 @@ fn feed_page_text(travel: Option<bool>) -> String {
         }
         _ => ("DESC", String::new()),
     };
-    let sees = crate::queries::paging::feed_sees(&v);
+    let sees = confab_store_sql::queries::paging::feed_sees(&v);
     let cursor_key = match &key {
         Some(k) => format!(
             "cursor_key (at) AS MATERIALIZED ( \
@@ -581,10 +570,10 @@ fn feed_page_text(travel: Option<bool>) -> String {
         )
     };
     let [as_creator, as_peer, in_group] =
-        crate::queries::paging::feed_audiences("m", &v).map(|audience| range(&audience));
+        confab_store_sql::queries::paging::feed_audiences("m", &v).map(|audience| range(&audience));
     // Whole rows: each message's reactions and attachments in the same
     // statement (`rows::relation_columns`), for the page's rows only.
-    let columns = queries::whole_columns("p", "s");
+    let columns = crate::queries::whole_columns("p", "s");
     format!(
         "WITH {cursor_key}page AS ( \
              SELECT * FROM ( \
@@ -603,23 +592,11 @@ fn feed_page_text(travel: Option<bool>) -> String {
     )
 }
 
-/// Ids are native `uuid` values: 16 bytes on the wire.
-impl IdColumn for Pg {
-    fn write_id<'b>(id: &'b Uuid, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
-        out.write_all(id.as_bytes())?;
-        Ok(IsNull::No)
-    }
-
-    fn read_id(value: PgValue<'_>) -> deserialize::Result<Uuid> {
-        Ok(Uuid::from_slice(value.as_bytes())?)
-    }
-}
-
 /// diesel's connection manager, testing a connection on checkout only while
 /// connections are suspect (see [`PgStore::connect`]); a failed test makes
 /// the pool drop it and hand out another.
 #[derive(Debug)]
-pub(crate) struct Manager {
+pub struct Manager {
     inner: ConnectionManager<PgConnection>,
     suspect_until: Arc<AtomicU64>,
 }

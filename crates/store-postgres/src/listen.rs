@@ -26,7 +26,7 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Config, NoTls};
 
-use crate::wakeups::LocalWakeups;
+use confab_store_sql::LocalWakeups;
 
 /// The channel of event notifications.
 const CHANNEL: &str = "confab_events";

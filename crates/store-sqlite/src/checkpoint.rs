@@ -47,17 +47,17 @@ use std::time::Duration;
 use diesel::sql_types::Integer;
 use diesel::{Connection as _, QueryableByName, RunQueryDsl as _, SqliteConnection};
 
-use super::turn::WriterTurn;
+use crate::turn::WriterTurn;
 
 /// `bytes` of a file whose pages are `page_size` bytes, in pages (at
 /// least 1).
-pub(super) fn pages(bytes: u64, page_size: u32) -> i32 {
+pub(crate) fn pages(bytes: u64, page_size: u32) -> i32 {
     let pages = bytes / u64::from(page_size.max(512));
     i32::try_from(pages).unwrap_or(i32::MAX).max(1)
 }
 
 /// The page size of the database `conn` is on.
-pub(super) fn page_size(conn: &mut SqliteConnection) -> diesel::QueryResult<u32> {
+pub(crate) fn page_size(conn: &mut SqliteConnection) -> diesel::QueryResult<u32> {
     #[derive(QueryableByName)]
     struct PageSize {
         #[diesel(sql_type = Integer)]
@@ -68,12 +68,12 @@ pub(super) fn page_size(conn: &mut SqliteConnection) -> diesel::QueryResult<u32>
 }
 
 /// How often the thread checkpoints.
-pub(super) const EVERY: Duration = Duration::from_millis(50);
+pub(crate) const EVERY: Duration = Duration::from_millis(50);
 
 /// The WAL size past which a commit checkpoints itself (`PRAGMA
 /// wal_autocheckpoint`, set in pages: [`pages`]; SQLite's default is 1,000
 /// pages, ~4 MB with 4 KB pages): 16,000 pages of 4 KB, ~62.5 MB.
-pub(super) const BACKSTOP_BYTES: u64 = 16_000 * 4096;
+pub(crate) const BACKSTOP_BYTES: u64 = 16_000 * 4096;
 
 /// The WAL size (16 MB) from which the thread closes it out. In bytes, as
 /// every threshold here: a file made with other pages than SQLite's 4 KB
@@ -90,7 +90,7 @@ const CATCH_UP_PASSES: usize = 4;
 /// Keeps the checkpoint thread of one store alive: the thread ends within
 /// [`EVERY`] of the last clone of its store being dropped.
 #[derive(Debug, Clone)]
-pub(super) struct Checkpointer {
+pub(crate) struct Checkpointer {
     _alive: Arc<()>,
 }
 
@@ -145,7 +145,7 @@ impl Checkpointer {
     /// Starts checkpointing the database file at `path` every [`EVERY`],
     /// on a connection set up by `configure`; `writers` is the lock this
     /// process's writers hold while they write.
-    pub(super) fn start(
+    pub(crate) fn start(
         path: &str,
         configure: fn(&mut SqliteConnection) -> diesel::QueryResult<()>,
         writers: Arc<WriterTurn>,

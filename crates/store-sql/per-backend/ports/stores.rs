@@ -1,0 +1,328 @@
+//! The `confab-ports` implementations of both SQL stores, written once: each
+//! method runs one query function through the door ([`crate::door`]) in the
+//! right kind of transaction, but PostgreSQL's hot calls (`pg_async`).
+
+use async_trait::async_trait;
+use confab_domain::{
+    Contact, ContactId, ContactProfilePatch, Conversation, ConversationId, ConversationView, Group,
+    GroupId, MemberStatePatch, Message, MessageId, Page, Paged, PinnedMessageChange, ReactionName,
+    Timestamp,
+};
+use confab_ports::{
+    ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter, ConversationStore,
+    GroupChange, GroupStore, HealthCheck, IdempotencyStore, KeyClaim, MessageChange, MessageStore,
+    NewGroup, NewMessage, NewToken, Outbox, StoreError, StoredResponse, TokenStore,
+};
+
+use crate::queries as q;
+use confab_store_sql::door::{query, write, write_alone};
+
+use crate::Store;
+
+impl Store {
+    /// A send (port `append_message`) through the door.
+    pub(crate) async fn door_append_message(
+        &self,
+        message: NewMessage,
+        outbox: Outbox,
+        completion: Option<Completion<Message>>,
+    ) -> Result<Message, StoreError> {
+        write(self, move |c| {
+            q::append_message(c, message, &outbox, completion)
+        })
+        .await
+    }
+
+    /// A message for its viewer (port `message_for`) through the
+    /// door: one statement (the message with its sender and
+    /// relations; on SQLite a second for the relations), no
+    /// transaction needed, both read committed rows only.
+    pub(crate) async fn door_message_for(
+        &self,
+        viewer: ContactId,
+        id: MessageId,
+    ) -> Result<Option<Message>, StoreError> {
+        query(self, move |c| q::message_for(c, viewer, id)).await
+    }
+
+    /// A page of messages (port `list_messages`) through the door.
+    /// A page of one conversation is one statement; the feed's
+    /// relations take a second, which only completes the first (a
+    /// snapshot around them would cost two more).
+    pub(crate) async fn door_list_messages(
+        &self,
+        viewer: ContactId,
+        conversation: Option<ConversationId>,
+        page: Page<MessageId>,
+    ) -> Result<Paged<Message>, StoreError> {
+        query(self, move |c| {
+            q::list_messages(c, viewer, conversation, page)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for Store {
+    async fn claim_key(&self, request: ClaimRequest) -> Result<ClaimOutcome, StoreError> {
+        write_alone(self, move |c| q::claim_key(c, request)).await
+    }
+
+    async fn complete_key(
+        &self,
+        claim: KeyClaim,
+        response: StoredResponse,
+    ) -> Result<bool, StoreError> {
+        write_alone(self, move |c| q::complete_key(c, claim, response)).await
+    }
+
+    async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError> {
+        write_alone(self, move |c| q::release_key(c, claim)).await
+    }
+
+    async fn prune_keys(&self, before: Timestamp) -> Result<u64, StoreError> {
+        write_alone(self, move |c| q::prune_keys(c, before)).await
+    }
+}
+
+#[async_trait]
+impl HealthCheck for Store {
+    /// Within its own deadline (0.8 s): `/readyz` answers in 1 s.
+    async fn ping(&self) -> Result<(), StoreError> {
+        confab_store_sql::door::ping(self, q::ping).await
+    }
+
+    fn pool_state(&self) -> Option<confab_ports::PoolState> {
+        Some(Store::pool_state(self))
+    }
+}
+
+#[async_trait]
+impl ContactStore for Store {
+    async fn create_contact(
+        &self,
+        contact: Contact,
+        outbox: Outbox,
+    ) -> Result<Contact, StoreError> {
+        write(self, move |c| q::create_contact(c, contact, &outbox)).await
+    }
+
+    async fn contact(&self, id: ContactId) -> Result<Option<Contact>, StoreError> {
+        query(self, move |c| q::contact(c, id)).await
+    }
+
+    async fn contact_by_username(&self, username: &str) -> Result<Option<Contact>, StoreError> {
+        let username = username.to_owned();
+        query(self, move |c| q::contact_by_username(c, &username)).await
+    }
+
+    async fn update_contact(
+        &self,
+        id: ContactId,
+        patch: ContactProfilePatch,
+        outbox: Outbox,
+    ) -> Result<Contact, StoreError> {
+        write(self, move |c| q::update_contact(c, id, patch, &outbox)).await
+    }
+
+    async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError> {
+        write(self, move |c| q::touch_contact(c, id, at)).await
+    }
+}
+
+#[async_trait]
+impl TokenStore for Store {
+    async fn insert_token(&self, token: NewToken) -> Result<(), StoreError> {
+        write(self, move |c| q::insert_token(c, token)).await
+    }
+
+    async fn contact_for_token(
+        &self,
+        hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<Contact>, StoreError> {
+        let hash = hash.to_owned();
+        query(self, move |c| q::contact_for_token(c, &hash, now)).await
+    }
+
+    async fn revoke_tokens(&self, contact_id: ContactId, at: Timestamp) -> Result<u64, StoreError> {
+        write(self, move |c| q::revoke_tokens(c, contact_id, at)).await
+    }
+}
+
+#[async_trait]
+impl ConversationStore for Store {
+    async fn create_conversation(
+        &self,
+        conversation: Conversation,
+        outbox: Outbox,
+        completion: Option<Completion<()>>,
+    ) -> Result<(), StoreError> {
+        write(self, move |c| {
+            q::create_conversation(c, conversation, &outbox, completion)
+        })
+        .await
+    }
+
+    async fn conversation_for(
+        &self,
+        viewer: ContactId,
+        id: ConversationId,
+    ) -> Result<Option<ConversationView>, StoreError> {
+        query(self, move |c| q::conversation_for(c, viewer, id)).await
+    }
+
+    async fn list_conversations(
+        &self,
+        viewer: ContactId,
+        filter: ConversationFilter,
+        page: Page<ConversationId>,
+    ) -> Result<Paged<ConversationView>, StoreError> {
+        // One statement (two with a cursor, whose key is read first):
+        // no snapshot is worth two more.
+        query(self, move |c| {
+            q::list_conversations(c, viewer, filter, page)
+        })
+        .await
+    }
+
+    async fn open_conversation(
+        &self,
+        viewer: ContactId,
+        id: ConversationId,
+        at: Timestamp,
+        outbox: Outbox,
+    ) -> Result<ConversationView, StoreError> {
+        write(self, move |c| {
+            q::open_conversation(c, viewer, id, at, &outbox)
+        })
+        .await
+    }
+
+    async fn update_conversation(
+        &self,
+        viewer: ContactId,
+        id: ConversationId,
+        pinned: Option<PinnedMessageChange>,
+        patch: MemberStatePatch,
+        outbox: Outbox,
+    ) -> Result<ConversationView, StoreError> {
+        write(self, move |c| {
+            q::update_conversation(c, viewer, id, pinned, patch, &outbox)
+        })
+        .await
+    }
+
+    async fn delete_conversation(
+        &self,
+        id: ConversationId,
+        by: ContactId,
+        outbox: Outbox,
+    ) -> Result<(), StoreError> {
+        write(self, move |c| q::delete_conversation(c, id, by, &outbox)).await
+    }
+}
+
+#[async_trait]
+impl MessageStore for Store {
+    async fn append_message(
+        &self,
+        message: NewMessage,
+        outbox: Outbox,
+        completion: Option<Completion<Message>>,
+    ) -> Result<Message, StoreError> {
+        self.write_append_message(message, outbox, completion).await
+    }
+
+    async fn message_for(
+        &self,
+        viewer: ContactId,
+        id: MessageId,
+    ) -> Result<Option<Message>, StoreError> {
+        self.read_message_for(viewer, id).await
+    }
+
+    async fn list_messages(
+        &self,
+        viewer: ContactId,
+        conversation: Option<ConversationId>,
+        page: Page<MessageId>,
+    ) -> Result<Paged<Message>, StoreError> {
+        self.read_list_messages(viewer, conversation, page).await
+    }
+
+    async fn update_message(
+        &self,
+        id: MessageId,
+        change: MessageChange,
+        outbox: Outbox,
+    ) -> Result<Message, StoreError> {
+        write(self, move |c| q::update_message(c, id, change, &outbox)).await
+    }
+
+    async fn remove_reaction(
+        &self,
+        id: MessageId,
+        reactor: ContactId,
+        name: ReactionName,
+        at: Timestamp,
+        outbox: Outbox,
+    ) -> Result<Message, StoreError> {
+        write(self, move |c| {
+            q::remove_reaction(c, id, reactor, name, at, &outbox)
+        })
+        .await
+    }
+
+    async fn delete_message(
+        &self,
+        id: MessageId,
+        by: ContactId,
+        outbox: Outbox,
+    ) -> Result<(), StoreError> {
+        write(self, move |c| q::delete_message(c, id, by, &outbox)).await
+    }
+}
+
+#[async_trait]
+impl GroupStore for Store {
+    async fn create_group(
+        &self,
+        group: NewGroup,
+        at: Timestamp,
+        outbox: Outbox,
+        completion: Option<Completion<Group>>,
+    ) -> Result<Group, StoreError> {
+        write(self, move |c| {
+            q::create_group(c, group, at, &outbox, completion)
+        })
+        .await
+    }
+
+    async fn group_for(&self, viewer: ContactId, id: GroupId) -> Result<Option<Group>, StoreError> {
+        // The group, then its members: no snapshot needed around them.
+        query(self, move |c| q::group_for(c, viewer, id)).await
+    }
+
+    async fn list_groups(
+        &self,
+        viewer: ContactId,
+        page: Page<GroupId>,
+    ) -> Result<Paged<Group>, StoreError> {
+        query(self, move |c| q::list_groups(c, viewer, page)).await
+    }
+
+    async fn update_group(
+        &self,
+        id: GroupId,
+        change: GroupChange,
+        at: Timestamp,
+        outbox: Outbox,
+    ) -> Result<Group, StoreError> {
+        write(self, move |c| q::update_group(c, id, change, at, &outbox)).await
+    }
+
+    async fn delete_group(&self, id: GroupId, outbox: Outbox) -> Result<(), StoreError> {
+        write(self, move |c| q::delete_group(c, id, &outbox)).await
+    }
+}

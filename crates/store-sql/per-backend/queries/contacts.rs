@@ -1,0 +1,107 @@
+//! Contacts: the users of the service.
+
+use confab_domain::{Contact, ContactId, ContactProfilePatch, Timestamp};
+use confab_ports::{Outbox, StoreError};
+use diesel::prelude::*;
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+use super::outbox::{self, Written};
+use super::{Conn, Result};
+use confab_store_sql::queries::not_found;
+use confab_store_sql::rows::{ContactChangeset, ContactRow, DbKey};
+use confab_store_sql::schema::contacts;
+
+pub(crate) fn create_contact(
+    conn: &mut Conn,
+    contact: Contact,
+    outbox: &Outbox,
+) -> Result<Contact> {
+    let inserted = diesel::insert_into(contacts::table)
+        .values(&ContactRow::from(&contact))
+        .execute(conn);
+    match inserted {
+        Ok(_) => {
+            outbox::write(
+                conn,
+                outbox,
+                &Written {
+                    contact: Some(&contact),
+                    ..Written::default()
+                },
+            )?;
+            Ok(contact)
+        }
+        Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info))
+            if info.message().contains("username_folded") =>
+        {
+            Err(StoreError::Conflict(format!("username {} is taken", contact.username)).into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub(crate) fn contact(conn: &mut Conn, id: ContactId) -> Result<Option<Contact>> {
+    contacts::table
+        .find(id.db())
+        .select(ContactRow::as_select())
+        .first(conn)
+        .optional()?
+        .map(Contact::try_from)
+        .transpose()
+}
+
+pub(crate) fn contact_by_username(conn: &mut Conn, username: &str) -> Result<Option<Contact>> {
+    // Folded exactly like `Username::folded`, which filled the column.
+    contacts::table
+        .filter(contacts::username_folded.eq(username.to_ascii_lowercase()))
+        .select(ContactRow::as_select())
+        .first(conn)
+        .optional()?
+        .map(Contact::try_from)
+        .transpose()
+}
+
+pub(crate) fn update_contact(
+    conn: &mut Conn,
+    id: ContactId,
+    patch: ContactProfilePatch,
+    outbox: &Outbox,
+) -> Result<Contact> {
+    let changes_something = !patch.is_empty();
+    if changes_something {
+        let changes = ContactChangeset {
+            phone_number: patch.phone_number.map(|p| p.into_inner()),
+            avatar_url: patch.avatar_url.map(|a| a.into_inner()),
+        };
+        let n = diesel::update(contacts::table.find(id.db()))
+            .set(&changes)
+            .execute(conn)?;
+        if n == 0 {
+            return Err(not_found());
+        }
+    }
+    let updated = contact(conn, id)?.ok_or_else(not_found)?;
+    if changes_something {
+        outbox::write(
+            conn,
+            outbox,
+            &Written {
+                contact: Some(&updated),
+                ..Written::default()
+            },
+        )?;
+    }
+    Ok(updated)
+}
+
+pub(crate) fn touch_contact(conn: &mut Conn, id: ContactId, at: Timestamp) -> Result<()> {
+    // Only forward: a late request must not move activity back in time.
+    diesel::update(
+        contacts::table
+            .filter(contacts::id.eq(id.db()))
+            .filter(contacts::last_active_at.lt(at.micros())),
+    )
+    .set(contacts::last_active_at.eq(at.micros()))
+    .execute(conn)?;
+    Ok(())
+}

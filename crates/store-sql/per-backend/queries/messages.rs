@@ -1,0 +1,839 @@
+//! Messages: appending, reading (with their senders, reactions and
+//! attachments in the same statement) and deleting.
+
+use confab_domain::{
+    check_attachment_count, ContactId, ConversationId, Cursor, Message, MessageId, Page, Paged,
+};
+use confab_ports::{Completion, NewMessage, Outbox, StoreError};
+use diesel::dsl::{case_when, exists};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable, Text};
+
+use super::idempotency::complete;
+use super::message_updates::insert_attachments;
+use super::outbox::{self, Deleted, Written};
+use super::{Backend, Conn, Db, Result};
+use confab_store_sql::error::Error;
+use confab_store_sql::id::DbId;
+use confab_store_sql::queries::not_found;
+use confab_store_sql::queries::paging::{fetch_size, finish_page, travel_order, travel_shape};
+use confab_store_sql::rows::{
+    message_with, relation_columns, ContactRow, DbKey, JsonColumn, MessageRow,
+};
+use confab_store_sql::schema::{contacts, conversation_states, conversations, messages};
+use confab_store_sql::visible_to;
+use confab_store_sql::SqlBackend as _;
+
+/// A message read whole in one statement: its row, its sender's and
+/// its reactions and attachments ([`with_relations`]).
+type Whole = confab_store_sql::rows::WholeRow;
+
+/// The select list of [`Whole`] rows of `messages` joined to their
+/// senders.
+type WholeSelection = (
+    diesel::helper_types::AsSelect<MessageRow, Db>,
+    diesel::helper_types::AsSelect<ContactRow, Db>,
+    (JsonColumn, JsonColumn),
+);
+
+fn with_relations() -> WholeSelection {
+    (
+        MessageRow::as_select(),
+        ContactRow::as_select(),
+        relation_columns::<Backend>("\"messages\".\"id\""),
+    )
+}
+
+/// Messages with their senders (a join: the sender comes in the same
+/// statement as the message).
+macro_rules! with_senders {
+    () => {
+        messages::table.inner_join(contacts::table.on(contacts::id.eq(messages::sender_id)))
+    };
+}
+
+/// The SQL types of a [`Whole`] row ([`with_relations`]'s).
+pub(crate) type WholeSql = <WholeSelection as diesel::Expression>::SqlType;
+/// A statement of [`Whole`] rows written out ([`whole_columns`]):
+/// the reads of every page and of one message, which diesel's query
+/// builder would render again on each execution.
+pub(crate) type WholeQuery = confab_store_sql::raw::TypedQuery<Db, WholeSql>;
+/// [`empty_page_query`]'s statement.
+pub(crate) type EmptyPageQuery = diesel::query_builder::BoxedSelectStatement<
+    'static,
+    (diesel::sql_types::Bool, diesel::sql_types::Bool),
+    diesel::query_builder::NoFromClause,
+    Db,
+>;
+/// The select list of [`Whole`] rows written out, for messages
+/// (`m`, a table or its alias) joined to their senders (`s`, rows
+/// of `contacts`): the columns of `MessageRow` and `ContactRow` in
+/// the order of their fields (rows are read by position), then the
+/// relations ([`relation_columns`]). A test holds it to what
+/// diesel renders for [`with_relations`].
+pub(crate) fn whole_columns(m: &str, s: &str) -> String {
+    let (reactions, attachments) = relation_columns::<Backend>(&format!("{m}.id"));
+    format!(
+        "{m}.id, {m}.conversation_id, {m}.sender_id, {m}.body, {m}.read_at, \
+         {m}.created_at, {m}.updated_at, {s}.id, {s}.username, {s}.username_folded, \
+         {s}.phone_number, {s}.avatar_url, {s}.last_active_at, {s}.created_at, {}, {}",
+        reactions.sql(),
+        attachments.sql()
+    )
+}
+
+/// Whether the viewer `v` (a marker of a `confab_store_sql::raw::Sql`) is a
+/// member of the conversation row `conv` (a table or its alias):
+/// [`visible_to`] written out.
+fn member_of(conv: &str, v: &str) -> String {
+    format!(
+        "(({conv}.group_id IS NULL AND ({conv}.creator_id = {v} OR {conv}.peer_id = {v})) \
+         OR {conv}.group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v}))"
+    )
+}
+
+/// The message with this id, whole, in one statement.
+pub(super) fn load_message(conn: &mut Conn, id: DbId) -> Result<Option<Message>> {
+    let row: Option<Whole> = with_senders!()
+        .filter(messages::id.eq(id))
+        .select(with_relations())
+        .first(conn)
+        .optional()?;
+    message_of(row)
+}
+
+/// The message of a whole row, if any.
+pub(crate) fn message_of(row: Option<Whole>) -> Result<Option<Message>> {
+    row.map(|(r, sender, relations)| message_with(r, sender, relations))
+        .transpose()
+}
+
+/// The messages with these ids, whole, in no particular order: one
+/// statement per 5000.
+pub(super) fn load_messages(conn: &mut Conn, ids: &[DbId]) -> Result<Vec<Message>> {
+    let mut out = Vec::with_capacity(ids.len());
+    // In slices: SQLite binds each id of an `IN` list.
+    for chunk in ids.chunks(5000) {
+        let rows: Vec<Whole> = with_senders!()
+            .filter(messages::id.eq_any(chunk))
+            .select(with_relations())
+            .load(conn)?;
+        for (r, sender, relations) in rows {
+            out.push(message_with(r, sender, relations)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The message as a reader would load it after `message` was
+/// appended.
+fn as_written(message: NewMessage) -> Message {
+    Message {
+        id: message.id,
+        conversation_id: message.conversation_id,
+        sender: message.sender,
+        text: message.text,
+        reactions: Vec::new(),
+        attachments: message
+            .attachments
+            .into_iter()
+            .map(|(id, a)| confab_domain::Attachment {
+                id,
+                message_id: message.id,
+                filename: a.filename,
+                file_url: a.file_url,
+                file_type: a.file_type,
+                file_size: a.file_size,
+                created_at: message.created_at,
+            })
+            .collect(),
+        read_at: None,
+        created_at: message.created_at,
+        updated_at: None,
+    }
+}
+
+/// The outbox's one event when it is what a send normally makes: a
+/// lone `message.created` of this message for its conversation's
+/// members.
+pub(crate) fn lone_message_created<'o>(
+    outbox: &'o Outbox,
+    message: &NewMessage,
+) -> Option<&'o confab_domain::Event> {
+    match outbox.events.as_slice() {
+        [e] if e.kind == confab_domain::EventType::MessageCreated
+            && e.subject == confab_domain::Subject::Message(message.id)
+            && e.audience
+                == confab_domain::Audience::ConversationMembers(message.conversation_id) =>
+        {
+            Some(e)
+        }
+        _ => None,
+    }
+}
+
+/// A send's first write, as raw SQL (kept prepared, `confab_store_sql::raw`):
+/// the conversation's activity moves forward to `at` (of two racing
+/// sends, the later message wins), only where the sender `s` is a
+/// member (membership as `visible_to!` states it), so that a member
+/// removed a moment before cannot post. First, so that senders to
+/// one conversation queue on its row lock. `c`, `s`, `at` are
+/// markers of `sql`.
+fn advance_conversation(c: &str, s: &str, at: &str) -> String {
+    let forward = format!("(last_active_at IS NULL OR last_active_at < {at})");
+    format!(
+        "UPDATE conversations SET \
+             last_active_at = CASE WHEN {forward} THEN {at} ELSE last_active_at END, \
+             activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
+         WHERE id = {c} AND {}",
+        member_of("conversations", s)
+    )
+}
+
+/// One more unread message in conversation `c` for every member but
+/// the sender `s` (markers of a `confab_store_sql::raw::Sql`).
+fn count_unread(c: &str, s: &str) -> String {
+    format!(
+        "UPDATE conversation_states SET unread_count = unread_count + 1 \
+         WHERE conversation_id = {c} AND contact_id <> {s}"
+    )
+}
+
+/// What a send's single statement reports, in its order.
+#[derive(Queryable)]
+pub(crate) struct Sent {
+    sent: i64,
+    completed: i64,
+}
+
+/// A send as one data-modifying `WITH` statement (PostgreSQL): the
+/// same writes as [`append_message`]'s statements, in the same
+/// transaction, in one round trip instead of five or more. Every
+/// part after the conversation's update reads the rows that update
+/// returned, so a sender who is not a member writes nothing.
+fn append_in_one_statement(
+    conn: &mut Conn,
+    message: NewMessage,
+    event: (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
+    completion: Option<Completion<Message>>,
+) -> Result<Message> {
+    // Inside the door's transaction, which rolls back by itself if
+    // its caller stops waiting: no deadline of the statement's own.
+    let (query, written, with_completion) = append_statement(message, event, completion, i64::MAX)?;
+    let sent = query.get_result(conn).map_err(settle_error)?;
+    append_outcome(sent, with_completion)?;
+    Ok(written)
+}
+
+/// [`append_in_one_statement`]'s statement, for a loader of rows of
+/// its own, with the message as written and whether the statement
+/// completes an idempotency key. Its text is built once per shape
+/// ([`append_text`]: per number of attachments, with or without a
+/// key), its binds per send, in the order that text numbers them.
+pub(crate) fn append_statement(
+    message: NewMessage,
+    (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
+    completion: Option<Completion<Message>>,
+    deadline_us: i64,
+) -> Result<(SendQuery, Message, bool)> {
+    use confab_store_sql::raw::{Bind, Shape};
+    use std::sync::OnceLock;
+
+    static SHAPES: [[OnceLock<Shape>; 2]; confab_domain::MAX_ATTACHMENTS + 1] =
+        [const { [const { OnceLock::new() }; 2] }; confab_domain::MAX_ATTACHMENTS + 1];
+    let attachments = message.attachments.len();
+    // At most `MAX_ATTACHMENTS`: a shape for each count.
+    check_attachment_count(attachments).map_err(Error::from)?;
+    let with_completion = completion.is_some();
+    let shape = SHAPES[attachments][usize::from(with_completion)]
+        .get_or_init(|| Shape::new(&append_text(attachments, with_completion)));
+
+    let mut binds = vec![
+        Bind::Id(message.conversation_id.db()),
+        Bind::Id(message.sender.id.db()),
+        Bind::Int(message.created_at.micros()),
+        Bind::Id(message.id.db()),
+        Bind::Text(message.text.as_str().to_owned()),
+    ];
+    for (seq, (aid, a)) in (0_i64..).zip(&message.attachments) {
+        binds.extend([
+            Bind::Id(aid.db()),
+            Bind::Int(seq),
+            Bind::Text(a.filename.as_str().to_owned()),
+            Bind::Text(a.file_url.as_str().to_owned()),
+            Bind::Text(a.file_type.as_str().to_owned()),
+            Bind::MaybeInt(a.file_size.map(confab_domain::FileSize::bytes)),
+        ]);
+    }
+    let written = as_written(message);
+    binds.extend([
+        Bind::Id(event.id.as_uuid().db()),
+        Bind::Text(event.kind.name().to_owned()),
+        Bind::Id(event.actor.db()),
+        Bind::Text(render.message(&written)),
+    ]);
+    // The idempotency key's answer, only while its holder holds it.
+    if let Some(completion) = completion {
+        let (claim, response) = completion.render(&written);
+        binds.extend([
+            Bind::Id(claim.contact_id.db()),
+            Bind::Text(claim.key),
+            Bind::Id(DbId::from(claim.holder)),
+            Bind::Int(i64::from(response.status)),
+            Bind::MaybeText(response.location),
+            Bind::Text(response.body),
+        ]);
+    }
+    binds.push(Bind::Int(deadline_us));
+    Ok((shape.typed(binds), written, with_completion))
+}
+
+/// A send's statement ([`append_statement`]).
+pub(crate) type SendQuery = confab_store_sql::raw::TypedQuery<Db, (BigInt, BigInt)>;
+
+/// [`append_statement`]'s text for a message with `attachments`
+/// attachments, completing an idempotency key or not. Its binds, in
+/// order: the conversation, the sender, the time, the message's id
+/// and text; six per attachment (id, place, file name, URL, type,
+/// size); the event's id, type, actor and payload; with a key, its
+/// owner, the key, its holder, and the answer's status, location and
+/// body; last, the deadline (microseconds since the Unix epoch on the
+/// database's clock) past which it rolls back instead of committing.
+fn append_text(attachments: usize, completion: bool) -> String {
+    use confab_store_sql::raw::marker;
+
+    let (c, s, at, m, body) = (marker(0), marker(1), marker(2), marker(3), marker(4));
+    let mut text = format!(
+        "WITH conv AS ({} RETURNING id, creator_id, peer_id, group_id)",
+        advance_conversation(&c, &s, &at)
+    );
+    // The message's audience (the feed's index ranges) from the
+    // conversation row the update returned: no second lookup.
+    text.push_str(&format!(
+        ", msg AS ( \
+             INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at, \
+                 direct_creator_id, direct_peer_id, group_id) \
+             SELECT {m}, id, {s}, {body}, NULL, {at}, NULL, \
+                 CASE WHEN group_id IS NULL THEN creator_id END, peer_id, group_id \
+             FROM conv RETURNING id \
+         )"
+    ));
+    if attachments > 0 {
+        let rows: Vec<String> = (0..attachments)
+            .map(|i| {
+                let b = 5 + 6 * i;
+                let [aid, seq, name, url, kind, size] =
+                    [b, b + 1, b + 2, b + 3, b + 4, b + 5].map(marker);
+                format!("({aid}, {seq}, {name}, {url}, {kind}, {size})")
+            })
+            .collect();
+        text.push_str(&format!(
+            ", att AS ( \
+                 INSERT INTO attachments (id, message_id, seq, filename, file_url, file_type, file_size, created_at) \
+                 SELECT v.id, msg.id, v.seq, v.filename, v.file_url, v.file_type, v.file_size, {at} \
+                 FROM msg CROSS JOIN (VALUES {}) AS v (id, seq, filename, file_url, file_type, file_size) \
+                 RETURNING 1 \
+             )",
+            rows.join(", ")
+        ));
+    }
+    // One more unread message for every other member.
+    text.push_str(&format!(
+        ", unread AS ({} AND EXISTS (SELECT 1 FROM msg) RETURNING 1)",
+        count_unread(&c, &s)
+    ));
+    // The event and its recipients (the outbox's rows, `outbox.rs`):
+    // the conversation's members, from the row the update returned.
+    // The event is about the message, of the conversation (what a
+    // deletion finds it by: `outbox::scrub`).
+    let position = Backend::event_position(0).unwrap_or_default();
+    let e0 = 5 + 6 * attachments;
+    let [e, kind, actor, payload] = [e0, e0 + 1, e0 + 2, e0 + 3].map(marker);
+    text.push_str(&format!(
+        ", ev AS ( \
+             INSERT INTO events (id, position, type, actor_id, created_at, payload, \
+                 subject_id, conversation_id, message_id) \
+             SELECT {e}, {position}, {kind}, {actor}, {at}, {payload}, {m}, {c}, {m} \
+             FROM msg \
+             RETURNING id, position \
+         ), rcp AS ( \
+             INSERT INTO event_recipients (contact_id, position, event_id, payload) \
+             SELECT m.contact_id, ev.position, ev.id, CAST(NULL AS TEXT) \
+             FROM ev CROSS JOIN ( \
+                 SELECT creator_id AS contact_id FROM conv WHERE group_id IS NULL \
+                 UNION SELECT peer_id FROM conv WHERE group_id IS NULL AND peer_id IS NOT NULL \
+                 UNION SELECT g.contact_id FROM conv JOIN group_members g ON g.group_id = conv.group_id \
+             ) m \
+             RETURNING 1 \
+         )"
+    ));
+    let (completed, deadline) = if completion {
+        let k0 = e0 + 4;
+        let [owner, key, holder, status, location, body] =
+            [k0, k0 + 1, k0 + 2, k0 + 3, k0 + 4, k0 + 5].map(marker);
+        text.push_str(&format!(
+            ", done AS ( \
+                 UPDATE idempotency_keys SET status = {status}, location = {location}, body = {body} \
+                 WHERE contact_id = {owner} AND key = {key} AND claim = {holder} \
+                     AND status IS NULL AND EXISTS (SELECT 1 FROM msg) \
+                 RETURNING 1 \
+             )"
+        ));
+        ("(SELECT COUNT(*) FROM done)", marker(k0 + 6))
+    } else {
+        ("CAST(NULL AS BIGINT)", marker(e0 + 4))
+    };
+    // Last, once every write is done (its rows counted, so its
+    // row locks waited for): whether the statement may commit
+    // (`confab_settle_send`, migration `send_settles_itself`).
+    let mut written = String::from("(SELECT COUNT(*) FROM unread) + (SELECT COUNT(*) FROM rcp)");
+    if attachments > 0 {
+        written.push_str(" + (SELECT COUNT(*) FROM att)");
+    }
+    text.push_str(&format!(
+        " SELECT confab_settle_send({deadline}, (SELECT COUNT(*) FROM msg), {completed}, {written}) AS sent, \
+             COALESCE({completed}, 0) AS completed"
+    ));
+    text
+}
+
+/// [`append_statement`]'s error: its statement refused to commit
+/// (`confab_settle_send`) because the idempotency key's claim went
+/// to another holder (`ClaimLost`) or its deadline passed
+/// (`Unavailable`, as any call past its deadline); any other is
+/// diesel's.
+pub(crate) fn settle_error(e: diesel::result::Error) -> Error {
+    use diesel::result::{DatabaseErrorKind, Error as E};
+    match &e {
+        E::DatabaseError(DatabaseErrorKind::Unknown, info)
+            if info
+                .message()
+                .starts_with("confab: the idempotency key's claim was lost") =>
+        {
+            Error::Store(StoreError::ClaimLost)
+        }
+        E::DatabaseError(DatabaseErrorKind::Unknown, info)
+            if info
+                .message()
+                .starts_with("confab: the send's deadline passed") =>
+        {
+            Error::Store(StoreError::Unavailable(info.message().to_owned().into()))
+        }
+        _ => Error::Db(e),
+    }
+}
+
+/// What [`append_statement`]'s answer means: nothing written
+/// (`NotFound`: not a member, or no such conversation). A key lost
+/// to another holder never answers: the statement raises and rolls
+/// itself back first (`confab_settle_send`, [`settle_error`]); an
+/// answer saying otherwise is still refused here.
+pub(crate) fn append_outcome(outcome: Sent, with_completion: bool) -> Result<()> {
+    if outcome.sent == 0 {
+        return Err(not_found());
+    }
+    if with_completion && outcome.completed == 0 {
+        return Err(Error::Store(StoreError::ClaimLost));
+    }
+    Ok(())
+}
+
+/// Inserts a message into conversation `c` as `INSERT ... SELECT`
+/// from the conversation's row, which gives it its audience: the
+/// direct conversation's creator and peer, or the group conversation's
+/// group (the columns the feed reads its ranges from).
+fn insert_from_conversation(
+    conn: &mut Conn,
+    id: DbId,
+    c: DbId,
+    sender: DbId,
+    body: &str,
+    at: i64,
+) -> Result<()> {
+    use confab_store_sql::id::IdSql;
+
+    let source = conversations::table
+        .filter(conversations::id.eq(c))
+        .select((
+            id.into_sql::<IdSql>(),
+            conversations::id,
+            sender.into_sql::<IdSql>(),
+            body.into_sql::<Text>(),
+            None::<i64>.into_sql::<Nullable<BigInt>>(),
+            at.into_sql::<BigInt>(),
+            None::<i64>.into_sql::<Nullable<BigInt>>(),
+            case_when::<_, _, IdSql>(conversations::group_id.is_null(), conversations::creator_id),
+            conversations::peer_id,
+            conversations::group_id,
+        ));
+    diesel::insert_into(messages::table)
+        .values(source)
+        .into_columns((
+            messages::id,
+            messages::conversation_id,
+            messages::sender_id,
+            messages::body,
+            messages::read_at,
+            messages::created_at,
+            messages::updated_at,
+            messages::direct_creator_id,
+            messages::direct_peer_id,
+            messages::group_id,
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+pub(crate) fn append_message(
+    conn: &mut Conn,
+    message: NewMessage,
+    outbox: &Outbox,
+    completion: Option<Completion<Message>>,
+) -> Result<Message> {
+    check_attachment_count(message.attachments.len())?;
+    if Backend::DATA_MODIFYING_WITH {
+        if let Some(event) = lone_message_created(outbox, &message) {
+            return append_in_one_statement(conn, message, (event, &*outbox.render), completion);
+        }
+    }
+    let c = message.conversation_id.db();
+    let sender = message.sender.id.db();
+    let at = message.created_at.micros();
+    // The conversation's activity, where the sender is a member
+    // (see `advance_conversation`); raw SQL, since diesel prepares
+    // no `UPDATE` once for all.
+    let mut sql = confab_store_sql::raw::Sql::default();
+    let (cm, sm) = (sql.id(c), sql.id(sender));
+    let atm = sql.bind(confab_store_sql::raw::Bind::Int(at));
+    sql.push(&advance_conversation(&cm, &sm, &atm));
+    let moved = sql.query::<Db>().execute(conn)?;
+    if moved == 0 {
+        return Err(not_found());
+    }
+    // With its audience copied from the conversation (the feed's
+    // index ranges), in the same statement.
+    let id = message.id.db();
+    insert_from_conversation(conn, id, c, sender, message.text.as_str(), at)?;
+    insert_attachments(conn, id, 0, &message.attachments, message.created_at)?;
+    // One more unread message for every other member.
+    let mut sql = confab_store_sql::raw::Sql::default();
+    let (cm, sm) = (sql.id(c), sql.id(sender));
+    sql.push(&count_unread(&cm, &sm));
+    sql.query::<Db>().execute(conn)?;
+    // What was written is what a reader would load: no read back.
+    let written = as_written(message);
+    outbox::write(
+        conn,
+        outbox,
+        &Written {
+            messages: std::slice::from_ref(&written),
+            ..Written::default()
+        },
+    )?;
+    complete(conn, completion, &written)?;
+    Ok(written)
+}
+
+pub(crate) fn message_for(
+    conn: &mut Conn,
+    viewer: ContactId,
+    id: MessageId,
+) -> Result<Option<Message>> {
+    message_of(message_for_query(viewer, id).get_result(conn).optional()?)
+}
+
+/// [`message_for`]'s statement, for a loader of rows of its own.
+///
+/// Joined to its one conversation, whose membership is then
+/// checked on that row: primary-key lookups only. (As `IN (the
+/// viewer's conversations)`, SQLite listed every direct
+/// conversation of everyone to find the viewer's.) Whole: one
+/// statement, its relations included.
+pub(crate) fn message_for_query(viewer: ContactId, id: MessageId) -> WholeQuery {
+    use confab_store_sql::raw::{marker, Bind, Shape};
+    static SHAPE: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
+    let shape = SHAPE.get_or_init(|| {
+        let (m, v) = (marker(0), marker(1));
+        Shape::new(&format!(
+            "SELECT {} FROM messages \
+             INNER JOIN contacts ON contacts.id = messages.sender_id \
+             INNER JOIN conversations ON conversations.id = messages.conversation_id \
+             WHERE messages.id = {m} AND {} LIMIT 1",
+            whole_columns("messages", "contacts"),
+            member_of("conversations", &v)
+        ))
+    });
+    shape.typed(vec![Bind::Id(id.db()), Bind::Id(viewer.db())])
+}
+
+/// The ids of the viewer's conversations (optionally only `$only`), as a
+/// subquery: the list a message must be in to be paged.
+macro_rules! listed_conversations {
+    ($v:expr, $only:expr) => {{
+        let mut q = conversations::table
+            .filter(visible_to!($v))
+            .select(conversations::id)
+            .into_boxed::<Db>();
+        if let Some(c) = $only {
+            q = q.filter(conversations::id.eq(c));
+        }
+        q
+    }};
+}
+
+/// One page: a statement for the messages with their senders,
+/// reactions and attachments, with the membership and the cursor's
+/// position resolved inside it (a conversation's page and the
+/// all-conversations feed alike). Only an empty page costs a
+/// second statement instead, to tell "nothing there" from an
+/// invisible conversation or a cursor that is not in the list.
+pub(crate) fn list_messages(
+    conn: &mut Conn,
+    viewer: ContactId,
+    conversation: Option<ConversationId>,
+    page: Page<MessageId>,
+) -> Result<Paged<Message>> {
+    let v = viewer.db();
+    let only = conversation.map(|c| c.db());
+    let (limit, fetch, cursor) = page_seek(&page);
+    let backwards = matches!(cursor, Some((true, _)));
+    if let Some(c) = only {
+        let rows = conversation_page(conn, v, c, cursor, fetch)?;
+        return finish_list(conn, v, only, cursor, rows, limit, backwards);
+    }
+    let rows = Backend::feed_page(conn, v, cursor, fetch)?;
+    finish_list(conn, v, only, cursor, rows, limit, backwards)
+}
+
+/// A page's size, the rows to fetch (one more, to learn `has_more`)
+/// and its cursor as `(before, message id)`.
+pub(crate) fn page_seek(page: &Page<MessageId>) -> (usize, i64, Option<(bool, DbId)>) {
+    let (limit, fetch) = fetch_size(page);
+    let cursor = page.cursor.map(|c| match c {
+        Cursor::After(id) => (false, id.db()),
+        Cursor::Before(id) => (true, id.db()),
+    });
+    (limit, fetch, cursor)
+}
+
+/// A page of one conversation, in the order of travel: one range of
+/// its index on `(conversation_id, created_at, id)`, the same at any
+/// depth and for any size of conversation.
+///
+/// The conversation is a scalar subquery, NULL unless the viewer sees
+/// it (membership in the same statement): its value is unknown when
+/// the statement is planned, so every conversation is planned alike.
+/// With the id as a constant, PostgreSQL knew that a large one holds
+/// a fifth of all messages and walked the global order index instead,
+/// through every newer message of every other conversation.
+///
+/// The cursor is resolved once, by primary key alone, NULL unless it
+/// is in this conversation. Its conversation is compared in the
+/// select list, not the `WHERE`: with both as conditions, a generic
+/// plan read it through the conversation's index, all of it.
+///
+/// Rows come whole: each message's relations are subqueries of the
+/// select list, run for the rows of the page only.
+fn conversation_page(
+    conn: &mut Conn,
+    v: DbId,
+    c: DbId,
+    cursor: Option<(bool, DbId)>,
+    fetch: i64,
+) -> Result<Vec<Whole>> {
+    Ok(conversation_page_query(v, c, cursor, fetch).load(conn)?)
+}
+
+/// [`conversation_page`]'s statement, for a loader of rows of its
+/// own.
+pub(crate) fn conversation_page_query(
+    v: DbId,
+    c: DbId,
+    cursor: Option<(bool, DbId)>,
+    fetch: i64,
+) -> WholeQuery {
+    use confab_store_sql::raw::{marker, Bind, Shape};
+    // Built once for each way of travel: from the newest, after a
+    // cursor, before one.
+    static SHAPES: [std::sync::OnceLock<Shape>; 3] = [const { std::sync::OnceLock::new() }; 3];
+    let travel = cursor.map(|(backwards, _)| backwards);
+    let shape = SHAPES[travel_shape(cursor)].get_or_init(|| {
+        let (c, v, limit, k) = (marker(0), marker(1), marker(2), marker(3));
+        // The cursor's position, NULL unless it is in this
+        // conversation (then no rows); then strictly past it in
+        // the order of travel, run in reverse before it and turned
+        // back by `finish_page`. One row-value comparison, which
+        // both databases take whole as the range of the index on
+        // `(conversation_id, created_at DESC, id DESC)` starting at
+        // the key: no redundant bound on `created_at` alone, so the
+        // cursor's subquery is written, and run, once.
+        let (keyset, order) = match travel {
+            None => (String::new(), "DESC"),
+            Some(backwards) => {
+                let (order, past) = travel_order(backwards);
+                (
+                    format!(
+                        " AND (messages.created_at, messages.id) {past} (( \
+                             SELECT CASE WHEN cursor_message.conversation_id = {c} \
+                                 THEN cursor_message.created_at END \
+                             FROM messages AS cursor_message \
+                             WHERE cursor_message.id = {k} LIMIT 1), {k})"
+                    ),
+                    order,
+                )
+            }
+        };
+        Shape::new(&format!(
+            "SELECT {} FROM messages \
+             INNER JOIN contacts ON contacts.id = messages.sender_id \
+             WHERE messages.conversation_id = ( \
+                 SELECT conversations.id FROM conversations \
+                 WHERE conversations.id = {c} AND {} LIMIT 1){keyset} \
+             ORDER BY messages.created_at {order}, messages.id {order} LIMIT {limit}",
+            whole_columns("messages", "contacts"),
+            member_of("conversations", &v)
+        ))
+    });
+    let mut binds = vec![Bind::Id(c), Bind::Id(v), Bind::Int(fetch)];
+    binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
+    shape.typed(binds)
+}
+
+/// The page from its whole rows (in the order of travel), or why it
+/// is empty.
+fn finish_list(
+    conn: &mut Conn,
+    v: DbId,
+    only: Option<DbId>,
+    cursor: Option<(bool, DbId)>,
+    rows: Vec<Whole>,
+    limit: usize,
+    backwards: bool,
+) -> Result<Paged<Message>> {
+    if rows.is_empty() {
+        if let Some(q) = empty_page_query(v, only, cursor.map(|(_, id)| id)) {
+            explain_empty_page(only, q.get_result(conn)?)?;
+        }
+    }
+    page_of(rows, limit, backwards)
+}
+
+/// The page from its whole rows, fetched `limit + 1` in the order of
+/// travel.
+pub(crate) fn page_of(rows: Vec<Whole>, limit: usize, backwards: bool) -> Result<Paged<Message>> {
+    let (rows, has_more) = finish_page(rows, limit, backwards);
+    Ok(Paged {
+        items: rows
+            .into_iter()
+            .map(|(r, sender, relations)| message_with(r, sender, relations))
+            .collect::<Result<_>>()?,
+        has_more,
+    })
+}
+
+/// The statement that tells why a page came back empty
+/// ([`explain_empty_page`]): whether the conversation is visible,
+/// and whether the cursor is in the list. None when an empty page
+/// needs no explaining (the feed without a cursor).
+pub(crate) fn empty_page_query(
+    v: DbId,
+    only: Option<DbId>,
+    cursor: Option<DbId>,
+) -> Option<EmptyPageQuery> {
+    use diesel::sql_types::Bool;
+    Some(match (only, cursor) {
+        (None, None) => return None,
+        (Some(_), None) => diesel::select((
+            exists(listed_conversations!(v, only)),
+            true.into_sql::<Bool>(),
+        ))
+        .into_boxed(),
+        (_, Some(id)) => diesel::select((
+            exists(listed_conversations!(v, only)),
+            exists(
+                messages::table
+                    .filter(messages::id.eq(id))
+                    .filter(messages::conversation_id.eq_any(listed_conversations!(v, only))),
+            ),
+        ))
+        .into_boxed(),
+    })
+}
+
+/// Why a page came back empty, from [`empty_page_query`]'s answer:
+/// an invisible conversation is `NotFound` (before any cursor
+/// error), a cursor not in the list `CursorNotFound`; else the list
+/// is simply empty there.
+pub(crate) fn explain_empty_page(
+    only: Option<DbId>,
+    (visible, cursor_listed): (bool, bool),
+) -> Result<()> {
+    if only.is_some() && !visible {
+        return Err(not_found());
+    }
+    if !cursor_listed {
+        return Err(Error::Store(StoreError::CursorNotFound));
+    }
+    Ok(())
+}
+
+pub(crate) fn delete_message(
+    conn: &mut Conn,
+    id: MessageId,
+    by: ContactId,
+    outbox: &Outbox,
+) -> Result<()> {
+    // Locked, with the deleter's membership checked in the same
+    // statement; its sender and time say whose unread count it was in.
+    let m = Backend::lock_message(conn, id.db(), by.db())?.ok_or_else(not_found)?;
+    // Its earlier events keep nothing of it (API.md section 9).
+    outbox::scrub(
+        conn,
+        Deleted::Message {
+            conversation: m.conversation_id,
+            message: m.id,
+        },
+    )?;
+    // To the members it had: before it goes.
+    outbox::write(conn, outbox, &Written::default())?;
+    // Reactions and attachments cascade; a conversation that pinned it gets
+    // NULL (ON DELETE SET NULL).
+    diesel::delete(messages::table.find(m.id)).execute(conn)?;
+    // Taken back from the other members who had not read it yet.
+    diesel::update(
+        conversation_states::table
+            .filter(conversation_states::conversation_id.eq(m.conversation_id))
+            .filter(conversation_states::contact_id.ne(m.sender_id))
+            .filter(conversation_states::unread_count.gt(0))
+            .filter(
+                conversation_states::last_opened_at
+                    .is_null()
+                    .or(conversation_states::last_opened_at.lt(m.created_at)),
+            ),
+    )
+    .set(conversation_states::unread_count.eq(conversation_states::unread_count - 1))
+    .execute(conn)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod written_out {
+    use super::*;
+
+    /// The written-out select list reads the columns diesel's
+    /// builder selects for [`with_relations`], in its order (its
+    /// quotes aside: `"` on PostgreSQL, backticks on SQLite): rows
+    /// are decoded by position, so a field added to `MessageRow` or
+    /// `ContactRow` fails here, not in a page read wrongly.
+    #[test]
+    fn whole_columns_are_those_of_with_relations() {
+        let rendered = diesel::debug_query::<Db, _>(&with_senders!().select(with_relations()))
+            .to_string()
+            .replace(['"', '`'], "");
+        let written = format!("SELECT {} FROM ", whole_columns("messages", "contacts"));
+        assert!(
+            rendered.starts_with(&written),
+            "diesel selects:\n{rendered}\nwritten out:\n{written}"
+        );
+    }
+}

@@ -1,0 +1,512 @@
+//! The events outbox (API.md section 11): every write hands its events here,
+//! inside its own transaction, so that a committed change has its events and
+//! a rolled-back one has none.
+//!
+//! A write's events cost two statements whatever their number: one `INSERT
+//! INTO events ... RETURNING` (the positions: PostgreSQL's from the
+//! transaction id, SQLite's `AUTOINCREMENT`), and one `INSERT INTO
+//! event_recipients ... SELECT` that resolves every audience in the
+//! database (a `UNION ALL` arm per audience), with the per-recipient
+//! payloads (each member's own view of a conversation) as a `VALUES` arm.
+//! Both are raw SQL (`crate::raw`, kept prepared when small): their shape
+//! depends on the audiences, and a statement per audience or per recipient
+//! is what this avoids.
+//!
+//! A deletion's recipients are resolved before the delete: its writer calls
+//! [`write`] first.
+//!
+//! Each event also names what it is about ([`About`]: its subject, and the
+//! conversation and message whose content its payload carries), so that a
+//! deletion finds every earlier event of the deleted message or
+//! conversation by index and [`scrub`]s it in its own transaction: API.md
+//! section 9, "Deleted means gone" (migration `deleted_leaves_events`).
+
+use std::collections::HashMap;
+
+use confab_domain::{
+    Audience, Contact, ConversationView, Event, EventId, EventType, Group, Message, MessageId,
+    Subject,
+};
+use confab_ports::{Outbox, PayloadRenderer};
+use diesel::prelude::*;
+use diesel::sql_types::BigInt;
+use uuid::Uuid;
+
+use super::{Backend, Conn, Db, Result};
+use confab_store_sql::error::inconsistent;
+use confab_store_sql::id::{DbId, IdSql};
+use confab_store_sql::raw::{Bind, Sql};
+use confab_store_sql::rows::DbKey;
+use confab_store_sql::SqlBackend as _;
+
+/// Event rows per `INSERT INTO events` (at most eight binds each):
+/// under every database's limit on binds.
+const EVENTS_PER_INSERT: usize = 1000;
+/// Binds per `INSERT INTO event_recipients` before another starts
+/// (SQLite allows 32766).
+const MAX_BINDS: usize = 30_000;
+
+/// What a write produced: its events' payloads are rendered from it.
+#[derive(Default)]
+pub(super) struct Written<'a> {
+    /// The messages written (a message's attachments are found in it).
+    pub(super) messages: &'a [Message],
+    pub(super) group: Option<&'a Group>,
+    pub(super) contact: Option<&'a Contact>,
+    /// The conversation as the actor sees it.
+    pub(super) view: Option<&'a ConversationView>,
+    /// Every member's own view of the conversation, when those differ:
+    /// a conversation event then goes to exactly these members, each
+    /// with their own payload.
+    pub(super) member_views: Option<&'a [ConversationView]>,
+}
+
+/// An event's payload.
+enum Payload {
+    /// The same for every recipient of the event's audience.
+    Shared(String),
+    /// One per recipient; `actor` is the actor's (the event's own).
+    /// Only a conversation's own events have these: a deletion's
+    /// [`scrub`] looks for them there alone.
+    Each {
+        actor: String,
+        each: Vec<(DbId, String)>,
+    },
+}
+
+impl Payload {
+    fn actor(&self) -> &str {
+        match self {
+            Self::Shared(p) | Self::Each { actor: p, .. } => p,
+        }
+    }
+}
+
+fn subject_uuid(subject: &Subject) -> Uuid {
+    match subject {
+        Subject::Contact(id) => *id.as_uuid(),
+        Subject::Conversation(id) | Subject::MessagesMarkedRead(id) => *id.as_uuid(),
+        Subject::Message(id) => *id.as_uuid(),
+        Subject::Group(id) => *id.as_uuid(),
+        Subject::Attachment(id) => *id.as_uuid(),
+    }
+}
+
+/// What an event is about (the columns `subject_id`,
+/// `conversation_id` and `message_id`): its subject, and the
+/// conversation and message whose content its payload carries, by
+/// which a deletion finds it ([`scrub`]). A deletion's own event
+/// carries no content (`{"id"}`), so it names none and is never
+/// scrubbed; nor are contacts' and groups' events.
+struct About {
+    subject: DbId,
+    conversation: Option<DbId>,
+    message: Option<DbId>,
+}
+
+fn about(event: &Event, w: &Written<'_>) -> About {
+    let subject = subject_uuid(&event.subject).db();
+    let (conversation, message) = match event.subject {
+        _ if event.kind.is_deletion() => (None, None),
+        Subject::Message(id) => match w.messages.iter().find(|m| m.id == id) {
+            Some(m) => (Some(m.conversation_id.db()), Some(id.db())),
+            None => (None, None),
+        },
+        Subject::Attachment(id) => {
+            let of = |m: &&Message| m.attachments.iter().any(|a| a.id == id);
+            match w.messages.iter().find(of) {
+                Some(m) => (Some(m.conversation_id.db()), Some(m.id.db())),
+                None => (None, None),
+            }
+        }
+        Subject::Conversation(id) => (Some(id.db()), None),
+        Subject::Contact(_) | Subject::Group(_) | Subject::MessagesMarkedRead(_) => (None, None),
+    };
+    About {
+        subject,
+        conversation,
+        message,
+    }
+}
+
+fn payload(render: &dyn PayloadRenderer, event: &Event, w: &Written<'_>) -> Result<Payload> {
+    if event.kind.is_deletion() {
+        return Ok(Payload::Shared(
+            render.deleted(subject_uuid(&event.subject)),
+        ));
+    }
+    let missing = || {
+        inconsistent(format!(
+            "the write made no object for its {} event",
+            event.kind
+        ))
+    };
+    let shared = match event.subject {
+        Subject::Message(id) => {
+            render.message(w.messages.iter().find(|m| m.id == id).ok_or_else(missing)?)
+        }
+        Subject::Attachment(id) => render.attachment(
+            w.messages
+                .iter()
+                .flat_map(|m| &m.attachments)
+                .find(|a| a.id == id)
+                .ok_or_else(missing)?,
+        ),
+        Subject::Group(_) => render.group(w.group.ok_or_else(missing)?),
+        Subject::Contact(_) => render.contact(w.contact.ok_or_else(missing)?),
+        Subject::Conversation(_) => {
+            let actor = render.conversation(w.view.ok_or_else(missing)?);
+            if let Some(views) = w.member_views {
+                let each = views
+                    .iter()
+                    .map(|v| (v.viewer.db(), render.conversation(v)))
+                    .collect();
+                return Ok(Payload::Each { actor, each });
+            }
+            actor
+        }
+        Subject::MessagesMarkedRead(_) => {
+            return Err(inconsistent(
+                "messages marked read must be expanded by their write".into(),
+            ))
+        }
+    };
+    Ok(Payload::Shared(shared))
+}
+
+/// `events` with each `Subject::MessagesMarkedRead` event replaced by
+/// one `message.updated` per message in `marked`, each with its own
+/// new id (none when `marked` is empty).
+pub(super) fn expand_marked_read(events: Vec<Event>, marked: &[MessageId]) -> Vec<Event> {
+    let mut out = Vec::with_capacity(events.len() + marked.len());
+    for e in events {
+        if let Subject::MessagesMarkedRead(_) = e.subject {
+            out.extend(marked.iter().map(|m| Event {
+                id: EventId::from_uuid(Uuid::now_v7()),
+                kind: EventType::MessageUpdated,
+                subject: Subject::Message(*m),
+                ..e.clone()
+            }));
+        } else {
+            out.push(e);
+        }
+    }
+    out
+}
+
+#[derive(QueryableByName)]
+struct Placed {
+    #[diesel(sql_type = IdSql)]
+    id: DbId,
+    #[diesel(sql_type = BigInt)]
+    position: i64,
+}
+
+/// Inserts the events; returns each one's position.
+fn insert_events(conn: &mut Conn, events: &[(&Event, &str, About)]) -> Result<HashMap<DbId, i64>> {
+    let mut placed = HashMap::with_capacity(events.len());
+    let columns = if Backend::event_position(0).is_some() {
+        "id, position, type, actor_id, created_at, payload, \
+         subject_id, conversation_id, message_id"
+    } else {
+        "id, type, actor_id, created_at, payload, subject_id, conversation_id, message_id"
+    };
+    for (n, chunk) in events.chunks(EVENTS_PER_INSERT).enumerate() {
+        let mut sql = Sql::default();
+        sql.push(&format!("INSERT INTO events ({columns}) VALUES "));
+        for (i, (e, payload, about)) in chunk.iter().enumerate() {
+            let id = sql.id(e.id.as_uuid().db());
+            let position = Backend::event_position(n * EVENTS_PER_INSERT + i)
+                .map(|p| format!("{p}, "))
+                .unwrap_or_default();
+            let kind = sql.bind(Bind::Text(e.kind.name().to_owned()));
+            let actor = sql.id(e.actor.db());
+            let at = sql.bind(Bind::Int(e.at.micros()));
+            let payload = sql.bind(Bind::Text((*payload).to_owned()));
+            let subject = sql.id(about.subject);
+            let mut maybe = |id: Option<DbId>| match id {
+                Some(id) => sql.id(id),
+                None => "NULL".to_owned(),
+            };
+            let (conversation, message) = (maybe(about.conversation), maybe(about.message));
+            let sep = if i == 0 { "" } else { ", " };
+            sql.push(&format!(
+                "{sep}({id}, {position}{kind}, {actor}, {at}, {payload}, \
+                 {subject}, {conversation}, {message})"
+            ));
+        }
+        sql.push(" RETURNING id, position");
+        let rows: Vec<Placed> = sql.query::<Db>().load(conn)?;
+        placed.extend(rows.into_iter().map(|p| (p.id, p.position)));
+    }
+    Ok(placed)
+}
+
+/// The members of `audience`, as a subquery of one column,
+/// `contact_id`, without duplicates.
+fn members(sql: &mut Sql, audience: &Audience) -> String {
+    match audience {
+        Audience::Contact(c) => {
+            let c = sql.id(c.db());
+            format!("SELECT {c} AS contact_id")
+        }
+        // Both of a direct conversation, the group's members of a
+        // group one.
+        Audience::ConversationMembers(c) => {
+            let c = sql.id(c.db());
+            format!(
+                "SELECT creator_id AS contact_id FROM conversations \
+                     WHERE id = {c} AND group_id IS NULL \
+                 UNION SELECT peer_id FROM conversations \
+                     WHERE id = {c} AND group_id IS NULL AND peer_id IS NOT NULL \
+                 UNION SELECT g.contact_id FROM conversations c \
+                     JOIN group_members g ON g.group_id = c.group_id WHERE c.id = {c}"
+            )
+        }
+        Audience::GroupMembers { group, also } => {
+            let g = sql.id(group.db());
+            let mut s = format!("SELECT contact_id FROM group_members WHERE group_id = {g}");
+            if !also.is_empty() {
+                let ids: Vec<String> = also.iter().map(|c| sql.id(c.db())).collect();
+                s.push_str(&format!(
+                    " UNION SELECT id FROM contacts WHERE id IN ({})",
+                    ids.join(", ")
+                ));
+            }
+            s
+        }
+        // The contact, the peers of its direct conversations, and the
+        // members of its groups that have a conversation.
+        Audience::ContactCircle(c) => {
+            let c = sql.id(c.db());
+            format!(
+                "SELECT {c} AS contact_id \
+                 UNION SELECT peer_id FROM conversations \
+                     WHERE creator_id = {c} AND group_id IS NULL AND peer_id IS NOT NULL \
+                 UNION SELECT creator_id FROM conversations \
+                     WHERE peer_id = {c} AND group_id IS NULL \
+                 UNION SELECT o.contact_id FROM group_members me \
+                     JOIN group_members o ON o.group_id = me.group_id \
+                     WHERE me.contact_id = {c} AND EXISTS ( \
+                         SELECT 1 FROM conversations x WHERE x.group_id = me.group_id)"
+            )
+        }
+    }
+}
+
+/// Inserts every recipient of `events` (already inserted, at
+/// `placed`): one statement, more only past [`MAX_BINDS`].
+fn insert_recipients(
+    conn: &mut Conn,
+    events: &[Event],
+    payloads: &[Payload],
+    placed: &HashMap<DbId, i64>,
+) -> Result<()> {
+    let position_of = |e: &Event| {
+        placed
+            .get(&e.id.as_uuid().db())
+            .copied()
+            .ok_or_else(|| inconsistent(format!("event {} was not inserted", e.id)))
+    };
+    // Events of a shared payload, by audience (in order of first
+    // appearance), and the rows of per-recipient payloads.
+    let mut by_audience: Vec<(&Audience, Vec<(DbId, i64)>)> = Vec::new();
+    let mut rows: Vec<(DbId, i64, DbId, Option<&str>)> = Vec::new();
+    for (e, p) in events.iter().zip(payloads) {
+        let (id, position) = (e.id.as_uuid().db(), position_of(e)?);
+        match p {
+            Payload::Shared(_) => match by_audience.iter_mut().find(|(a, _)| *a == &e.audience) {
+                Some((_, list)) => list.push((id, position)),
+                None => by_audience.push((&e.audience, vec![(id, position)])),
+            },
+            Payload::Each { actor, each } => {
+                for (contact, own) in each {
+                    // The actor's view is the event's own payload.
+                    let own = (own != actor).then_some(own.as_str());
+                    rows.push((*contact, position, id, own));
+                }
+            }
+        }
+    }
+
+    let mut arms: Vec<String> = Vec::new();
+    let mut sql = Sql::default();
+    for (audience, list) in by_audience {
+        let m = members(&mut sql, audience);
+        let mut positions: Vec<i64> = list.iter().map(|(_, p)| *p).collect();
+        positions.sort_unstable();
+        let (lo, hi) = (positions[0], positions[positions.len() - 1]);
+        // Consecutive positions (a write's events usually are): a
+        // range, whatever their number. Positions are unique, so the
+        // range holds these events and no other.
+        let which = if hi - lo + 1 == positions.len() as i64 {
+            let (lo, hi) = (sql.bind(Bind::Int(lo)), sql.bind(Bind::Int(hi)));
+            format!("e.position BETWEEN {lo} AND {hi}")
+        } else {
+            let ids: Vec<String> = list.iter().map(|(id, _)| sql.id(*id)).collect();
+            format!("e.id IN ({})", ids.join(", "))
+        };
+        arms.push(format!(
+            "SELECT m.contact_id, e.position, e.id, CAST(NULL AS TEXT) \
+             FROM events e CROSS JOIN ({m}) m WHERE {which}"
+        ));
+        if sql.binds() > MAX_BINDS {
+            run_recipients(conn, std::mem::take(&mut sql), &mut arms, &[])?;
+        }
+    }
+    let mut start = 0;
+    while start < rows.len() || !arms.is_empty() {
+        // Four binds a row.
+        let room = MAX_BINDS.saturating_sub(sql.binds()) / 4;
+        let end = rows.len().min(start + room.max(1));
+        run_recipients(conn, std::mem::take(&mut sql), &mut arms, &rows[start..end])?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// One `INSERT INTO event_recipients` of `arms` (taken) and `rows`.
+fn run_recipients(
+    conn: &mut Conn,
+    mut sql: Sql,
+    arms: &mut Vec<String>,
+    rows: &[(DbId, i64, DbId, Option<&str>)],
+) -> Result<()> {
+    let mut parts = std::mem::take(arms);
+    if !rows.is_empty() {
+        let values: Vec<String> = rows
+            .iter()
+            .map(|(contact, position, event, payload)| {
+                let c = sql.id(*contact);
+                let p = sql.bind(Bind::Int(*position));
+                let e = sql.id(*event);
+                let payload = match payload {
+                    Some(own) => sql.bind(Bind::Text((*own).to_owned())),
+                    None => "CAST(NULL AS TEXT)".to_owned(),
+                };
+                format!("({c}, {p}, {e}, {payload})")
+            })
+            .collect();
+        parts.push(format!("VALUES {}", values.join(", ")));
+    }
+    if parts.is_empty() {
+        return Ok(());
+    }
+    let text = format!(
+        "INSERT INTO event_recipients (contact_id, position, event_id, payload) {}",
+        parts.join(" UNION ALL ")
+    );
+    sql.push(&text);
+    sql.query::<Db>().execute(conn)?;
+    Ok(())
+}
+
+/// Writes `events` with their payloads rendered by `render` from
+/// `written`, and their recipients.
+pub(super) fn write_events(
+    conn: &mut Conn,
+    events: &[Event],
+    render: &dyn PayloadRenderer,
+    written: &Written<'_>,
+) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let payloads = events
+        .iter()
+        .map(|e| payload(render, e, written))
+        .collect::<Result<Vec<_>>>()?;
+    let rows: Vec<(&Event, &str, About)> = events
+        .iter()
+        .zip(&payloads)
+        .map(|(e, p)| (e, p.actor(), about(e, written)))
+        .collect();
+    let placed = insert_events(conn, &rows)?;
+    insert_recipients(conn, events, &payloads, &placed)
+}
+
+/// Writes the outbox (see [`write_events`]).
+pub(super) fn write(conn: &mut Conn, outbox: &Outbox, written: &Written<'_>) -> Result<()> {
+    write_events(conn, &outbox.events, &*outbox.render, written)
+}
+
+/// Whose earlier events a deletion [`scrub`]s.
+#[derive(Clone, Copy)]
+pub(super) enum Deleted {
+    /// A message, of this conversation.
+    Message { conversation: DbId, message: DbId },
+    /// A conversation: its own events, its messages' and their
+    /// attachments'.
+    Conversation(DbId),
+    /// Every conversation of a group (before they cascade away
+    /// with it).
+    GroupConversations(DbId),
+}
+
+impl Deleted {
+    /// The condition on `events` that finds its events (a range of
+    /// the index on `(conversation_id, message_id)`), with its
+    /// binds in `sql`.
+    fn events(self, sql: &mut Sql) -> String {
+        match self {
+            Self::Message {
+                conversation,
+                message,
+            } => {
+                let (c, m) = (sql.id(conversation), sql.id(message));
+                format!("conversation_id = {c} AND message_id = {m}")
+            }
+            Self::Conversation(c) => {
+                let c = sql.id(c);
+                format!("conversation_id = {c}")
+            }
+            Self::GroupConversations(g) => {
+                let g = sql.id(g);
+                format!(
+                    "conversation_id IN \
+                     (SELECT id FROM conversations WHERE group_id = {g})"
+                )
+            }
+        }
+    }
+}
+
+/// Deleted means gone (API.md section 9): every kept event of the
+/// deleted object gets the payload `{"id":"<its subject>",
+/// "deleted":true}` and loses its `conversation_id` and
+/// `message_id` (it carries nothing of them any more), and its
+/// recipients' own payloads go. Found by the index on
+/// `(conversation_id, message_id)`: the cost follows the object's
+/// events, never the table. Called in the deletion's transaction;
+/// its own `*.deleted` event names no content ([`About`]), so it
+/// keeps its `{"id"}`.
+///
+/// Own payloads exist only for a conversation's own events (each
+/// member's view of it, `Payload::Each`), so only a conversation's
+/// deletion looks for them, among its events without a message,
+/// and first: they are found through the events' columns, which the
+/// scrub clears. A message's deletion is one statement.
+pub(super) fn scrub(conn: &mut Conn, deleted: Deleted) -> Result<()> {
+    if !matches!(deleted, Deleted::Message { .. }) {
+        let mut sql = Sql::default();
+        let which = deleted.events(&mut sql);
+        sql.push(&format!(
+            "UPDATE event_recipients SET payload = NULL \
+             WHERE payload IS NOT NULL AND position IN ( \
+                 SELECT position FROM events WHERE {which} AND message_id IS NULL)"
+        ));
+        sql.query::<Db>().execute(conn)?;
+    }
+    let mut sql = Sql::default();
+    let which = deleted.events(&mut sql);
+    sql.push(&format!(
+        "UPDATE events SET payload = {SCRUBBED}, conversation_id = NULL, message_id = NULL \
+         WHERE {which}"
+    ));
+    sql.query::<Db>().execute(conn)?;
+    Ok(())
+}
+
+/// A scrubbed event's payload, from its row: `{"id":"<subject
+/// id>","deleted":true}` (an id's text needs no JSON escaping).
+const SCRUBBED: &str = r#"'{"id":"' || CAST(subject_id AS TEXT) || '","deleted":true}'"#;
