@@ -25,6 +25,8 @@ use confab_domain::{
 };
 use uuid::Uuid;
 
+mod budget;
+pub use budget::{DbBudget, WithBudget};
 mod events;
 pub use events::{
     EventSignal, EventStore, EventWithRecipients, FanOutBatch, FanOutLimits, NoSignal, Outbox,

@@ -291,9 +291,14 @@ fn method_label(method: &Method) -> &'static str {
     }
 }
 
+/// `GET /metrics` on the metrics listener (`CONFAB_METRICS_LISTEN`).
+pub async fn scrape_route(metrics: web::Data<Metrics>, service: web::Data<Confab>) -> HttpResponse {
+    scrape(metrics, &service).await
+}
+
 /// `GET /metrics` (no token).
-pub async fn scrape(metrics: web::Data<Metrics>, service: web::Data<Confab>) -> HttpResponse {
+pub async fn scrape(metrics: web::Data<Metrics>, service: &Confab) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header((CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8"))
-        .body(metrics.render(&service))
+        .body(metrics.render(service))
 }

@@ -476,13 +476,13 @@ async fn a_request_s_store_calls_share_one_budget() {
     };
     let budget = Duration::from_millis(1000);
     let started = Instant::now();
-    let (first, second) = confab_store_sqlite::within_db_budget(budget, async {
-        let first = service.create_contact("one", "+15550100", None).await;
+    let request = service.within(confab_service::DbBudget::new(budget));
+    let (first, second) = {
+        let first = request.create_contact("one", "+15550100", None).await;
         let first_took = started.elapsed();
-        let second = service.create_contact("two", "+15550101", None).await;
+        let second = request.create_contact("two", "+15550101", None).await;
         ((first, first_took), second)
-    })
-    .await;
+    };
     let took = started.elapsed();
     let (first, first_took) = first;
     assert!(

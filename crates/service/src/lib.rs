@@ -30,7 +30,8 @@ use confab_ports::{Clock, IdGenerator, Outbox, Store};
 use uuid::Uuid;
 
 pub use confab_ports::{
-    ConversationFilter, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
+    ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
+    WithBudget,
 };
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
 pub use conversations::ConversationTarget;
@@ -69,6 +70,23 @@ pub struct Ports {
 }
 
 impl Ports {
+    /// These ports with every storage port on `store` instead (the clock,
+    /// ids, renderer, wakeups and signal kept).
+    fn with_store<S: Store + 'static>(&self, store: Arc<S>) -> Self {
+        Self {
+            contacts: store.clone(),
+            tokens: store.clone(),
+            conversations: store.clone(),
+            messages: store.clone(),
+            groups: store.clone(),
+            idempotency: store.clone(),
+            webhooks: store.clone(),
+            events: store.clone(),
+            health: store,
+            ..self.clone()
+        }
+    }
+
     /// All storage ports served by one store, with the system clock and
     /// UUIDv7 ids; events rendered by `render`, their commits told to
     /// `signal`.
@@ -105,7 +123,13 @@ pub struct Confab {
     /// New idempotency keys a contact may claim a day; `None`: no limit
     /// (see [`Confab::with_idempotency_quota`]).
     keys_per_day: Option<u32>,
+    /// The storage ports again, on handles of the store that share a
+    /// request's budget (see [`Confab::within`]); `None`: no budgets.
+    budgeted: Option<Arc<BudgetedPorts>>,
 }
+
+/// Builds the storage ports on handles of the store that share a budget.
+type BudgetedPorts = dyn Fn(&Ports, DbBudget) -> Ports + Send + Sync;
 
 impl Confab {
     /// The service on `ports`, with the default limits
@@ -115,6 +139,36 @@ impl Confab {
             ports,
             tokens: Arc::default(),
             keys_per_day: Some(DEFAULT_KEYS_PER_DAY),
+            budgeted: None,
+        }
+    }
+
+    /// Lets each request's store calls share a budget ([`Confab::within`]):
+    /// `store` is the store behind the ports, whose handles can carry one.
+    #[must_use]
+    pub fn with_request_budgets<S>(mut self, store: S) -> Self
+    where
+        S: Store + WithBudget + 'static,
+    {
+        self.budgeted = Some(Arc::new(move |ports: &Ports, budget| {
+            ports.with_store(Arc::new(store.with_budget(budget)))
+        }));
+        self
+    }
+
+    /// The service for one request whose store calls together wait at most
+    /// `budget` (API.md section 9: no request waits on the database longer
+    /// than 2 s). Each call waits at most the smaller of its own deadline and
+    /// what is left. Without [`Confab::with_request_budgets`], the service
+    /// as it is.
+    #[must_use]
+    pub fn within(&self, budget: DbBudget) -> Self {
+        match &self.budgeted {
+            Some(rebuild) => Self {
+                ports: rebuild(&self.ports, budget),
+                ..self.clone()
+            },
+            None => self.clone(),
         }
     }
 

@@ -22,7 +22,6 @@ mod ports;
 mod queries;
 mod store;
 
-pub use confab_store_sql::within_db_budget;
 pub use listen::PgWakeups;
 pub use store::PgStore;
 

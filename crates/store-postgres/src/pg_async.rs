@@ -33,7 +33,7 @@
 //! # Bounded waits, lost connections
 //!
 //! A call has the deadline of every store call and shares its request's
-//! budget (`door::within_db_budget`): past it the caller is answered
+//! budget (`door::budgeted`): past it the caller is answered
 //! `Unavailable` and the call is dropped with its connection, which is
 //! closed: a read leaves nothing behind, and a send's statement, told its
 //! deadline on the server's clock ([`AsyncConns::server_deadline`]), rolls
@@ -219,7 +219,7 @@ impl AsyncConns {
         F: FnOnce(AsyncPgConnection, Instant) -> Fut,
         Fut: Future<Output = (Option<AsyncPgConnection>, Result<T, Error>)>,
     {
-        let deadline = budgeted(store.deadline());
+        let deadline = budgeted(store, store.deadline());
         if deadline.is_zero() {
             return Err(StoreError::Unavailable(Box::new(TimedOut::after(deadline))));
         }
@@ -227,7 +227,7 @@ impl AsyncConns {
         let until = started + deadline;
         let outcome =
             tokio::time::timeout(deadline, self.run_now(store, |conn| call(conn, until))).await;
-        charge(started.elapsed());
+        charge(store, started.elapsed());
         match outcome {
             Ok(result) => result,
             Err(_) => {

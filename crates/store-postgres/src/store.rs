@@ -80,6 +80,9 @@ pub struct PgStore {
     gate: confab_store_sql::door::Gate,
     /// How long a port call may take (see [`PgStore::with_deadline`]).
     deadline: Duration,
+    /// The budget of the request this handle serves, if it was given one
+    /// (`confab_ports::WithBudget`).
+    budget: Option<confab_ports::DbBudget>,
     /// The hot calls' own connections, awaited on the HTTP workers
     /// (`pg_async`).
     conns: Arc<crate::pg_async::AsyncConns>,
@@ -153,6 +156,7 @@ impl PgStore {
             statements,
             gate: confab_store_sql::door::Gate::new(pool_size),
             deadline: confab_store_sql::door::DEFAULT_DEADLINE,
+            budget: None,
             conns: Arc::new(conns),
         })
     }
@@ -379,6 +383,17 @@ impl PgStore {
     }
 }
 
+/// A handle on the same pool and connections whose calls share a
+/// request's budget.
+impl confab_ports::WithBudget for PgStore {
+    fn with_budget(&self, budget: confab_ports::DbBudget) -> Self {
+        Self {
+            budget: Some(budget),
+            ..self.clone()
+        }
+    }
+}
+
 impl SqlBackend for PgStore {
     type Db = Pg;
     type Conn = PgConnection;
@@ -485,6 +500,10 @@ impl SqlBackend for PgStore {
 
     fn deadline(&self) -> Duration {
         self.deadline
+    }
+
+    fn budget(&self) -> Option<&confab_ports::DbBudget> {
+        self.budget.as_ref()
     }
 
     const GATED: bool = true;

@@ -17,8 +17,10 @@ pub type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
 /// store type (`PgStore`, `SqliteStore`). The schema, rows, queries and port
 /// implementations refer to the database only through this trait.
 ///
-/// Crate-private: a new backend is a module of this crate, which is where the
-/// queries are instantiated for it (see the crate docs).
+/// A new backend is a crate that implements it on its store type and
+/// compiles the shared queries and port implementations (`per-backend/`)
+/// as its own modules, as `confab-store-postgres` and `confab-store-sqlite`
+/// do (see the crate docs).
 pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// diesel's backend; it also says how ids are stored.
     type Db: IdColumn;
@@ -98,6 +100,11 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// How long a port call may take in all before its caller is answered
     /// `Unavailable` (see [`crate::door`]).
     fn deadline(&self) -> Duration;
+
+    /// The budget of the request this store handle serves, when it was
+    /// given one ([`confab_ports::WithBudget`]): its calls then wait no
+    /// longer than what is left of it, and charge what they waited.
+    fn budget(&self) -> Option<&confab_ports::DbBudget>;
 
     /// Where calls take turns for the pool's connections (`door`'s module
     /// docs).

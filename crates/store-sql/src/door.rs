@@ -42,13 +42,12 @@
 //! (`docs/performance.md`); its writers queue in order anyway (group commit).
 //!
 //! A request may make several calls (a token lookup, an idempotency claim,
-//! the write). Run inside [`within_db_budget`], they share one budget: each
-//! call's deadline is the smaller of its own and what the request has left,
-//! so the request as a whole never waits on the database longer than the
-//! budget.
+//! the write). Made through a store handle that carries the request's
+//! budget (`confab_ports::WithBudget`, [`SqlBackend::budget`]), they share
+//! it: each call's deadline is the smaller of its own and what the request
+//! has left, so the request as a whole never waits on the database longer
+//! than the budget.
 
-use std::cell::Cell;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -108,27 +107,18 @@ impl Drop for AbandonOnDrop {
     }
 }
 
-tokio::task_local! {
-    /// What the current request may still spend waiting on the database.
-    static BUDGET: Cell<Duration>;
+/// The deadline of a call of `store` that would take at most `own`: no
+/// more than what its request has left, when the store handle carries the
+/// request's budget ([`SqlBackend::budget`]).
+pub fn budgeted<S: SqlBackend>(store: &S, own: Duration) -> Duration {
+    store.budget().map_or(own, |budget| budget.limit(own))
 }
 
-/// Runs `request` with `budget` for all its waits on the database together
-/// (API.md section 9: no request waits on the database longer than 2 s).
-/// Store calls outside it have only their own deadline.
-pub async fn within_db_budget<F: Future>(budget: Duration, request: F) -> F::Output {
-    BUDGET.scope(Cell::new(budget), request).await
-}
-
-/// The deadline of a call that would take at most `own`: no more than what
-/// its request has left.
-pub fn budgeted(own: Duration) -> Duration {
-    BUDGET.try_with(|left| own.min(left.get())).unwrap_or(own)
-}
-
-/// Charges `spent` to the current request's budget, if it has one.
-pub fn charge(spent: Duration) {
-    let _ = BUDGET.try_with(|left| left.set(left.get().saturating_sub(spent)));
+/// Charges `spent` to the budget of the request `store` serves, if any.
+pub fn charge<S: SqlBackend>(store: &S, spent: Duration) {
+    if let Some(budget) = store.budget() {
+        budget.charge(spent);
+    }
 }
 
 /// Calls take turns here, first come first served, one per pooled
@@ -217,12 +207,13 @@ where
     T: Send + 'static,
     F: FnOnce(&S, &Abandoned) -> Result<T, Error> + Send + 'static,
 {
-    let deadline = budgeted(deadline);
+    let deadline = budgeted(store, deadline);
     if deadline.is_zero() {
         // The request already spent its budget on earlier calls.
         return Err(StoreError::Unavailable(Box::new(TimedOut(deadline))));
     }
     let started = Instant::now();
+    let store_for_charge = store.clone();
     let store = store.clone();
     let span = tracing::Span::current();
     let abandoned = Abandoned::default();
@@ -253,7 +244,7 @@ where
         .map_err(|e| StoreError::Other(Box::new(e)))
     };
     let outcome = tokio::time::timeout(deadline, task).await;
-    charge(started.elapsed());
+    charge(&store_for_charge, started.elapsed());
     match outcome {
         Ok(joined) => joined?.map_err(Error::into_store::<S>),
         Err(_) => {

@@ -48,5 +48,4 @@ pub mod schema;
 mod wakeups;
 
 pub use backend::{Pooled, SqlBackend};
-pub use door::within_db_budget;
 pub use wakeups::LocalWakeups;

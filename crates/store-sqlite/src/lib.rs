@@ -21,7 +21,7 @@ mod queries;
 mod store;
 mod turn;
 
-pub use confab_store_sql::{within_db_budget, LocalWakeups};
+pub use confab_store_sql::LocalWakeups;
 pub use store::{SqliteStore, Synchronous};
 
 /// The store the shared port implementations are compiled for.

@@ -72,6 +72,9 @@ pub struct SqliteStore {
     gate: confab_store_sql::door::Gate,
     /// How long a port call may take (see [`SqliteStore::with_deadline`]).
     deadline: Duration,
+    /// The budget of the request this handle serves, if it was given one
+    /// (`confab_ports::WithBudget`).
+    budget: Option<confab_ports::DbBudget>,
     /// Keeps the WAL checkpoints running off the writers' path (files
     /// only; `checkpoint`).
     _checkpoints: Option<crate::checkpoint::Checkpointer>,
@@ -157,6 +160,7 @@ impl SqliteStore {
             statements,
             gate: confab_store_sql::door::Gate::new(connections),
             deadline: confab_store_sql::door::DEFAULT_DEADLINE,
+            budget: None,
             _checkpoints: checkpoints,
         })
     }
@@ -234,6 +238,17 @@ impl SqliteStore {
         page: confab_domain::Page<confab_domain::MessageId>,
     ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
         self.door_list_messages(viewer, conversation, page).await
+    }
+}
+
+/// A handle on the same pool and connections whose calls share a
+/// request's budget.
+impl confab_ports::WithBudget for SqliteStore {
+    fn with_budget(&self, budget: confab_ports::DbBudget) -> Self {
+        Self {
+            budget: Some(budget),
+            ..self.clone()
+        }
     }
 }
 
@@ -322,6 +337,10 @@ impl SqlBackend for SqliteStore {
 
     fn deadline(&self) -> Duration {
         self.deadline
+    }
+
+    fn budget(&self) -> Option<&confab_ports::DbBudget> {
+        self.budget.as_ref()
     }
 
     const GATED: bool = false;

@@ -51,7 +51,7 @@ pub fn open_service_waiting(
     pool_size: Option<u32>,
     synchronous: Synchronous,
 ) -> anyhow::Result<Confab> {
-    let ports = match db {
+    let service = match db {
         Database::Postgres(url) => {
             let pool_size = pool_size.unwrap_or_else(PgStore::default_pool_size);
             let store = connect_postgres(url, wait, pool_size)?;
@@ -61,9 +61,10 @@ pub fn open_service_waiting(
             // LISTEN on its own connection; it opens when the hub first
             // waits. The same object is told of this process's commits.
             let wakeups = Arc::new(PgWakeups::new(url)?);
-            let mut ports = Ports::from_store(store, Arc::new(WirePayloads), wakeups.clone());
+            let mut ports =
+                Ports::from_store(store.clone(), Arc::new(WirePayloads), wakeups.clone());
             ports.wakeups = wakeups;
-            ports
+            Confab::new(ports).with_request_budgets(store)
         }
         Database::Sqlite(path) => {
             let synchronous = match synchronous {
@@ -78,12 +79,13 @@ pub fn open_service_waiting(
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
             let wakeups = Arc::new(LocalWakeups::sqlite());
-            let mut ports = Ports::from_store(store, Arc::new(WirePayloads), wakeups.clone());
+            let mut ports =
+                Ports::from_store(store.clone(), Arc::new(WirePayloads), wakeups.clone());
             ports.wakeups = wakeups;
-            ports
+            Confab::new(ports).with_request_budgets(store)
         }
     };
-    Ok(Confab::new(ports))
+    Ok(service)
 }
 
 /// The pause between two tries of [`open_service_waiting`].
@@ -242,8 +244,8 @@ impl Application {
             //    408/413/415) into the answer, so that actix closes the
             //    connection instead of draining the body (`unread_body`).
             // 8. The database budget: innermost, around the routes and
-            //    authentication, so that every store call of a request draws
-            //    on one budget ([`REQUEST_DB_BUDGET`]).
+            //    authentication, it gives the request a service whose store
+            //    calls draw on one budget (`http::service`).
             App::new()
                 .app_data(service.clone())
                 .app_data(limiter.clone())
@@ -254,7 +256,7 @@ impl Application {
                 .app_data(web::Data::new(routes::MetricsElsewhere(metrics_private)))
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))
-                .wrap(from_fn(db_budget))
+                .wrap(from_fn(crate::http::service::with_db_budget))
                 .wrap(from_fn(crate::http::unread_body::keep_with_answer))
                 .wrap(Condition::new(
                     cors != CorsOrigins::Off,
@@ -461,7 +463,7 @@ fn metrics_server(
         App::new()
             .app_data(metrics.clone())
             .app_data(service.clone())
-            .route("/metrics", web::get().to(crate::metrics::scrape))
+            .route("/metrics", web::get().to(crate::metrics::scrape_route))
             .default_service(web::to(routes::route_not_found))
     })
     .workers(1)
@@ -492,21 +494,6 @@ async fn shutdown_requested() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-/// All of a request's waits on the database together (a token lookup, an
-/// idempotency claim, the write): API.md section 9 allows 2 s, this leaves
-/// room for the HTTP work around them.
-pub const REQUEST_DB_BUDGET: Duration = Duration::from_millis(1900);
-
-/// Runs the rest of the request within [`REQUEST_DB_BUDGET`] (the stores
-/// share one implementation of the budget; the SQLite crate's name is
-/// only where it is reached from).
-async fn db_budget(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    confab_store_sqlite::within_db_budget(REQUEST_DB_BUDGET, next.call(req)).await
 }
 
 /// CORS for the configured origins: the headers a client sends and reads

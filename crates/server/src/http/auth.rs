@@ -12,11 +12,12 @@ use actix_web::http::ConnectionType;
 use actix_web::middleware::Next;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
 use confab_domain::Contact;
-use confab_service::{Confab, ServiceError};
+use confab_service::ServiceError;
 
 use crate::http::client_addr::TrustedProxies;
 use crate::http::error::ApiError;
 use crate::http::ratelimit::{Budget, Limiter, Verdict};
+use crate::http::service::Service;
 
 /// The authenticated contact making the request.
 #[derive(Debug, Clone)]
@@ -72,8 +73,7 @@ pub async fn require_token(
 /// that others behind the same address (a proxy, a NAT) spending theirs on
 /// bad tokens never lock it out (API.md section 9 "Hostile load").
 async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), HttpResponse> {
-    let service = req
-        .app_data::<web::Data<Confab>>()
+    let service = Service::of(req.request())
         .ok_or_else(|| ApiError::internal(&"the service is not registered as app data"))
         .map_err(HttpResponse::from_error)?;
     let anonymous = |refusal: ApiError| -> HttpResponse {

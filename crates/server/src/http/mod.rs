@@ -21,5 +21,6 @@ pub(crate) mod ratelimit;
 pub(crate) mod request_id;
 pub(crate) mod requests;
 pub(crate) mod routes;
+pub(crate) mod service;
 pub(crate) mod unread_body;
 pub(crate) mod wire;

@@ -1,13 +1,8 @@
-//! Every query of the SQL stores, in diesel's DSL, one file per aggregate.
-//!
-//! Each file holds its functions in a `macro_rules! expand`, which
-//! [`instantiate`] expands in a backend's `queries` module against that
-//! backend's `Conn` and `Db` (why not generics: see the crate docs). What runs
-//! no statement (paging, the helpers below) is ordinary code.
-//!
-//! Each function is synchronous and runs inside the transaction its caller
-//! (the port implementation) opened. Lists page by keyset over an index,
-//! never by OFFSET.
+//! What the queries of both stores share and that runs no statement: the
+//! membership predicates and list builders, paging, the webhook rows and
+//! statements' text, the events fan-out's bounds, and small helpers. The
+//! queries themselves are in `per-backend/queries/`, compiled by each store
+//! crate against its own connection (see the crate docs).
 
 use crate::error::Error;
 use confab_ports::StoreError;

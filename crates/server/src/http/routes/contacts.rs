@@ -1,8 +1,8 @@
 //! `/v1/contacts`: oneself, another contact, and finding one by username.
 
+use crate::http::service::Service;
 use actix_web::{web, HttpResponse};
 use confab_domain::{ContactId, ContactProfilePatch};
-use confab_service::Confab;
 
 use super::{endpoint, ok, path_id, Endpoint};
 use crate::http::auth::Caller;
@@ -28,7 +28,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn find(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     Input(req): Input<FindContactsIn>,
 ) -> Result<HttpResponse, ApiError> {
@@ -61,7 +61,7 @@ async fn me(caller: Caller, _: Input<NoParams>) -> Result<HttpResponse, ApiError
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update_me(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     Input(req): Input<UpdateMeIn>,
 ) -> Result<HttpResponse, ApiError> {
@@ -85,7 +85,7 @@ async fn update_me(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn get(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     _: Input<NoParams>,

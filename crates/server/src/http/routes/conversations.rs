@@ -1,8 +1,9 @@
 //! `/v1/conversations`: list, create, open, update, delete.
 
+use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{ConversationId, ConversationView};
-use confab_service::{Confab, ConversationFilter, StoredResponse};
+use confab_service::{ConversationFilter, StoredResponse};
 
 use super::{created, endpoint, no_content, ok, path_id, Endpoint};
 use crate::http::auth::Caller;
@@ -32,7 +33,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     Input(req): Input<ListConversationsIn>,
 ) -> Result<HttpResponse, ApiError> {
@@ -70,7 +71,7 @@ async fn list(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn create(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     http: HttpRequest,
     Input(req): Input<CreateConversationIn>,
@@ -98,7 +99,7 @@ fn started(view: &ConversationView) -> StoredResponse {
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn open(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     _: Input<NoParams>,
@@ -121,7 +122,7 @@ async fn open(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     Input(req): Input<UpdateConversationIn>,
@@ -157,7 +158,7 @@ async fn update(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn delete(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     _: Input<NoParams>,

@@ -1,8 +1,9 @@
 //! `/v1/groups`: the members group conversations are shared by.
 
+use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Group, GroupId};
-use confab_service::{Confab, GroupUpdate, NewGroupRequest, StoredResponse};
+use confab_service::{GroupUpdate, NewGroupRequest, StoredResponse};
 
 use super::{created, endpoint, no_content, ok, path_id, Endpoint};
 use crate::http::auth::Caller;
@@ -30,7 +31,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     Input(req): Input<ListGroupsIn>,
 ) -> Result<HttpResponse, ApiError> {
@@ -53,7 +54,7 @@ async fn list(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn create(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     http: HttpRequest,
     Input(req): Input<CreateGroupIn>,
@@ -89,7 +90,7 @@ fn founded(group: &Group) -> StoredResponse {
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn get(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     _: Input<NoParams>,
@@ -115,7 +116,7 @@ async fn get(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     Input(req): Input<UpdateGroupIn>,
@@ -150,7 +151,7 @@ async fn update(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn delete(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     _: Input<NoParams>,

@@ -1,7 +1,7 @@
 //! Probes outside `/v1`, no token needed.
 
+use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};
-use confab_service::Confab;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -45,7 +45,7 @@ async fn healthz() -> HttpResponse {
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
-async fn readyz(service: web::Data<Confab>) -> Result<HttpResponse, ApiError> {
+async fn readyz(service: Service) -> Result<HttpResponse, ApiError> {
     // Whatever the cause, a store that does not answer means "not ready".
     service
         .ready()
@@ -77,7 +77,7 @@ async fn readyz(service: web::Data<Confab>) -> Result<HttpResponse, ApiError> {
 async fn metrics(
     req: HttpRequest,
     metrics: web::Data<crate::metrics::Metrics>,
-    service: web::Data<Confab>,
+    service: Service,
     elsewhere: Option<web::Data<super::MetricsElsewhere>>,
 ) -> HttpResponse {
     if elsewhere.is_some_and(|e| e.0) {
@@ -88,5 +88,5 @@ async fn metrics(
     if let Some(refusal) = crate::http::auth::anonymous_refusal(&req) {
         return refusal;
     }
-    crate::metrics::scrape(metrics, service).await
+    crate::metrics::scrape(metrics, &service).await
 }

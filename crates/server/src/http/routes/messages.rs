@@ -1,8 +1,9 @@
 //! `/v1/messages`: list, send, get, edit / react / attach, unreact, delete.
 
+use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Message, MessageId, ReactionName};
-use confab_service::{Confab, MessageUpdate, SendMessage, StoredResponse};
+use confab_service::{MessageUpdate, SendMessage, StoredResponse};
 
 use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
 use crate::http::auth::Caller;
@@ -32,7 +33,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     Input(req): Input<ListMessagesIn>,
 ) -> Result<HttpResponse, ApiError> {
@@ -60,7 +61,7 @@ async fn list(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn send(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     http: HttpRequest,
     Input(req): Input<SendMessageIn>,
@@ -97,7 +98,7 @@ fn sent(message: &Message) -> StoredResponse {
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn get(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     _: Input<NoParams>,
@@ -124,7 +125,7 @@ async fn get(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     Input(req): Input<UpdateMessageIn>,
@@ -156,7 +157,7 @@ async fn update(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn delete(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<String>,
     _: Input<NoParams>,
@@ -179,7 +180,7 @@ async fn delete(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn unreact(
-    service: web::Data<Confab>,
+    service: Service,
     caller: Caller,
     path: web::Path<(String, String)>,
     _: Input<NoParams>,
