@@ -56,7 +56,11 @@ PG_HOST, PG_PORT, PG_USER = "127.0.0.1", "5432", "postgres"
 PG_LOG = os.environ.get("BENCH_PG_LOG") or next(
     iter(sorted(glob.glob("/var/log/postgresql/postgresql-*-main.log"))), ""
 )
-BIN = os.path.join(ROOT, "target", "release", "confab")
+# BENCH_BIN: another build to measure (say, main's before a change); else
+# the workspace's release binary (in CARGO_TARGET_DIR when that is set).
+BIN = os.environ.get("BENCH_BIN") or os.path.join(
+    os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"), "release", "confab"
+)
 BODY_TEXT = "Hello from the benchmark"
 
 # The Rust peer's figures quoted in issue 8 (SQLite, same machine class).
@@ -1053,7 +1057,7 @@ def main():
     for tool in ("wrk", "pgbench", "psql"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is needed (see bench/README.md)")
-    if os.environ.get("BENCH_NO_BUILD") != "1":
+    if os.environ.get("BENCH_NO_BUILD") != "1" and not os.environ.get("BENCH_BIN"):
         log("cargo build --release -p confab-server")
         sh(["cargo", "build", "--release", "-p", "confab-server"], cwd=ROOT)
     raw = tempfile.mkdtemp(prefix="confab-bench-")
