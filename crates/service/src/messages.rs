@@ -1,11 +1,13 @@
 //! Messages: send, list, read, edit / react / attach, unreact, delete.
 
+use std::sync::Arc;
+
 use confab_domain::{
     check_attachment_count, message_deleted, message_sent, message_updated, AttachmentId, Change,
     Contact, ConversationId, Field, Message, MessageId, MessageText, NewAttachment, Page, Paged,
     ReactionName,
 };
-use confab_ports::{Completion, MessageChange, NewMessage, StoreError};
+use confab_ports::{Completion, MessageChange, NewMessage, Outbox, PayloadRenderer, StoreError};
 
 use crate::error::page_error;
 use crate::{Confab, ServiceError};
@@ -64,6 +66,21 @@ impl Confab {
         send: SendMessage,
         completion: Option<Completion<Message>>,
     ) -> Result<Message, ServiceError> {
+        let render = self.ports.render.clone();
+        self.send_message_rendered_by(caller, send, completion, render)
+            .await
+    }
+
+    /// [`Confab::send_message`], its event's payload rendered by `render`
+    /// instead of the ports' renderer: a caller that answers with the
+    /// message too can hand both the one rendering of it (the server does).
+    pub async fn send_message_rendered_by(
+        &self,
+        caller: &Contact,
+        send: SendMessage,
+        completion: Option<Completion<Message>>,
+        render: Arc<dyn PayloadRenderer>,
+    ) -> Result<Message, ServiceError> {
         check_attachment_count(send.attachments.len())?;
         // No read first: the store checks membership inside the write, so a
         // member removed meanwhile cannot post, and the send is one
@@ -86,7 +103,7 @@ impl Confab {
         let sent = self
             .ports
             .messages
-            .append_message(message, self.outbox(events), completion)
+            .append_message(message, Outbox::new(events, render), completion)
             .await
             .map_err(|e| match e {
                 StoreError::NotFound => ServiceError::not_found_of(Field::Conversation),
@@ -127,6 +144,20 @@ impl Confab {
         id: MessageId,
         update: MessageUpdate,
     ) -> Result<Message, ServiceError> {
+        let render = self.ports.render.clone();
+        self.update_message_rendered_by(caller, id, update, render)
+            .await
+    }
+
+    /// [`Confab::update_message`], its events' payloads rendered by
+    /// `render` (see [`Confab::send_message_rendered_by`]).
+    pub async fn update_message_rendered_by(
+        &self,
+        caller: &Contact,
+        id: MessageId,
+        update: MessageUpdate,
+        render: Arc<dyn PayloadRenderer>,
+    ) -> Result<Message, ServiceError> {
         let message = self.visible_message(caller, id).await?;
         if update.is_empty() {
             return Ok(message);
@@ -163,7 +194,7 @@ impl Confab {
         let updated = self
             .ports
             .messages
-            .update_message(id, change, self.outbox(events))
+            .update_message(id, change, Outbox::new(events, render))
             .await?;
         self.committed();
         Ok(updated)
@@ -175,6 +206,20 @@ impl Confab {
         caller: &Contact,
         id: MessageId,
         name: ReactionName,
+    ) -> Result<Message, ServiceError> {
+        let render = self.ports.render.clone();
+        self.remove_reaction_rendered_by(caller, id, name, render)
+            .await
+    }
+
+    /// [`Confab::remove_reaction`], its event's payload rendered by
+    /// `render` (see [`Confab::send_message_rendered_by`]).
+    pub async fn remove_reaction_rendered_by(
+        &self,
+        caller: &Contact,
+        id: MessageId,
+        name: ReactionName,
+        render: Arc<dyn PayloadRenderer>,
     ) -> Result<Message, ServiceError> {
         let message = self.visible_message(caller, id).await?;
         let has_it = message
@@ -195,7 +240,7 @@ impl Confab {
         let updated = self
             .ports
             .messages
-            .remove_reaction(id, caller.id, name, now, self.outbox(events))
+            .remove_reaction(id, caller.id, name, now, Outbox::new(events, render))
             .await?;
         self.committed();
         Ok(updated)

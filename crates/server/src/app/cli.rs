@@ -23,7 +23,6 @@ use tracing_subscriber::EnvFilter;
 use crate::app::config::Settings;
 use crate::app::startup::{open_service_waiting, Application, ServerOptions};
 use crate::app::telemetry;
-use crate::http::dto::ContactDto;
 
 /// confab: a chat service with a JSON HTTP API.
 ///
@@ -199,7 +198,10 @@ fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
                     .create_contact(&username, &phone_number, avatar_url.as_deref())
                     .await
                     .map_err(|e| cli_error(e, &username))?;
-                println!("{}", serde_json::to_string(&ContactDto::from(&contact))?);
+                println!(
+                    "{}",
+                    String::from_utf8(crate::http::wire::contact(&contact)?)?
+                );
                 Ok(())
             }
             Command::Token(TokenCommand::Issue {

@@ -29,6 +29,8 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use sha2::Sha256;
 use tokio::sync::Semaphore;
 
+use crate::delivery::events::write_event;
+
 /// How often idle loops look for new events and due retries.
 pub const POLL_EVERY: Duration = Duration::from_millis(250);
 /// The pause after a store error, so that a database outage is not hammered.
@@ -145,14 +147,10 @@ struct Sender {
 /// The body of a delivery: the event as the event stream shows it, its
 /// payload as the acting contact sees it.
 pub fn event_body(event: &StoredEvent) -> String {
-    // The payload is stored as JSON text: embedded as is.
-    format!(
-        r#"{{"id":"{}","type":"{}","created_at":{},"payload":{}}}"#,
-        event.id,
-        event.kind.name(),
-        event.created_at.secs(),
-        event.payload
-    )
+    let mut body = Vec::with_capacity(event.payload.len() + 160);
+    write_event(&mut body, event, &event.payload);
+    // Written from text alone (ids, a type name, a number, the payload).
+    String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// `Confab-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of

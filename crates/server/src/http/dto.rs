@@ -1,12 +1,18 @@
-//! Wire objects: what the API answers with, built from domain entities.
-//! Timestamps are integer Unix seconds; ids are lowercase and hyphenated.
-//! Their OpenAPI schemas are derived from these structs; a field that may
-//! be null is still always present (`required`).
+//! The wire objects as OpenAPI describes them: each struct's schema is
+//! derived from its fields. Timestamps are integer Unix seconds; ids are
+//! lowercase and hyphenated; a field that may be null is still always
+//! present (`required`).
+//!
+//! One writer per object: a message, a contact, an attachment, a group and
+//! the page of a list are written by [`crate::http::wire`] alone, so their
+//! structs here are schemas only and write nothing. A conversation is
+//! written by the serde derive of [`ConversationDto`], its only writer.
+//!
+//! The doc comments of these structs and of their fields are the
+//! descriptions in the OpenAPI document: what a reader of the code alone
+//! needs is in `//` comments.
 
-use confab_domain::{
-    Attachment, Contact, ConversationView, Group, Message, Paged, Reaction, Timestamp,
-};
-use serde::ser::{SerializeMap, Serializer};
+use confab_domain::{ConversationView, Timestamp};
 use serde::Serialize;
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
 use utoipa::openapi::RefOr;
@@ -21,46 +27,31 @@ fn opt_secs(t: Option<Timestamp>) -> Option<i64> {
 }
 
 /// `{"has_more": bool, "data": [...]}`.
-#[derive(Debug, Serialize, ToSchema)]
+// Schema only (nothing reads its fields): written by `wire::list`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
 pub struct ListDto<T> {
     pub has_more: bool,
     pub data: Vec<T>,
 }
 
-impl<T> ListDto<T> {
-    pub fn from_paged<E>(paged: Paged<E>, f: impl FnMut(E) -> T) -> Self {
-        let paged = paged.map(f);
-        Self {
-            has_more: paged.has_more,
-            data: paged.items,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
+// The contact object (no doc comment: the schema's description would
+// change). Schema only (nothing reads its fields): written by
+// `wire::contact`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
 pub struct ContactDto {
-    pub id: String,
-    pub username: String,
-    pub phone_number: String,
-    pub avatar_url: String,
-    pub last_active_at: i64,
-    pub created_at: i64,
+    id: String,
+    username: String,
+    phone_number: String,
+    avatar_url: String,
+    last_active_at: i64,
+    created_at: i64,
 }
 
-impl From<&Contact> for ContactDto {
-    fn from(c: &Contact) -> Self {
-        Self {
-            id: c.id.to_string(),
-            username: c.username.to_string(),
-            phone_number: c.phone_number.to_string(),
-            avatar_url: c.avatar_url.to_string(),
-            last_active_at: secs(c.last_active_at),
-            created_at: secs(c.created_at),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
+// Schema only (nothing reads its fields): written by `wire`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
 pub struct AttachmentDto {
     pub id: String,
     pub message_id: String,
@@ -72,35 +63,11 @@ pub struct AttachmentDto {
     pub created_at: i64,
 }
 
-impl From<&Attachment> for AttachmentDto {
-    fn from(a: &Attachment) -> Self {
-        Self {
-            id: a.id.to_string(),
-            message_id: a.message_id.to_string(),
-            filename: a.filename.to_string(),
-            file_url: a.file_url.to_string(),
-            file_type: a.file_type.to_string(),
-            file_size: a.file_size.map(|s| s.bytes()),
-            created_at: secs(a.created_at),
-        }
-    }
-}
-
-/// One reaction name with its reactors' usernames, written as the
-/// single-key object `{"like": ["alice", "bob"]}`.
+/// One reaction name with its reactors' usernames: the single-key object
+/// `{"like": ["alice", "bob"]}`.
+// Schema only (set by hand below): written by `wire`.
 #[derive(Debug)]
-pub struct ReactionDto {
-    pub name: String,
-    pub usernames: Vec<String>,
-}
-
-impl Serialize for ReactionDto {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(1))?;
-        map.serialize_entry(&self.name, &self.usernames)?;
-        map.end()
-    }
-}
+pub struct ReactionDto;
 
 impl utoipa::PartialSchema for ReactionDto {
     fn schema() -> RefOr<Schema> {
@@ -119,16 +86,9 @@ impl utoipa::PartialSchema for ReactionDto {
 
 impl ToSchema for ReactionDto {}
 
-impl From<&Reaction> for ReactionDto {
-    fn from(r: &Reaction) -> Self {
-        Self {
-            name: r.name.to_string(),
-            usernames: r.reactors.iter().map(|x| x.username.to_string()).collect(),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, ToSchema)]
+// Schema only (nothing reads its fields): written by `wire`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
 pub struct MessageDto {
     pub id: String,
     pub conversation_id: String,
@@ -141,22 +101,6 @@ pub struct MessageDto {
     pub created_at: i64,
     #[schema(required = true)]
     pub updated_at: Option<i64>,
-}
-
-impl From<&Message> for MessageDto {
-    fn from(m: &Message) -> Self {
-        Self {
-            id: m.id.to_string(),
-            conversation_id: m.conversation_id.to_string(),
-            contact: ContactDto::from(&m.sender),
-            message: m.text.to_string(),
-            reactions: m.reactions.iter().map(ReactionDto::from).collect(),
-            attachments: m.attachments.iter().map(AttachmentDto::from).collect(),
-            read_at: opt_secs(m.read_at),
-            created_at: secs(m.created_at),
-            updated_at: opt_secs(m.updated_at),
-        }
-    }
 }
 
 /// A conversation as the caller sees it.
@@ -204,12 +148,10 @@ impl From<&ConversationView> for ConversationDto {
     }
 }
 
-/// Members a group object embeds at most (API.md section 13): an object's
-/// size, and the size of every `group.*` event, stays bounded whatever the
-/// group's.
-pub const GROUP_EMBEDDED_MEMBERS: usize = 100;
-
-#[derive(Debug, Serialize, ToSchema)]
+// Schema only (nothing reads its fields): written by `wire`, with at most
+// `wire::GROUP_EMBEDDED_MEMBERS` contacts.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
 pub struct GroupDto {
     pub id: String,
     pub name: String,
@@ -221,99 +163,4 @@ pub struct GroupDto {
     /// How many members the group has.
     pub member_count: u64,
     pub created_at: i64,
-}
-
-impl From<&Group> for GroupDto {
-    fn from(g: &Group) -> Self {
-        Self {
-            id: g.id.to_string(),
-            name: g.name.to_string(),
-            description: g.description.to_string(),
-            avatar_url: g.avatar_url.to_string(),
-            contacts: g
-                .members
-                .iter()
-                .take(GROUP_EMBEDDED_MEMBERS)
-                .map(|m| ContactDto::from(&m.contact))
-                .collect(),
-            member_count: g.members.len() as u64,
-            created_at: secs(g.created_at),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use confab_domain::{
-        AvatarUrl, ContactId, ConversationId, MessageId, MessageText, PhoneNumber, ReactionName,
-        Reactor, Username,
-    };
-    use serde_json::json;
-    use uuid::Uuid;
-
-    fn contact(n: u128, name: &str) -> Contact {
-        Contact {
-            id: ContactId::from_uuid(Uuid::from_u128(n)),
-            username: Username::new(name.into()).expect("valid"),
-            phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
-            avatar_url: AvatarUrl::none(),
-            last_active_at: Timestamp::from_micros(1_700_000_000_999_999),
-            created_at: Timestamp::from_secs(1_600_000_000),
-        }
-    }
-
-    #[test]
-    fn message_wire_shape() {
-        let alice = contact(1, "alice");
-        let bob = contact(2, "bob");
-        let reactor = |c: &Contact| Reactor {
-            contact_id: c.id,
-            username: c.username.clone(),
-        };
-        let m = Message {
-            id: MessageId::from_uuid(Uuid::from_u128(3)),
-            conversation_id: ConversationId::from_uuid(Uuid::from_u128(4)),
-            sender: alice.clone(),
-            text: MessageText::new("hi".into()).expect("valid"),
-            reactions: vec![
-                Reaction {
-                    name: ReactionName::new("like".into()).expect("valid"),
-                    reactors: vec![reactor(&alice), reactor(&bob)],
-                },
-                Reaction {
-                    name: ReactionName::new("heart".into()).expect("valid"),
-                    reactors: vec![reactor(&bob)],
-                },
-            ],
-            attachments: vec![],
-            read_at: None,
-            created_at: Timestamp::from_secs(1_700_000_001),
-            updated_at: None,
-        };
-        let v = serde_json::to_value(MessageDto::from(&m)).expect("json");
-        assert_eq!(
-            v,
-            json!({
-                "id": "00000000-0000-0000-0000-000000000003",
-                "conversation_id": "00000000-0000-0000-0000-000000000004",
-                "contact": {
-                    "id": "00000000-0000-0000-0000-000000000001",
-                    "username": "alice",
-                    "phone_number": "+15550100",
-                    "avatar_url": "",
-                    "last_active_at": 1_700_000_000,
-                    "created_at": 1_600_000_000
-                },
-                "message": "hi",
-                "reactions": [{"like": ["alice", "bob"]}, {"heart": ["bob"]}],
-                "attachments": [],
-                "read_at": null,
-                "created_at": 1_700_000_001,
-                "updated_at": null
-            })
-        );
-        let keys: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
-        assert_eq!(keys[0], "id", "fields keep their declared order");
-    }
 }

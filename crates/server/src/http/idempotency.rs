@@ -48,14 +48,14 @@ fn fingerprint(req: &HttpRequest) -> String {
 }
 
 /// The answer kept for an idempotency key, as an HTTP response.
-pub fn respond(stored: &StoredResponse) -> HttpResponse {
+pub fn respond(stored: StoredResponse) -> HttpResponse {
     let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
     response.content_type(mime_json());
     if let Some(location) = &stored.location {
         response.insert_header((header::LOCATION, location.as_str()));
     }
-    response.body(stored.body.clone())
+    response.body(stored.body)
 }
 
 /// 429 `idempotency_quota` with `Retry-After`: the caller's new keys are
@@ -75,28 +75,30 @@ fn mime_json() -> HeaderValue {
 /// Runs a POST's operation `run`, honouring the request's idempotency key
 /// when it has one. `render` makes the answer of a success; it is called
 /// inside the write's transaction (to keep the answer) and for the answer
-/// sent, so both are the same bytes.
+/// sent, so both are the same bytes (a send hands both the one JSON of its
+/// message, see [`crate::http::payloads::RenderedOnce`]).
 ///
 /// # Errors
 /// The operation's, plus 400 for a malformed key, 409 while another run of
 /// the request holds the key and 422 for a key used by another request.
 /// A new key past the caller's quota of the day is answered 429
 /// `idempotency_quota` (with `Retry-After`) without running `run`.
-pub async fn post<T, F, Fut>(
+pub async fn post<T, R, F, Fut>(
     service: &Confab,
     caller: &Contact,
     req: &HttpRequest,
-    render: fn(&T) -> StoredResponse,
+    render: R,
     run: F,
 ) -> Result<HttpResponse, ApiError>
 where
     T: 'static,
+    R: Fn(&T) -> StoredResponse + Clone + Send + 'static,
     F: FnOnce(Option<Completion<T>>) -> Fut,
     Fut: Future<Output = Result<T, ServiceError>>,
 {
     let Some(raw) = req.headers().get(IDEMPOTENCY_KEY) else {
         let done = run(None).await?;
-        return Ok(respond(&render(&done)));
+        return Ok(respond(render(&done)));
     };
     let key = raw
         .to_str()
@@ -112,7 +114,7 @@ where
         .await
     {
         Ok(Idempotent::Replay(stored)) => {
-            let mut response = respond(&stored);
+            let mut response = respond(stored);
             response
                 .headers_mut()
                 .insert(REPLAYED, HeaderValue::from_static("true"));
@@ -125,9 +127,9 @@ where
         }) => return Ok(quota_spent(max, retry_after_secs)),
         Err(e) => return Err(e.into()),
     };
-    match run(Some(Completion::new(claim.clone(), render))).await {
+    match run(Some(Completion::new(claim.clone(), render.clone()))).await {
         // The write kept the answer in its own transaction.
-        Ok(done) => Ok(respond(&render(&done))),
+        Ok(done) => Ok(respond(render(&done))),
         Err(ServiceError::IdempotencyInFlight) => Err(ApiError::idempotency_in_flight()),
         Err(e) => {
             let error = ApiError::from(e);

@@ -1,23 +1,26 @@
 //! Event payloads in the wire format (API.md section 11): the object exactly
-//! as its recipient would `GET` it, built by the same wire objects as the
-//! GET endpoints ([`crate::http::dto`]; a message by the same writer,
-//! [`crate::http::wire`]), so the two cannot drift apart.
+//! as its recipient would `GET` it, written by the same writer as the GET
+//! endpoints' answers ([`crate::http::wire`]; a conversation by its
+//! [`ConversationDto`]), so the two cannot drift apart.
 
-use confab_domain::{Attachment, Contact, ConversationView, Group, Message};
+use std::sync::{Mutex, PoisonError};
+
+use confab_domain::{Attachment, Contact, ConversationView, Group, Message, MessageId};
 use confab_service::PayloadRenderer;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::http::dto::{AttachmentDto, ContactDto, ConversationDto, GroupDto};
+use crate::http::dto::ConversationDto;
+use crate::http::wire;
 
 /// Renders payloads as the JSON the API answers with.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WirePayloads;
 
-/// The JSON of a wire object. Serializing these plain structs cannot fail;
-/// if it ever did, `{}` beats a panic inside a write's transaction.
-fn json(value: &impl Serialize) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned())
+/// Written JSON as a payload. Writing plain data cannot fail; if it ever
+/// did, `{}` beats a panic inside a write's transaction.
+fn payload(json: serde_json::Result<Vec<u8>>) -> String {
+    wire::text(json).unwrap_or_else(|| "{}".to_owned())
 }
 
 #[derive(Serialize)]
@@ -27,32 +30,87 @@ struct Deleted {
 
 impl PayloadRenderer for WirePayloads {
     fn contact(&self, contact: &Contact) -> String {
-        json(&ContactDto::from(contact))
+        payload(wire::contact(contact))
     }
 
     fn conversation(&self, conversation: &ConversationView) -> String {
-        json(&ConversationDto::from(conversation))
+        payload(serde_json::to_vec(&ConversationDto::from(conversation)))
     }
 
     fn message(&self, message: &Message) -> String {
-        // The same writer as the answers' (`crate::http::wire`), held to
-        // `MessageDto`'s bytes by its tests.
-        crate::http::wire::text(crate::http::wire::message(message))
-            .unwrap_or_else(|| "{}".to_owned())
+        payload(wire::message(message))
     }
 
     fn group(&self, group: &Group) -> String {
-        json(&GroupDto::from(group))
+        payload(wire::group(group))
     }
 
     fn attachment(&self, attachment: &Attachment) -> String {
-        json(&AttachmentDto::from(attachment))
+        payload(wire::attachment(attachment))
     }
 
     fn deleted(&self, id: Uuid) -> String {
-        json(&Deleted {
+        payload(serde_json::to_vec(&Deleted {
             id: id.hyphenated().to_string(),
-        })
+        }))
+    }
+}
+
+/// The payloads of one write that answers with the message it wrote (a
+/// send, an edit, a reaction taken back): the message's JSON is written
+/// once, for the write's event, and [`RenderedOnce::message_json`] hands
+/// the same text to the answer and to the answer kept for an idempotency
+/// key. Every other payload is [`WirePayloads`]'. Make one per write.
+#[derive(Debug, Default)]
+pub struct RenderedOnce {
+    /// The message whose JSON was written, and that JSON.
+    message: Mutex<Option<(MessageId, String)>>,
+}
+
+impl RenderedOnce {
+    /// The JSON of `message`: the text already written for a message with
+    /// its id, else written now and kept. A store renders the event of a
+    /// write from the message as written, which is what the write returns,
+    /// so the text kept is that message's (debug builds check it).
+    pub fn message_json(&self, message: &Message) -> String {
+        let mut kept = self.message.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*kept {
+            Some((id, json)) if *id == message.id => {
+                debug_assert_eq!(*json, WirePayloads.message(message), "another message");
+                json.clone()
+            }
+            _ => {
+                let json = WirePayloads.message(message);
+                *kept = Some((message.id, json.clone()));
+                json
+            }
+        }
+    }
+}
+
+impl PayloadRenderer for RenderedOnce {
+    fn contact(&self, contact: &Contact) -> String {
+        WirePayloads.contact(contact)
+    }
+
+    fn conversation(&self, conversation: &ConversationView) -> String {
+        WirePayloads.conversation(conversation)
+    }
+
+    fn message(&self, message: &Message) -> String {
+        self.message_json(message)
+    }
+
+    fn group(&self, group: &Group) -> String {
+        WirePayloads.group(group)
+    }
+
+    fn attachment(&self, attachment: &Attachment) -> String {
+        WirePayloads.attachment(attachment)
+    }
+
+    fn deleted(&self, id: Uuid) -> String {
+        WirePayloads.deleted(id)
     }
 }
 
@@ -60,8 +118,8 @@ impl PayloadRenderer for WirePayloads {
 mod tests {
     use super::*;
     use confab_domain::{
-        AvatarUrl, ContactId, GroupDescription, GroupId, GroupMember, GroupName, GroupRole,
-        PhoneNumber, Timestamp, Username,
+        AvatarUrl, ContactId, ConversationId, GroupDescription, GroupId, GroupMember, GroupName,
+        GroupRole, MessageText, PhoneNumber, Timestamp, Username,
     };
     use serde_json::json;
 
@@ -153,5 +211,48 @@ mod tests {
                    "phone_number": "+15550100", "avatar_url": "", "last_active_at": 2,
                    "created_at": 1})
         );
+    }
+
+    fn message(n: u128, text: &str) -> Message {
+        Message {
+            id: MessageId::from_uuid(Uuid::from_u128(n)),
+            conversation_id: ConversationId::from_uuid(Uuid::from_u128(9)),
+            sender: member(1).contact,
+            text: MessageText::new(text.into()).expect("valid"),
+            reactions: vec![],
+            attachments: vec![],
+            read_at: None,
+            created_at: Timestamp::from_secs(3),
+            updated_at: None,
+        }
+    }
+
+    #[test]
+    fn a_write_answers_with_the_json_of_its_event() {
+        let once = RenderedOnce::default();
+        let sent = message(1, "hi");
+        let event = once.message(&sent);
+        assert_eq!(event, WirePayloads.message(&sent));
+        assert_eq!(once.message_json(&sent), event);
+        // Another message has JSON of its own.
+        let other = message(2, "other");
+        assert_eq!(once.message_json(&other), WirePayloads.message(&other));
+        // A write without an event (nothing changed) writes it for the
+        // answer.
+        assert_eq!(
+            RenderedOnce::default().message_json(&sent),
+            WirePayloads.message(&sent)
+        );
+    }
+
+    /// The kept text is what answers, not a new rendering: debug builds
+    /// check it against one.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "another message")]
+    fn the_answer_is_the_text_kept_for_the_event() {
+        let once = RenderedOnce::default();
+        once.message(&message(1, "as written"));
+        once.message_json(&message(1, "changed since"));
     }
 }

@@ -1,24 +1,34 @@
-//! The JSON of a message and of a page of messages, the answers confab
-//! serves most, written straight from the domain entities.
+//! The JSON of a message (with its contact, reactions and attachments), a
+//! contact, an attachment, a group (with its first members), and the page
+//! (`{"has_more", "data"}`) of every list. This module is their only
+//! writer: the answers, the event payloads ([`crate::http::payloads`]),
+//! the answers kept for idempotency keys and the CLI's contact
+//! ([`ContactDto`](crate::http::dto::ContactDto)) all come from here. The
+//! structs of [`crate::http::dto`] describe these objects to OpenAPI and
+//! write nothing.
 //!
-//! serde's derive for [`MessageDto`](crate::http::dto::MessageDto) first copies
-//! every string of the message into the wire object, then escapes every key
-//! and every value as it writes them: for a first page of ten messages that
-//! was over a quarter of the instructions confab ran per request
-//! (`bench/instructions.sh`, docs/performance.md). Here the keys are written
-//! as the literals they are, ids (hex digits and hyphens) as they are, and
-//! only the strings people wrote (a text, a username, a file name...) go
-//! through serde_json's escaping. The wire objects of `dto` stay the schema
-//! of record (OpenAPI) and the path of every other answer; a property test
-//! below holds this writer to their exact bytes.
+//! Not serde's derive: it first copied every string of the message into a
+//! wire struct, then escaped every key and every value as it wrote them;
+//! for a first page of ten messages that was over a quarter of the
+//! instructions confab ran per request (`bench/instructions.sh`,
+//! docs/performance.md). Here the keys are written as the literals they
+//! are, ids (hex digits and hyphens) as they are, and only the strings
+//! people wrote (a text, a username, a file name...) go through
+//! serde_json's escaping. The tests below hold each object to JSON built by
+//! hand from the same entity.
 
-use confab_domain::{Attachment, Contact, Message, Paged, Reaction, Timestamp};
-use serde::Serializer as _;
+use confab_domain::{Attachment, Contact, Group, Message, Paged, Reaction, Timestamp};
+use serde::{Serialize, Serializer as _};
 use uuid::Uuid;
 
 /// What an answer's buffer starts with: most answers fit whole (a page of
 /// ten messages is about 5 KB).
 pub(crate) const BUFFER: usize = 8 * 1024;
+
+/// Members a group object embeds at most (API.md section 13): an object's
+/// size, and the size of every `group.*` event, stays bounded whatever the
+/// group's.
+pub const GROUP_EMBEDDED_MEMBERS: usize = 100;
 
 /// Written JSON as a string (an event's payload, a kept 201): `None` only
 /// if writing failed, which plain data does not.
@@ -28,22 +38,62 @@ pub fn text(json: serde_json::Result<Vec<u8>>) -> Option<String> {
 
 /// `{"has_more": ..., "data": [message, ...]}`.
 pub fn message_page(page: &Paged<Message>) -> serde_json::Result<Vec<u8>> {
+    list(page.has_more, &page.items, write_message)
+}
+
+/// `{"has_more": ..., "data": [item, ...]}`, each item written by `write`:
+/// the page of every list the API answers.
+pub fn list<T>(
+    has_more: bool,
+    items: &[T],
+    write: impl FnMut(&mut Vec<u8>, &T) -> serde_json::Result<()>,
+) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(BUFFER);
-    out.extend_from_slice(if page.has_more {
+    out.extend_from_slice(if has_more {
         br#"{"has_more":true,"data":"#
     } else {
         br#"{"has_more":false,"data":"#
     });
-    array(&mut out, &page.items, write_message)?;
+    array(&mut out, items, write)?;
     out.push(b'}');
     Ok(out)
 }
 
 /// One message, as `GET /v1/messages/{id}` answers it.
 pub fn message(m: &Message) -> serde_json::Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(BUFFER / 4);
-    write_message(&mut out, m)?;
+    one(BUFFER / 4, m, write_message)
+}
+
+/// One contact, as `GET /v1/contacts/{id}` answers it.
+pub fn contact(c: &Contact) -> serde_json::Result<Vec<u8>> {
+    one(256, c, write_contact)
+}
+
+/// One attachment (the payload of `attachment.created`).
+pub fn attachment(a: &Attachment) -> serde_json::Result<Vec<u8>> {
+    one(512, a, write_attachment)
+}
+
+/// One group, as `GET /v1/groups/{id}` answers it.
+pub fn group(g: &Group) -> serde_json::Result<Vec<u8>> {
+    one(BUFFER, g, write_group)
+}
+
+/// `value` alone, written by `write` into a buffer of `capacity` bytes.
+fn one<T>(
+    capacity: usize,
+    value: &T,
+    write: impl FnOnce(&mut Vec<u8>, &T) -> serde_json::Result<()>,
+) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(capacity);
+    write(&mut out, value)?;
     Ok(out)
+}
+
+/// An object whose one writer is its serde derive (a conversation), as an
+/// item of [`list`].
+pub fn write_serialized<T: Serialize>(out: &mut Vec<u8>, value: &T) -> serde_json::Result<()> {
+    value.serialize(&mut serde_json::Serializer::new(out))
 }
 
 fn write_message(out: &mut Vec<u8>, m: &Message) -> serde_json::Result<()> {
@@ -69,7 +119,7 @@ fn write_message(out: &mut Vec<u8>, m: &Message) -> serde_json::Result<()> {
     Ok(())
 }
 
-fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
+pub fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
     id(out, c.id.as_uuid());
     out.extend_from_slice(br#","username":"#);
@@ -113,6 +163,30 @@ fn write_attachment(out: &mut Vec<u8>, a: &Attachment) -> serde_json::Result<()>
     nullable(out, a.file_size, |out, size| int(out, size.bytes()))?;
     out.extend_from_slice(br#","created_at":"#);
     secs(out, a.created_at)?;
+    out.push(b'}');
+    Ok(())
+}
+
+/// The group with its first [`GROUP_EMBEDDED_MEMBERS`] members, in the
+/// order they joined, and the count of them all.
+pub fn write_group(out: &mut Vec<u8>, g: &Group) -> serde_json::Result<()> {
+    out.extend_from_slice(br#"{"id":"#);
+    id(out, g.id.as_uuid());
+    out.extend_from_slice(br#","name":"#);
+    string(out, g.name.as_str())?;
+    out.extend_from_slice(br#","description":"#);
+    string(out, g.description.as_str())?;
+    out.extend_from_slice(br#","avatar_url":"#);
+    string(out, g.avatar_url.as_str())?;
+    out.extend_from_slice(br#","contacts":"#);
+    let embedded = &g.members[..g.members.len().min(GROUP_EMBEDDED_MEMBERS)];
+    array(out, embedded, |out, member| {
+        write_contact(out, &member.contact)
+    })?;
+    out.extend_from_slice(br#","member_count":"#);
+    serde_json::Serializer::new(&mut *out).serialize_u64(g.members.len() as u64)?;
+    out.extend_from_slice(br#","created_at":"#);
+    secs(out, g.created_at)?;
     out.push(b'}');
     Ok(())
 }
@@ -178,12 +252,94 @@ fn opt_secs(out: &mut Vec<u8>, t: Option<Timestamp>) -> serde_json::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::dto::{ListDto, MessageDto};
     use confab_domain::{
         AttachmentId, AvatarUrl, ContactId, ConversationId, FileSize, FileType, FileUrl, Filename,
-        MessageId, MessageText, PhoneNumber, ReactionName, Reactor, Username,
+        GroupDescription, GroupId, GroupMember, GroupName, GroupRole, MessageId, MessageText,
+        PhoneNumber, ReactionName, Reactor, Username,
     };
     use proptest::prelude::*;
+    use serde_json::{json, Value};
+
+    // The expected objects, built by hand from the entity with `json!`.
+    // serde_json keeps their keys in the order written here (the
+    // workspace enables `preserve_order`), so their text is the exact
+    // bytes the API promises: the keys in this order, no spaces, the
+    // strings as serde_json escapes them.
+
+    fn id_json(id: &Uuid) -> Value {
+        Value::String(id.hyphenated().to_string())
+    }
+
+    fn contact_json(c: &Contact) -> Value {
+        json!({
+            "id": id_json(c.id.as_uuid()),
+            "username": c.username.as_str(),
+            "phone_number": c.phone_number.as_str(),
+            "avatar_url": c.avatar_url.as_str(),
+            "last_active_at": c.last_active_at.secs(),
+            "created_at": c.created_at.secs(),
+        })
+    }
+
+    fn reaction_json(r: &Reaction) -> Value {
+        let usernames: Vec<&str> = r.reactors.iter().map(|x| x.username.as_str()).collect();
+        let mut one = serde_json::Map::new();
+        one.insert(r.name.as_str().to_owned(), json!(usernames));
+        Value::Object(one)
+    }
+
+    fn attachment_json(a: &Attachment) -> Value {
+        json!({
+            "id": id_json(a.id.as_uuid()),
+            "message_id": id_json(a.message_id.as_uuid()),
+            "filename": a.filename.as_str(),
+            "file_url": a.file_url.as_str(),
+            "file_type": a.file_type.as_str(),
+            "file_size": a.file_size.map(FileSize::bytes),
+            "created_at": a.created_at.secs(),
+        })
+    }
+
+    fn message_json(m: &Message) -> Value {
+        json!({
+            "id": id_json(m.id.as_uuid()),
+            "conversation_id": id_json(m.conversation_id.as_uuid()),
+            "contact": contact_json(&m.sender),
+            "message": m.text.as_str(),
+            "reactions": m.reactions.iter().map(reaction_json).collect::<Vec<_>>(),
+            "attachments": m.attachments.iter().map(attachment_json).collect::<Vec<_>>(),
+            "read_at": m.read_at.map(Timestamp::secs),
+            "created_at": m.created_at.secs(),
+            "updated_at": m.updated_at.map(Timestamp::secs),
+        })
+    }
+
+    fn group_json(g: &Group) -> Value {
+        json!({
+            "id": id_json(g.id.as_uuid()),
+            "name": g.name.as_str(),
+            "description": g.description.as_str(),
+            "avatar_url": g.avatar_url.as_str(),
+            "contacts": g.members.iter().take(100).map(|m| contact_json(&m.contact))
+                .collect::<Vec<_>>(),
+            "member_count": g.members.len(),
+            "created_at": g.created_at.secs(),
+        })
+    }
+
+    fn page_json(has_more: bool, data: Vec<Value>) -> Value {
+        json!({"has_more": has_more, "data": data})
+    }
+
+    /// `written` is `expected`: the same bytes, and the same value read
+    /// back.
+    fn same(written: serde_json::Result<Vec<u8>>, expected: &Value) -> Result<(), TestCaseError> {
+        let written = String::from_utf8(written.expect("json")).expect("utf-8");
+        let read: Value = serde_json::from_str(&written).expect("valid JSON");
+        prop_assert_eq!(&read, expected);
+        prop_assert_eq!(written, serde_json::to_string(expected).expect("json"));
+        Ok(())
+    }
 
     /// Any text a message may hold: quotes, backslashes, control
     /// characters, every plane of Unicode.
@@ -191,7 +347,7 @@ mod tests {
         "(?s).{1,40}".prop_filter_map("a valid text", |s| MessageText::new(s).ok())
     }
 
-    fn contact() -> impl Strategy<Value = Contact> {
+    fn any_contact() -> impl Strategy<Value = Contact> {
         (
             any::<u128>(),
             "[a-z][a-z0-9_]{0,31}",
@@ -218,7 +374,7 @@ mod tests {
             )
     }
 
-    fn reaction() -> impl Strategy<Value = Reaction> {
+    fn any_reaction() -> impl Strategy<Value = Reaction> {
         (
             "[a-z0-9_+-]{1,16}",
             prop::collection::vec((any::<u128>(), "[a-z][a-z0-9_]{0,31}"), 1..4),
@@ -239,7 +395,7 @@ mod tests {
             })
     }
 
-    fn attachment() -> impl Strategy<Value = Attachment> {
+    fn any_attachment() -> impl Strategy<Value = Attachment> {
         (
             any::<(u128, u128)>(),
             "[^/\\x00-\\x1f]{1,30}",
@@ -267,13 +423,50 @@ mod tests {
             )
     }
 
+    fn any_group() -> impl Strategy<Value = Group> {
+        (
+            any::<u128>(),
+            "(?s).{1,20}",
+            "(?s).{0,20}",
+            any_contact(),
+            // Around the 100 members a group object embeds.
+            prop_oneof![0..3_u128, 99..=101_u128],
+            any::<i64>(),
+        )
+            .prop_filter_map(
+                "a valid group",
+                |(id, name, description, someone, size, made)| {
+                    // Members who differ by id, joined in reverse id order.
+                    let members = (0..size)
+                        .rev()
+                        .map(|n| GroupMember {
+                            contact: Contact {
+                                id: ContactId::from_uuid(Uuid::from_u128(n)),
+                                ..someone.clone()
+                            },
+                            role: GroupRole::Member,
+                        })
+                        .collect();
+                    Some(Group {
+                        id: GroupId::from_uuid(Uuid::from_u128(id)),
+                        name: GroupName::new(name).ok()?,
+                        description: GroupDescription::new(description).ok()?,
+                        avatar_url: AvatarUrl::none(),
+                        created_by: ContactId::from_uuid(Uuid::from_u128(1)),
+                        created_at: Timestamp::from_micros(made),
+                        members,
+                    })
+                },
+            )
+    }
+
     prop_compose! {
         fn any_message()(
             ids in any::<(u128, u128)>(),
-            sender in contact(),
+            sender in any_contact(),
             text in any_text(),
-            reactions in prop::collection::vec(reaction(), 0..3),
-            attachments in prop::collection::vec(attachment(), 0..3),
+            reactions in prop::collection::vec(any_reaction(), 0..3),
+            attachments in prop::collection::vec(any_attachment(), 0..3),
             read_at in prop::option::of(any::<i64>()),
             created_at in any::<i64>(),
             updated_at in prop::option::of(any::<i64>()),
@@ -294,27 +487,105 @@ mod tests {
 
     proptest! {
         #[test]
-        fn a_message_is_the_bytes_of_its_wire_object(m in any_message()) {
-            let expected = serde_json::to_vec(&MessageDto::from(&m)).expect("json");
-            prop_assert_eq!(
-                String::from_utf8(message(&m).expect("json")).expect("utf-8"),
-                String::from_utf8(expected).expect("utf-8")
-            );
+        fn a_message_is_its_object(m in any_message()) {
+            same(message(&m), &message_json(&m))?;
         }
 
         #[test]
-        fn a_page_is_the_bytes_of_its_wire_object(
+        fn a_page_of_messages_is_its_object(
             items in prop::collection::vec(any_message(), 0..4),
             has_more in any::<bool>(),
         ) {
-            let page = Paged { items, has_more };
-            let written = message_page(&page).expect("json");
-            let expected = serde_json::to_vec(&ListDto::from_paged(page, |m| MessageDto::from(&m)))
-                .expect("json");
-            prop_assert_eq!(
-                String::from_utf8(written).expect("utf-8"),
-                String::from_utf8(expected).expect("utf-8")
-            );
+            let expected = page_json(has_more, items.iter().map(message_json).collect());
+            same(message_page(&Paged { items, has_more }), &expected)?;
         }
+
+        #[test]
+        fn a_contact_is_its_object(c in any_contact()) {
+            same(contact(&c), &contact_json(&c))?;
+        }
+
+        #[test]
+        fn a_list_of_contacts_is_its_object(
+            items in prop::collection::vec(any_contact(), 0..3),
+            has_more in any::<bool>(),
+        ) {
+            let expected = page_json(has_more, items.iter().map(contact_json).collect());
+            same(list(has_more, &items, write_contact), &expected)?;
+        }
+
+        #[test]
+        fn an_attachment_is_its_object(a in any_attachment()) {
+            same(attachment(&a), &attachment_json(&a))?;
+        }
+
+        #[test]
+        fn a_group_is_its_object_with_its_first_100_members(g in any_group()) {
+            same(group(&g), &group_json(&g))?;
+        }
+    }
+
+    /// One message written out in full, so that a reader sees the bytes.
+    #[test]
+    fn a_message_in_full() {
+        let person = |n: u128, name: &str| Contact {
+            id: ContactId::from_uuid(Uuid::from_u128(n)),
+            username: Username::new(name.into()).expect("valid"),
+            phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
+            avatar_url: AvatarUrl::none(),
+            last_active_at: Timestamp::from_micros(1_700_000_000_999_999),
+            created_at: Timestamp::from_secs(1_600_000_000),
+        };
+        let (alice, bob) = (person(1, "alice"), person(2, "bob"));
+        let reactor = |c: &Contact| Reactor {
+            contact_id: c.id,
+            username: c.username.clone(),
+        };
+        let m = Message {
+            id: MessageId::from_uuid(Uuid::from_u128(3)),
+            conversation_id: ConversationId::from_uuid(Uuid::from_u128(4)),
+            sender: alice.clone(),
+            text: MessageText::new("hi \"you\"\n".into()).expect("valid"),
+            reactions: vec![
+                Reaction {
+                    name: ReactionName::new("like".into()).expect("valid"),
+                    reactors: vec![reactor(&alice), reactor(&bob)],
+                },
+                Reaction {
+                    name: ReactionName::new("heart".into()).expect("valid"),
+                    reactors: vec![reactor(&bob)],
+                },
+            ],
+            attachments: vec![Attachment {
+                id: AttachmentId::from_uuid(Uuid::from_u128(5)),
+                message_id: MessageId::from_uuid(Uuid::from_u128(3)),
+                filename: Filename::new("a.png".into()).expect("valid"),
+                file_url: FileUrl::new("https://files.example/a".into()).expect("valid"),
+                file_type: FileType::new("image/png".into()).expect("valid"),
+                file_size: None,
+                created_at: Timestamp::from_secs(1_700_000_001),
+            }],
+            read_at: None,
+            created_at: Timestamp::from_secs(1_700_000_001),
+            updated_at: Some(Timestamp::from_secs(1_700_000_002)),
+        };
+        let written = String::from_utf8(message(&m).expect("json")).expect("utf-8");
+        assert_eq!(
+            written,
+            concat!(
+                r#"{"id":"00000000-0000-0000-0000-000000000003","#,
+                r#""conversation_id":"00000000-0000-0000-0000-000000000004","#,
+                r#""contact":{"id":"00000000-0000-0000-0000-000000000001","username":"alice","#,
+                r#""phone_number":"+15550100","avatar_url":"","last_active_at":1700000000,"#,
+                r#""created_at":1600000000},"#,
+                r#""message":"hi \"you\"\n","#,
+                r#""reactions":[{"like":["alice","bob"]},{"heart":["bob"]}],"#,
+                r#""attachments":[{"id":"00000000-0000-0000-0000-000000000005","#,
+                r#""message_id":"00000000-0000-0000-0000-000000000003","filename":"a.png","#,
+                r#""file_url":"https://files.example/a","file_type":"image/png","#,
+                r#""file_size":null,"created_at":1700000001}],"#,
+                r#""read_at":null,"created_at":1700000001,"updated_at":1700000002}"#,
+            )
+        );
     }
 }

@@ -1,6 +1,6 @@
 //! Messages: who may read, send, edit, react to and delete them.
 use confab_domain::{Cursor, Field, Page, PageLimit, ReactionName, Rule};
-use confab_ports::StoreError;
+use confab_ports::{Outbox, PayloadRenderer, StoreError};
 
 use crate::{MessageUpdate, SendMessage, ServiceError};
 
@@ -76,6 +76,85 @@ async fn send_appends_as_the_caller_at_now() {
         attachments: vec![],
     };
     assert!(svc.send_message(&bob(), send, None).await.is_ok());
+}
+
+/// A renderer of its own for one write, and whether an outbox renders
+/// with it.
+fn own_renderer() -> (
+    Arc<dyn PayloadRenderer>,
+    impl Fn(&Outbox) -> bool + Send + Sync + 'static,
+) {
+    let render: Arc<dyn PayloadRenderer> = Arc::new(MockPayloadRenderer::new());
+    let expected = render.clone();
+    (render, move |outbox: &Outbox| {
+        Arc::ptr_eq(&outbox.render, &expected)
+    })
+}
+
+#[tokio::test]
+async fn a_send_hands_the_store_the_renderer_it_was_given() {
+    let mut m = Mocks::new();
+    let (render, renders_with_it) = own_renderer();
+    m.messages
+        .expect_append_message()
+        .withf(move |_, outbox, _| renders_with_it(outbox))
+        .times(1)
+        .returning(|_, _, _| Ok(message_from(bob())));
+    let send = SendMessage {
+        conversation_id: conv_id(),
+        text: text("hi"),
+        attachments: vec![],
+    };
+    assert!(m
+        .service()
+        .send_message_rendered_by(&bob(), send, None, render)
+        .await
+        .is_ok());
+}
+
+#[tokio::test]
+async fn an_edit_and_an_unreact_hand_the_store_the_renderer_they_were_given() {
+    let mut m = Mocks::new();
+    let like = ReactionName::new("like".into()).expect("valid");
+    let mut liked = message_from(alice());
+    liked.reactions = vec![confab_domain::Reaction {
+        name: like.clone(),
+        reactors: vec![confab_domain::Reactor {
+            contact_id: bob().id,
+            username: bob().username,
+        }],
+    }];
+    m.messages
+        .expect_message_for()
+        .returning(move |_, _| Ok(Some(liked.clone())));
+    let (render, renders_with_it) = own_renderer();
+    m.messages
+        .expect_update_message()
+        .withf(move |_, _, outbox| renders_with_it(outbox))
+        .times(1)
+        .returning(|_, _, _| Ok(message_from(alice())));
+    let (unreact_render, unreact_renders_with_it) = own_renderer();
+    m.messages
+        .expect_remove_reaction()
+        .withf(move |_, _, _, _, outbox| unreact_renders_with_it(outbox))
+        .times(1)
+        .returning(|_, _, _, _, _| Ok(message_from(alice())));
+    let svc = m.service();
+    let update = MessageUpdate {
+        reactions: vec![(
+            ReactionName::new("heart".into()).expect("valid"),
+            vec!["bob".into()],
+        )],
+        ..Default::default()
+    };
+    assert!(svc
+        .update_message_rendered_by(&bob(), msg_id(), update, render)
+        .await
+        .is_ok());
+    assert!(svc
+        .remove_reaction_rendered_by(&bob(), msg_id(), like, unreact_render)
+        .await
+        .is_ok());
 }
 
 #[tokio::test]

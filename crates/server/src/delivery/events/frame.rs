@@ -1,5 +1,10 @@
-//! The wire form of an event: `{"id","type","created_at","payload"}`, and
-//! its Server-Sent Events frame.
+//! The wire form of an event, `{"id","type","created_at","payload"}`, and
+//! its Server-Sent Events frame. [`write_event`] is the event object's one
+//! writer: the stream's frames, the catch-up list (`GET /v1/events` with
+//! `Accept: application/json`) and the webhooks' deliveries carry what it
+//! writes.
+
+use std::io::Write as _;
 
 use actix_web::web::Bytes;
 use confab_service::StoredEvent;
@@ -8,24 +13,37 @@ use serde_json::Value;
 /// The payload as a JSON value (never a string holding JSON). The store
 /// keeps what the renderer wrote, so it parses; if it did not, the client
 /// still gets valid JSON.
-pub fn payload_value(payload: &str) -> Value {
+fn payload_value(payload: &str) -> Value {
     serde_json::from_str(payload).unwrap_or(Value::Null)
 }
 
-/// The event object of the JSON list.
-pub fn event_json(event: &StoredEvent) -> Value {
-    serde_json::json!({
-        "id": event.id.to_string(),
-        "type": event.kind.name(),
-        "created_at": event.created_at.secs(),
-        "payload": payload_value(&event.payload),
-    })
+/// Appends the event object to `out`, with `payload` as one recipient
+/// sees it. The stored payload is inserted as it is (no parse on the hot
+/// path) when it is on one line, as the compact JSON the renderer writes
+/// is; otherwise it is re-encoded (an empty one as `null`), so that the
+/// object stays on one line, which an SSE `data:` field needs.
+pub fn write_event(out: &mut Vec<u8>, event: &StoredEvent, payload: &str) {
+    let payload = payload.trim();
+    let reencoded;
+    let payload = if payload.is_empty() || payload.contains(['\n', '\r']) {
+        reencoded = payload_value(payload).to_string();
+        reencoded.as_str()
+    } else {
+        payload
+    };
+    // Writing to a Vec cannot fail.
+    let _ = write!(
+        out,
+        r#"{{"id":"{}","type":"{}","created_at":{},"payload":"#,
+        event.id,
+        event.kind.name(),
+        event.created_at.secs(),
+    );
+    out.extend_from_slice(payload.as_bytes());
+    out.push(b'}');
 }
 
 /// One SSE frame: `id:`, `event:` and the event object on one `data:` line.
-/// The stored payload is inserted as it is (no parse on the hot path) when
-/// it is on one line, as compact JSON is; otherwise it is re-encoded,
-/// since a raw line break would end the `data:` field.
 ///
 /// The hub builds an event's frame with its shared payload once and hands
 /// the same bytes to every stream that sees that payload.
@@ -36,24 +54,12 @@ pub fn sse_frame(event: &StoredEvent) -> Bytes {
 /// [`sse_frame`] with the payload as one recipient sees it. The payload is
 /// copied once, into the frame.
 pub fn sse_frame_with(event: &StoredEvent, payload: &str) -> Bytes {
-    use std::fmt::Write as _;
-
-    let payload = payload.trim();
-    let reencoded;
-    let payload = if payload.is_empty() || payload.contains(['\n', '\r']) {
-        reencoded = payload_value(payload).to_string();
-        reencoded.as_str()
-    } else {
-        payload
-    };
-    let (id, kind) = (event.id, event.kind.name());
-    let mut frame = String::with_capacity(payload.len() + 2 * kind.len() + 160);
-    // Writing to a String cannot fail.
-    let _ = write!(
-        frame,
-        "id: {id}\nevent: {kind}\ndata: {{\"id\":\"{id}\",\"type\":\"{kind}\",\"created_at\":{},\"payload\":{payload}}}\n\n",
-        event.created_at.secs(),
-    );
+    let kind = event.kind.name();
+    let mut frame = Vec::with_capacity(payload.len() + 2 * kind.len() + 160);
+    // Writing to a Vec cannot fail.
+    let _ = write!(frame, "id: {}\nevent: {kind}\ndata: ", event.id);
+    write_event(&mut frame, event, payload);
+    frame.extend_from_slice(b"\n\n");
     Bytes::from(frame)
 }
 
@@ -84,8 +90,14 @@ mod tests {
             .lines()
             .find_map(|l| l.strip_prefix("data: "))
             .expect("data line");
+        assert_eq!(
+            data,
+            format!(
+                r#"{{"id":"{id}","type":"message.created","created_at":1700000000,"payload":{}}}"#,
+                r#"{"id":"m","message":"a\nb"}"#
+            )
+        );
         let v: Value = serde_json::from_str(data).expect("json");
-        assert_eq!(v, event_json(&event(r#"{"id":"m","message":"a\nb"}"#)));
         assert_eq!(v["payload"]["message"], "a\nb");
         assert_eq!(v["created_at"], 1_700_000_000);
         assert_eq!(text.matches('\n').count(), 4, "{text}");
@@ -97,5 +109,13 @@ mod tests {
         let text = std::str::from_utf8(&frame).expect("utf-8");
         assert_eq!(text.matches('\n').count(), 4, "{text}");
         assert!(text.contains(r#""payload":{"id":"m"}"#), "{text}");
+    }
+
+    #[test]
+    fn an_empty_payload_is_null() {
+        let mut out = Vec::new();
+        write_event(&mut out, &event(""), " ");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(text.ends_with(r#""payload":null}"#), "{text}");
     }
 }

@@ -13,7 +13,7 @@ mod hub;
 mod slots;
 mod stream;
 
-pub use frame::{event_json, payload_value, sse_frame, sse_frame_with};
+pub use frame::{sse_frame, sse_frame_with, write_event};
 pub use hub::{Hub, HubOptions};
 pub use slots::{StreamSlot, StreamSlots};
 pub(crate) use stream::open_stream;

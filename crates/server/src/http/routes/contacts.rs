@@ -4,12 +4,13 @@ use crate::http::service::Service;
 use actix_web::{web, HttpResponse};
 use confab_domain::{ContactId, ContactProfilePatch};
 
-use super::{endpoint, ok, path_id, Endpoint};
+use super::{endpoint, ok_json, path_id, Endpoint};
 use crate::http::auth::Caller;
 use crate::http::dto::{ContactDto, ListDto};
 use crate::http::error::ApiError;
 use crate::http::requests::contacts::{FindContactsIn, UpdateMeIn};
 use crate::http::requests::{Input, NoParams};
+use crate::http::wire;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -34,10 +35,7 @@ async fn find(
 ) -> Result<HttpResponse, ApiError> {
     let FindContactsIn { username } = req;
     let found = service.find_contacts(&caller.0, username.as_str()).await?;
-    Ok(ok(&ListDto {
-        has_more: false,
-        data: found.iter().map(ContactDto::from).collect(),
-    }))
+    Ok(ok_json(wire::list(false, &found, wire::write_contact)))
 }
 
 /// The caller.
@@ -47,7 +45,7 @@ async fn find(
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn me(caller: Caller, _: Input<NoParams>) -> Result<HttpResponse, ApiError> {
-    Ok(ok(&ContactDto::from(&caller.0)))
+    Ok(ok_json(wire::contact(&caller.0)))
 }
 
 /// Change the caller's phone number or avatar.
@@ -74,7 +72,7 @@ async fn update_me(
         avatar_url,
     };
     let contact = service.update_me(&caller.0, patch).await?;
-    Ok(ok(&ContactDto::from(&contact)))
+    Ok(ok_json(wire::contact(&contact)))
 }
 
 /// Get one contact.
@@ -92,5 +90,5 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&path)?;
     let contact = service.contact(&caller.0, id).await?;
-    Ok(ok(&ContactDto::from(&contact)))
+    Ok(ok_json(wire::contact(&contact)))
 }

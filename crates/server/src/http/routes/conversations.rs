@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{ConversationId, ConversationView};
 use confab_service::{ConversationFilter, StoredResponse};
 
-use super::{created, endpoint, no_content, ok, path_id, Endpoint};
+use super::{created, endpoint, no_content, ok, ok_json, path_id, Endpoint};
 use crate::http::auth::Caller;
 use crate::http::dto::{ConversationDto, ListDto};
 use crate::http::error::{ApiError, ErrorBody};
@@ -14,6 +14,7 @@ use crate::http::requests::conversations::{
     CreateConversationIn, ListConversationsIn, UpdateConversationIn,
 };
 use crate::http::requests::{Input, NoParams};
+use crate::http::wire;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -51,9 +52,11 @@ async fn list(
         group_id,
     };
     let conversations = service.list_conversations(&caller.0, filter, page).await?;
-    Ok(ok(&ListDto::from_paged(conversations, |c| {
-        ConversationDto::from(&c)
-    })))
+    Ok(ok_json(wire::list(
+        conversations.has_more,
+        &conversations.items,
+        |out, view| wire::write_serialized(out, &ConversationDto::from(view)),
+    )))
 }
 
 /// Start a conversation: with `contact_id` (direct) or `group_id` (group),

@@ -5,23 +5,26 @@ use actix_web::http::header::{self, HeaderMap};
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::EventId;
 use confab_service::Confab;
-use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{endpoint, ok, Endpoint};
-use crate::delivery::events::{open_stream, payload_value, Hub, StreamSlots};
+use super::{endpoint, ok_json, Endpoint};
+use crate::delivery::events::{open_stream, write_event, Hub, StreamSlots};
 use crate::http::auth::{bearer_token, Caller};
 use crate::http::dto::ListDto;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::requests::events::EventsIn;
 use crate::http::requests::Input;
+use crate::http::wire;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![endpoint!(events, __path_events)]
 }
 
 /// An event as the list and the stream's `data:` lines carry it.
-#[derive(Debug, Serialize, ToSchema)]
+// Schema only (nothing reads its fields): written by
+// `crate::delivery::events::write_event`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
 pub struct EventDto {
     /// Names the change: the same for every recipient (dedupe by it).
     pub id: String,
@@ -80,7 +83,10 @@ async fn events(
     if wants_json(req.headers()) {
         let limit = limit.unwrap_or_default();
         let page = service.list_events(&caller.0, after, limit).await?;
-        return Ok(ok(&ListDto::from_paged(page, |e| EventDto::from(&e))));
+        return Ok(ok_json(wire::list(page.has_more, &page.items, |out, e| {
+            write_event(out, e, &e.payload);
+            Ok(())
+        })));
     }
     if limit.is_some() {
         return Err(ApiError::invalid(
@@ -108,17 +114,6 @@ async fn events(
         subscription,
         slot,
     ))
-}
-
-impl From<&confab_service::StoredEvent> for EventDto {
-    fn from(e: &confab_service::StoredEvent) -> Self {
-        Self {
-            id: e.id.to_string(),
-            kind: e.kind.name().to_owned(),
-            created_at: e.created_at.secs(),
-            payload: payload_value(&e.payload),
-        }
-    }
 }
 
 /// `Last-Event-ID`, the header a reconnecting client sends; empty means

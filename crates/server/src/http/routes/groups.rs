@@ -5,13 +5,14 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Group, GroupId};
 use confab_service::{GroupUpdate, NewGroupRequest, StoredResponse};
 
-use super::{created, endpoint, no_content, ok, path_id, Endpoint};
+use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
 use crate::http::auth::Caller;
 use crate::http::dto::{GroupDto, ListDto};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::idempotency;
 use crate::http::requests::groups::{CreateGroupIn, ListGroupsIn, UpdateGroupIn};
 use crate::http::requests::{Input, NoParams};
+use crate::http::wire;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -37,7 +38,11 @@ async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let ListGroupsIn { page } = req;
     let groups = service.list_groups(&caller.0, page).await?;
-    Ok(ok(&ListDto::from_paged(groups, |g| GroupDto::from(&g))))
+    Ok(ok_json(wire::list(
+        groups.has_more,
+        &groups.items,
+        wire::write_group,
+    )))
 }
 
 /// Create a group; the caller becomes its owner and a member.
@@ -79,7 +84,7 @@ async fn create(
 
 /// The answer to a new group.
 fn founded(group: &Group) -> StoredResponse {
-    created(format!("/v1/groups/{}", group.id), &GroupDto::from(group))
+    created_json(format!("/v1/groups/{}", group.id), wire::group(group))
 }
 
 /// Get one group.
@@ -97,7 +102,7 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id: GroupId = path_id(&path)?;
     let group = service.group(&caller.0, id).await?;
-    Ok(ok(&GroupDto::from(&group)))
+    Ok(ok_json(wire::group(&group)))
 }
 
 /// Rename, describe, add or remove members (owner); any member may remove
@@ -137,7 +142,7 @@ async fn update(
         remove_contact_ids,
     };
     let group = service.update_group(&caller.0, id, update).await?;
-    Ok(ok(&GroupDto::from(&group)))
+    Ok(ok_json(wire::group(&group)))
 }
 
 /// Delete a group and its conversations (owner).

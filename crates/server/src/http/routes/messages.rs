@@ -1,17 +1,20 @@
 //! `/v1/messages`: list, send, get, edit / react / attach, unreact, delete.
 
-use crate::http::service::Service;
+use std::sync::Arc;
+
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Message, MessageId, ReactionName};
 use confab_service::{MessageUpdate, SendMessage, StoredResponse};
 
-use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
+use super::{created_text, endpoint, no_content, ok_json, ok_text, path_id, Endpoint};
 use crate::http::auth::Caller;
 use crate::http::dto::{ListDto, MessageDto};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::idempotency;
+use crate::http::payloads::RenderedOnce;
 use crate::http::requests::messages::{ListMessagesIn, SendMessageIn, UpdateMessageIn};
 use crate::http::requests::{Input, NoParams};
+use crate::http::service::Service;
 
 pub fn endpoints() -> Vec<Endpoint> {
     vec![
@@ -76,18 +79,22 @@ async fn send(
         text,
         attachments,
     };
-    idempotency::post(&service, &caller.0, &http, sent, |completion| {
-        service.send_message(&caller.0, send, completion)
+    // The message's JSON is written once, for its event, and is also the
+    // answer (kept for the idempotency key, and sent).
+    let once = Arc::new(RenderedOnce::default());
+    let answer = {
+        let once = once.clone();
+        move |message: &Message| sent(message, once.message_json(message))
+    };
+    idempotency::post(&service, &caller.0, &http, answer, |completion| {
+        service.send_message_rendered_by(&caller.0, send, completion, once)
     })
     .await
 }
 
-/// The answer to a send.
-fn sent(message: &Message) -> StoredResponse {
-    created_json(
-        format!("/v1/messages/{}", message.id),
-        crate::http::wire::message(message),
-    )
+/// The answer to a send: 201 with the message's JSON.
+fn sent(message: &Message, json: String) -> StoredResponse {
+    created_text(format!("/v1/messages/{}", message.id), json)
 }
 
 /// Get one message.
@@ -141,8 +148,12 @@ async fn update(
         reactions,
         attachments,
     };
-    let message = service.update_message(&caller.0, id, update).await?;
-    Ok(ok_json(crate::http::wire::message(&message)))
+    // Written once, for the event (if anything changed) and the answer.
+    let once = Arc::new(RenderedOnce::default());
+    let message = service
+        .update_message_rendered_by(&caller.0, id, update, once.clone())
+        .await?;
+    Ok(ok_text(once.message_json(&message)))
 }
 
 /// Delete a message for good, with its reactions and attachments (sender
@@ -188,6 +199,10 @@ async fn unreact(
     let (id, name) = path.into_inner();
     let id: MessageId = path_id(&id)?;
     let name = ReactionName::new(name).map_err(|_| ApiError::not_found(None))?;
-    let message = service.remove_reaction(&caller.0, id, name).await?;
-    Ok(ok_json(crate::http::wire::message(&message)))
+    // Written once, for the event (if anything changed) and the answer.
+    let once = Arc::new(RenderedOnce::default());
+    let message = service
+        .remove_reaction_rendered_by(&caller.0, id, name, once.clone())
+        .await?;
+    Ok(ok_text(once.message_json(&message)))
 }

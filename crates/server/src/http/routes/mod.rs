@@ -188,9 +188,8 @@ fn path_id<T: FromStr>(raw: &str) -> Result<T, ApiError> {
 
 fn ok<T: Serialize>(body: &T) -> HttpResponse {
     // `HttpResponse::json` serializes into a buffer of 128 bytes that
-    // doubles as it fills, copying what it holds each time: a page (10
-    // messages by default, ~5 KB) went through six of those. One buffer
-    // of [`crate::http::wire::BUFFER`] up front holds most answers whole.
+    // doubles as it fills, copying what it holds each time. One buffer of
+    // [`crate::http::wire::BUFFER`] up front holds most answers whole.
     let mut buf = Vec::with_capacity(crate::http::wire::BUFFER);
     ok_json(serde_json::to_writer(&mut buf, body).map(|()| buf))
 }
@@ -207,6 +206,13 @@ fn ok_json(body: serde_json::Result<Vec<u8>>) -> HttpResponse {
     }
 }
 
+/// A 200 with this JSON, already written.
+fn ok_text(json: String) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(actix_web::http::header::ContentType::json())
+        .body(json)
+}
+
 /// A 201 with `Location`, as an answer an idempotency key can keep (see
 /// [`crate::http::idempotency::post`], which sends it).
 fn created<T: Serialize>(location: String, body: &T) -> StoredResponse {
@@ -215,11 +221,16 @@ fn created<T: Serialize>(location: String, body: &T) -> StoredResponse {
 
 /// [`created`] with this JSON (written by [`crate::http::wire`]).
 fn created_json(location: String, body: serde_json::Result<Vec<u8>>) -> StoredResponse {
+    // A wire object is plain data: writing it cannot fail.
+    created_text(location, crate::http::wire::text(body).unwrap_or_default())
+}
+
+/// [`created`] with this JSON, already written.
+fn created_text(location: String, json: String) -> StoredResponse {
     StoredResponse {
         status: StatusCode::CREATED.as_u16(),
         location: Some(location),
-        // A wire object is plain data: writing it cannot fail.
-        body: crate::http::wire::text(body).unwrap_or_default(),
+        body: json,
     }
 }
 
