@@ -485,12 +485,15 @@ pub trait GroupStore: Send + Sync {
 }
 
 /// What a request answered, kept so that a retry with the same
-/// `Idempotency-Key` gets it again byte for byte.
+/// idempotency key gets it again byte for byte. The store keeps it as it
+/// is given and reads nothing into it: what the code and the location mean
+/// is the caller's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredResponse {
-    /// The answer's status code, replayed as it was.
-    pub status: u16,
-    /// The `Location` header, when the answer had one.
+    /// The answer's code (the kind of outcome, in the caller's numbering),
+    /// replayed as it was.
+    pub code: u16,
+    /// Where the answer points, when it named the created resource.
     pub location: Option<String>,
     /// The answer's body, replayed byte for byte.
     pub body: String,

@@ -113,7 +113,7 @@ async fn refused_or_rolled_back_writes_leave_no_event(s: S) {
             holder: new_id(),
         },
         |_: &Message| StoredResponse {
-            status: 201,
+            code: 201,
             location: None,
             body: String::new(),
         },

@@ -29,9 +29,9 @@ fn request(claim: &KeyClaim, fingerprint: &str, now: Timestamp) -> ClaimRequest 
     }
 }
 
-fn answer(status: u16, body: &str) -> StoredResponse {
+fn answer(code: u16, body: &str) -> StoredResponse {
     StoredResponse {
-        status,
+        code,
         location: Some(format!("/v1/things/{body}")),
         body: body.to_owned(),
     }

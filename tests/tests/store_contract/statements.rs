@@ -317,7 +317,7 @@ mod per_endpoint {
         rows.push(("POST /v1/messages (Idempotency-Key: claim a new key)", n));
         let completion = confab_service::Completion::new(claim, |m: &confab_domain::Message| {
             confab_service::StoredResponse {
-                status: 201,
+                code: 201,
                 location: None,
                 body: m.id.to_string(),
             }

@@ -49,7 +49,7 @@ fn fingerprint(req: &HttpRequest) -> String {
 
 /// The answer kept for an idempotency key, as an HTTP response.
 pub fn respond(stored: StoredResponse) -> HttpResponse {
-    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = StatusCode::from_u16(stored.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
     response.content_type(mime_json());
     if let Some(location) = &stored.location {
@@ -144,7 +144,7 @@ where
                 // An answer the operation decided (400, 403, 404) is kept
                 // like a success; the database just answered.
                 let keep = StoredResponse {
-                    status: error.status_code().as_u16(),
+                    code: error.status_code().as_u16(),
                     location: None,
                     body: error.body_text(),
                 };

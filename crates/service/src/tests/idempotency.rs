@@ -13,9 +13,9 @@ fn key(s: &str) -> IdempotencyKey {
     IdempotencyKey::parse(s).expect("valid key")
 }
 
-fn stored(status: u16, body: &str) -> StoredResponse {
+fn stored(code: u16, body: &str) -> StoredResponse {
     StoredResponse {
-        status,
+        code,
         location: None,
         body: body.to_owned(),
     }
@@ -235,7 +235,7 @@ async fn a_run_that_wrote_nothing_keeps_its_answer_or_frees_its_key() {
     let mut m = Mocks::new();
     m.idempotency
         .expect_complete_key()
-        .withf(|c, r| *c == claim() && r.status == 404)
+        .withf(|c, r| *c == claim() && r.code == 404)
         .times(1)
         .returning(|_, _| Ok(true));
     m.idempotency

@@ -279,7 +279,7 @@ fn claim_stored(conn: &mut Conn, request: &ClaimRequest) -> Result<Option<ClaimO
         (Some(status), Some(body)) => ClaimOutcome::Completed {
             same_request,
             response: StoredResponse {
-                status: u16::try_from(status).unwrap_or(500),
+                code: u16::try_from(status).unwrap_or(500),
                 location,
                 body,
             },
@@ -299,7 +299,7 @@ fn store_response(conn: &mut Conn, claim: &KeyClaim, response: &StoredResponse) 
             .filter(keys::status.is_null()),
     )
     .set((
-        keys::status.eq(i32::from(response.status)),
+        keys::status.eq(i32::from(response.code)),
         keys::location.eq(&response.location),
         keys::body.eq(&response.body),
     ))

@@ -279,7 +279,7 @@ pub(crate) fn append_statement(
             Bind::Id(claim.contact_id.db()),
             Bind::Text(claim.key),
             Bind::Id(DbId::from(claim.holder)),
-            Bind::Int(i64::from(response.status)),
+            Bind::Int(i64::from(response.code)),
             Bind::MaybeText(response.location),
             Bind::Text(response.body),
         ]);

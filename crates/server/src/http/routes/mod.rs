@@ -228,7 +228,7 @@ fn created_json(location: String, body: serde_json::Result<Vec<u8>>) -> StoredRe
 /// [`created`] with this JSON, already written.
 fn created_text(location: String, json: String) -> StoredResponse {
     StoredResponse {
-        status: StatusCode::CREATED.as_u16(),
+        code: StatusCode::CREATED.as_u16(),
         location: Some(location),
         body: json,
     }
