@@ -50,12 +50,12 @@ pub struct ContactDto {
 impl From<&Contact> for ContactDto {
     fn from(c: &Contact) -> Self {
         Self {
-            id: c.id.to_string(),
-            username: c.username.to_string(),
-            phone_number: c.phone_number.to_string(),
-            avatar_url: c.avatar_url.to_string(),
-            last_active_at: secs(c.last_active_at),
-            created_at: secs(c.created_at),
+            id: c.id().to_string(),
+            username: c.username().to_string(),
+            phone_number: c.phone_number().to_string(),
+            avatar_url: c.avatar_url().to_string(),
+            last_active_at: secs(c.last_active_at()),
+            created_at: secs(c.created_at()),
         }
     }
 }
@@ -122,8 +122,12 @@ impl ToSchema for ReactionDto {}
 impl From<&Reaction> for ReactionDto {
     fn from(r: &Reaction) -> Self {
         Self {
-            name: r.name.to_string(),
-            usernames: r.reactors.iter().map(|x| x.username.to_string()).collect(),
+            name: r.name().to_string(),
+            usernames: r
+                .reactors()
+                .iter()
+                .map(|x| x.username.to_string())
+                .collect(),
         }
     }
 }
@@ -146,15 +150,15 @@ pub struct MessageDto {
 impl From<&Message> for MessageDto {
     fn from(m: &Message) -> Self {
         Self {
-            id: m.id.to_string(),
-            conversation_id: m.conversation_id.to_string(),
-            contact: ContactDto::from(&m.sender),
-            message: m.text.to_string(),
-            reactions: m.reactions.iter().map(ReactionDto::from).collect(),
-            attachments: m.attachments.iter().map(AttachmentDto::from).collect(),
-            read_at: opt_secs(m.read_at),
-            created_at: secs(m.created_at),
-            updated_at: opt_secs(m.updated_at),
+            id: m.id().to_string(),
+            conversation_id: m.conversation_id().to_string(),
+            contact: ContactDto::from(m.sender()),
+            message: m.text().to_string(),
+            reactions: m.reactions().iter().map(ReactionDto::from).collect(),
+            attachments: m.attachments().iter().map(AttachmentDto::from).collect(),
+            read_at: opt_secs(m.read_at()),
+            created_at: secs(m.created_at()),
+            updated_at: opt_secs(m.updated_at()),
         }
     }
 }
@@ -189,15 +193,15 @@ impl From<&ConversationView> for ConversationDto {
     fn from(v: &ConversationView) -> Self {
         let c = &v.conversation;
         Self {
-            id: c.id.to_string(),
+            id: c.id().to_string(),
             contact_id: v.contact_id().map(|id| id.to_string()),
             group_id: c.group_id().map(|id| id.to_string()),
-            pinned_message_id: c.pinned_message_id.map(|id| id.to_string()),
+            pinned_message_id: c.pinned_message_id().map(|id| id.to_string()),
             is_pinned: v.state.is_pinned,
             is_muted: v.state.is_muted,
-            last_active_at: opt_secs(c.last_active_at),
+            last_active_at: opt_secs(c.last_active_at()),
             last_opened_at: opt_secs(v.state.last_opened_at),
-            created_at: secs(c.created_at),
+            created_at: secs(c.created_at()),
             archived_at: opt_secs(v.state.archived_at),
             unread_count: v.state.unread_count,
         }
@@ -226,18 +230,18 @@ pub struct GroupDto {
 impl From<&Group> for GroupDto {
     fn from(g: &Group) -> Self {
         Self {
-            id: g.id.to_string(),
-            name: g.name.to_string(),
-            description: g.description.to_string(),
-            avatar_url: g.avatar_url.to_string(),
+            id: g.id().to_string(),
+            name: g.name().to_string(),
+            description: g.description().to_string(),
+            avatar_url: g.avatar_url().to_string(),
             contacts: g
-                .members
+                .members()
                 .iter()
                 .take(GROUP_EMBEDDED_MEMBERS)
                 .map(|m| ContactDto::from(&m.contact))
                 .collect(),
-            member_count: g.members.len() as u64,
-            created_at: secs(g.created_at),
+            member_count: g.members().len() as u64,
+            created_at: secs(g.created_at()),
         }
     }
 }
@@ -246,21 +250,22 @@ impl From<&Group> for GroupDto {
 mod tests {
     use super::*;
     use confab_domain::{
-        AvatarUrl, ContactId, ConversationId, MessageId, MessageText, PhoneNumber, ReactionName,
-        Reactor, Username,
+        AvatarUrl, ContactId, ContactParts, ConversationId, MessageId, MessageParts, MessageText,
+        PhoneNumber, ReactionName, Reactor, Username,
     };
     use serde_json::json;
     use uuid::Uuid;
 
     fn contact(n: u128, name: &str) -> Contact {
-        Contact {
+        Contact::new(ContactParts {
             id: ContactId::from_uuid(Uuid::from_u128(n)),
             username: Username::new(name.into()).expect("valid"),
             phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
             avatar_url: AvatarUrl::none(),
             last_active_at: Timestamp::from_micros(1_700_000_000_999_999),
             created_at: Timestamp::from_secs(1_600_000_000),
-        }
+        })
+        .expect("valid")
     }
 
     #[test]
@@ -268,29 +273,32 @@ mod tests {
         let alice = contact(1, "alice");
         let bob = contact(2, "bob");
         let reactor = |c: &Contact| Reactor {
-            contact_id: c.id,
-            username: c.username.clone(),
+            contact_id: c.id(),
+            username: c.username().clone(),
         };
-        let m = Message {
+        let m = Message::new(MessageParts {
             id: MessageId::from_uuid(Uuid::from_u128(3)),
             conversation_id: ConversationId::from_uuid(Uuid::from_u128(4)),
             sender: alice.clone(),
             text: MessageText::new("hi".into()).expect("valid"),
             reactions: vec![
-                Reaction {
-                    name: ReactionName::new("like".into()).expect("valid"),
-                    reactors: vec![reactor(&alice), reactor(&bob)],
-                },
-                Reaction {
-                    name: ReactionName::new("heart".into()).expect("valid"),
-                    reactors: vec![reactor(&bob)],
-                },
+                Reaction::new(
+                    ReactionName::new("like".into()).expect("valid"),
+                    vec![reactor(&alice), reactor(&bob)],
+                )
+                .expect("valid"),
+                Reaction::new(
+                    ReactionName::new("heart".into()).expect("valid"),
+                    vec![reactor(&bob)],
+                )
+                .expect("valid"),
             ],
             attachments: vec![],
             read_at: None,
             created_at: Timestamp::from_secs(1_700_000_001),
             updated_at: None,
-        };
+        })
+        .expect("valid");
         let v = serde_json::to_value(MessageDto::from(&m)).expect("json");
         assert_eq!(
             v,

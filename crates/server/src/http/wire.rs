@@ -48,40 +48,40 @@ pub fn message(m: &Message) -> serde_json::Result<Vec<u8>> {
 
 fn write_message(out: &mut Vec<u8>, m: &Message) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
-    id(out, m.id.as_uuid());
+    id(out, m.id().as_uuid());
     out.extend_from_slice(br#","conversation_id":"#);
-    id(out, m.conversation_id.as_uuid());
+    id(out, m.conversation_id().as_uuid());
     out.extend_from_slice(br#","contact":"#);
-    write_contact(out, &m.sender)?;
+    write_contact(out, m.sender())?;
     out.extend_from_slice(br#","message":"#);
-    string(out, m.text.as_str())?;
+    string(out, m.text().as_str())?;
     out.extend_from_slice(br#","reactions":"#);
-    array(out, &m.reactions, write_reaction)?;
+    array(out, m.reactions(), write_reaction)?;
     out.extend_from_slice(br#","attachments":"#);
-    array(out, &m.attachments, write_attachment)?;
+    array(out, m.attachments(), write_attachment)?;
     out.extend_from_slice(br#","read_at":"#);
-    opt_secs(out, m.read_at)?;
+    opt_secs(out, m.read_at())?;
     out.extend_from_slice(br#","created_at":"#);
-    secs(out, m.created_at)?;
+    secs(out, m.created_at())?;
     out.extend_from_slice(br#","updated_at":"#);
-    opt_secs(out, m.updated_at)?;
+    opt_secs(out, m.updated_at())?;
     out.push(b'}');
     Ok(())
 }
 
 fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
-    id(out, c.id.as_uuid());
+    id(out, c.id().as_uuid());
     out.extend_from_slice(br#","username":"#);
-    string(out, c.username.as_str())?;
+    string(out, c.username().as_str())?;
     out.extend_from_slice(br#","phone_number":"#);
-    string(out, c.phone_number.as_str())?;
+    string(out, c.phone_number().as_str())?;
     out.extend_from_slice(br#","avatar_url":"#);
-    string(out, c.avatar_url.as_str())?;
+    string(out, c.avatar_url().as_str())?;
     out.extend_from_slice(br#","last_active_at":"#);
-    secs(out, c.last_active_at)?;
+    secs(out, c.last_active_at())?;
     out.extend_from_slice(br#","created_at":"#);
-    secs(out, c.created_at)?;
+    secs(out, c.created_at())?;
     out.push(b'}');
     Ok(())
 }
@@ -89,9 +89,9 @@ fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
 /// `{"like": ["alice", "bob"]}`.
 fn write_reaction(out: &mut Vec<u8>, r: &Reaction) -> serde_json::Result<()> {
     out.push(b'{');
-    string(out, r.name.as_str())?;
+    string(out, r.name().as_str())?;
     out.push(b':');
-    array(out, &r.reactors, |out, reactor| {
+    array(out, r.reactors(), |out, reactor| {
         string(out, reactor.username.as_str())
     })?;
     out.push(b'}');
@@ -180,8 +180,9 @@ mod tests {
     use super::*;
     use crate::http::dto::{ListDto, MessageDto};
     use confab_domain::{
-        AttachmentId, AvatarUrl, ContactId, ConversationId, FileSize, FileType, FileUrl, Filename,
-        MessageId, MessageText, PhoneNumber, ReactionName, Reactor, Username,
+        AttachmentId, AvatarUrl, ContactId, ContactParts, ConversationId, FileSize, FileType,
+        FileUrl, Filename, MessageId, MessageParts, MessageText, PhoneNumber, ReactionName,
+        Reactor, Username,
     };
     use proptest::prelude::*;
 
@@ -206,7 +207,7 @@ mod tests {
             .prop_filter_map(
                 "a valid contact",
                 |(id, name, phone, avatar, seen, made)| {
-                    Some(Contact {
+                    Contact::new(ContactParts {
                         id: ContactId::from_uuid(Uuid::from_u128(id)),
                         username: Username::new(name).ok()?,
                         phone_number: PhoneNumber::new(phone).ok()?,
@@ -214,6 +215,7 @@ mod tests {
                         last_active_at: Timestamp::from_micros(seen),
                         created_at: Timestamp::from_micros(made),
                     })
+                    .ok()
                 },
             )
     }
@@ -224,9 +226,9 @@ mod tests {
             prop::collection::vec((any::<u128>(), "[a-z][a-z0-9_]{0,31}"), 1..4),
         )
             .prop_filter_map("a valid reaction", |(name, reactors)| {
-                Some(Reaction {
-                    name: ReactionName::new(name).ok()?,
-                    reactors: reactors
+                Reaction::new(
+                    ReactionName::new(name).ok()?,
+                    reactors
                         .into_iter()
                         .map(|(id, username)| {
                             Some(Reactor {
@@ -235,7 +237,8 @@ mod tests {
                             })
                         })
                         .collect::<Option<_>>()?,
-                })
+                )
+                .ok()
             })
     }
 
@@ -268,7 +271,7 @@ mod tests {
     }
 
     prop_compose! {
-        fn any_message()(
+        fn message_parts()(
             ids in any::<(u128, u128)>(),
             sender in contact(),
             text in any_text(),
@@ -277,19 +280,28 @@ mod tests {
             read_at in prop::option::of(any::<i64>()),
             created_at in any::<i64>(),
             updated_at in prop::option::of(any::<i64>()),
-        ) -> Message {
-            Message {
-                id: MessageId::from_uuid(Uuid::from_u128(ids.0)),
+        ) -> MessageParts {
+            let id = MessageId::from_uuid(Uuid::from_u128(ids.0));
+            MessageParts {
+                id,
                 conversation_id: ConversationId::from_uuid(Uuid::from_u128(ids.1)),
                 sender,
                 text,
                 reactions,
-                attachments,
+                // A message's attachments are its own.
+                attachments: attachments
+                    .into_iter()
+                    .map(|a| Attachment { message_id: id, ..a })
+                    .collect(),
                 read_at: read_at.map(Timestamp::from_micros),
                 created_at: Timestamp::from_micros(created_at),
                 updated_at: updated_at.map(Timestamp::from_micros),
             }
         }
+    }
+
+    fn any_message() -> impl Strategy<Value = Message> {
+        message_parts().prop_filter_map("a valid message", |p| Message::new(p).ok())
     }
 
     proptest! {

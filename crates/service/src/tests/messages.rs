@@ -13,7 +13,7 @@ async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
     // The store answers "not visible" exactly like "no such message".
     m.messages
         .expect_message_for()
-        .with(eq(carol.id), eq(msg_id()))
+        .with(eq(carol.id()), eq(msg_id()))
         .returning(|_, _| Ok(None));
     let svc = m.service();
     assert!(matches!(
@@ -159,7 +159,7 @@ async fn any_member_reacts_in_own_name() {
     visible_message(&mut m, alice(), &bob());
     m.messages
         .expect_update_message()
-        .withf(|_, c, _| c.reactor == bob().id && c.add_reactions.len() == 1 && c.text.is_none())
+        .withf(|_, c, _| c.reactor == bob().id() && c.add_reactions.len() == 1 && c.text.is_none())
         .times(1)
         .returning(|_, _, _| Ok(message_from(alice())));
     let update = MessageUpdate {
@@ -185,7 +185,7 @@ async fn empty_update_returns_the_message_without_writing() {
         .update_message(&alice(), msg_id(), MessageUpdate::default())
         .await
         .expect("ok");
-    assert_eq!(got.updated_at, None);
+    assert_eq!(got.updated_at(), None);
 }
 
 #[tokio::test]

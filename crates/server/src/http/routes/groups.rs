@@ -78,7 +78,7 @@ async fn create(
 
 /// The answer to a new group.
 fn founded(group: &Group) -> StoredResponse {
-    created(format!("/v1/groups/{}", group.id), &GroupDto::from(group))
+    created(format!("/v1/groups/{}", group.id()), &GroupDto::from(group))
 }
 
 /// Get one group.

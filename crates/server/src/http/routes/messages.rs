@@ -84,7 +84,7 @@ async fn send(
 /// The answer to a send.
 fn sent(message: &Message) -> StoredResponse {
     created_json(
-        format!("/v1/messages/{}", message.id),
+        format!("/v1/messages/{}", message.id()),
         crate::http::wire::message(message),
     )
 }
