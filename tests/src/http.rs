@@ -161,7 +161,7 @@ impl TestApp {
             .await
             .expect("issue token");
         User {
-            id: contact.id.to_string(),
+            id: contact.id().to_string(),
             username: username.to_owned(),
             token,
         }

@@ -7,21 +7,21 @@
 use std::error::Error;
 
 use confab_domain::{
-    conversation_updated, AvatarUrl, Change, Contact, Conversation, ConversationId, DomainError,
-    EventId, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupRole, MemberState,
-    MemberStatePatch, Message, MessageId, MessageText, PhoneNumber, ReactionName, Timestamp,
-    Username,
+    conversation_updated, AvatarUrl, Change, Contact, ContactParts, Conversation, ConversationId,
+    DomainError, EventId, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupParts,
+    GroupRole, MemberState, MemberStatePatch, Message, MessageId, MessageParts, MessageText,
+    PhoneNumber, ReactionName, Timestamp, Username,
 };
 
 fn contact(id: &str, name: &str, now: Timestamp) -> Result<Contact, Box<dyn Error>> {
-    Ok(Contact {
+    Ok(Contact::new(ContactParts {
         id: id.parse()?,
         username: Username::new(name.to_owned())?,
         phone_number: PhoneNumber::new("+15550100".to_owned())?,
         avatar_url: AvatarUrl::none(),
         last_active_at: now,
         created_at: now,
-    })
+    })?)
 }
 
 /// Prints what a rule answered: the value it let through, or why not.
@@ -41,13 +41,13 @@ fn main() -> Result<(), Box<dyn Error>> {
     let chat_id: ConversationId = "0190a1b2-0000-7000-8000-0000000000c0".parse()?;
     show(
         "a conversation with oneself",
-        Conversation::new_direct(chat_id, alice.id, alice.id, now).map(|c| c.id),
+        Conversation::new_direct(chat_id, alice.id(), alice.id(), now).map(|c| c.id()),
     );
-    let chat = Conversation::new_direct(chat_id, alice.id, bob.id, now)?;
+    let chat = Conversation::new_direct(chat_id, alice.id(), bob.id(), now)?;
     println!(
         "{:<44} {:?}",
         "bob's view: the other member is",
-        chat.other_member(bob.id).map(|c| c == alice.id)
+        chat.other_member(bob.id()).map(|c| c == alice.id())
     );
 
     // Values: checked once, when built.
@@ -61,9 +61,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     show("reaction name \"Like\"", ReactionName::new("Like".into()));
 
-    let message = Message {
+    // Entities: built through a constructor that checks the rules between
+    // their attributes; their fields are private.
+    let message = Message::new(MessageParts {
         id: "0190a1b2-0000-7000-8000-0000000000d0".parse()?,
-        conversation_id: chat.id,
+        conversation_id: chat.id(),
         sender: alice.clone(),
         text: MessageText::new("Hello, Bob!".into())?,
         reactions: vec![],
@@ -71,14 +73,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         read_at: None,
         created_at: now,
         updated_at: None,
-    };
+    })?;
 
     // The pinned message: a message of this conversation only.
     show("pin alice's message", chat.check_pin(&message));
-    let elsewhere = Message {
+    let elsewhere = Message::new(MessageParts {
         conversation_id: "0190a1b2-0000-7000-8000-0000000000c1".parse()?,
-        ..message.clone()
-    };
+        ..message.clone().into_parts()
+    })?;
     show(
         "pin a message of another conversation",
         chat.check_pin(&elsewhere),
@@ -109,12 +111,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     // Such a change concerns bob alone: its event goes to him only.
     let mut n = 0u128;
     let events = conversation_updated(
-        Change::new(bob.id, now),
+        Change::new(bob.id(), now),
         || {
             n += 1;
             EventId::from_uuid(uuid_from(n))
         },
-        chat.id,
+        chat.id(),
         false,
     );
     println!(
@@ -123,8 +125,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
 
     // Messages: only the sender edits or deletes; reactions in one's own name.
-    show("alice edits her message", message.check_edit(alice.id));
-    show("bob edits alice's message", message.check_edit(bob.id));
+    show("alice edits her message", message.check_edit(alice.id()));
+    show("bob edits alice's message", message.check_edit(bob.id()));
     let like = ReactionName::new("like".into())?;
     show(
         "bob reacts \"like\" as bob",
@@ -136,16 +138,16 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     show(
         "alice attaches 11 files",
-        message.check_attach(alice.id, 11),
+        message.check_attach(alice.id(), 11),
     );
 
     // Groups: owners change them; the last owner cannot leave.
-    let group = Group {
+    let group = Group::new(GroupParts {
         id: "0190a1b2-0000-7000-8000-0000000000e0".parse::<GroupId>()?,
         name: GroupName::new("Team".into())?,
         description: GroupDescription::empty(),
         avatar_url: AvatarUrl::none(),
-        created_by: alice.id,
+        created_by: alice.id(),
         created_at: now,
         members: vec![
             GroupMember {
@@ -157,18 +159,18 @@ fn main() -> Result<(), Box<dyn Error>> {
                 role: GroupRole::Member,
             },
         ],
-    };
+    })?;
     show(
         "bob leaves the group",
-        group.check_update(bob.id, false, &[], &[bob.id]),
+        group.check_update(bob.id(), false, &[], &[bob.id()]),
     );
     show(
         "bob removes alice",
-        group.check_update(bob.id, false, &[], &[alice.id]),
+        group.check_update(bob.id(), false, &[], &[alice.id()]),
     );
     show(
         "alice, the last owner, leaves",
-        group.check_update(alice.id, false, &[], &[alice.id]),
+        group.check_update(alice.id(), false, &[], &[alice.id()]),
     );
 
     // Ids have one spelling.

@@ -1,26 +1,155 @@
-use crate::{AvatarUrl, ContactId, PhoneNumber, Timestamp, Username};
+use crate::{AvatarUrl, ContactId, DomainError, Field, PhoneNumber, Rule, Timestamp, Username};
+
+/// The attributes of a [`Contact`], unchecked: what [`Contact::new`] takes
+/// and [`Contact::into_parts`] gives back. Its fields are public because it
+/// holds no invariant; a `Contact` built from it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContactParts {
+    /// See [`Contact::id`].
+    pub id: ContactId,
+    /// See [`Contact::username`].
+    pub username: Username,
+    /// See [`Contact::phone_number`].
+    pub phone_number: PhoneNumber,
+    /// See [`Contact::avatar_url`].
+    pub avatar_url: AvatarUrl,
+    /// See [`Contact::last_active_at`].
+    pub last_active_at: Timestamp,
+    /// See [`Contact::created_at`].
+    pub created_at: Timestamp,
+}
 
 /// A user of the service: whoever holds an access token.
+///
+/// Built only through [`Contact::new`]; its id, username and creation time
+/// never change, and its activity only moves forward
+/// ([`Contact::record_activity`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contact {
-    /// Never changes.
-    pub id: ContactId,
-    /// Unique case-insensitively.
-    pub username: Username,
-    /// The contact's own phone number; they may change it.
-    pub phone_number: PhoneNumber,
-    /// Empty when the contact has none; they may change it.
-    pub avatar_url: AvatarUrl,
-    /// Time of the latest authenticated request; starts at `created_at`.
-    pub last_active_at: Timestamp,
-    /// When the contact was created.
-    pub created_at: Timestamp,
+    id: ContactId,
+    username: Username,
+    phone_number: PhoneNumber,
+    avatar_url: AvatarUrl,
+    last_active_at: Timestamp,
+    created_at: Timestamp,
 }
 
 impl Contact {
     /// How often `last_active_at` is written at most: it is a hint, not an
     /// audit log, and writing it on every request would make reads write.
     pub const ACTIVITY_RESOLUTION_SECS: i64 = 60;
+
+    /// The contact `parts` describe. Its activity starts when it is
+    /// created: `last_active_at` may not lie before `created_at`.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::LastActiveAt`] with
+    /// [`Rule::ActiveBeforeCreation`] when it does.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use confab_domain::{
+    ///     AvatarUrl, Contact, ContactParts, DomainError, Field, PhoneNumber, Rule, Timestamp,
+    ///     Username,
+    /// };
+    ///
+    /// let created = Timestamp::from_secs(1_700_000_000);
+    /// let parts = ContactParts {
+    ///     id: "0190a1b2-0000-7000-8000-00000000000a".parse()?,
+    ///     username: Username::new("alice".into())?,
+    ///     phone_number: PhoneNumber::new("+15550100".into())?,
+    ///     avatar_url: AvatarUrl::none(),
+    ///     last_active_at: created,
+    ///     created_at: created,
+    /// };
+    /// let mut alice = Contact::new(parts.clone())?;
+    /// alice.record_activity(created.plus_secs(90));
+    /// assert_eq!(alice.last_active_at(), created.plus_secs(90));
+    ///
+    /// // Active before it existed: no such contact.
+    /// let refused = Contact::new(ContactParts { last_active_at: created.plus_secs(-1), ..parts });
+    /// assert_eq!(
+    ///     refused,
+    ///     Err(DomainError::breaks(Field::LastActiveAt, Rule::ActiveBeforeCreation))
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(parts: ContactParts) -> Result<Self, DomainError> {
+        if parts.last_active_at < parts.created_at {
+            return Err(DomainError::breaks(
+                Field::LastActiveAt,
+                Rule::ActiveBeforeCreation,
+            ));
+        }
+        let ContactParts {
+            id,
+            username,
+            phone_number,
+            avatar_url,
+            last_active_at,
+            created_at,
+        } = parts;
+        Ok(Self {
+            id,
+            username,
+            phone_number,
+            avatar_url,
+            last_active_at,
+            created_at,
+        })
+    }
+
+    /// Its attributes, for a caller that takes the contact apart (and may
+    /// build another through [`Contact::new`]).
+    pub fn into_parts(self) -> ContactParts {
+        ContactParts {
+            id: self.id,
+            username: self.username,
+            phone_number: self.phone_number,
+            avatar_url: self.avatar_url,
+            last_active_at: self.last_active_at,
+            created_at: self.created_at,
+        }
+    }
+
+    /// Never changes.
+    pub fn id(&self) -> ContactId {
+        self.id
+    }
+
+    /// Unique case-insensitively; never changes.
+    pub fn username(&self) -> &Username {
+        &self.username
+    }
+
+    /// The contact's own phone number; they may change it.
+    pub fn phone_number(&self) -> &PhoneNumber {
+        &self.phone_number
+    }
+
+    /// Empty when the contact has none; they may change it.
+    pub fn avatar_url(&self) -> &AvatarUrl {
+        &self.avatar_url
+    }
+
+    /// Time of the latest authenticated request (at the resolution of
+    /// [`Contact::ACTIVITY_RESOLUTION_SECS`]); starts at `created_at`.
+    pub fn last_active_at(&self) -> Timestamp {
+        self.last_active_at
+    }
+
+    /// When the contact was created.
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    /// Records activity at `at`. Activity only moves forward: an earlier
+    /// `at` (a late request) changes nothing.
+    pub fn record_activity(&mut self, at: Timestamp) {
+        self.last_active_at = self.last_active_at.max(at);
+    }
 
     /// Whether a request at `now` should record activity.
     pub fn activity_is_stale(&self, now: Timestamp) -> bool {
@@ -34,6 +163,9 @@ impl Contact {
 }
 
 /// The attributes a contact may change about themself. `None`: unchanged.
+///
+/// A plain carrier (public fields): each attribute is a validated value and
+/// stands alone, so any combination is a valid change.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContactProfilePatch {
     /// The new phone number.

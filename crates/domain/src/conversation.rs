@@ -21,45 +21,62 @@ pub enum ConversationKind {
     },
 }
 
+/// The attributes of a [`Conversation`], unchecked: what
+/// [`Conversation::new`] takes and [`Conversation::into_parts`] gives back.
+/// Its fields are public because it holds no invariant; a `Conversation`
+/// built from it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationParts {
+    /// See [`Conversation::id`].
+    pub id: ConversationId,
+    /// See [`Conversation::kind`].
+    pub kind: ConversationKind,
+    /// See [`Conversation::creator_id`].
+    pub creator_id: ContactId,
+    /// See [`Conversation::pinned_message_id`].
+    pub pinned_message_id: Option<MessageId>,
+    /// See [`Conversation::last_active_at`].
+    pub last_active_at: Option<Timestamp>,
+    /// See [`Conversation::created_at`].
+    pub created_at: Timestamp,
+}
+
 /// A conversation's shared state: the same for every member.
+///
+/// Built only through [`Conversation::new_direct`],
+/// [`Conversation::new_group`] or [`Conversation::new`]: a direct
+/// conversation is between two different contacts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conversation {
-    /// Never changes.
-    pub id: ConversationId,
-    /// Direct or of a group; never changes.
-    pub kind: ConversationKind,
-    /// Who created it: one of the two members of a direct conversation;
-    /// for a group one, a member who may delete it.
-    pub creator_id: ContactId,
-    /// The message every member sees pinned, if any; set only through
-    /// [`Conversation::check_pin`].
-    pub pinned_message_id: Option<MessageId>,
-    /// `created_at` of the latest message; `None` until the first one.
-    pub last_active_at: Option<Timestamp>,
-    /// When it was created; nothing is archived before it.
-    pub created_at: Timestamp,
+    id: ConversationId,
+    kind: ConversationKind,
+    creator_id: ContactId,
+    pinned_message_id: Option<MessageId>,
+    last_active_at: Option<Timestamp>,
+    created_at: Timestamp,
 }
 
 impl Conversation {
     /// A new direct conversation between `creator` and `peer`.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::Contact`] with
+    /// [`Rule::ConversationWithSelf`] when `peer` is `creator`.
     pub fn new_direct(
         id: ConversationId,
         creator: ContactId,
         peer: ContactId,
         now: Timestamp,
     ) -> Result<Self, DomainError> {
-        if creator == peer {
-            return Err(DomainError::breaks(
-                Field::Contact,
-                Rule::ConversationWithSelf,
-            ));
-        }
-        Ok(Self::fresh(
+        Self::new(ConversationParts {
             id,
-            ConversationKind::Direct { peer_id: peer },
-            creator,
-            now,
-        ))
+            kind: ConversationKind::Direct { peer_id: peer },
+            creator_id: creator,
+            pinned_message_id: None,
+            last_active_at: None,
+            created_at: now,
+        })
     }
 
     /// A new conversation of a group the creator belongs to.
@@ -69,23 +86,92 @@ impl Conversation {
         group_id: GroupId,
         now: Timestamp,
     ) -> Self {
-        Self::fresh(id, ConversationKind::Group { group_id }, creator, now)
-    }
-
-    fn fresh(
-        id: ConversationId,
-        kind: ConversationKind,
-        creator_id: ContactId,
-        now: Timestamp,
-    ) -> Self {
         Self {
             id,
-            kind,
-            creator_id,
+            kind: ConversationKind::Group { group_id },
+            creator_id: creator,
             pinned_message_id: None,
             last_active_at: None,
             created_at: now,
         }
+    }
+
+    /// The conversation `parts` describe, in any state (as a store reads
+    /// it back), when they keep a conversation's rule: a direct
+    /// conversation's peer is not its creator.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::Contact`] with
+    /// [`Rule::ConversationWithSelf`] when it is.
+    pub fn new(parts: ConversationParts) -> Result<Self, DomainError> {
+        let ConversationParts {
+            id,
+            kind,
+            creator_id,
+            pinned_message_id,
+            last_active_at,
+            created_at,
+        } = parts;
+        if matches!(kind, ConversationKind::Direct { peer_id } if peer_id == creator_id) {
+            return Err(DomainError::breaks(
+                Field::Contact,
+                Rule::ConversationWithSelf,
+            ));
+        }
+        Ok(Self {
+            id,
+            kind,
+            creator_id,
+            pinned_message_id,
+            last_active_at,
+            created_at,
+        })
+    }
+
+    /// Its attributes, for a caller that takes the conversation apart (and
+    /// may build another through [`Conversation::new`]).
+    pub fn into_parts(self) -> ConversationParts {
+        ConversationParts {
+            id: self.id,
+            kind: self.kind,
+            creator_id: self.creator_id,
+            pinned_message_id: self.pinned_message_id,
+            last_active_at: self.last_active_at,
+            created_at: self.created_at,
+        }
+    }
+
+    /// Never changes.
+    pub fn id(&self) -> ConversationId {
+        self.id
+    }
+
+    /// Direct or of a group; never changes.
+    pub fn kind(&self) -> ConversationKind {
+        self.kind
+    }
+
+    /// Who created it: one of the two members of a direct conversation;
+    /// for a group one, a member who may delete it.
+    pub fn creator_id(&self) -> ContactId {
+        self.creator_id
+    }
+
+    /// The message every member sees pinned, if any (one that
+    /// [`Conversation::check_pin`] let through).
+    pub fn pinned_message_id(&self) -> Option<MessageId> {
+        self.pinned_message_id
+    }
+
+    /// `created_at` of the latest message; `None` until the first one.
+    pub fn last_active_at(&self) -> Option<Timestamp> {
+        self.last_active_at
+    }
+
+    /// When it was created; nothing is archived before it.
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
     }
 
     /// The group of a group conversation; `None` for a direct one.
@@ -112,13 +198,13 @@ impl Conversation {
 
     /// Checks that `message` may become this conversation's pinned message.
     pub fn check_pin(&self, message: &Message) -> Result<MessageId, DomainError> {
-        if message.conversation_id != self.id {
+        if message.conversation_id() != self.id {
             return Err(DomainError::breaks(
                 Field::PinnedMessage,
                 Rule::OutsideConversation,
             ));
         }
-        Ok(message.id)
+        Ok(message.id())
     }
 
     /// Checks that `archived_at` may be set to `at`: not before the
@@ -186,6 +272,9 @@ impl Conversation {
 }
 
 /// One member's own view of a conversation.
+///
+/// A plain carrier (public fields): its attributes are each the member's
+/// own choice or count, and no rule ties them to each other.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemberState {
     /// Whether the member pinned it (their own pin, not the pinned message).
@@ -216,6 +305,10 @@ impl MemberState {
 
 /// A change to a member's own state. `None` leaves an attribute as it is;
 /// `archived_at: Some(None)` unarchives.
+///
+/// A plain carrier (public fields): any combination of its attributes is a
+/// valid change. The time to archive at is checked against the
+/// conversation, by [`Conversation::check_archive`], not here.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemberStatePatch {
     /// Pin or unpin for this member.
@@ -244,6 +337,11 @@ pub enum PinnedMessageChange {
 }
 
 /// A conversation as one member sees it.
+///
+/// A plain carrier (public fields) of a checked [`Conversation`], the
+/// member and their [`MemberState`]: that `viewer` is a member is known
+/// where the view is looked up (a group's members are not part of it),
+/// not a rule between its fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversationView {
     /// The state every member shares.
@@ -298,10 +396,27 @@ mod tests {
     }
 
     #[test]
+    fn a_stored_direct_conversation_is_between_two_contacts() {
+        let c = direct(Timestamp::from_secs(100));
+        assert_eq!(Conversation::new(c.clone().into_parts()), Ok(c.clone()));
+        let with_self = ConversationParts {
+            kind: ConversationKind::Direct { peer_id: cid(1) },
+            ..c.into_parts()
+        };
+        assert_eq!(
+            Conversation::new(with_self),
+            Err(DomainError::breaks(
+                Field::Contact,
+                Rule::ConversationWithSelf
+            ))
+        );
+    }
+
+    #[test]
     fn new_conversation_defaults() {
         let c = direct(Timestamp::from_secs(100));
-        assert_eq!(c.pinned_message_id, None);
-        assert_eq!(c.last_active_at, None);
+        assert_eq!(c.pinned_message_id(), None);
+        assert_eq!(c.last_active_at(), None);
         assert!(!MemberState::default().is_pinned);
         assert_eq!(MemberState::default().archived_at, None);
     }

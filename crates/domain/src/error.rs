@@ -58,11 +58,13 @@ pub enum Field {
     PhoneNumber,
     /// A contact's or a group's avatar.
     AvatarUrl,
+    /// When a contact was last active.
+    LastActiveAt,
     /// A group's name.
     GroupName,
     /// A group's description.
     GroupDescription,
-    /// The contacts a new group starts with.
+    /// A group's members; for a new group, the contacts it starts with.
     Members,
     /// The contacts to add to a group.
     AddedMembers,
@@ -105,6 +107,7 @@ impl fmt::Display for Field {
             Self::Username => "username",
             Self::PhoneNumber => "phone number",
             Self::AvatarUrl => "avatar URL",
+            Self::LastActiveAt => "last activity",
             Self::GroupName => "group name",
             Self::GroupDescription => "group description",
             Self::Members => "group members",
@@ -144,6 +147,18 @@ pub enum Rule {
     },
     /// A reaction was asked for without naming who reacts.
     ReactionWithoutReactor,
+    /// A reaction that nobody made.
+    EmptyReaction,
+    /// The same contact twice among one reaction's reactors.
+    DuplicateReactor,
+    /// The same reaction name twice on one message.
+    DuplicateReactionName,
+    /// An attachment of another message among a message's own.
+    OfAnotherMessage,
+    /// The same contact twice among a group's members.
+    DuplicateMember,
+    /// A contact active before it was created.
+    ActiveBeforeCreation,
     /// A direct conversation with oneself.
     ConversationWithSelf,
     /// A message of another conversation (or one the caller cannot see).
@@ -179,6 +194,14 @@ impl fmt::Display for Rule {
             Self::ReactionWithoutReactor => {
                 f.write_str("must list the caller's own username for each reaction")
             }
+            Self::EmptyReaction => f.write_str("must each have at least one reactor"),
+            Self::DuplicateReactor => {
+                f.write_str("must not count the same contact twice in one reaction")
+            }
+            Self::DuplicateReactionName => f.write_str("must not hold the same name twice"),
+            Self::OfAnotherMessage => f.write_str("must all belong to the message"),
+            Self::DuplicateMember => f.write_str("must not hold the same contact twice"),
+            Self::ActiveBeforeCreation => f.write_str("must not be before the contact was created"),
             Self::ConversationWithSelf => f.write_str("must be another contact than yourself"),
             Self::OutsideConversation => f.write_str("must be a message of this conversation"),
             Self::BeforeCreation => f.write_str("must not be before the conversation's created_at"),
@@ -210,6 +233,19 @@ mod tests {
             DomainError::breaks(Field::Attachments, Rule::TooManyAttachments { max: 10 })
                 .to_string(),
             "attachments must not bring a message to more than 10 attachments"
+        );
+        // The rules between an entity's fields, too.
+        assert_eq!(
+            DomainError::breaks(Field::Attachments, Rule::OfAnotherMessage).to_string(),
+            "attachments must all belong to the message"
+        );
+        assert_eq!(
+            DomainError::breaks(Field::LastActiveAt, Rule::ActiveBeforeCreation).to_string(),
+            "last activity must not be before the contact was created"
+        );
+        assert_eq!(
+            DomainError::breaks(Field::Members, Rule::DuplicateMember).to_string(),
+            "group members must not hold the same contact twice"
         );
         assert_eq!(
             DomainError::breaks(Field::PinnedMessage, Rule::OutsideConversation).to_string(),

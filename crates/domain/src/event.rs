@@ -223,6 +223,8 @@ pub struct Event {
 }
 
 /// Who made a change and when: what every event of the change shares.
+///
+/// A plain pair (public fields): any contact may act at any time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Change {
     /// Who made the change.

@@ -1,6 +1,6 @@
 use crate::{
-    AvatarUrl, Contact, ContactId, DomainError, Field, GroupDescription, GroupId, GroupName, Rule,
-    Timestamp,
+    has_repeats, AvatarUrl, Contact, ContactId, DomainError, Field, GroupDescription, GroupId,
+    GroupName, Rule, Timestamp,
 };
 
 /// A member's role in a group.
@@ -32,6 +32,9 @@ impl GroupRole {
 }
 
 /// A contact in a group, with its role there.
+///
+/// A plain pair (public fields): any contact may hold any role. What a
+/// group's members must be together is the group's rule ([`Group::new`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupMember {
     /// The member.
@@ -40,31 +43,130 @@ pub struct GroupMember {
     pub role: GroupRole,
 }
 
-/// A named set of contacts whose conversations all its members share.
+/// The attributes of a [`Group`], unchecked: what [`Group::new`] takes and
+/// [`Group::into_parts`] gives back. Its fields are public because it holds
+/// no invariant; a `Group` built from it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Group {
-    /// Never changes.
+pub struct GroupParts {
+    /// See [`Group::id`].
     pub id: GroupId,
-    /// Owners may change it.
+    /// See [`Group::name`].
     pub name: GroupName,
-    /// Owners may change it; may be empty.
+    /// See [`Group::description`].
     pub description: GroupDescription,
-    /// Empty when the group has none; owners may change it.
+    /// See [`Group::avatar_url`].
     pub avatar_url: AvatarUrl,
-    /// Who created it.
+    /// See [`Group::created_by`].
     pub created_by: ContactId,
-    /// When it was created.
+    /// See [`Group::created_at`].
     pub created_at: Timestamp,
-    /// Members in the order they joined.
+    /// See [`Group::members`].
     pub members: Vec<GroupMember>,
 }
 
+/// A named set of contacts whose conversations all its members share.
+///
+/// Built only through [`Group::new`]: each contact is a member once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    id: GroupId,
+    name: GroupName,
+    description: GroupDescription,
+    avatar_url: AvatarUrl,
+    created_by: ContactId,
+    created_at: Timestamp,
+    members: Vec<GroupMember>,
+}
+
 impl Group {
+    /// The group `parts` describe, when each contact in `members` is there
+    /// once.
+    ///
+    /// (That a group keeps an owner is a rule of each change,
+    /// [`Group::check_update`], not checked here.)
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::Members`] with
+    /// [`Rule::DuplicateMember`] when a contact is a member twice.
+    pub fn new(parts: GroupParts) -> Result<Self, DomainError> {
+        let GroupParts {
+            id,
+            name,
+            description,
+            avatar_url,
+            created_by,
+            created_at,
+            members,
+        } = parts;
+        if has_repeats(members.iter().map(|m| m.contact.id()).collect()) {
+            return Err(DomainError::breaks(Field::Members, Rule::DuplicateMember));
+        }
+        Ok(Self {
+            id,
+            name,
+            description,
+            avatar_url,
+            created_by,
+            created_at,
+            members,
+        })
+    }
+
+    /// Its attributes, for a caller that takes the group apart (and may
+    /// build another through [`Group::new`]).
+    pub fn into_parts(self) -> GroupParts {
+        GroupParts {
+            id: self.id,
+            name: self.name,
+            description: self.description,
+            avatar_url: self.avatar_url,
+            created_by: self.created_by,
+            created_at: self.created_at,
+            members: self.members,
+        }
+    }
+
+    /// Never changes.
+    pub fn id(&self) -> GroupId {
+        self.id
+    }
+
+    /// Owners may change it.
+    pub fn name(&self) -> &GroupName {
+        &self.name
+    }
+
+    /// Owners may change it; may be empty.
+    pub fn description(&self) -> &GroupDescription {
+        &self.description
+    }
+
+    /// Empty when the group has none; owners may change it.
+    pub fn avatar_url(&self) -> &AvatarUrl {
+        &self.avatar_url
+    }
+
+    /// Who created it (whether or not still a member).
+    pub fn created_by(&self) -> ContactId {
+        self.created_by
+    }
+
+    /// When it was created.
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    /// Members in the order they joined, each once.
+    pub fn members(&self) -> &[GroupMember] {
+        &self.members
+    }
+
     /// `contact`'s role; `None` when not a member.
     pub fn role_of(&self, contact: ContactId) -> Option<GroupRole> {
         self.members
             .iter()
-            .find(|m| m.contact.id == contact)
+            .find(|m| m.contact.id() == contact)
             .map(|m| m.role)
     }
 
@@ -92,7 +194,7 @@ impl Group {
         let owners_left = self
             .members
             .iter()
-            .filter(|m| m.role == GroupRole::Owner && !removes.contains(&m.contact.id))
+            .filter(|m| m.role == GroupRole::Owner && !removes.contains(&m.contact.id()))
             .count();
         if owners_left == 0 {
             return Err(DomainError::breaks(
@@ -122,33 +224,56 @@ impl Group {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{PhoneNumber, Username};
+    use crate::{ContactParts, PhoneNumber, Username};
     use uuid::Uuid;
 
     fn member(n: u128, role: GroupRole) -> GroupMember {
         GroupMember {
-            contact: Contact {
+            contact: Contact::new(ContactParts {
                 id: ContactId::from_uuid(Uuid::from_u128(n)),
                 username: Username::new(format!("u{n}")).expect("valid"),
                 phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
                 avatar_url: AvatarUrl::none(),
                 last_active_at: Timestamp::from_secs(0),
                 created_at: Timestamp::from_secs(0),
-            },
+            })
+            .expect("valid"),
             role,
         }
     }
 
-    fn group() -> Group {
-        Group {
+    fn parts(members: Vec<GroupMember>) -> GroupParts {
+        GroupParts {
             id: GroupId::from_uuid(Uuid::from_u128(50)),
             name: GroupName::new("g".into()).expect("valid"),
             description: GroupDescription::empty(),
             avatar_url: AvatarUrl::none(),
             created_by: ContactId::from_uuid(Uuid::from_u128(1)),
             created_at: Timestamp::from_secs(0),
-            members: vec![member(1, GroupRole::Owner), member(2, GroupRole::Member)],
+            members,
         }
+    }
+
+    fn group() -> Group {
+        Group::new(parts(vec![
+            member(1, GroupRole::Owner),
+            member(2, GroupRole::Member),
+        ]))
+        .expect("valid")
+    }
+
+    #[test]
+    fn each_contact_is_a_member_once() {
+        assert_eq!(
+            Group::new(parts(vec![
+                member(1, GroupRole::Owner),
+                member(2, GroupRole::Member),
+                member(1, GroupRole::Member),
+            ])),
+            Err(DomainError::breaks(Field::Members, Rule::DuplicateMember))
+        );
+        let g = group();
+        assert_eq!(Group::new(g.clone().into_parts()), Ok(g));
     }
 
     fn c(n: u128) -> ContactId {

@@ -14,10 +14,10 @@ mod page;
 mod time;
 mod values;
 
-pub use contact::{Contact, ContactProfilePatch};
+pub use contact::{Contact, ContactParts, ContactProfilePatch};
 pub use conversation::{
-    Conversation, ConversationKind, ConversationView, MemberState, MemberStatePatch,
-    PinnedMessageChange, ARCHIVE_FUTURE_TOLERANCE_SECS,
+    Conversation, ConversationKind, ConversationParts, ConversationView, MemberState,
+    MemberStatePatch, PinnedMessageChange, ARCHIVE_FUTURE_TOLERANCE_SECS,
 };
 pub use error::{DomainError, Field, Rule};
 pub use event::{
@@ -26,11 +26,11 @@ pub use event::{
     message_deleted, message_sent, message_updated, Audience, Change, Event, EventId, EventType,
     ParseEventTypeError, Subject,
 };
-pub use group::{Group, GroupMember, GroupRole};
+pub use group::{Group, GroupMember, GroupParts, GroupRole};
 pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId, ParseIdError};
 pub use message::{
-    check_attachment_count, check_reaction_name_count, Attachment, Message, NewAttachment,
-    Reaction, Reactor, MAX_ATTACHMENTS, MAX_REACTION_NAMES,
+    check_attachment_count, check_reaction_name_count, Attachment, Message, MessageParts,
+    NewAttachment, Reaction, Reactor, MAX_ATTACHMENTS, MAX_REACTION_NAMES,
 };
 pub use page::{Cursor, Page, PageLimit, Paged};
 pub use time::Timestamp;
@@ -38,3 +38,11 @@ pub use values::{
     AvatarUrl, FileSize, FileType, FileUrl, Filename, GroupDescription, GroupName, MessageText,
     PhoneNumber, ReactionName, Username,
 };
+
+/// Whether some key comes twice in `keys`: sorted, so that a list of
+/// thousands (a group's members, one reaction's reactors) costs no more
+/// than sorting it.
+pub(crate) fn has_repeats<K: Ord>(mut keys: Vec<K>) -> bool {
+    keys.sort_unstable();
+    keys.windows(2).any(|w| w[0] == w[1])
+}

@@ -1,6 +1,6 @@
 use crate::{
-    AttachmentId, Contact, ContactId, ConversationId, DomainError, Field, FileSize, FileType,
-    FileUrl, Filename, MessageId, MessageText, ReactionName, Rule, Timestamp, Username,
+    has_repeats, AttachmentId, Contact, ContactId, ConversationId, DomainError, Field, FileSize,
+    FileType, FileUrl, Filename, MessageId, MessageText, ReactionName, Rule, Timestamp, Username,
 };
 
 /// At most this many attachments on one message.
@@ -9,6 +9,10 @@ pub const MAX_ATTACHMENTS: usize = 10;
 pub const MAX_REACTION_NAMES: usize = 32;
 
 /// A file attached to a message (the bytes live at `file_url`).
+///
+/// Its fields are public: each is a validated value or an id, and no rule
+/// ties them to each other. That it belongs to the message carrying it is
+/// the message's rule, checked by [`Message::new`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attachment {
     /// Never changes.
@@ -28,6 +32,9 @@ pub struct Attachment {
 }
 
 /// An attachment as submitted, before it has an id.
+///
+/// A plain carrier of validated values (public fields): no rule ties them
+/// to each other.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewAttachment {
     /// See [`Attachment::filename`].
@@ -41,6 +48,9 @@ pub struct NewAttachment {
 }
 
 /// Someone who reacted.
+///
+/// A plain pair (public fields): that a username is the contact's own is
+/// known to whoever looks it up, not a rule between the two values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reactor {
     /// Who reacted.
@@ -50,44 +60,287 @@ pub struct Reactor {
 }
 
 /// All reactions of one name, reactors in the order they reacted.
+///
+/// Built only through [`Reaction::new`]: a reaction has at least one
+/// reactor and counts each contact once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reaction {
+    name: ReactionName,
+    reactors: Vec<Reactor>,
+}
+
+impl Reaction {
+    /// The reaction `name` by `reactors`, in the order they reacted.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] on [`Field::Reactions`] with
+    /// [`Rule::EmptyReaction`] when `reactors` is empty, or with
+    /// [`Rule::DuplicateReactor`] when a contact is in it twice.
+    pub fn new(name: ReactionName, reactors: Vec<Reactor>) -> Result<Self, DomainError> {
+        if reactors.is_empty() {
+            return Err(DomainError::breaks(Field::Reactions, Rule::EmptyReaction));
+        }
+        if has_repeats(reactors.iter().map(|r| r.contact_id).collect()) {
+            return Err(DomainError::breaks(
+                Field::Reactions,
+                Rule::DuplicateReactor,
+            ));
+        }
+        Ok(Self { name, reactors })
+    }
+
     /// The reaction's name.
-    pub name: ReactionName,
-    /// Everyone who reacted with it, each once.
-    pub reactors: Vec<Reactor>,
+    pub fn name(&self) -> &ReactionName {
+        &self.name
+    }
+
+    /// Everyone who reacted with it, each once, in the order they reacted
+    /// (never empty).
+    pub fn reactors(&self) -> &[Reactor] {
+        &self.reactors
+    }
+
+    /// Whether `contact` is among the reactors.
+    pub fn has_reactor(&self, contact: ContactId) -> bool {
+        self.reactors.iter().any(|r| r.contact_id == contact)
+    }
+
+    /// The name and the reactors, for a caller that takes them apart.
+    pub fn into_parts(self) -> (ReactionName, Vec<Reactor>) {
+        (self.name, self.reactors)
+    }
+}
+
+/// The attributes of a [`Message`], unchecked: what [`Message::new`] takes
+/// and [`Message::into_parts`] gives back. Its fields are public because
+/// it holds no invariant; a `Message` built from it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageParts {
+    /// See [`Message::id`].
+    pub id: MessageId,
+    /// See [`Message::conversation_id`].
+    pub conversation_id: ConversationId,
+    /// See [`Message::sender`].
+    pub sender: Contact,
+    /// See [`Message::text`].
+    pub text: MessageText,
+    /// See [`Message::reactions`].
+    pub reactions: Vec<Reaction>,
+    /// See [`Message::attachments`].
+    pub attachments: Vec<Attachment>,
+    /// See [`Message::read_at`].
+    pub read_at: Option<Timestamp>,
+    /// See [`Message::created_at`].
+    pub created_at: Timestamp,
+    /// See [`Message::updated_at`].
+    pub updated_at: Option<Timestamp>,
 }
 
 /// A message with its sender, reactions (in order of each name's first
 /// reaction) and attachments (in the order they were added).
+///
+/// Built only through [`Message::new`], which checks the rules that tie its
+/// attributes together, so that a message that exists keeps them: at most
+/// [`MAX_ATTACHMENTS`] attachments, each of them its own, and at most
+/// [`MAX_REACTION_NAMES`] reaction names, each once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
-    /// Never changes.
-    pub id: MessageId,
-    /// The conversation it was sent in; never changes.
-    pub conversation_id: ConversationId,
-    /// Who sent it: the only one who may edit, delete or attach to it.
-    pub sender: Contact,
-    /// The text; only the sender changes it.
-    pub text: MessageText,
-    /// In the order of each name's first reaction.
-    pub reactions: Vec<Reaction>,
-    /// In the order they were added; at most [`MAX_ATTACHMENTS`].
-    pub attachments: Vec<Attachment>,
-    /// When a member other than the sender first opened the conversation
-    /// after it arrived; `None` until then.
-    pub read_at: Option<Timestamp>,
-    /// When it was sent.
-    pub created_at: Timestamp,
-    /// When it last changed (text, reactions, attachments); `None` if
-    /// never.
-    pub updated_at: Option<Timestamp>,
+    id: MessageId,
+    conversation_id: ConversationId,
+    sender: Contact,
+    text: MessageText,
+    reactions: Vec<Reaction>,
+    attachments: Vec<Attachment>,
+    read_at: Option<Timestamp>,
+    created_at: Timestamp,
+    updated_at: Option<Timestamp>,
 }
 
 impl Message {
+    /// The message `parts` describe, when they keep a message's rules.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`]
+    /// - on [`Field::Attachments`] with [`Rule::TooManyAttachments`] when
+    ///   there are more than [`MAX_ATTACHMENTS`] attachments (see
+    ///   [`check_attachment_count`]), or with [`Rule::OfAnotherMessage`]
+    ///   when an attachment names another message;
+    /// - on [`Field::Reactions`] with [`Rule::TooManyReactionNames`] when
+    ///   there are more than [`MAX_REACTION_NAMES`] reactions (see
+    ///   [`check_reaction_name_count`]), or with
+    ///   [`Rule::DuplicateReactionName`] when two have the same name.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use confab_domain::{
+    ///     Attachment, AttachmentId, AvatarUrl, Contact, ContactParts, DomainError, Field,
+    ///     FileType, FileUrl, Filename, Message, MessageParts, MessageText, PhoneNumber, Rule,
+    ///     Timestamp, Username,
+    /// };
+    ///
+    /// let now = Timestamp::from_secs(1_700_000_000);
+    /// let alice = Contact::new(ContactParts {
+    ///     id: "0190a1b2-0000-7000-8000-00000000000a".parse()?,
+    ///     username: Username::new("alice".into())?,
+    ///     phone_number: PhoneNumber::new("+15550100".into())?,
+    ///     avatar_url: AvatarUrl::none(),
+    ///     last_active_at: now,
+    ///     created_at: now,
+    /// })?;
+    /// let id = "0190a1b2-0000-7000-8000-0000000000d0".parse()?;
+    /// let chat = "0190a1b2-0000-7000-8000-0000000000c0".parse()?;
+    /// // A message of `files` scanned pages.
+    /// let scans = |files: u128| -> Result<MessageParts, DomainError> {
+    ///     let page = |n: u128| -> Result<Attachment, DomainError> {
+    ///         Ok(Attachment {
+    ///             id: AttachmentId::from_uuid(uuid::Uuid::from_u128(n)),
+    ///             message_id: id,
+    ///             filename: Filename::new(format!("page-{n}.png"))?,
+    ///             file_url: FileUrl::new(format!("https://files.example/{n}"))?,
+    ///             file_type: FileType::new("image/png".into())?,
+    ///             file_size: None,
+    ///             created_at: now,
+    ///         })
+    ///     };
+    ///     Ok(MessageParts {
+    ///         id,
+    ///         conversation_id: chat,
+    ///         sender: alice.clone(),
+    ///         text: MessageText::new("the scans".into())?,
+    ///         reactions: vec![],
+    ///         attachments: (1..=files).map(page).collect::<Result<_, _>>()?,
+    ///         read_at: None,
+    ///         created_at: now,
+    ///         updated_at: None,
+    ///     })
+    /// };
+    ///
+    /// // Ten attachments make a message; an eleventh breaks the rule.
+    /// let ten = Message::new(scans(10)?)?;
+    /// assert_eq!(ten.attachments().len(), 10);
+    /// assert_eq!(
+    ///     Message::new(scans(11)?),
+    ///     Err(DomainError::breaks(Field::Attachments, Rule::TooManyAttachments { max: 10 }))
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(parts: MessageParts) -> Result<Self, DomainError> {
+        check_attachment_count(parts.attachments.len())?;
+        if parts.attachments.iter().any(|a| a.message_id != parts.id) {
+            return Err(DomainError::breaks(
+                Field::Attachments,
+                Rule::OfAnotherMessage,
+            ));
+        }
+        check_reaction_name_count(parts.reactions.len())?;
+        if has_repeats(parts.reactions.iter().map(|r| r.name.as_str()).collect()) {
+            return Err(DomainError::breaks(
+                Field::Reactions,
+                Rule::DuplicateReactionName,
+            ));
+        }
+        let MessageParts {
+            id,
+            conversation_id,
+            sender,
+            text,
+            reactions,
+            attachments,
+            read_at,
+            created_at,
+            updated_at,
+        } = parts;
+        Ok(Self {
+            id,
+            conversation_id,
+            sender,
+            text,
+            reactions,
+            attachments,
+            read_at,
+            created_at,
+            updated_at,
+        })
+    }
+
+    /// Its attributes, for a caller that takes the message apart (and may
+    /// build another through [`Message::new`]).
+    pub fn into_parts(self) -> MessageParts {
+        MessageParts {
+            id: self.id,
+            conversation_id: self.conversation_id,
+            sender: self.sender,
+            text: self.text,
+            reactions: self.reactions,
+            attachments: self.attachments,
+            read_at: self.read_at,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+
+    /// Never changes.
+    pub fn id(&self) -> MessageId {
+        self.id
+    }
+
+    /// The conversation it was sent in; never changes.
+    pub fn conversation_id(&self) -> ConversationId {
+        self.conversation_id
+    }
+
+    /// Who sent it: the only one who may edit, delete or attach to it.
+    pub fn sender(&self) -> &Contact {
+        &self.sender
+    }
+
+    /// The text; only the sender changes it.
+    pub fn text(&self) -> &MessageText {
+        &self.text
+    }
+
+    /// In the order of each name's first reaction; each name once, at most
+    /// [`MAX_REACTION_NAMES`].
+    pub fn reactions(&self) -> &[Reaction] {
+        &self.reactions
+    }
+
+    /// In the order they were added; at most [`MAX_ATTACHMENTS`], each of
+    /// this message.
+    pub fn attachments(&self) -> &[Attachment] {
+        &self.attachments
+    }
+
+    /// When a member other than the sender first opened the conversation
+    /// after it arrived; `None` until then.
+    pub fn read_at(&self) -> Option<Timestamp> {
+        self.read_at
+    }
+
+    /// When it was sent.
+    pub fn created_at(&self) -> Timestamp {
+        self.created_at
+    }
+
+    /// When it last changed (text, reactions, attachments); `None` if
+    /// never.
+    pub fn updated_at(&self) -> Option<Timestamp> {
+        self.updated_at
+    }
+
     /// Whether `contact` sent it.
     pub fn is_from(&self, contact: ContactId) -> bool {
-        self.sender.id == contact
+        self.sender.id() == contact
+    }
+
+    /// Whether `contact` reacted with `name`.
+    pub fn has_reaction(&self, name: &ReactionName, contact: ContactId) -> bool {
+        self.reactions
+            .iter()
+            .any(|r| &r.name == name && r.has_reactor(contact))
     }
 
     fn sender_only(&self, by: ContactId, what: &'static str) -> Result<(), DomainError> {
@@ -108,7 +361,8 @@ impl Message {
         self.sender_only(by, "only the sender may delete a message")
     }
 
-    /// Only the sender may add attachments, and never beyond the limit.
+    /// Only the sender may add attachments, and never beyond the limit
+    /// ([`check_attachment_count`] on what it has and what is added).
     pub fn check_attach(&self, by: ContactId, adding: usize) -> Result<(), DomainError> {
         self.sender_only(by, "only the sender may add attachments")?;
         check_attachment_count(self.attachments.len() + adding)
@@ -117,7 +371,8 @@ impl Message {
     /// Works out which reactions `by` adds when asking for `requested`
     /// (`name -> usernames`). Every username must be `by`'s own: nobody reacts
     /// in someone else's name. Reactions `by` already has are left out, and
-    /// the message may not end up with more than 32 distinct names.
+    /// the message may not end up with more than [`MAX_REACTION_NAMES`]
+    /// distinct names ([`check_reaction_name_count`]).
     pub fn plan_reactions(
         &self,
         by: &Contact,
@@ -131,16 +386,12 @@ impl Message {
                     Rule::ReactionWithoutReactor,
                 ));
             }
-            if usernames.iter().any(|u| !by.username.matches(u)) {
+            if usernames.iter().any(|u| !by.username().matches(u)) {
                 return Err(DomainError::Forbidden(
                     "a reaction may only be added in the caller's own name",
                 ));
             }
-            let has_it = self
-                .reactions
-                .iter()
-                .any(|r| &r.name == name && r.reactors.iter().any(|x| x.contact_id == by.id));
-            if !has_it && !adding.contains(name) {
+            if !self.has_reaction(name, by.id()) && !adding.contains(name) {
                 adding.push(name.clone());
             }
         }
@@ -153,7 +404,15 @@ impl Message {
     }
 }
 
-/// A message carries at most [`MAX_REACTION_NAMES`] distinct reaction names.
+/// The rule on reaction names: a message carries at most
+/// [`MAX_REACTION_NAMES`] distinct ones. [`Message::new`] and
+/// [`Message::plan_reactions`] apply it; an adapter that counts the names
+/// of a stored message itself (under a lock, say) asks it here.
+///
+/// # Errors
+///
+/// [`DomainError::Invalid`] on [`Field::Reactions`] with
+/// [`Rule::TooManyReactionNames`] when `total` is over the limit.
 pub fn check_reaction_name_count(total: usize) -> Result<(), DomainError> {
     if total > MAX_REACTION_NAMES {
         return Err(DomainError::breaks(
@@ -166,7 +425,22 @@ pub fn check_reaction_name_count(total: usize) -> Result<(), DomainError> {
     Ok(())
 }
 
-/// A message carries at most [`MAX_ATTACHMENTS`] attachments.
+/// The rule on attachments: a message carries at most [`MAX_ATTACHMENTS`].
+/// [`Message::new`] and [`Message::check_attach`] apply it; an adapter that
+/// counts attachments without a message at hand (a request's list before
+/// reading its items, a stored message's rows under a lock) asks it here.
+///
+/// # Errors
+///
+/// [`DomainError::Invalid`] on [`Field::Attachments`] with
+/// [`Rule::TooManyAttachments`] when `total` is over the limit.
+///
+/// ```
+/// use confab_domain::{check_attachment_count, MAX_ATTACHMENTS};
+///
+/// assert!(check_attachment_count(MAX_ATTACHMENTS).is_ok());
+/// assert!(check_attachment_count(MAX_ATTACHMENTS + 1).is_err());
+/// ```
 pub fn check_attachment_count(total: usize) -> Result<(), DomainError> {
     if total > MAX_ATTACHMENTS {
         return Err(DomainError::breaks(
@@ -182,26 +456,34 @@ pub fn check_attachment_count(total: usize) -> Result<(), DomainError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AvatarUrl, PhoneNumber};
+    use crate::{AvatarUrl, ContactParts, PhoneNumber};
     use uuid::Uuid;
 
     fn contact(n: u128, name: &str) -> Contact {
-        Contact {
+        Contact::new(ContactParts {
             id: ContactId::from_uuid(Uuid::from_u128(n)),
             username: Username::new(name.into()).expect("valid"),
             phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
             avatar_url: AvatarUrl::none(),
             last_active_at: Timestamp::from_secs(0),
             created_at: Timestamp::from_secs(0),
-        }
+        })
+        .expect("valid")
     }
 
     fn rn(s: &str) -> ReactionName {
         ReactionName::new(s.into()).expect("valid")
     }
 
-    fn message(sender: Contact) -> Message {
-        Message {
+    fn reactor(c: &Contact) -> Reactor {
+        Reactor {
+            contact_id: c.id(),
+            username: c.username().clone(),
+        }
+    }
+
+    fn parts(sender: Contact) -> MessageParts {
+        MessageParts {
             id: MessageId::from_uuid(Uuid::from_u128(77)),
             conversation_id: ConversationId::from_uuid(Uuid::from_u128(9)),
             sender,
@@ -214,10 +496,14 @@ mod tests {
         }
     }
 
-    fn attachment(m: &Message) -> Attachment {
+    fn message(sender: Contact) -> Message {
+        Message::new(parts(sender)).expect("valid")
+    }
+
+    fn attachment(n: u128) -> Attachment {
         Attachment {
-            id: AttachmentId::from_uuid(Uuid::from_u128(1)),
-            message_id: m.id,
+            id: AttachmentId::from_uuid(Uuid::from_u128(n)),
+            message_id: MessageId::from_uuid(Uuid::from_u128(77)),
             filename: Filename::new("a".into()).expect("valid"),
             file_url: FileUrl::new("https://x.example/a".into()).expect("valid"),
             file_type: FileType::octet_stream(),
@@ -231,19 +517,19 @@ mod tests {
         let alice = contact(1, "alice");
         let bob = contact(2, "bob");
         let m = message(alice.clone());
-        assert!(m.check_edit(alice.id).is_ok());
+        assert!(m.check_edit(alice.id()).is_ok());
         assert!(matches!(
-            m.check_edit(bob.id),
+            m.check_edit(bob.id()),
             Err(DomainError::Forbidden(_))
         ));
-        assert!(m.check_delete(alice.id).is_ok());
+        assert!(m.check_delete(alice.id()).is_ok());
         assert!(matches!(
-            m.check_delete(bob.id),
+            m.check_delete(bob.id()),
             Err(DomainError::Forbidden(_))
         ));
-        assert!(m.check_attach(alice.id, 10).is_ok());
+        assert!(m.check_attach(alice.id(), 10).is_ok());
         assert!(matches!(
-            m.check_attach(bob.id, 1),
+            m.check_attach(bob.id(), 1),
             Err(DomainError::Forbidden(_))
         ));
     }
@@ -251,12 +537,14 @@ mod tests {
     #[test]
     fn attachment_limit_counts_existing_ones() {
         let alice = contact(1, "alice");
-        let mut m = message(alice.clone());
-        let a = attachment(&m);
-        m.attachments = vec![a; 9];
-        assert!(m.check_attach(alice.id, 1).is_ok());
+        let m = Message::new(MessageParts {
+            attachments: (0..9).map(attachment).collect(),
+            ..parts(alice.clone())
+        })
+        .expect("9 attachments");
+        assert!(m.check_attach(alice.id(), 1).is_ok());
         assert!(matches!(
-            m.check_attach(alice.id, 2),
+            m.check_attach(alice.id(), 2),
             Err(DomainError::Invalid {
                 field: Field::Attachments,
                 rule: Rule::TooManyAttachments { max: 10 }
@@ -289,14 +577,11 @@ mod tests {
     fn existing_reaction_is_not_added_twice() {
         let alice = contact(1, "alice");
         let bob = contact(2, "bob");
-        let mut m = message(alice.clone());
-        m.reactions = vec![Reaction {
-            name: rn("like"),
-            reactors: vec![Reactor {
-                contact_id: bob.id,
-                username: bob.username.clone(),
-            }],
-        }];
+        let m = Message::new(MessageParts {
+            reactions: vec![Reaction::new(rn("like"), vec![reactor(&bob)]).expect("valid")],
+            ..parts(alice.clone())
+        })
+        .expect("valid");
         let plan = m.plan_reactions(
             &bob,
             &[
@@ -313,18 +598,86 @@ mod tests {
     }
 
     #[test]
+    fn a_message_keeps_its_rules() {
+        let alice = contact(1, "alice");
+        let bob = contact(2, "bob");
+        let breaks = |field, rule| Err(DomainError::breaks(field, rule));
+        assert!(Message::new(MessageParts {
+            attachments: (0..10).map(attachment).collect(),
+            ..parts(alice.clone())
+        })
+        .is_ok());
+        assert_eq!(
+            Message::new(MessageParts {
+                attachments: (0..11).map(attachment).collect(),
+                ..parts(alice.clone())
+            }),
+            breaks(Field::Attachments, Rule::TooManyAttachments { max: 10 })
+        );
+        let mut elsewhere = attachment(1);
+        elsewhere.message_id = MessageId::from_uuid(Uuid::from_u128(78));
+        assert_eq!(
+            Message::new(MessageParts {
+                attachments: vec![attachment(0), elsewhere],
+                ..parts(alice.clone())
+            }),
+            breaks(Field::Attachments, Rule::OfAnotherMessage)
+        );
+        let like = |who: &Contact| Reaction::new(rn("like"), vec![reactor(who)]).expect("valid");
+        assert_eq!(
+            Message::new(MessageParts {
+                reactions: vec![like(&alice), like(&bob)],
+                ..parts(alice.clone())
+            }),
+            breaks(Field::Reactions, Rule::DuplicateReactionName)
+        );
+        assert_eq!(
+            Message::new(MessageParts {
+                reactions: (0..33)
+                    .map(|i| Reaction::new(rn(&format!("r{i}")), vec![reactor(&bob)]))
+                    .collect::<Result<_, _>>()
+                    .expect("valid"),
+                ..parts(alice.clone())
+            }),
+            breaks(Field::Reactions, Rule::TooManyReactionNames { max: 32 })
+        );
+        // Taken apart and built again, it is the same message.
+        let m = message(alice.clone());
+        assert_eq!(Message::new(m.clone().into_parts()), Ok(m));
+    }
+
+    #[test]
+    fn a_reaction_has_each_reactor_once() {
+        let alice = contact(1, "alice");
+        let bob = contact(2, "bob");
+        assert_eq!(
+            Reaction::new(rn("like"), vec![]),
+            Err(DomainError::breaks(Field::Reactions, Rule::EmptyReaction))
+        );
+        assert_eq!(
+            Reaction::new(
+                rn("like"),
+                vec![reactor(&alice), reactor(&bob), reactor(&alice)]
+            ),
+            Err(DomainError::breaks(
+                Field::Reactions,
+                Rule::DuplicateReactor
+            ))
+        );
+        let r = Reaction::new(rn("like"), vec![reactor(&bob)]).expect("valid");
+        assert!(r.has_reactor(bob.id()) && !r.has_reactor(alice.id()));
+    }
+
+    #[test]
     fn at_most_32_distinct_names() {
         let alice = contact(1, "alice");
-        let mut m = message(alice.clone());
-        m.reactions = (0..32)
-            .map(|i| Reaction {
-                name: rn(&format!("r{i}")),
-                reactors: vec![Reactor {
-                    contact_id: alice.id,
-                    username: alice.username.clone(),
-                }],
-            })
-            .collect();
+        let m = Message::new(MessageParts {
+            reactions: (0..32)
+                .map(|i| Reaction::new(rn(&format!("r{i}")), vec![reactor(&alice)]).expect("valid"))
+                .collect(),
+            ..parts(alice.clone())
+        })
+        .expect("32 names");
         let bob = contact(2, "bob");
         // Joining an existing name is fine; a 33rd name is not.
         assert!(m

@@ -54,6 +54,8 @@ impl<Id> Cursor<Id> {
 }
 
 /// A request for one page of a list.
+///
+/// A plain pair (public fields): any size goes with any cursor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Page<Id> {
     /// At most this many items.
@@ -72,6 +74,9 @@ impl<Id> Default for Page<Id> {
 }
 
 /// One page of results, in list order.
+///
+/// A plain carrier (public fields): whether more items follow is the
+/// reader's finding, not something the items could contradict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paged<T> {
     /// The page's items, in list order.

@@ -264,7 +264,10 @@ pub trait ConversationStore: Send + Sync {
     ) -> Result<(), StoreError>;
 }
 
-/// A message to append.
+/// A message to append, as the sender gave it: a plain carrier, unchecked.
+/// The store builds the message it writes through
+/// [`confab_domain::Message::new`], which checks the rules between its
+/// parts (see [`MessageStore::append_message`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMessage {
     /// The new message's id.
@@ -315,8 +318,9 @@ pub trait MessageStore: Send + Sync {
     /// # Errors
     /// - MUST return `NotFound` when the conversation does not exist or the
     ///   sender is not a member of it.
-    /// - MUST return `Rule(..)`, writing nothing, when the message has more
-    ///   than [`confab_domain::MAX_ATTACHMENTS`] attachments.
+    /// - MUST return `Rule(..)`, writing nothing, when the message breaks a
+    ///   rule of [`confab_domain::Message::new`] (more than
+    ///   [`confab_domain::MAX_ATTACHMENTS`] attachments).
     /// - MUST return `ClaimLost`, writing nothing, when the completion's
     ///   claim is no longer held.
     async fn append_message(
@@ -355,8 +359,11 @@ pub trait MessageStore: Send + Sync {
     /// # Errors
     /// - MUST return `NotFound` when the message does not exist or the caller
     ///   is not a member.
-    /// - MUST return `Rule(..)` when the message would have more than 32
-    ///   distinct reaction names or more than 10 attachments.
+    /// - MUST return `Rule(..)` when the message would have more than
+    ///   [`confab_domain::MAX_REACTION_NAMES`] distinct reaction names or
+    ///   more than [`confab_domain::MAX_ATTACHMENTS`] attachments
+    ///   (checked under the message's lock, so that concurrent changes
+    ///   cannot pass them together).
     async fn update_message(
         &self,
         id: MessageId,

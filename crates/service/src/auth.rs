@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use confab_domain::{AvatarUrl, Contact, ContactId, Field, PhoneNumber, Rule, Timestamp, Username};
+use confab_domain::{
+    AvatarUrl, Contact, ContactId, ContactParts, Field, PhoneNumber, Rule, Timestamp, Username,
+};
 use confab_ports::NewToken;
 use sha2::{Digest, Sha256};
 
@@ -114,7 +116,9 @@ impl TokenCache {
     /// may have read a token before the revocation, are not remembered.
     fn forget(&self, contact: ContactId) {
         let mut guard = self.lock();
-        guard.by_hash.retain(|_, (cached, _)| cached.id != contact);
+        guard
+            .by_hash
+            .retain(|_, (cached, _)| cached.id() != contact);
         guard.revoked_at = Some(Instant::now());
     }
 
@@ -150,7 +154,7 @@ impl TokenCache {
     /// when their tokens were checked.
     pub(crate) fn refresh(&self, contact: &Contact) {
         for (cached, _) in self.lock().by_hash.values_mut() {
-            if cached.id == contact.id {
+            if cached.id() == contact.id() {
                 *cached = contact.clone();
             }
         }
@@ -175,15 +179,15 @@ impl Confab {
         let phone_number = PhoneNumber::new(phone_number.to_owned())?;
         let avatar_url = AvatarUrl::new(avatar_url.unwrap_or_default().to_owned())?;
         let now = self.now();
-        let contact = Contact {
+        let contact = Contact::new(ContactParts {
             id: ContactId::from_uuid(self.new_uuid()),
             username,
             phone_number,
             avatar_url,
             last_active_at: now,
             created_at: now,
-        };
-        let events = confab_domain::contact_created(now, self.event_ids(), contact.id);
+        })?;
+        let events = confab_domain::contact_created(now, self.event_ids(), contact.id());
         // The store refuses a username taken in any letter case (Conflict),
         // atomically: a lookup first would only race with it.
         let created = self
@@ -233,7 +237,7 @@ impl Confab {
             .tokens
             .insert_token(NewToken {
                 id: self.new_uuid(),
-                contact_id: contact.id,
+                contact_id: contact.id(),
                 hash: hash_token(&token),
                 created_at: now,
                 expires_at: expires_in_secs.map(|s| now.plus_secs(s)),
@@ -251,10 +255,10 @@ impl Confab {
         let revoked = self
             .ports
             .tokens
-            .revoke_tokens(contact.id, self.now())
+            .revoke_tokens(contact.id(), self.now())
             .await;
         // Also when the answer was lost (the revocation may have committed).
-        self.tokens.forget(contact.id);
+        self.tokens.forget(contact.id());
         Ok(revoked?)
     }
 
@@ -284,10 +288,10 @@ impl Confab {
             }
         };
         if contact.activity_is_stale(now) {
-            if let Some(claim) = self.tokens.claim_touch(contact.id, now) {
-                self.ports.contacts.touch_contact(contact.id, now).await?;
+            if let Some(claim) = self.tokens.claim_touch(contact.id(), now) {
+                self.ports.contacts.touch_contact(contact.id(), now).await?;
                 claim.done();
-                contact.last_active_at = now;
+                contact.record_activity(now);
                 self.tokens.refresh(&contact);
             }
         }
@@ -305,19 +309,22 @@ pub(crate) fn token_hash_for_tests(token: &str) -> String {
 mod tests {
     use std::time::{Duration, Instant};
 
-    use confab_domain::{AvatarUrl, Contact, ContactId, PhoneNumber, Timestamp, Username};
+    use confab_domain::{
+        AvatarUrl, Contact, ContactId, ContactParts, PhoneNumber, Timestamp, Username,
+    };
 
     use super::{hash_token, TokenCache};
 
     fn alice() -> Contact {
-        Contact {
+        Contact::new(ContactParts {
             id: ContactId::from_uuid(uuid::Uuid::from_u128(1)),
             username: Username::new("alice".into()).expect("valid"),
             phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
             avatar_url: AvatarUrl::none(),
             last_active_at: Timestamp::from_secs(0),
             created_at: Timestamp::from_secs(0),
-        }
+        })
+        .expect("valid")
     }
 
     /// A lookup that asked the store before a revocation in this process,
@@ -328,13 +335,13 @@ mod tests {
         let cache = TokenCache::default();
         cache.put("other".into(), alice(), Instant::now());
         let asked = Instant::now();
-        cache.forget(alice().id);
+        cache.forget(alice().id());
         assert!(cache.get("other").is_none(), "forgotten at once");
         cache.put("late".into(), alice(), asked);
         assert!(cache.get("late").is_none(), "asked before the revocation");
         std::thread::sleep(Duration::from_millis(1));
         cache.put("fresh".into(), alice(), Instant::now());
-        assert_eq!(cache.get("fresh").map(|c| c.id), Some(alice().id));
+        assert_eq!(cache.get("fresh").map(|c| c.id()), Some(alice().id()));
     }
 
     #[test]

@@ -39,14 +39,14 @@ impl Confab {
             return Ok(caller.clone());
         }
         let events = contact_updated(
-            Change::new(caller.id, self.now()),
+            Change::new(caller.id(), self.now()),
             self.event_ids(),
-            caller.id,
+            caller.id(),
         );
         let contact = self
             .ports
             .contacts
-            .update_contact(caller.id, patch, self.outbox(events))
+            .update_contact(caller.id(), patch, self.outbox(events))
             .await?;
         self.committed();
         // The caller's next requests see the new profile at once.

@@ -28,7 +28,7 @@ impl Confab {
     ) -> Result<ConversationView, ServiceError> {
         self.ports
             .conversations
-            .conversation_for(caller.id, id)
+            .conversation_for(caller.id(), id)
             .await?
             .ok_or(ServiceError::NotFound { of: input })
     }
@@ -43,13 +43,13 @@ impl Confab {
             // A foreign group is not found, like everywhere else.
             self.ports
                 .groups
-                .group_for(caller.id, group_id)
+                .group_for(caller.id(), group_id)
                 .await?
                 .ok_or(ServiceError::not_found_of(Field::Group))?;
         }
         self.ports
             .conversations
-            .list_conversations(caller.id, filter, page)
+            .list_conversations(caller.id(), filter, page)
             .await
             .map_err(|e| page_error(&page, e))
     }
@@ -68,7 +68,7 @@ impl Confab {
         let conversation = match target {
             ConversationTarget::Contact(peer) => {
                 // Validate before looking up, so "yourself" is invalid, not unknown.
-                let c = Conversation::new_direct(id, caller.id, peer, now)?;
+                let c = Conversation::new_direct(id, caller.id(), peer, now)?;
                 self.ports
                     .contacts
                     .contact(peer)
@@ -79,10 +79,10 @@ impl Confab {
             ConversationTarget::Group(group_id) => {
                 self.ports
                     .groups
-                    .group_for(caller.id, group_id)
+                    .group_for(caller.id(), group_id)
                     .await?
                     .ok_or(ServiceError::not_found_of(Field::Group))?;
-                Conversation::new_group(id, caller.id, group_id, now)
+                Conversation::new_group(id, caller.id(), group_id, now)
             }
         };
         let input = match target {
@@ -92,14 +92,14 @@ impl Confab {
         // What the caller sees of it is known before it is written.
         let view = ConversationView {
             conversation: conversation.clone(),
-            viewer: caller.id,
+            viewer: caller.id(),
             state: Default::default(),
         };
         let completion = completion.map(|c| {
             let view = view.clone();
             c.adapt(move |_: &()| view)
         });
-        let events = conversation_created(Change::new(caller.id, now), self.event_ids(), id);
+        let events = conversation_created(Change::new(caller.id(), now), self.event_ids(), id);
         self.ports
             .conversations
             .create_conversation(conversation, self.outbox(events), completion)
@@ -121,11 +121,11 @@ impl Confab {
         id: ConversationId,
     ) -> Result<ConversationView, ServiceError> {
         let now = self.now();
-        let events = conversation_opened(Change::new(caller.id, now), self.event_ids(), id);
+        let events = conversation_opened(Change::new(caller.id(), now), self.event_ids(), id);
         let view = self
             .ports
             .conversations
-            .open_conversation(caller.id, id, now, self.outbox(events))
+            .open_conversation(caller.id(), id, now, self.outbox(events))
             .await?;
         self.committed();
         Ok(view)
@@ -157,7 +157,7 @@ impl Confab {
                 let message = self
                     .ports
                     .messages
-                    .message_for(caller.id, message_id)
+                    .message_for(caller.id(), message_id)
                     .await?
                     .ok_or_else(not_here)?;
                 Some(PinnedMessageChange::Pin(
@@ -175,7 +175,7 @@ impl Confab {
         }
         // The pinned message is shared: every member hears of its change.
         let events = conversation_updated(
-            Change::new(caller.id, now),
+            Change::new(caller.id(), now),
             self.event_ids(),
             id,
             pinned.is_some(),
@@ -183,7 +183,7 @@ impl Confab {
         let updated = self
             .ports
             .conversations
-            .update_conversation(caller.id, id, pinned, patch, self.outbox(events))
+            .update_conversation(caller.id(), id, pinned, patch, self.outbox(events))
             .await?;
         self.committed();
         Ok(updated)
@@ -200,16 +200,18 @@ impl Confab {
             Some(group_id) => self
                 .ports
                 .groups
-                .group_for(caller.id, group_id)
+                .group_for(caller.id(), group_id)
                 .await?
-                .is_some_and(|g| g.is_owner(caller.id)),
+                .is_some_and(|g| g.is_owner(caller.id())),
             None => false,
         };
-        view.conversation.check_delete(caller.id, is_group_owner)?;
-        let events = conversation_deleted(Change::new(caller.id, self.now()), self.event_ids(), id);
+        view.conversation
+            .check_delete(caller.id(), is_group_owner)?;
+        let events =
+            conversation_deleted(Change::new(caller.id(), self.now()), self.event_ids(), id);
         self.ports
             .conversations
-            .delete_conversation(id, caller.id, self.outbox(events))
+            .delete_conversation(id, caller.id(), self.outbox(events))
             .await?;
         self.committed();
         Ok(())

@@ -66,7 +66,7 @@ impl Confab {
         let mut items = self
             .ports
             .events
-            .events_for(caller.id, position, u32::from(limit.get()) + 1)
+            .events_for(caller.id(), position, u32::from(limit.get()) + 1)
             .await?;
         let has_more = items.len() > want;
         items.truncate(want);
@@ -148,8 +148,8 @@ mod tests {
     use std::sync::Arc;
 
     use confab_domain::{
-        AvatarUrl, Contact, ContactId, EventId, EventType, Field, PageLimit, PhoneNumber, Rule,
-        Timestamp, Username,
+        AvatarUrl, Contact, ContactId, ContactParts, EventId, EventType, Field, PageLimit,
+        PhoneNumber, Rule, Timestamp, Username,
     };
     use confab_ports::{MockEventStore, MockEventWakeups, StoreError, StoredEvent};
     use mockall::predicate::eq;
@@ -176,14 +176,15 @@ mod tests {
     }
 
     fn alice() -> Contact {
-        Contact {
+        Contact::new(ContactParts {
             id: ContactId::from_uuid(Uuid::from_u128(1)),
             username: Username::new("alice".into()).expect("valid"),
             phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
             avatar_url: AvatarUrl::none(),
             last_active_at: Timestamp::from_secs(NOW),
             created_at: Timestamp::from_secs(NOW - 100),
-        }
+        })
+        .expect("valid")
     }
 
     fn event_id(n: u128) -> EventId {
@@ -214,7 +215,7 @@ mod tests {
         // One more than the page, to learn whether more follow.
         events
             .expect_events_for()
-            .with(eq(alice().id), eq(50), eq(3))
+            .with(eq(alice().id()), eq(50), eq(3))
             .return_once(|_, _, _| Ok(vec![event(51), event(52), event(53)]));
         let page = service(events)
             .list_events(&alice(), Some(event_id(5)), limit(2))
@@ -232,7 +233,7 @@ mod tests {
         let mut events = MockEventStore::new();
         events
             .expect_events_for()
-            .with(eq(alice().id), eq(i64::MIN), eq(11))
+            .with(eq(alice().id()), eq(i64::MIN), eq(11))
             .return_once(|_, _, _| Ok(vec![event(1)]));
         let page = service(events)
             .list_events(&alice(), None, PageLimit::default())
@@ -329,7 +330,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_fan_out_asks_the_store_for_the_given_recipients_within_the_limits() {
-        let to: Arc<HashSet<ContactId>> = Arc::new([alice().id].into_iter().collect());
+        let to: Arc<HashSet<ContactId>> = Arc::new([alice().id()].into_iter().collect());
         let limits = FanOutLimits {
             events: 8,
             bytes: 1024,
@@ -345,7 +346,7 @@ mod tests {
                 Ok(FanOutBatch {
                     events: vec![EventWithRecipients {
                         event: event(42),
-                        recipients: vec![(alice().id, None)],
+                        recipients: vec![(alice().id(), None)],
                     }],
                     more: true,
                 })
@@ -356,7 +357,7 @@ mod tests {
             .expect("batch");
         assert!(batch.more);
         assert_eq!(batch.events.len(), 1);
-        assert_eq!(batch.events[0].recipients, vec![(alice().id, None)]);
+        assert_eq!(batch.events[0].recipients, vec![(alice().id(), None)]);
     }
 
     #[tokio::test]

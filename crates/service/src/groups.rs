@@ -32,7 +32,7 @@ impl Confab {
     async fn visible_group(&self, caller: &Contact, id: GroupId) -> Result<Group, ServiceError> {
         self.ports
             .groups
-            .group_for(caller.id, id)
+            .group_for(caller.id(), id)
             .await?
             .ok_or(ServiceError::not_found())
     }
@@ -44,7 +44,7 @@ impl Confab {
     ) -> Result<Paged<Group>, ServiceError> {
         self.ports
             .groups
-            .list_groups(caller.id, page)
+            .list_groups(caller.id(), page)
             .await
             .map_err(|e| page_error(&page, e))
     }
@@ -68,11 +68,11 @@ impl Confab {
             name: request.name,
             description: request.description.unwrap_or_else(GroupDescription::empty),
             avatar_url: request.avatar_url.unwrap_or_else(AvatarUrl::none),
-            created_by: caller.id,
+            created_by: caller.id(),
             member_ids: request.contact_ids,
             created_at: now,
         };
-        let events = group_created(Change::new(caller.id, now), self.event_ids(), group.id);
+        let events = group_created(Change::new(caller.id(), now), self.event_ids(), group.id);
         let created = self
             .ports
             .groups
@@ -99,7 +99,7 @@ impl Confab {
             return Ok(group);
         }
         group.check_update(
-            caller.id,
+            caller.id(),
             changes_details,
             &update.add_contact_ids,
             &update.remove_contact_ids,
@@ -108,7 +108,7 @@ impl Confab {
         // Those removed hear of it once more (the store keeps only those who
         // really were members).
         let events = group_updated(
-            Change::new(caller.id, now),
+            Change::new(caller.id(), now),
             self.event_ids(),
             id,
             &update.remove_contact_ids,
@@ -134,8 +134,8 @@ impl Confab {
     /// Deletes the group with its conversations (owner only).
     pub async fn delete_group(&self, caller: &Contact, id: GroupId) -> Result<(), ServiceError> {
         let group = self.visible_group(caller, id).await?;
-        group.check_delete(caller.id)?;
-        let events = group_deleted(Change::new(caller.id, self.now()), self.event_ids(), id);
+        group.check_delete(caller.id())?;
+        let events = group_deleted(Change::new(caller.id(), self.now()), self.event_ids(), id);
         self.ports
             .groups
             .delete_group(id, self.outbox(events))

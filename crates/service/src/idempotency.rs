@@ -92,7 +92,7 @@ impl Confab {
     ) -> Result<Idempotent, ServiceError> {
         let now = self.now();
         let claim = KeyClaim {
-            contact_id: caller.id,
+            contact_id: caller.id(),
             key: key.0,
             holder: self.new_uuid(),
         };

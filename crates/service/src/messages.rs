@@ -3,9 +3,8 @@
 use std::sync::Arc;
 
 use confab_domain::{
-    check_attachment_count, message_deleted, message_sent, message_updated, AttachmentId, Change,
-    Contact, ConversationId, Field, Message, MessageId, MessageText, NewAttachment, Page, Paged,
-    ReactionName,
+    message_deleted, message_sent, message_updated, AttachmentId, Change, Contact, ConversationId,
+    Field, Message, MessageId, MessageText, NewAttachment, Page, Paged, ReactionName,
 };
 use confab_ports::{Completion, MessageChange, NewMessage, Outbox, PayloadRenderer, StoreError};
 
@@ -53,7 +52,7 @@ impl Confab {
         // Visibility is checked by the store in the same query.
         self.ports
             .messages
-            .message_for(caller.id, id)
+            .message_for(caller.id(), id)
             .await?
             .ok_or(ServiceError::not_found())
     }
@@ -81,7 +80,11 @@ impl Confab {
         completion: Option<Completion<Message>>,
         render: Arc<dyn PayloadRenderer>,
     ) -> Result<Message, ServiceError> {
-        check_attachment_count(send.attachments.len())?;
+        // The rules of a message (at most `MAX_ATTACHMENTS` attachments...)
+        // are its constructor's: the store builds the message it writes
+        // through it, before writing anything, and answers `Rule` for one
+        // that breaks them.
+        //
         // No read first: the store checks membership inside the write, so a
         // member removed meanwhile cannot post, and the send is one
         // transaction.
@@ -95,7 +98,7 @@ impl Confab {
             created_at: now,
         };
         let events = message_sent(
-            Change::new(caller.id, now),
+            Change::new(caller.id(), now),
             self.event_ids(),
             message.id,
             message.conversation_id,
@@ -123,7 +126,7 @@ impl Confab {
         // query: NotFound means the conversation, not the cursor.
         self.ports
             .messages
-            .list_messages(caller.id, conversation_id, page)
+            .list_messages(caller.id(), conversation_id, page)
             .await
             .map_err(|e| match e {
                 StoreError::NotFound => ServiceError::not_found_of(Field::Conversation),
@@ -163,13 +166,13 @@ impl Confab {
             return Ok(message);
         }
         if update.text.is_some() {
-            message.check_edit(caller.id)?;
+            message.check_edit(caller.id())?;
         }
         if !update.attachments.is_empty() {
-            message.check_attach(caller.id, update.attachments.len())?;
+            message.check_attach(caller.id(), update.attachments.len())?;
         }
         let add_reactions = message.plan_reactions(caller, &update.reactions)?;
-        let unchanged_text = update.text.as_ref().is_none_or(|t| *t == message.text);
+        let unchanged_text = update.text.as_ref().is_none_or(|t| t == message.text());
         if unchanged_text && add_reactions.is_empty() && update.attachments.is_empty() {
             return Ok(message);
         }
@@ -177,7 +180,7 @@ impl Confab {
         let change = MessageChange {
             text: update.text,
             add_reactions,
-            reactor: caller.id,
+            reactor: caller.id(),
             add_attachments: self.with_ids(update.attachments),
             at: now,
         };
@@ -185,10 +188,10 @@ impl Confab {
         // The store writes them only if it finds something to change (a
         // racing request may have added the same reaction first).
         let events = message_updated(
-            Change::new(caller.id, now),
+            Change::new(caller.id(), now),
             self.event_ids(),
             id,
-            message.conversation_id,
+            message.conversation_id(),
             &appended,
         );
         let updated = self
@@ -222,25 +225,21 @@ impl Confab {
         render: Arc<dyn PayloadRenderer>,
     ) -> Result<Message, ServiceError> {
         let message = self.visible_message(caller, id).await?;
-        let has_it = message
-            .reactions
-            .iter()
-            .any(|r| r.name == name && r.reactors.iter().any(|x| x.contact_id == caller.id));
-        if !has_it {
+        if !message.has_reaction(&name, caller.id()) {
             return Ok(message);
         }
         let now = self.now();
         let events = message_updated(
-            Change::new(caller.id, now),
+            Change::new(caller.id(), now),
             self.event_ids(),
             id,
-            message.conversation_id,
+            message.conversation_id(),
             &[],
         );
         let updated = self
             .ports
             .messages
-            .remove_reaction(id, caller.id, name, now, Outbox::new(events, render))
+            .remove_reaction(id, caller.id(), name, now, Outbox::new(events, render))
             .await?;
         self.committed();
         Ok(updated)
@@ -253,16 +252,16 @@ impl Confab {
         id: MessageId,
     ) -> Result<(), ServiceError> {
         let message = self.visible_message(caller, id).await?;
-        message.check_delete(caller.id)?;
+        message.check_delete(caller.id())?;
         let events = message_deleted(
-            Change::new(caller.id, self.now()),
+            Change::new(caller.id(), self.now()),
             self.event_ids(),
             id,
-            message.conversation_id,
+            message.conversation_id(),
         );
         self.ports
             .messages
-            .delete_message(id, caller.id, self.outbox(events))
+            .delete_message(id, caller.id(), self.outbox(events))
             .await?;
         self.committed();
         Ok(())

@@ -93,3 +93,20 @@ pub fn corrupt(what: &'static str, e: DomainError) -> Error {
 pub fn inconsistent(what: String) -> Error {
     Error::Store(StoreError::Other(what.into()))
 }
+
+/// Stored values, each valid, that together break a rule of the entity
+/// they make (a message with eleven attachments): an inconsistency like
+/// [`inconsistent`]'s, with the rule as its source.
+#[derive(Debug, thiserror::Error)]
+#[error("stored {what} breaks a rule of its entity")]
+pub struct Broken {
+    what: String,
+    #[source]
+    source: DomainError,
+}
+
+/// Stored values that the entity's constructor refuses: `what` names the
+/// entity ("message <id>"), `e` the rule.
+pub fn broken(what: String, e: DomainError) -> Error {
+    Error::Store(StoreError::Other(Box::new(Broken { what, source: e })))
+}

@@ -1,14 +1,17 @@
 //! Row structs (private to the stores) and their conversions into domain
 //! entities, the same for both databases.
 //!
-//! Domain values are rebuilt through their validating constructors: a stored
-//! value that no longer passes is reported as `StoreError::Other`, never
-//! smuggled into an entity.
+//! Domain values and entities are rebuilt through their validating
+//! constructors: a stored value that no longer passes (`corrupt`), or values
+//! that together break a rule of their entity (`broken`: a message with
+//! eleven attachments), are reported as `StoreError::Other`, never smuggled
+//! into an entity.
 
 use confab_domain::{
-    Attachment, AttachmentId, AvatarUrl, Contact, ContactId, Conversation, ConversationId,
-    ConversationKind, FileSize, FileType, FileUrl, Filename, GroupId, MemberState, Message,
-    MessageId, MessageText, PhoneNumber, Reaction, ReactionName, Reactor, Timestamp, Username,
+    Attachment, AttachmentId, AvatarUrl, Contact, ContactId, ContactParts, Conversation,
+    ConversationId, ConversationKind, ConversationParts, FileSize, FileType, FileUrl, Filename,
+    GroupId, MemberState, Message, MessageId, MessageParts, MessageText, PhoneNumber, Reaction,
+    ReactionName, Reactor, Timestamp, Username,
 };
 use diesel::backend::Backend;
 use diesel::expression::{
@@ -19,7 +22,7 @@ use diesel::query_builder::{AstPass, QueryFragment, QueryId};
 use diesel::sql_types::{Nullable, Text};
 use uuid::Uuid;
 
-use crate::error::{corrupt, inconsistent, Error};
+use crate::error::{broken, corrupt, inconsistent, Error};
 use crate::id::DbId;
 use crate::schema::{
     attachments, contacts, conversation_states, conversations, group_members, groups, messages,
@@ -86,13 +89,13 @@ pub struct ContactRow {
 impl From<&Contact> for ContactRow {
     fn from(c: &Contact) -> Self {
         Self {
-            id: c.id.db(),
-            username: c.username.as_str().to_owned(),
-            username_folded: c.username.folded(),
-            phone_number: c.phone_number.as_str().to_owned(),
-            avatar_url: c.avatar_url.as_str().to_owned(),
-            last_active_at: c.last_active_at.micros(),
-            created_at: c.created_at.micros(),
+            id: c.id().db(),
+            username: c.username().as_str().to_owned(),
+            username_folded: c.username().folded(),
+            phone_number: c.phone_number().as_str().to_owned(),
+            avatar_url: c.avatar_url().as_str().to_owned(),
+            last_active_at: c.last_active_at().micros(),
+            created_at: c.created_at().micros(),
         }
     }
 }
@@ -100,8 +103,9 @@ impl From<&Contact> for ContactRow {
 impl TryFrom<ContactRow> for Contact {
     type Error = Error;
     fn try_from(r: ContactRow) -> Result<Self, Error> {
-        Ok(Self {
-            id: contact_id(r.id),
+        let id = contact_id(r.id);
+        Contact::new(ContactParts {
+            id,
             username: Username::new(r.username).map_err(|e| corrupt("username", e))?,
             phone_number: PhoneNumber::new(r.phone_number)
                 .map_err(|e| corrupt("phone_number", e))?,
@@ -109,6 +113,7 @@ impl TryFrom<ContactRow> for Contact {
             last_active_at: ts(r.last_active_at),
             created_at: ts(r.created_at),
         })
+        .map_err(|e| broken(format!("contact {id}"), e))
     }
 }
 
@@ -185,19 +190,19 @@ pub struct ConversationRow {
 
 impl From<&Conversation> for ConversationRow {
     fn from(c: &Conversation) -> Self {
-        let (group_id, peer_id) = match c.kind {
+        let (group_id, peer_id) = match c.kind() {
             ConversationKind::Direct { peer_id } => (None, Some(peer_id.db())),
             ConversationKind::Group { group_id } => (Some(group_id.db()), None),
         };
         Self {
-            id: c.id.db(),
+            id: c.id().db(),
             group_id,
-            creator_id: c.creator_id.db(),
+            creator_id: c.creator_id().db(),
             peer_id,
-            pinned_message_id: c.pinned_message_id.map(|m| m.db()),
-            last_active_at: c.last_active_at.map(Timestamp::micros),
-            activity_at: c.last_active_at.unwrap_or(c.created_at).micros(),
-            created_at: c.created_at.micros(),
+            pinned_message_id: c.pinned_message_id().map(|m| m.db()),
+            last_active_at: c.last_active_at().map(Timestamp::micros),
+            activity_at: c.last_active_at().unwrap_or(c.created_at()).micros(),
+            created_at: c.created_at().micros(),
         }
     }
 }
@@ -219,14 +224,16 @@ impl TryFrom<ConversationRow> for Conversation {
                 )))
             }
         };
-        Ok(Self {
-            id: conversation_id(r.id),
+        let id = conversation_id(r.id);
+        Conversation::new(ConversationParts {
+            id,
             kind,
             creator_id: contact_id(r.creator_id),
             pinned_message_id: r.pinned_message_id.map(message_id),
             last_active_at: r.last_active_at.map(ts),
             created_at: ts(r.created_at),
         })
+        .map_err(|e| broken(format!("conversation {id}"), e))
     }
 }
 
@@ -448,18 +455,28 @@ pub fn reactor(id: DbId, username: String) -> Result<Reactor, Error> {
     })
 }
 
-/// Adds a reaction to a message's `list`, which holds the reactions made
-/// before it: a name's group stays where its first reaction placed it,
-/// reactors in the order they reacted.
-pub fn add_reaction(list: &mut Vec<Reaction>, name: String, reactor: Reactor) -> Result<(), Error> {
-    match list.iter_mut().find(|r| r.name.as_str() == name) {
-        Some(reaction) => reaction.reactors.push(reactor),
-        None => list.push(Reaction {
-            name: ReactionName::new(name).map_err(|e| corrupt("reaction name", e))?,
-            reactors: vec![reactor],
-        }),
+/// A message's reactions from its reaction rows (name, reactor) in the
+/// order they were made: a name's reaction stays where its first reaction
+/// placed it, reactors in the order they reacted.
+pub fn group_reactions(
+    message: MessageId,
+    rows: impl IntoIterator<Item = (String, Reactor)>,
+) -> Result<Vec<Reaction>, Error> {
+    let mut by_name: Vec<(String, Vec<Reactor>)> = Vec::new();
+    for (name, reactor) in rows {
+        match by_name.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, reactors)) => reactors.push(reactor),
+            None => by_name.push((name, vec![reactor])),
+        }
     }
-    Ok(())
+    by_name
+        .into_iter()
+        .map(|(name, reactors)| {
+            let name = ReactionName::new(name).map_err(|e| corrupt("reaction name", e))?;
+            Reaction::new(name, reactors)
+                .map_err(|e| broken(format!("reaction of message {message}"), e))
+        })
+        .collect()
 }
 
 /// A message from its row, its sender's row and its relations.
@@ -469,8 +486,9 @@ pub fn message(
     reactions: Vec<Reaction>,
     attachments: Vec<Attachment>,
 ) -> Result<Message, Error> {
-    Ok(Message {
-        id: message_id(row.id),
+    let id = message_id(row.id);
+    Message::new(MessageParts {
+        id,
         conversation_id: conversation_id(row.conversation_id),
         sender: Contact::try_from(sender)?,
         text: MessageText::new(row.body).map_err(|e| corrupt("message text", e))?,
@@ -480,6 +498,7 @@ pub fn message(
         created_at: ts(row.created_at),
         updated_at: row.updated_at.map(ts),
     })
+    .map_err(|e| broken(format!("message {id}"), e))
 }
 
 /// A message's reactions and attachments, selected with the message as two
@@ -555,9 +574,11 @@ pub fn message_with(
     if let Some(json) = relations.reactions {
         let list: Vec<ReactionJson> =
             serde_json::from_str(&json).map_err(|e| unreadable("reactions", e))?;
-        for (name, contact, username) in list {
-            add_reaction(&mut reactions, name, reactor(id(&contact)?, username)?)?;
-        }
+        let made = list
+            .into_iter()
+            .map(|(name, contact, username)| Ok((name, reactor(id(&contact)?, username)?)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        reactions = group_reactions(message_id(row.id), made)?;
     }
     let mut attachments = Vec::new();
     if let Some(json) = relations.attachments {

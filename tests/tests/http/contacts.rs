@@ -384,7 +384,7 @@ async fn duplicate_username_is_a_conflict(app: TestApp) {
         .create_contact("alice2", "+15550199", None)
         .await
         .expect("a free username");
-    assert_eq!(carol.username.as_str(), "alice2");
+    assert_eq!(carol.username().as_str(), "alice2");
 }
 
 confab_tests::on_both_stores!(

@@ -728,7 +728,7 @@ async fn a_big_group_embeds_its_first_100_members_in_its_object_and_events(app: 
             .create_contact(&format!("m{i:03}"), "+15550100", None)
             .await
             .expect("contact");
-        members.push(c.id.to_string());
+        members.push(c.id().to_string());
     }
     // Listed in reverse order of creation: join order is the request's.
     members[1..].reverse();

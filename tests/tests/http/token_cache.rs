@@ -77,7 +77,7 @@ impl ServerAndCli {
             .issue_token(username, None)
             .await
             .expect("issue token");
-        (contact.id.to_string(), token)
+        (contact.id().to_string(), token)
     }
 
     async fn send(&self, method: Method, path: &str, token: &str, form: &[(&str, &str)]) -> Resp {

@@ -43,7 +43,7 @@ async fn concurrent_writers_into_one_conversation(s: S) {
                     )
                     .await
                     .unwrap_or_else(|e| panic!("writer {w}, message {n}: {e}"));
-                mine.push((m.created_at, m.id));
+                mine.push((m.created_at(), m.id()));
             }
         }));
     }
@@ -65,7 +65,7 @@ async fn concurrent_writers_into_one_conversation(s: S) {
     let mut cursor = None;
     loop {
         let p = s
-            .list_messages(bob.id, Some(c.id), page(9, cursor))
+            .list_messages(bob.id(), Some(c.id()), page(9, cursor))
             .await
             .expect("page");
         seen.extend(msg_ids(&p));
@@ -82,7 +82,7 @@ async fn concurrent_writers_into_one_conversation(s: S) {
     loop {
         let first = seen[0];
         let p = s
-            .list_messages(alice.id, None, page(7, Some(Cursor::Before(first))))
+            .list_messages(alice.id(), None, page(7, Some(Cursor::Before(first))))
             .await
             .expect("page");
         let mut ids = msg_ids(&p);
@@ -95,12 +95,12 @@ async fn concurrent_writers_into_one_conversation(s: S) {
     assert_eq!(seen, expected);
 
     let v = s
-        .conversation_for(alice.id, c.id)
+        .conversation_for(alice.id(), c.id())
         .await
         .expect("get")
         .expect("some");
     assert_eq!(
-        v.conversation.last_active_at,
+        v.conversation.last_active_at(),
         Some(at_us(10, i64::try_from((MESSAGES - 1) / 3).expect("small")))
     );
 }

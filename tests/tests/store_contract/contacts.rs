@@ -1,6 +1,8 @@
 //! Health and contacts: ping, create and find, profile updates, activity.
 
-use confab_domain::{AvatarUrl, Contact, ContactId, ContactProfilePatch, PhoneNumber, Username};
+use confab_domain::{
+    AvatarUrl, Contact, ContactId, ContactParts, ContactProfilePatch, PhoneNumber, Username,
+};
 use confab_ports::StoreError;
 
 use crate::support::no_events;
@@ -12,7 +14,10 @@ async fn health_ping(s: S) {
 
 async fn contacts_create_and_find(s: S) {
     let alice = contact(&s, "Alice").await;
-    assert_eq!(s.contact(alice.id).await.expect("get"), Some(alice.clone()));
+    assert_eq!(
+        s.contact(alice.id()).await.expect("get"),
+        Some(alice.clone())
+    );
     assert_eq!(
         s.contact(ContactId::from_uuid(new_id()))
             .await
@@ -34,25 +39,26 @@ async fn contacts_create_and_find(s: S) {
         None
     );
     for taken in ["Alice", "alice", "ALICE"] {
-        let dup = Contact {
+        let dup = Contact::new(ContactParts {
             id: ContactId::from_uuid(new_id()),
             username: Username::new(taken.into()).expect("username"),
-            ..alice.clone()
-        };
+            ..alice.clone().into_parts()
+        })
+        .expect("contact");
         assert_err!(
             s.create_contact(dup, no_events()).await,
             StoreError::Conflict(_)
         );
     }
     let bob = contact(&s, "bob").await;
-    assert_ne!(bob.id, alice.id);
+    assert_ne!(bob.id(), alice.id());
 }
 
 async fn contacts_update_and_touch(s: S) {
     let alice = contact(&s, "alice").await;
     let updated = s
         .update_contact(
-            alice.id,
+            alice.id(),
             ContactProfilePatch {
                 phone_number: Some(PhoneNumber::new("+4930123456".into()).expect("phone")),
                 avatar_url: None,
@@ -61,14 +67,14 @@ async fn contacts_update_and_touch(s: S) {
         )
         .await
         .expect("update");
-    assert_eq!(updated.phone_number.as_str(), "+4930123456");
-    assert_eq!(updated.avatar_url, alice.avatar_url);
-    assert_eq!(updated.username, alice.username);
+    assert_eq!(updated.phone_number().as_str(), "+4930123456");
+    assert_eq!(updated.avatar_url(), alice.avatar_url());
+    assert_eq!(updated.username(), alice.username());
 
     let avatar = AvatarUrl::new("https://img.example/a.png".into()).expect("avatar");
     let updated = s
         .update_contact(
-            alice.id,
+            alice.id(),
             ContactProfilePatch {
                 phone_number: None,
                 avatar_url: Some(avatar.clone()),
@@ -77,17 +83,17 @@ async fn contacts_update_and_touch(s: S) {
         )
         .await
         .expect("update");
-    assert_eq!(updated.avatar_url, avatar);
-    assert_eq!(updated.phone_number.as_str(), "+4930123456");
+    assert_eq!(*updated.avatar_url(), avatar);
+    assert_eq!(updated.phone_number().as_str(), "+4930123456");
 
     // An empty patch changes nothing.
     let same = s
-        .update_contact(alice.id, ContactProfilePatch::default(), no_events())
+        .update_contact(alice.id(), ContactProfilePatch::default(), no_events())
         .await
         .expect("empty patch");
     assert_eq!(same, updated);
     assert_eq!(
-        s.contact(alice.id).await.expect("get"),
+        s.contact(alice.id()).await.expect("get"),
         Some(updated.clone())
     );
 
@@ -114,18 +120,18 @@ async fn contacts_update_and_touch(s: S) {
     );
 
     // Activity only moves forward.
-    s.touch_contact(alice.id, at(100)).await.expect("touch");
-    let got = s.contact(alice.id).await.expect("get").expect("some");
-    assert_eq!(got.last_active_at, at(100));
-    s.touch_contact(alice.id, at(50)).await.expect("touch");
-    let got = s.contact(alice.id).await.expect("get").expect("some");
-    assert_eq!(got.last_active_at, at(100));
-    assert_eq!(got.created_at, at(0));
-    s.touch_contact(alice.id, at_us(100, 1))
+    s.touch_contact(alice.id(), at(100)).await.expect("touch");
+    let got = s.contact(alice.id()).await.expect("get").expect("some");
+    assert_eq!(got.last_active_at(), at(100));
+    s.touch_contact(alice.id(), at(50)).await.expect("touch");
+    let got = s.contact(alice.id()).await.expect("get").expect("some");
+    assert_eq!(got.last_active_at(), at(100));
+    assert_eq!(got.created_at(), at(0));
+    s.touch_contact(alice.id(), at_us(100, 1))
         .await
         .expect("touch");
-    let got = s.contact(alice.id).await.expect("get").expect("some");
-    assert_eq!(got.last_active_at, at_us(100, 1));
+    let got = s.contact(alice.id()).await.expect("get").expect("some");
+    assert_eq!(got.last_active_at(), at_us(100, 1));
 }
 
 confab_tests::on_both_stores!(

@@ -31,7 +31,7 @@ async fn every_payload(s: &S, ev: &Events, who: &[&Contact]) -> Vec<(EventId, Ev
             out.push((e.id, e.kind, e.payload));
         }
     }
-    let to: HashSet<_> = who.iter().map(|c| c.id).collect();
+    let to: HashSet<_> = who.iter().map(|c| c.id()).collect();
     let batch = s
         .recent_events(0, FanOutLimits::events(1000), Arc::new(to))
         .await
@@ -86,9 +86,14 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
     let ev = Events::all_committing();
     let alice = contact(&s, "alice").await;
     let bob = contact(&s, "bob").await;
-    let c = Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, bob.id, at(1))
-        .expect("direct");
-    let e = conversation_created(by(&alice, at(1)), ids(), c.id);
+    let c = Conversation::new_direct(
+        ConversationId::from_uuid(new_id()),
+        alice.id(),
+        bob.id(),
+        at(1),
+    )
+    .expect("direct");
+    let e = conversation_created(by(&alice, at(1)), ids(), c.id());
     s.create_conversation(c.clone(), ev.out(e), None)
         .await
         .expect("create");
@@ -98,7 +103,7 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
     let mut doomed = new_message(&c, &alice, "the secret plan", at(2));
     doomed.attachments = vec![attachment(7)];
     let first_file = doomed.attachments[0].1.file_url.as_str().to_owned();
-    let e = message_sent(by(&alice, at(2)), ids(), doomed.id, c.id);
+    let e = message_sent(by(&alice, at(2)), ids(), doomed.id, c.id());
     let m = s
         .append_message(doomed, ev.out(e), None)
         .await
@@ -106,8 +111,8 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
     let kept = ev.send(&s, &c, &bob, "this one stays", 3).await;
     let mut react = change(&bob, at(4));
     react.add_reactions = vec![rn("eyes")];
-    let e = message_updated(by(&bob, at(4)), ids(), m.id, c.id, &[]);
-    s.update_message(m.id, react, ev.out(e))
+    let e = message_updated(by(&bob, at(4)), ids(), m.id(), c.id(), &[]);
+    s.update_message(m.id(), react, ev.out(e))
         .await
         .expect("react");
     let mut edit = change(&alice, at(5));
@@ -115,10 +120,12 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
     edit.add_attachments = vec![attachment(8)];
     let added = edit.add_attachments[0].0;
     let second_file = edit.add_attachments[0].1.file_url.as_str().to_owned();
-    let e = message_updated(by(&alice, at(5)), ids(), m.id, c.id, &[added]);
-    s.update_message(m.id, edit, ev.out(e)).await.expect("edit");
-    let e = conversation_opened(by(&bob, at(6)), ids(), c.id);
-    s.open_conversation(bob.id, c.id, at(6), ev.out(e))
+    let e = message_updated(by(&alice, at(5)), ids(), m.id(), c.id(), &[added]);
+    s.update_message(m.id(), edit, ev.out(e))
+        .await
+        .expect("edit");
+    let e = conversation_opened(by(&bob, at(6)), ids(), c.id());
+    s.open_conversation(bob.id(), c.id(), at(6), ev.out(e))
         .await
         .expect("open");
 
@@ -144,9 +151,9 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
             n
         });
 
-    let e = message_deleted(by(&alice, at(7)), ids(), m.id, c.id);
+    let e = message_deleted(by(&alice, at(7)), ids(), m.id(), c.id());
     let deleted_event = e[0].id;
-    s.delete_message(m.id, alice.id, ev.out(e))
+    s.delete_message(m.id(), alice.id(), ev.out(e))
         .await
         .expect("delete");
 
@@ -170,11 +177,11 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
                 matches!(kind, EventType::MessageCreated | EventType::MessageUpdated),
                 "{kind}"
             );
-            assert_eq!(p, &scrubbed(m.id), "{kind} event {id}");
+            assert_eq!(p, &scrubbed(m.id()), "{kind} event {id}");
         } else if added_file.contains(id) {
             assert_eq!(p, &scrubbed(added), "attachment.created {id}");
         } else if *id == deleted_event {
-            assert_eq!(p, &deletion(m.id), "the deletion keeps its {{\"id\"}}");
+            assert_eq!(p, &deletion(m.id()), "the deletion keeps its {{\"id\"}}");
             seen_deletion += 1;
         } else {
             *still.entry((*id, p.clone())).or_default() += 1;
@@ -185,7 +192,7 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
     assert!(
         after
             .iter()
-            .any(|(_, _, p)| p.contains("this one stays") && subject(p) == kept.id.to_string()),
+            .any(|(_, _, p)| p.contains("this one stays") && subject(p) == kept.id().to_string()),
         "the other message's events keep it"
     );
 }
@@ -195,9 +202,14 @@ async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
     let alice = contact(&s, "alice").await;
     let bob = contact(&s, "bob").await;
     let carol = contact(&s, "carol").await;
-    let c = Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, bob.id, at(1))
-        .expect("direct");
-    let e = conversation_created(by(&alice, at(1)), ids(), c.id);
+    let c = Conversation::new_direct(
+        ConversationId::from_uuid(new_id()),
+        alice.id(),
+        bob.id(),
+        at(1),
+    )
+    .expect("direct");
+    let e = conversation_created(by(&alice, at(1)), ids(), c.id());
     s.create_conversation(c.clone(), ev.out(e), None)
         .await
         .expect("create");
@@ -211,18 +223,18 @@ async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
     let mut first = new_message(&c, &alice, "confidential one", at(3));
     first.attachments = vec![attachment(3)];
     let file = first.attachments[0].1.file_url.as_str().to_owned();
-    let e = message_sent(by(&alice, at(3)), ids(), first.id, c.id);
+    let e = message_sent(by(&alice, at(3)), ids(), first.id, c.id());
     let m1 = s
         .append_message(first, ev.out(e), None)
         .await
         .expect("send");
     let m2 = ev.send(&s, &c, &bob, "confidential two", 4).await;
     let m3 = ev.send(&s, &c, &bob, "confidential three", 5).await;
-    let e = conversation_updated(by(&alice, at(6)), ids(), c.id, true);
+    let e = conversation_updated(by(&alice, at(6)), ids(), c.id(), true);
     s.update_conversation(
-        alice.id,
-        c.id,
-        Some(PinnedMessageChange::Pin(m1.id)),
+        alice.id(),
+        c.id(),
+        Some(PinnedMessageChange::Pin(m1.id())),
         MemberStatePatch::default(),
         ev.out(e),
     )
@@ -232,23 +244,23 @@ async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
         is_muted: Some(true),
         ..MemberStatePatch::default()
     };
-    let e = conversation_updated(by(&bob, at(7)), ids(), c.id, false);
-    s.update_conversation(bob.id, c.id, None, mute, ev.out(e))
+    let e = conversation_updated(by(&bob, at(7)), ids(), c.id(), false);
+    s.update_conversation(bob.id(), c.id(), None, mute, ev.out(e))
         .await
         .expect("mute");
     let mut react = change(&alice, at(8));
     react.add_reactions = vec![rn("sparkles")];
-    let e = message_updated(by(&alice, at(8)), ids(), m2.id, c.id, &[]);
-    s.update_message(m2.id, react, ev.out(e))
+    let e = message_updated(by(&alice, at(8)), ids(), m2.id(), c.id(), &[]);
+    s.update_message(m2.id(), react, ev.out(e))
         .await
         .expect("react");
-    let e = conversation_opened(by(&alice, at(9)), ids(), c.id);
-    s.open_conversation(alice.id, c.id, at(9), ev.out(e))
+    let e = conversation_opened(by(&alice, at(9)), ids(), c.id());
+    s.open_conversation(alice.id(), c.id(), at(9), ev.out(e))
         .await
         .expect("open");
-    let e = message_deleted(by(&bob, at(10)), ids(), m3.id, c.id);
+    let e = message_deleted(by(&bob, at(10)), ids(), m3.id(), c.id());
     let m3_deleted = e[0].id;
-    s.delete_message(m3.id, bob.id, ev.out(e))
+    s.delete_message(m3.id(), bob.id(), ev.out(e))
         .await
         .expect("delete m3");
 
@@ -269,9 +281,9 @@ async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
         });
     assert!(!untouched.is_empty());
 
-    let e = conversation_deleted(by(&bob, at(11)), ids(), c.id);
+    let e = conversation_deleted(by(&bob, at(11)), ids(), c.id());
     let deleted_event = e[0].id;
-    s.delete_conversation(c.id, bob.id, ev.out(e))
+    s.delete_conversation(c.id(), bob.id(), ev.out(e))
         .await
         .expect("delete");
 
@@ -287,25 +299,25 @@ async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
             "pinned_message_id",
         ],
     );
-    let gone_ids: HashSet<String> = [c.id.to_string(), m1.id.to_string(), m2.id.to_string()]
+    let gone_ids: HashSet<String> = [c.id().to_string(), m1.id().to_string(), m2.id().to_string()]
         .into_iter()
-        .chain(m1.attachments.iter().map(|a| a.id.to_string()))
+        .chain(m1.attachments().iter().map(|a| a.id.to_string()))
         .collect();
     let mut still: HashMap<(EventId, String), usize> = HashMap::new();
     let mut deletions = 0;
     for (id, kind, p) in &after {
         if *id == deleted_event {
-            assert_eq!(p, &deletion(c.id));
+            assert_eq!(p, &deletion(c.id()));
             deletions += 1;
         } else if *id == m3_deleted {
-            assert_eq!(p, &deletion(m3.id), "a deletion stays {{\"id\"}}");
+            assert_eq!(p, &deletion(m3.id()), "a deletion stays {{\"id\"}}");
             deletions += 1;
         } else if p.contains("carol") {
             *still.entry((*id, p.clone())).or_default() += 1;
         } else {
             let names = subject(p);
             assert!(
-                gone_ids.contains(&names) || names == m3.id.to_string(),
+                gone_ids.contains(&names) || names == m3.id().to_string(),
                 "{kind} event {id} of something else: {p}"
             );
             assert_eq!(p, &scrubbed(&names), "{kind} event {id}");
@@ -315,7 +327,7 @@ async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
     assert_eq!(still, untouched, "the other conversation's events stay");
     assert!(after
         .iter()
-        .any(|(_, _, p)| p.contains("carol's words stay") && subject(p) == stays.id.to_string()));
+        .any(|(_, _, p)| p.contains("carol's words stay") && subject(p) == stays.id().to_string()));
 }
 
 async fn a_deleted_groups_conversations_leave_their_events(s: S) {
@@ -323,22 +335,22 @@ async fn a_deleted_groups_conversations_leave_their_events(s: S) {
     let alice = contact(&s, "alice").await;
     let bob = contact(&s, "bob").await;
     let g = group(&s, &alice, &[&bob], at(1)).await;
-    let gc = group_conversation(&s, &alice, g.id, at(2)).await;
-    let e = conversation_updated(by(&bob, at(3)), ids(), gc.id, false);
+    let gc = group_conversation(&s, &alice, g.id(), at(2)).await;
+    let e = conversation_updated(by(&bob, at(3)), ids(), gc.id(), false);
     let mute = MemberStatePatch {
         is_muted: Some(true),
         ..MemberStatePatch::default()
     };
-    s.update_conversation(bob.id, gc.id, None, mute, ev.out(e))
+    s.update_conversation(bob.id(), gc.id(), None, mute, ev.out(e))
         .await
         .expect("mute");
     let m = ev.send(&s, &gc, &bob, "the team's secret", 4).await;
     // Each member's own view (bob's says muted).
-    let e = conversation_updated(by(&alice, at(4)), ids(), gc.id, true);
+    let e = conversation_updated(by(&alice, at(4)), ids(), gc.id(), true);
     s.update_conversation(
-        alice.id,
-        gc.id,
-        Some(PinnedMessageChange::Pin(m.id)),
+        alice.id(),
+        gc.id(),
+        Some(PinnedMessageChange::Pin(m.id())),
         MemberStatePatch::default(),
         ev.out(e),
     )
@@ -352,17 +364,19 @@ async fn a_deleted_groups_conversations_leave_their_events(s: S) {
     let d = direct(&s, &alice, &bob, at(5)).await;
     ev.send(&s, &d, &alice, "a direct word", 6).await;
 
-    let e = group_deleted(by(&alice, at(7)), ids(), g.id);
-    s.delete_group(g.id, ev.out(e)).await.expect("delete group");
+    let e = group_deleted(by(&alice, at(7)), ids(), g.id());
+    s.delete_group(g.id(), ev.out(e))
+        .await
+        .expect("delete group");
 
     let after = every_payload(&s, &ev, &[&alice, &bob]).await;
     assert_gone(&after, &["the team's secret", "is_muted"]);
     for (id, kind, p) in &after {
         match *kind {
             EventType::MessageCreated if p.contains("a direct word") => {}
-            EventType::MessageCreated => assert_eq!(p, &scrubbed(m.id), "{id}"),
-            EventType::ConversationUpdated => assert_eq!(p, &scrubbed(gc.id), "{id}"),
-            EventType::GroupDeleted => assert_eq!(p, &deletion(g.id)),
+            EventType::MessageCreated => assert_eq!(p, &scrubbed(m.id()), "{id}"),
+            EventType::ConversationUpdated => assert_eq!(p, &scrubbed(gc.id()), "{id}"),
+            EventType::GroupDeleted => assert_eq!(p, &deletion(g.id())),
             other => panic!("unexpected {other} event {id}: {p}"),
         }
     }

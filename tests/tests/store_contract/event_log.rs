@@ -19,7 +19,7 @@ pub(crate) fn ids() -> impl FnMut() -> EventId {
 }
 
 pub(crate) fn by(who: &Contact, when: Timestamp) -> Change {
-    Change::new(who.id, when)
+    Change::new(who.id(), when)
 }
 
 /// Hands events to writes and reads them back once readable. PostgreSQL
@@ -77,7 +77,7 @@ impl Events {
     /// Every event `who` has received, oldest first.
     pub(crate) async fn of(&self, s: &S, who: &Contact) -> Vec<StoredEvent> {
         self.settle(s).await;
-        s.events_for(who.id, 0, 1000).await.expect("events")
+        s.events_for(who.id(), 0, 1000).await.expect("events")
     }
 
     pub(crate) async fn kinds(&self, s: &S, who: &Contact) -> Vec<EventType> {
@@ -93,7 +93,7 @@ impl Events {
     ) -> Vec<StoredEvent> {
         self.settle(s).await;
         let after = since.last().map_or(0, |e| e.position);
-        s.events_for(who.id, after, 1000).await.expect("events")
+        s.events_for(who.id(), after, 1000).await.expect("events")
     }
 
     pub(crate) async fn send(
@@ -105,7 +105,7 @@ impl Events {
         t: i64,
     ) -> Message {
         let m = new_message(c, sender, body, at(t));
-        let events = message_sent(by(sender, at(t)), ids(), m.id, c.id);
+        let events = message_sent(by(sender, at(t)), ids(), m.id, c.id());
         s.append_message(m, self.out(events), None)
             .await
             .expect("append")

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use confab_domain::{
     contact_created, contact_updated, conversation_created, conversation_deleted,
     conversation_opened, conversation_updated, group_created, group_deleted, group_updated,
-    message_deleted, message_sent, message_updated, AvatarUrl, Contact, ContactId,
+    message_deleted, message_sent, message_updated, AvatarUrl, Contact, ContactId, ContactParts,
     ContactProfilePatch, Conversation, ConversationId, EventId, EventType, GroupId, GroupName,
     MemberStatePatch, Message, PhoneNumber, PinnedMessageChange, Username,
 };
@@ -28,7 +28,7 @@ const WIRE: WirePayloads = WirePayloads;
 
 async fn message_as(s: &S, who: &Contact, m: &Message) -> String {
     WIRE.message(
-        &s.message_for(who.id, m.id)
+        &s.message_for(who.id(), m.id())
             .await
             .expect("read")
             .expect("visible"),
@@ -37,7 +37,7 @@ async fn message_as(s: &S, who: &Contact, m: &Message) -> String {
 
 async fn conversation_as(s: &S, who: &Contact, c: ConversationId) -> String {
     WIRE.conversation(
-        &s.conversation_for(who.id, c)
+        &s.conversation_for(who.id(), c)
             .await
             .expect("read")
             .expect("visible"),
@@ -65,10 +65,10 @@ async fn a_sent_message_is_one_event_for_its_members_only(s: S) {
     // A group conversation: the group's members, no one else.
     let dave = contact(&s, "dave").await;
     let g = group(&s, &alice, &[&bob, &carol], at(3)).await;
-    let gc = group_conversation(&s, &alice, g.id, at(4)).await;
+    let gc = group_conversation(&s, &alice, g.id(), at(4)).await;
     let mut with_files = new_message(&gc, &carol, "files", at(5));
     with_files.attachments = vec![attachment(1), attachment(2)];
-    let e = message_sent(by(&carol, at(5)), ids(), with_files.id, gc.id);
+    let e = message_sent(by(&carol, at(5)), ids(), with_files.id, gc.id());
     let m = s
         .append_message(with_files, ev.out(e), None)
         .await
@@ -97,7 +97,7 @@ async fn refused_or_rolled_back_writes_leave_no_event(s: S) {
 
     // Not a member: NotFound.
     let m = new_message(&c, &carol, "intruder", at(2));
-    let e = message_sent(by(&carol, at(2)), ids(), m.id, c.id);
+    let e = message_sent(by(&carol, at(2)), ids(), m.id, c.id());
     assert_err!(
         s.append_message(m, ev.out(e), None).await,
         StoreError::NotFound
@@ -105,10 +105,10 @@ async fn refused_or_rolled_back_writes_leave_no_event(s: S) {
     // A lost idempotency claim: ClaimLost, after the message and its events
     // were written in the transaction.
     let m = new_message(&c, &alice, "lost", at(3));
-    let e = message_sent(by(&alice, at(3)), ids(), m.id, c.id);
+    let e = message_sent(by(&alice, at(3)), ids(), m.id, c.id());
     let lost = Completion::new(
         KeyClaim {
-            contact_id: alice.id,
+            contact_id: alice.id(),
             key: "never-claimed".into(),
             holder: new_id(),
         },
@@ -123,7 +123,7 @@ async fn refused_or_rolled_back_writes_leave_no_event(s: S) {
         StoreError::ClaimLost
     );
     for who in everyone {
-        assert!(ev.of(&s, who).await.is_empty(), "{}", who.username);
+        assert!(ev.of(&s, who).await.is_empty(), "{}", who.username());
     }
 
     // A rule refused after writing: the 11th attachment.
@@ -135,44 +135,46 @@ async fn refused_or_rolled_back_writes_leave_no_event(s: S) {
     let e = message_updated(
         by(&alice, at(5)),
         ids(),
-        full.id,
-        c.id,
+        full.id(),
+        c.id(),
         &[more.add_attachments[0].0],
     );
     assert_err!(
-        s.update_message(full.id, more, ev.out(e)).await,
+        s.update_message(full.id(), more, ev.out(e)).await,
         StoreError::Rule(_)
     );
     // Deletions by a non-member, of what is gone.
-    let e = message_deleted(by(&carol, at(6)), ids(), full.id, c.id);
+    let e = message_deleted(by(&carol, at(6)), ids(), full.id(), c.id());
     assert_err!(
-        s.delete_message(full.id, carol.id, ev.out(e)).await,
+        s.delete_message(full.id(), carol.id(), ev.out(e)).await,
         StoreError::NotFound
     );
-    let e = conversation_deleted(by(&carol, at(6)), ids(), c.id);
+    let e = conversation_deleted(by(&carol, at(6)), ids(), c.id());
     assert_err!(
-        s.delete_conversation(c.id, carol.id, ev.out(e)).await,
+        s.delete_conversation(c.id(), carol.id(), ev.out(e)).await,
         StoreError::NotFound
     );
     let gone = GroupId::from_uuid(new_id());
     let e = group_deleted(by(&alice, at(6)), ids(), gone);
     assert_err!(s.delete_group(gone, ev.out(e)).await, StoreError::NotFound);
     // Opening by an outsider.
-    let e = conversation_opened(by(&carol, at(7)), ids(), c.id);
+    let e = conversation_opened(by(&carol, at(7)), ids(), c.id());
     assert_err!(
-        s.open_conversation(carol.id, c.id, at(7), ev.out(e)).await,
+        s.open_conversation(carol.id(), c.id(), at(7), ev.out(e))
+            .await,
         StoreError::NotFound
     );
     // A taken username.
-    let dup = Contact {
+    let dup = Contact::new(ContactParts {
         id: ContactId::from_uuid(new_id()),
         username: Username::new("ALICE".into()).expect("username"),
         phone_number: PhoneNumber::new("+15550100".into()).expect("phone"),
         avatar_url: AvatarUrl::none(),
         last_active_at: at(8),
         created_at: at(8),
-    };
-    let e = contact_created(at(8), ids(), dup.id);
+    })
+    .expect("contact");
+    let e = contact_created(at(8), ids(), dup.id());
     assert_err!(
         s.create_contact(dup, ev.out(e)).await,
         StoreError::Conflict(_)
@@ -182,7 +184,7 @@ async fn refused_or_rolled_back_writes_leave_no_event(s: S) {
     let probe = ev.send(&s, &c, &bob, "probe", 9).await;
     for who in [&alice, &bob] {
         let got = ev.of(&s, who).await;
-        assert_eq!(got.len(), 1, "{}: only the probe", who.username);
+        assert_eq!(got.len(), 1, "{}: only the probe", who.username());
         assert_eq!(got[0].payload, message_as(&s, who, &probe).await);
     }
     assert!(ev.of(&s, &carol).await.is_empty());
@@ -209,8 +211,11 @@ async fn message_changes_are_events_only_when_something_changed(s: S) {
     edit.text = Some(text("edited"));
     edit.add_attachments = vec![attachment(1)];
     let added = edit.add_attachments[0].0;
-    let e = message_updated(by(&alice, at(3)), ids(), m.id, c.id, &[added]);
-    let edited = s.update_message(m.id, edit, ev.out(e)).await.expect("edit");
+    let e = message_updated(by(&alice, at(3)), ids(), m.id(), c.id(), &[added]);
+    let edited = s
+        .update_message(m.id(), edit, ev.out(e))
+        .await
+        .expect("edit");
     for (who, before) in [(&alice, &before_a), (&bob, &before_b)] {
         let got = ev.since(&s, who, before).await;
         let got_kinds: Vec<EventType> = got.iter().map(|e| e.kind).collect();
@@ -219,7 +224,7 @@ async fn message_changes_are_events_only_when_something_changed(s: S) {
             [EventType::MessageUpdated, EventType::AttachmentCreated]
         );
         assert_eq!(got[0].payload, message_as(&s, who, &m).await);
-        assert_eq!(got[1].payload, WIRE.attachment(&edited.attachments[0]));
+        assert_eq!(got[1].payload, WIRE.attachment(&edited.attachments()[0]));
         assert_ne!(got[0].id, got[1].id);
     }
 
@@ -229,8 +234,8 @@ async fn message_changes_are_events_only_when_something_changed(s: S) {
         r.add_reactions = vec![rn("like")];
         r
     };
-    let e = message_updated(by(&bob, at(4)), ids(), m.id, c.id, &[]);
-    s.update_message(m.id, react(4), ev.out(e))
+    let e = message_updated(by(&bob, at(4)), ids(), m.id(), c.id(), &[]);
+    s.update_message(m.id(), react(4), ev.out(e))
         .await
         .expect("react");
     let after_react = ev.of(&s, &bob).await;
@@ -242,8 +247,8 @@ async fn message_changes_are_events_only_when_something_changed(s: S) {
         after_react.last().map(|e| e.payload.clone()),
         Some(message_as(&s, &bob, &m).await)
     );
-    let e = message_updated(by(&bob, at(5)), ids(), m.id, c.id, &[]);
-    s.update_message(m.id, react(5), ev.out(e))
+    let e = message_updated(by(&bob, at(5)), ids(), m.id(), c.id(), &[]);
+    s.update_message(m.id(), react(5), ev.out(e))
         .await
         .expect("again");
     assert!(
@@ -252,13 +257,13 @@ async fn message_changes_are_events_only_when_something_changed(s: S) {
     );
 
     // Taking back a reaction one does not have: none; one one has: one.
-    let e = message_updated(by(&bob, at(6)), ids(), m.id, c.id, &[]);
-    s.remove_reaction(m.id, bob.id, rn("heart"), at(6), ev.out(e))
+    let e = message_updated(by(&bob, at(6)), ids(), m.id(), c.id(), &[]);
+    s.remove_reaction(m.id(), bob.id(), rn("heart"), at(6), ev.out(e))
         .await
         .expect("unreact nothing");
     assert!(ev.since(&s, &bob, &after_react).await.is_empty());
-    let e = message_updated(by(&bob, at(7)), ids(), m.id, c.id, &[]);
-    s.remove_reaction(m.id, bob.id, rn("like"), at(7), ev.out(e))
+    let e = message_updated(by(&bob, at(7)), ids(), m.id(), c.id(), &[]);
+    s.remove_reaction(m.id(), bob.id(), rn("like"), at(7), ev.out(e))
         .await
         .expect("unreact");
     let got = ev.since(&s, &alice, &ev.of(&s, &alice).await[..4]).await;
@@ -267,14 +272,14 @@ async fn message_changes_are_events_only_when_something_changed(s: S) {
     assert_eq!(got[0].payload, message_as(&s, &alice, &m).await);
 
     // Deleted: `{"id"}` for both members, nothing for others.
-    let e = message_deleted(by(&alice, at(8)), ids(), m.id, c.id);
-    s.delete_message(m.id, alice.id, ev.out(e))
+    let e = message_deleted(by(&alice, at(8)), ids(), m.id(), c.id());
+    s.delete_message(m.id(), alice.id(), ev.out(e))
         .await
         .expect("delete");
     for who in [&alice, &bob] {
         let last = ev.of(&s, who).await.pop().expect("event");
         assert_eq!(last.kind, EventType::MessageDeleted);
-        assert_eq!(last.payload, format!("{{\"id\":\"{}\"}}", m.id));
+        assert_eq!(last.payload, format!("{{\"id\":\"{}\"}}", m.id()));
     }
     assert!(ev.of(&s, &carol).await.is_empty());
 }
@@ -286,9 +291,14 @@ async fn each_member_gets_its_own_view_of_a_conversation(s: S) {
     let carol = contact(&s, "carol").await;
 
     // Created: each member's own view (a direct one's contact_id differs).
-    let c = Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, bob.id, at(1))
-        .expect("direct");
-    let e = conversation_created(by(&alice, at(1)), ids(), c.id);
+    let c = Conversation::new_direct(
+        ConversationId::from_uuid(new_id()),
+        alice.id(),
+        bob.id(),
+        at(1),
+    )
+    .expect("direct");
+    let e = conversation_created(by(&alice, at(1)), ids(), c.id());
     s.create_conversation(c.clone(), ev.out(e), None)
         .await
         .expect("create");
@@ -296,8 +306,8 @@ async fn each_member_gets_its_own_view_of_a_conversation(s: S) {
     assert_eq!((a.len(), b.len()), (1, 1));
     assert_eq!(a[0].kind, EventType::ConversationCreated);
     assert_eq!(a[0].id, b[0].id);
-    assert_eq!(a[0].payload, conversation_as(&s, &alice, c.id).await);
-    assert_eq!(b[0].payload, conversation_as(&s, &bob, c.id).await);
+    assert_eq!(a[0].payload, conversation_as(&s, &alice, c.id()).await);
+    assert_eq!(b[0].payload, conversation_as(&s, &bob, c.id()).await);
     assert_ne!(a[0].payload, b[0].payload, "each sees the other");
     // The webhook's (the actor's) view.
     let recent = s
@@ -315,25 +325,25 @@ async fn each_member_gets_its_own_view_of_a_conversation(s: S) {
         is_muted: Some(true),
         ..MemberStatePatch::default()
     };
-    let e = conversation_updated(by(&bob, at(3)), ids(), c.id, false);
-    s.update_conversation(bob.id, c.id, None, patch, ev.out(e))
+    let e = conversation_updated(by(&bob, at(3)), ids(), c.id(), false);
+    s.update_conversation(bob.id(), c.id(), None, patch, ev.out(e))
         .await
         .expect("mute");
     assert!(ev.since(&s, &alice, &before_a).await.is_empty());
     let got = ev.since(&s, &bob, &before_b).await;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].kind, EventType::ConversationUpdated);
-    assert_eq!(got[0].payload, conversation_as(&s, &bob, c.id).await);
+    assert_eq!(got[0].payload, conversation_as(&s, &bob, c.id()).await);
 
     // The shared pinned message: every member, each with their own view
     // (bob's says muted, alice's does not).
     let before_a = ev.of(&s, &alice).await;
     let before_b = ev.of(&s, &bob).await;
-    let e = conversation_updated(by(&alice, at(4)), ids(), c.id, true);
+    let e = conversation_updated(by(&alice, at(4)), ids(), c.id(), true);
     s.update_conversation(
-        alice.id,
-        c.id,
-        Some(PinnedMessageChange::Pin(m.id)),
+        alice.id(),
+        c.id(),
+        Some(PinnedMessageChange::Pin(m.id())),
         MemberStatePatch::default(),
         ev.out(e),
     )
@@ -345,34 +355,34 @@ async fn each_member_gets_its_own_view_of_a_conversation(s: S) {
     );
     assert_eq!((a.len(), b.len()), (1, 1));
     assert_eq!(a[0].id, b[0].id);
-    assert_eq!(a[0].payload, conversation_as(&s, &alice, c.id).await);
-    assert_eq!(b[0].payload, conversation_as(&s, &bob, c.id).await);
+    assert_eq!(a[0].payload, conversation_as(&s, &alice, c.id()).await);
+    assert_eq!(b[0].payload, conversation_as(&s, &bob, c.id()).await);
     assert!(b[0].payload.contains("\"is_muted\":true"));
     assert!(a[0].payload.contains("\"is_muted\":false"));
 
     // Deleted: both members, `{"id"}`.
-    let e = conversation_deleted(by(&bob, at(5)), ids(), c.id);
-    s.delete_conversation(c.id, bob.id, ev.out(e))
+    let e = conversation_deleted(by(&bob, at(5)), ids(), c.id());
+    s.delete_conversation(c.id(), bob.id(), ev.out(e))
         .await
         .expect("delete");
     for who in [&alice, &bob] {
         let last = ev.of(&s, who).await.pop().expect("event");
         assert_eq!(last.kind, EventType::ConversationDeleted);
-        assert_eq!(last.payload, format!("{{\"id\":\"{}\"}}", c.id));
+        assert_eq!(last.payload, format!("{{\"id\":\"{}\"}}", c.id()));
     }
     assert!(ev.of(&s, &carol).await.is_empty());
 
     // A group conversation: the group's members.
     let g = group(&s, &alice, &[&bob], at(6)).await;
-    let gc = Conversation::new_group(ConversationId::from_uuid(new_id()), bob.id, g.id, at(7));
-    let e = conversation_created(by(&bob, at(7)), ids(), gc.id);
+    let gc = Conversation::new_group(ConversationId::from_uuid(new_id()), bob.id(), g.id(), at(7));
+    let e = conversation_created(by(&bob, at(7)), ids(), gc.id());
     s.create_conversation(gc.clone(), ev.out(e), None)
         .await
         .expect("create");
     for who in [&alice, &bob] {
         let last = ev.of(&s, who).await.pop().expect("event");
         assert_eq!(last.kind, EventType::ConversationCreated);
-        assert_eq!(last.payload, conversation_as(&s, who, gc.id).await);
+        assert_eq!(last.payload, conversation_as(&s, who, gc.id()).await);
     }
     assert!(ev.of(&s, &carol).await.is_empty());
 }
@@ -383,7 +393,7 @@ async fn opening_tells_the_opener_and_each_read_message_to_all(s: S) {
     let bob = contact(&s, "bob").await;
     let carol = contact(&s, "carol").await;
     let g = group(&s, &alice, &[&bob, &carol], at(0)).await;
-    let c = group_conversation(&s, &alice, g.id, at(1)).await;
+    let c = group_conversation(&s, &alice, g.id(), at(1)).await;
     let first = ev.send(&s, &c, &alice, "one", 2).await;
     let second = ev.send(&s, &c, &carol, "two", 3).await;
     ev.send(&s, &c, &bob, "mine", 4).await;
@@ -393,8 +403,8 @@ async fn opening_tells_the_opener_and_each_read_message_to_all(s: S) {
         ev.of(&s, &carol).await,
     ];
 
-    let e = conversation_opened(by(&bob, at(10)), ids(), c.id);
-    s.open_conversation(bob.id, c.id, at(10), ev.out(e))
+    let e = conversation_opened(by(&bob, at(10)), ids(), c.id());
+    s.open_conversation(bob.id(), c.id(), at(10), ev.out(e))
         .await
         .expect("open");
     let got_bob = ev.since(&s, &bob, &before[1]).await;
@@ -407,7 +417,7 @@ async fn opening_tells_the_opener_and_each_read_message_to_all(s: S) {
             EventType::MessageUpdated
         ]
     );
-    assert_eq!(got_bob[0].payload, conversation_as(&s, &bob, c.id).await);
+    assert_eq!(got_bob[0].payload, conversation_as(&s, &bob, c.id()).await);
     assert_eq!(got_bob[1].payload, message_as(&s, &bob, &first).await);
     assert_eq!(got_bob[2].payload, message_as(&s, &bob, &second).await);
     assert!(got_bob[1].payload.contains("\"read_at\":"));
@@ -425,8 +435,8 @@ async fn opening_tells_the_opener_and_each_read_message_to_all(s: S) {
     // Nothing left to mark: the opener's event alone.
     let before_bob = ev.of(&s, &bob).await;
     let before_alice = ev.of(&s, &alice).await;
-    let e = conversation_opened(by(&bob, at(11)), ids(), c.id);
-    s.open_conversation(bob.id, c.id, at(11), ev.out(e))
+    let e = conversation_opened(by(&bob, at(11)), ids(), c.id());
+    s.open_conversation(bob.id(), c.id(), at(11), ev.out(e))
         .await
         .expect("open again");
     let again: Vec<EventType> = ev
@@ -451,8 +461,8 @@ async fn group_events_reach_members_and_the_removed_once(s: S) {
         name: GroupName::new("Team".into()).expect("name"),
         description: confab_domain::GroupDescription::empty(),
         avatar_url: AvatarUrl::none(),
-        created_by: alice.id,
-        member_ids: vec![bob.id],
+        created_by: alice.id(),
+        member_ids: vec![bob.id()],
         created_at: at(1),
     };
     let e = group_created(by(&alice, at(1)), ids(), new.id);
@@ -467,7 +477,7 @@ async fn group_events_reach_members_and_the_removed_once(s: S) {
         assert_eq!(
             e[0].payload,
             WIRE.group(
-                &s.group_for(who.id, g.id)
+                &s.group_for(who.id(), g.id())
                     .await
                     .expect("read")
                     .expect("member")
@@ -478,13 +488,13 @@ async fn group_events_reach_members_and_the_removed_once(s: S) {
 
     // Add carol, remove bob (and a stranger who never was in): members
     // after the change, and bob, hear of it; the stranger does not.
-    let e = group_updated(by(&alice, at(2)), ids(), g.id, &[bob.id, stranger.id]);
+    let e = group_updated(by(&alice, at(2)), ids(), g.id(), &[bob.id(), stranger.id()]);
     let updated = s
         .update_group(
-            g.id,
+            g.id(),
             GroupChange {
-                add: vec![carol.id],
-                remove: vec![bob.id, stranger.id],
+                add: vec![carol.id()],
+                remove: vec![bob.id(), stranger.id()],
                 ..GroupChange::default()
             },
             at(2),
@@ -494,16 +504,16 @@ async fn group_events_reach_members_and_the_removed_once(s: S) {
         .expect("update");
     for who in [&alice, &bob, &carol] {
         let last = ev.of(&s, who).await.pop().expect("event");
-        assert_eq!(last.kind, EventType::GroupUpdated, "{}", who.username);
+        assert_eq!(last.kind, EventType::GroupUpdated, "{}", who.username());
         assert_eq!(last.payload, WIRE.group(&updated));
     }
     assert!(ev.of(&s, &stranger).await.is_empty(), "never a member");
 
     // After removal, bob hears nothing more of the group.
     let bob_before = ev.of(&s, &bob).await;
-    let e = group_updated(by(&alice, at(3)), ids(), g.id, &[]);
+    let e = group_updated(by(&alice, at(3)), ids(), g.id(), &[]);
     s.update_group(
-        g.id,
+        g.id(),
         GroupChange {
             name: Some(GroupName::new("Renamed".into()).expect("name")),
             ..GroupChange::default()
@@ -515,12 +525,12 @@ async fn group_events_reach_members_and_the_removed_once(s: S) {
     .expect("rename");
     // A change that changes nothing: no event.
     let alice_before = ev.of(&s, &alice).await;
-    let e = group_updated(by(&alice, at(4)), ids(), g.id, &[stranger.id]);
+    let e = group_updated(by(&alice, at(4)), ids(), g.id(), &[stranger.id()]);
     s.update_group(
-        g.id,
+        g.id(),
         GroupChange {
-            add: vec![carol.id],
-            remove: vec![stranger.id],
+            add: vec![carol.id()],
+            remove: vec![stranger.id()],
             ..GroupChange::default()
         },
         at(4),
@@ -529,10 +539,10 @@ async fn group_events_reach_members_and_the_removed_once(s: S) {
     .await
     .expect("no-op");
     assert!(ev.since(&s, &alice, &alice_before).await.is_empty());
-    let gc = group_conversation(&s, &alice, g.id, at(5)).await;
+    let gc = group_conversation(&s, &alice, g.id(), at(5)).await;
     ev.send(&s, &gc, &carol, "bob is gone", 6).await;
-    let e = group_deleted(by(&alice, at(7)), ids(), g.id);
-    s.delete_group(g.id, ev.out(e)).await.expect("delete");
+    let e = group_deleted(by(&alice, at(7)), ids(), g.id());
+    s.delete_group(g.id(), ev.out(e)).await.expect("delete");
     assert!(ev.since(&s, &bob, &bob_before).await.is_empty(), "removed");
     for who in [&alice, &carol] {
         let got: Vec<EventType> = ev.of(&s, who).await.iter().map(|e| e.kind).collect();
@@ -545,27 +555,28 @@ async fn group_events_reach_members_and_the_removed_once(s: S) {
             ]
         );
         let last = ev.of(&s, who).await.pop().expect("event");
-        assert_eq!(last.payload, format!("{{\"id\":\"{}\"}}", g.id));
+        assert_eq!(last.payload, format!("{{\"id\":\"{}\"}}", g.id()));
     }
 }
 
 async fn contact_events_reach_the_contact_and_its_circle(s: S) {
     let ev = Events::default();
     // Created by the operator: the contact alone.
-    let alice = Contact {
+    let alice = Contact::new(ContactParts {
         id: ContactId::from_uuid(new_id()),
         username: Username::new("alice".into()).expect("username"),
         phone_number: PhoneNumber::new("+15550100".into()).expect("phone"),
         avatar_url: AvatarUrl::none(),
         last_active_at: at(0),
         created_at: at(0),
-    };
-    let e = contact_created(at(0), ids(), alice.id);
+    })
+    .expect("contact");
+    let e = contact_created(at(0), ids(), alice.id());
     let alice = s.create_contact(alice, ev.out(e)).await.expect("create");
     let e = ev.of(&s, &alice).await;
     assert_eq!(e.len(), 1);
     assert_eq!(e[0].kind, EventType::ContactCreated);
-    let read = s.contact(alice.id).await.expect("read").expect("exists");
+    let read = s.contact(alice.id()).await.expect("read").expect("exists");
     assert_eq!(e[0].payload, WIRE.contact(&read));
 
     let peer = contact(&s, "peer").await;
@@ -577,16 +588,16 @@ async fn contact_events_reach_the_contact_and_its_circle(s: S) {
     direct(&s, &creator, &alice, at(1)).await;
     // A group with a conversation shares one; one without does not.
     let g = group(&s, &mate, &[&alice], at(1)).await;
-    group_conversation(&s, &mate, g.id, at(2)).await;
+    group_conversation(&s, &mate, g.id(), at(2)).await;
     group(&s, &quiet, &[&alice], at(1)).await;
 
     let patch = ContactProfilePatch {
         phone_number: Some(PhoneNumber::new("+15550199".into()).expect("phone")),
         avatar_url: None,
     };
-    let e = contact_updated(by(&alice, at(3)), ids(), alice.id);
+    let e = contact_updated(by(&alice, at(3)), ids(), alice.id());
     let updated = s
-        .update_contact(alice.id, patch, ev.out(e))
+        .update_contact(alice.id(), patch, ev.out(e))
         .await
         .expect("update");
     let mut ids_seen = Vec::new();
@@ -594,9 +605,9 @@ async fn contact_events_reach_the_contact_and_its_circle(s: S) {
         let e = ev.of(&s, who).await;
         assert_eq!(
             e.len(),
-            if who.id == alice.id { 2 } else { 1 },
+            if who.id() == alice.id() { 2 } else { 1 },
             "{}",
-            who.username
+            who.username()
         );
         let last = e.last().expect("event");
         assert_eq!(last.kind, EventType::ContactUpdated);
@@ -608,8 +619,8 @@ async fn contact_events_reach_the_contact_and_its_circle(s: S) {
     assert!(ev.of(&s, &quiet).await.is_empty(), "no conversation shared");
     assert!(ev.of(&s, &outsider).await.is_empty());
     // An empty patch changes nothing: no event.
-    let e = contact_updated(by(&alice, at(4)), ids(), alice.id);
-    s.update_contact(alice.id, ContactProfilePatch::default(), ev.out(e))
+    let e = contact_updated(by(&alice, at(4)), ids(), alice.id());
+    s.update_contact(alice.id(), ContactProfilePatch::default(), ev.out(e))
         .await
         .expect("no-op");
     assert_eq!(ev.of(&s, &alice).await.len(), 2);
@@ -622,7 +633,7 @@ async fn positions_follow_commit_order(s: S) {
     let c = direct(&s, &alice, &bob, at(1)).await;
     let mut sent = Vec::new();
     for i in 0..5 {
-        sent.push(ev.send(&s, &c, &alice, &format!("m{i}"), 2 + i).await.id);
+        sent.push(ev.send(&s, &c, &alice, &format!("m{i}"), 2 + i).await.id());
     }
     let got = ev.of(&s, &bob).await;
     let positions: Vec<i64> = got.iter().map(|e| e.position).collect();
@@ -641,7 +652,7 @@ async fn positions_follow_commit_order(s: S) {
     assert_eq!(payload_ids, want, "in the order of the writes");
     // Reading after a position resumes exactly there.
     let rest = s
-        .events_for(bob.id, positions[1], 100)
+        .events_for(bob.id(), positions[1], 100)
         .await
         .expect("events");
     assert_eq!(rest.len(), 3);
@@ -658,11 +669,11 @@ async fn concurrent_writes_each_get_their_own_positions(s: S) {
         let (s, c, alice) = (s.clone(), c.clone(), alice.clone());
         tasks.push(tokio::spawn(async move {
             let m = new_message(&c, &alice, &format!("m{i}"), at(2 + i));
-            let e = message_sent(by(&alice, at(2 + i)), ids(), m.id, c.id);
+            let e = message_sent(by(&alice, at(2 + i)), ids(), m.id, c.id());
             s.append_message(m, Outbox::new(e, Arc::new(WirePayloads)), None)
                 .await
                 .expect("append")
-                .id
+                .id()
         }));
     }
     let mut sent = Vec::new();
@@ -819,7 +830,7 @@ mod wire {
         let ta = app.service.issue_token("alice", None).await.expect("token");
 
         // contact.created: GET /v1/contacts/me.
-        let e = app.events(alice.id, 1).await;
+        let e = app.events(alice.id(), 1).await;
         assert_eq!(e[0].kind, EventType::ContactCreated);
         assert_eq!(json(&e[0].payload), app.get("/v1/contacts/me", &ta).await);
 
@@ -830,10 +841,10 @@ mod wire {
                 reqwest::Method::POST,
                 "/v1/conversations",
                 &ta,
-                &format!("contact_id={}", bob.id),
+                &format!("contact_id={}", bob.id()),
             )
             .await;
-        let e = app.events(alice.id, 2).await;
+        let e = app.events(alice.id(), 2).await;
         assert_eq!(e[1].kind, EventType::ConversationCreated);
         let list = app.get("/v1/conversations", &ta).await;
         assert_eq!(json(&e[1].payload), list["data"][0]);
@@ -847,7 +858,7 @@ mod wire {
         let sent = app
             .call(reqwest::Method::POST, "/v1/messages", &ta, &form)
             .await;
-        let e = app.events(alice.id, 3).await;
+        let e = app.events(alice.id(), 3).await;
         assert_eq!(e[2].kind, EventType::MessageCreated);
         let path = format!("/v1/messages/{}", sent["id"].as_str().expect("id"));
         assert_eq!(json(&e[2].payload), app.get(&path, &ta).await);
@@ -858,10 +869,10 @@ mod wire {
                 reqwest::Method::POST,
                 "/v1/groups",
                 &ta,
-                &format!("name=Team&contact_ids[]={}", bob.id),
+                &format!("name=Team&contact_ids[]={}", bob.id()),
             )
             .await;
-        let e = app.events(alice.id, 4).await;
+        let e = app.events(alice.id(), 4).await;
         assert_eq!(e[3].kind, EventType::GroupCreated);
         let path = format!("/v1/groups/{}", g["id"].as_str().expect("id"));
         assert_eq!(json(&e[3].payload), app.get(&path, &ta).await);
@@ -874,7 +885,7 @@ mod wire {
             "phone_number=%2B15550199",
         )
         .await;
-        let e = app.events(alice.id, 5).await;
+        let e = app.events(alice.id(), 5).await;
         assert_eq!(e[4].kind, EventType::ContactUpdated);
         assert_eq!(json(&e[4].payload), app.get("/v1/contacts/me", &ta).await);
     }

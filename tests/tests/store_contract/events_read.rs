@@ -651,7 +651,7 @@ async fn live_token_hashes_are_those_neither_revoked_nor_expired() {
         let alice = crate::support::contact(&s, "alice").await;
         let token = |hash: &str, expires: Option<i64>| confab_ports::NewToken {
             id: Uuid::now_v7(),
-            contact_id: alice.id,
+            contact_id: alice.id(),
             hash: hash.to_owned(),
             created_at: Timestamp::from_secs(1),
             expires_at: expires.map(Timestamp::from_secs),
@@ -667,7 +667,7 @@ async fn live_token_hashes_are_those_neither_revoked_nor_expired() {
             .expect("live");
         live.sort();
         assert_eq!(live, vec!["live".to_owned()]);
-        s.revoke_tokens(alice.id, now).await.expect("revoke");
+        s.revoke_tokens(alice.id(), now).await.expect("revoke");
         assert!(s
             .live_token_hashes(vec!["live".into()], now)
             .await

@@ -33,16 +33,19 @@ async fn post(
     let m = new_message(conv, sender, "x", when);
     let outbox = if with_event {
         let events = message_sent(
-            Change::new(sender.id, when),
+            Change::new(sender.id(), when),
             || EventId::from_uuid(Uuid::now_v7()),
             m.id,
-            conv.id,
+            conv.id(),
         );
         Outbox::new(events, Arc::new(WirePayloads))
     } else {
         no_events()
     };
-    s.append_message(m, outbox, None).await.expect("append").id
+    s.append_message(m, outbox, None)
+        .await
+        .expect("append")
+        .id()
 }
 
 /// Every page of `viewer`'s listing (`conv`, or the feed), followed forwards
@@ -55,7 +58,7 @@ async fn forwards(
 ) -> Vec<MessageId> {
     let list = |cursor: Option<Cursor<MessageId>>| {
         let s = s.clone();
-        let viewer = viewer.id;
+        let viewer = viewer.id();
         async move {
             s.list_messages(viewer, conv, page(limit, cursor))
                 .await
@@ -81,7 +84,7 @@ async fn backwards(s: &S, viewer: &Contact, oldest: MessageId, limit: i64) -> Ve
     let mut cursor = oldest;
     loop {
         let p = s
-            .list_messages(viewer.id, None, page(limit, Some(Cursor::Before(cursor))))
+            .list_messages(viewer.id(), None, page(limit, Some(Cursor::Before(cursor))))
             .await
             .expect("list");
         let mut prev = msg_ids(&p);
@@ -105,12 +108,12 @@ async fn reference(s: &S, viewer: &Contact, convs: &[&Conversation]) -> Vec<Mess
         let mut cursor = None;
         loop {
             let p = s
-                .list_messages(viewer.id, Some(c.id), page(7, cursor))
+                .list_messages(viewer.id(), Some(c.id()), page(7, cursor))
                 .await
                 .expect("list conversation");
-            all.extend(p.items.iter().map(|m| (m.created_at, m.id)));
+            all.extend(p.items.iter().map(|m| (m.created_at(), m.id())));
             match p.items.last() {
-                Some(last) if p.has_more => cursor = Some(Cursor::After(last.id)),
+                Some(last) if p.has_more => cursor = Some(Cursor::After(last.id())),
                 _ => break,
             }
         }
@@ -134,10 +137,10 @@ async fn feed_is_the_merged_order_of_the_viewers_conversations(s: S) {
     let g1 = group(&s, &bob, &[&alice, &carol], at(1)).await;
     let g2 = group(&s, &alice, &[&dave], at(1)).await;
     let g3 = group(&s, &bob, &[&carol, &erin], at(1)).await;
-    let g1a = group_conversation(&s, &bob, g1.id, at(1)).await;
-    let g1b = group_conversation(&s, &carol, g1.id, at(1)).await;
-    let g2a = group_conversation(&s, &dave, g2.id, at(1)).await;
-    let hidden_group = group_conversation(&s, &erin, g3.id, at(1)).await;
+    let g1a = group_conversation(&s, &bob, g1.id(), at(1)).await;
+    let g1b = group_conversation(&s, &carol, g1.id(), at(1)).await;
+    let g2a = group_conversation(&s, &dave, g2.id(), at(1)).await;
+    let hidden_group = group_conversation(&s, &erin, g3.id(), at(1)).await;
     let bc = direct(&s, &bob, &carol, at(1)).await;
     let de = direct(&s, &dave, &erin, at(1)).await;
 
@@ -192,13 +195,13 @@ async fn feed_is_the_merged_order_of_the_viewers_conversations(s: S) {
             forwards(&s, viewer, None, 4).await,
             want,
             "{}",
-            viewer.username.as_str()
+            viewer.username().as_str()
         );
         assert_eq!(
             backwards(&s, viewer, *want.last().expect("some"), 4).await,
             want,
             "{} backwards",
-            viewer.username.as_str()
+            viewer.username().as_str()
         );
     }
 }
@@ -208,7 +211,7 @@ async fn feed_follows_group_membership_at_each_request(s: S) {
     let bob = contact(&s, "bob").await;
     let carol = contact(&s, "carol").await;
     let g = group(&s, &alice, &[&bob], at(1)).await;
-    let gc = group_conversation(&s, &alice, g.id, at(1)).await;
+    let gc = group_conversation(&s, &alice, g.id(), at(1)).await;
     let cb = direct(&s, &carol, &bob, at(1)).await;
     let old1 = post(&s, &gc, &alice, at(2), true).await;
     let direct1 = post(&s, &cb, &bob, at(3), false).await;
@@ -217,10 +220,10 @@ async fn feed_follows_group_membership_at_each_request(s: S) {
 
     // Added: the group's older messages are in the feed at once.
     let added = GroupChange {
-        add: vec![carol.id],
+        add: vec![carol.id()],
         ..Default::default()
     };
-    s.update_group(g.id, added, at(5), no_events())
+    s.update_group(g.id(), added, at(5), no_events())
         .await
         .expect("add");
     assert_eq!(
@@ -228,23 +231,24 @@ async fn feed_follows_group_membership_at_each_request(s: S) {
         vec![old2, direct1, old1]
     );
     let p = s
-        .list_messages(carol.id, None, page(5, Some(Cursor::After(old2))))
+        .list_messages(carol.id(), None, page(5, Some(Cursor::After(old2))))
         .await
         .expect("a group message is a cursor now");
     assert_eq!(msg_ids(&p), vec![direct1, old1]);
 
     // Removed: none of the group's messages, not even as a cursor.
     let removed = GroupChange {
-        remove: vec![carol.id],
+        remove: vec![carol.id()],
         ..Default::default()
     };
-    s.update_group(g.id, removed, at(6), no_events())
+    s.update_group(g.id(), removed, at(6), no_events())
         .await
         .expect("remove");
     assert_eq!(forwards(&s, &carol, None, 2).await, vec![direct1]);
     for cursor in [Cursor::After(old2), Cursor::Before(old1)] {
         assert_err!(
-            s.list_messages(carol.id, None, page(5, Some(cursor))).await,
+            s.list_messages(carol.id(), None, page(5, Some(cursor)))
+                .await,
             StoreError::CursorNotFound
         );
     }
@@ -259,7 +263,7 @@ async fn feed_cursor_must_be_a_message_the_viewer_sees(s: S) {
     let ab = direct(&s, &alice, &bob, at(1)).await;
     let bc = direct(&s, &bob, &carol, at(1)).await;
     let g = group(&s, &bob, &[&carol], at(1)).await;
-    let gc = group_conversation(&s, &bob, g.id, at(1)).await;
+    let gc = group_conversation(&s, &bob, g.id(), at(1)).await;
     let mine = post(&s, &ab, &bob, at(2), false).await;
     let others_direct = post(&s, &bc, &carol, at(3), true).await;
     let others_group = post(&s, &gc, &carol, at(4), false).await;
@@ -270,7 +274,8 @@ async fn feed_cursor_must_be_a_message_the_viewer_sees(s: S) {
     ] {
         for cursor in [Cursor::After(id), Cursor::Before(id)] {
             assert_err!(
-                s.list_messages(alice.id, None, page(3, Some(cursor))).await,
+                s.list_messages(alice.id(), None, page(3, Some(cursor)))
+                    .await,
                 StoreError::CursorNotFound
             );
         }
@@ -278,7 +283,7 @@ async fn feed_cursor_must_be_a_message_the_viewer_sees(s: S) {
     // Its own message is a cursor, even with nothing beyond it.
     for cursor in [Cursor::After(mine), Cursor::Before(mine)] {
         let p = s
-            .list_messages(alice.id, None, page(3, Some(cursor)))
+            .list_messages(alice.id(), None, page(3, Some(cursor)))
             .await
             .expect("list");
         assert!(p.items.is_empty() && !p.has_more);
@@ -291,25 +296,25 @@ async fn feed_drops_a_deleted_conversations_messages(s: S) {
     let ab = direct(&s, &alice, &bob, at(1)).await;
     let ba = direct(&s, &bob, &alice, at(1)).await;
     let g = group(&s, &alice, &[&bob], at(1)).await;
-    let gc = group_conversation(&s, &bob, g.id, at(1)).await;
+    let gc = group_conversation(&s, &bob, g.id(), at(1)).await;
     let a1 = post(&s, &ab, &alice, at(2), true).await;
     let b1 = post(&s, &ba, &bob, at(3), false).await;
     let g1 = post(&s, &gc, &bob, at(4), true).await;
     let a2 = post(&s, &ab, &bob, at(5), false).await;
     assert_eq!(forwards(&s, &alice, None, 2).await, vec![a2, g1, b1, a1]);
 
-    s.delete_conversation(ab.id, bob.id, no_events())
+    s.delete_conversation(ab.id(), bob.id(), no_events())
         .await
         .expect("delete direct");
     assert_eq!(forwards(&s, &alice, None, 2).await, vec![g1, b1]);
     assert_eq!(forwards(&s, &bob, None, 2).await, vec![g1, b1]);
     assert_err!(
-        s.list_messages(alice.id, None, page(2, Some(Cursor::After(a2))))
+        s.list_messages(alice.id(), None, page(2, Some(Cursor::After(a2))))
             .await,
         StoreError::CursorNotFound
     );
 
-    s.delete_conversation(gc.id, alice.id, no_events())
+    s.delete_conversation(gc.id(), alice.id(), no_events())
         .await
         .expect("delete group conversation");
     assert_eq!(forwards(&s, &alice, None, 2).await, vec![b1]);

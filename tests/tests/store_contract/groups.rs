@@ -13,7 +13,10 @@ use crate::support::{
 };
 
 fn members(g: &Group) -> Vec<(ContactId, GroupRole)> {
-    g.members.iter().map(|m| (m.contact.id, m.role)).collect()
+    g.members()
+        .iter()
+        .map(|m| (m.contact.id(), m.role))
+        .collect()
 }
 
 async fn groups_create_and_get(s: S) {
@@ -26,40 +29,40 @@ async fn groups_create_and_get(s: S) {
         name: GroupName::new("Book club".into()).expect("name"),
         description: GroupDescription::new("We read.".into()).expect("description"),
         avatar_url: AvatarUrl::new("https://img.example/g.png".into()).expect("avatar"),
-        created_by: alice.id,
+        created_by: alice.id(),
         // Duplicates and the creator are ignored.
-        member_ids: vec![carol.id, alice.id, bob.id, carol.id],
+        member_ids: vec![carol.id(), alice.id(), bob.id(), carol.id()],
         created_at: at(7),
     };
     let g = s
         .create_group(new.clone(), at(8), no_events(), None)
         .await
         .expect("create");
-    assert_eq!(g.id, new.id);
-    assert_eq!(g.name.as_str(), "Book club");
-    assert_eq!(g.description.as_str(), "We read.");
-    assert_eq!(g.avatar_url, new.avatar_url);
-    assert_eq!(g.created_by, alice.id);
-    assert_eq!(g.created_at, at(7));
+    assert_eq!(g.id(), new.id);
+    assert_eq!(g.name().as_str(), "Book club");
+    assert_eq!(g.description().as_str(), "We read.");
+    assert_eq!(*g.avatar_url(), new.avatar_url);
+    assert_eq!(g.created_by(), alice.id());
+    assert_eq!(g.created_at(), at(7));
     assert_eq!(
         members(&g),
         vec![
-            (alice.id, GroupRole::Owner),
-            (carol.id, GroupRole::Member),
-            (bob.id, GroupRole::Member),
+            (alice.id(), GroupRole::Owner),
+            (carol.id(), GroupRole::Member),
+            (bob.id(), GroupRole::Member),
         ]
     );
-    assert_eq!(g.members[0].contact, alice);
+    assert_eq!(g.members()[0].contact, alice);
 
     for viewer in [&alice, &bob, &carol] {
         assert_eq!(
-            s.group_for(viewer.id, g.id).await.expect("get"),
+            s.group_for(viewer.id(), g.id()).await.expect("get"),
             Some(g.clone())
         );
     }
-    assert_eq!(s.group_for(dave.id, g.id).await.expect("get"), None);
+    assert_eq!(s.group_for(dave.id(), g.id()).await.expect("get"), None);
     assert_eq!(
-        s.group_for(alice.id, GroupId::from_uuid(new_id()))
+        s.group_for(alice.id(), GroupId::from_uuid(new_id()))
             .await
             .expect("get"),
         None
@@ -68,7 +71,7 @@ async fn groups_create_and_get(s: S) {
     // Unknown members: refused, nothing stored.
     let bad = NewGroup {
         id: GroupId::from_uuid(new_id()),
-        member_ids: vec![bob.id, ContactId::from_uuid(new_id())],
+        member_ids: vec![bob.id(), ContactId::from_uuid(new_id())],
         ..new.clone()
     };
     assert_err!(
@@ -78,7 +81,7 @@ async fn groups_create_and_get(s: S) {
             ..
         })
     );
-    assert_eq!(s.group_for(alice.id, bad.id).await.expect("get"), None);
+    assert_eq!(s.group_for(alice.id(), bad.id).await.expect("get"), None);
 
     // A group of one.
     let solo = s
@@ -94,7 +97,7 @@ async fn groups_create_and_get(s: S) {
         )
         .await
         .expect("solo");
-    assert_eq!(members(&solo), vec![(alice.id, GroupRole::Owner)]);
+    assert_eq!(members(&solo), vec![(alice.id(), GroupRole::Owner)]);
 }
 
 async fn groups_list_paging(s: S) {
@@ -112,17 +115,17 @@ async fn groups_list_paging(s: S) {
         g.push(made);
     }
     let foreign = group(&s, &bob, &[&carol], at(9)).await;
-    let id = |i: usize| g[i - 1].id;
+    let id = |i: usize| g[i - 1].id();
 
     let list = |cursor: Option<Cursor<GroupId>>| {
         let s = s.clone();
-        let alice = alice.id;
+        let alice = alice.id();
         async move { s.list_groups(alice, page(2, cursor)).await.expect("list") }
     };
     let p = list(None).await;
     assert_eq!((group_ids(&p), p.has_more), (vec![id(5), id(4)], true));
     assert_eq!(p.items[0], g[4], "with the members");
-    assert_eq!(p.items[1].members.len(), 3);
+    assert_eq!(p.items[1].members().len(), 3);
     let p = list(Some(Cursor::After(id(4)))).await;
     assert_eq!((group_ids(&p), p.has_more), (vec![id(3), id(2)], true));
     let p = list(Some(Cursor::After(id(2)))).await;
@@ -133,21 +136,21 @@ async fn groups_list_paging(s: S) {
     assert_eq!((group_ids(&p), p.has_more), (vec![id(5), id(4)], false));
 
     let all = s
-        .list_groups(carol.id, page(100, None))
+        .list_groups(carol.id(), page(100, None))
         .await
         .expect("list");
     assert_eq!(
         (group_ids(&all), all.has_more),
-        (vec![foreign.id, id(4), id(2)], false)
+        (vec![foreign.id(), id(4), id(2)], false)
     );
 
     for cursor in [
-        Cursor::After(foreign.id),
-        Cursor::Before(foreign.id),
+        Cursor::After(foreign.id()),
+        Cursor::Before(foreign.id()),
         Cursor::After(GroupId::from_uuid(new_id())),
     ] {
         assert_err!(
-            s.list_groups(alice.id, page(2, Some(cursor))).await,
+            s.list_groups(alice.id(), page(2, Some(cursor))).await,
             StoreError::CursorNotFound
         );
     }
@@ -162,12 +165,12 @@ async fn groups_update_members_and_details(s: S) {
 
     let u = s
         .update_group(
-            g.id,
+            g.id(),
             GroupChange {
                 name: Some(GroupName::new("Renamed".into()).expect("name")),
                 description: Some(GroupDescription::new("new".into()).expect("description")),
                 avatar_url: None,
-                add: vec![dave.id, bob.id, carol.id, dave.id],
+                add: vec![dave.id(), bob.id(), carol.id(), dave.id()],
                 remove: vec![],
             },
             at(2),
@@ -175,28 +178,28 @@ async fn groups_update_members_and_details(s: S) {
         )
         .await
         .expect("update");
-    assert_eq!(u.name.as_str(), "Renamed");
-    assert_eq!(u.description.as_str(), "new");
-    assert_eq!(u.avatar_url, g.avatar_url);
-    assert_eq!(u.created_at, g.created_at);
+    assert_eq!(u.name().as_str(), "Renamed");
+    assert_eq!(u.description().as_str(), "new");
+    assert_eq!(u.avatar_url(), g.avatar_url());
+    assert_eq!(u.created_at(), g.created_at());
     assert_eq!(
         members(&u),
         vec![
-            (alice.id, GroupRole::Owner),
-            (bob.id, GroupRole::Member),
-            (dave.id, GroupRole::Member),
-            (carol.id, GroupRole::Member),
+            (alice.id(), GroupRole::Owner),
+            (bob.id(), GroupRole::Member),
+            (dave.id(), GroupRole::Member),
+            (carol.id(), GroupRole::Member),
         ]
     );
 
     // An unknown contact to add: refused, and nothing of the change applied.
     assert_err!(
         s.update_group(
-            g.id,
+            g.id(),
             GroupChange {
                 name: Some(GroupName::new("Nope".into()).expect("name")),
                 add: vec![ContactId::from_uuid(new_id())],
-                remove: vec![bob.id],
+                remove: vec![bob.id()],
                 ..GroupChange::default()
             },
             at(3),
@@ -209,15 +212,15 @@ async fn groups_update_members_and_details(s: S) {
         })
     );
     assert_eq!(
-        s.group_for(alice.id, g.id).await.expect("get"),
+        s.group_for(alice.id(), g.id()).await.expect("get"),
         Some(u.clone())
     );
 
     let u = s
         .update_group(
-            g.id,
+            g.id(),
             GroupChange {
-                remove: vec![bob.id, ContactId::from_uuid(new_id())],
+                remove: vec![bob.id(), ContactId::from_uuid(new_id())],
                 ..GroupChange::default()
             },
             at(4),
@@ -228,18 +231,18 @@ async fn groups_update_members_and_details(s: S) {
     assert_eq!(
         members(&u),
         vec![
-            (alice.id, GroupRole::Owner),
-            (dave.id, GroupRole::Member),
-            (carol.id, GroupRole::Member),
+            (alice.id(), GroupRole::Owner),
+            (dave.id(), GroupRole::Member),
+            (carol.id(), GroupRole::Member),
         ]
     );
-    assert_eq!(s.group_for(bob.id, g.id).await.expect("get"), None);
+    assert_eq!(s.group_for(bob.id(), g.id()).await.expect("get"), None);
     // Rejoining puts bob last.
     let u = s
         .update_group(
-            g.id,
+            g.id(),
             GroupChange {
-                add: vec![bob.id],
+                add: vec![bob.id()],
                 avatar_url: Some(
                     AvatarUrl::new("https://img.example/x.png".into()).expect("avatar"),
                 ),
@@ -250,11 +253,11 @@ async fn groups_update_members_and_details(s: S) {
         )
         .await
         .expect("rejoin");
-    assert_eq!(u.members.last().map(|m| m.contact.id), Some(bob.id));
-    assert_eq!(u.avatar_url.as_str(), "https://img.example/x.png");
+    assert_eq!(u.members().last().map(|m| m.contact.id()), Some(bob.id()));
+    assert_eq!(u.avatar_url().as_str(), "https://img.example/x.png");
     // An empty change returns the group as it is.
     let same = s
-        .update_group(g.id, GroupChange::default(), at(6), no_events())
+        .update_group(g.id(), GroupChange::default(), at(6), no_events())
         .await
         .expect("empty");
     assert_eq!(same, u);
@@ -276,27 +279,27 @@ async fn groups_delete_cascades(s: S) {
     let bob = contact(&s, "bob").await;
     let g = group(&s, &alice, &[&bob], at(1)).await;
     let keep = group(&s, &alice, &[&bob], at(1)).await;
-    let gc = group_conversation(&s, &bob, g.id, at(2)).await;
-    let kc = group_conversation(&s, &bob, keep.id, at(2)).await;
+    let gc = group_conversation(&s, &bob, g.id(), at(2)).await;
+    let kc = group_conversation(&s, &bob, keep.id(), at(2)).await;
     let m = send(&s, &gc, &alice, "bye", at(3)).await;
     let km = send(&s, &kc, &alice, "stay", at(3)).await;
-    s.open_conversation(bob.id, gc.id, at(4), no_events())
+    s.open_conversation(bob.id(), gc.id(), at(4), no_events())
         .await
         .expect("open");
 
-    s.delete_group(g.id, no_events()).await.expect("delete");
-    assert_eq!(s.group_for(alice.id, g.id).await.expect("get"), None);
+    s.delete_group(g.id(), no_events()).await.expect("delete");
+    assert_eq!(s.group_for(alice.id(), g.id()).await.expect("get"), None);
     assert_eq!(
-        s.conversation_for(alice.id, gc.id).await.expect("get"),
+        s.conversation_for(alice.id(), gc.id()).await.expect("get"),
         None
     );
-    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
-    assert_eq!(list_convs(&s, &bob, no_filter()).await, vec![kc.id]);
-    assert_eq!(all_messages(&s, &bob, None).await, vec![km.id]);
-    let groups = s.list_groups(bob.id, page(10, None)).await.expect("list");
-    assert_eq!(group_ids(&groups), vec![keep.id]);
+    assert_eq!(s.message_for(alice.id(), m.id()).await.expect("get"), None);
+    assert_eq!(list_convs(&s, &bob, no_filter()).await, vec![kc.id()]);
+    assert_eq!(all_messages(&s, &bob, None).await, vec![km.id()]);
+    let groups = s.list_groups(bob.id(), page(10, None)).await.expect("list");
+    assert_eq!(group_ids(&groups), vec![keep.id()]);
     assert_err!(
-        s.delete_group(g.id, no_events()).await,
+        s.delete_group(g.id(), no_events()).await,
         StoreError::NotFound
     );
 }

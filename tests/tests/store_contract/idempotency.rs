@@ -12,7 +12,7 @@ const DAY: i64 = 24 * 60 * 60;
 
 fn claim_of(who: &Contact, key: &str) -> KeyClaim {
     KeyClaim {
-        contact_id: who.id,
+        contact_id: who.id(),
         key: key.to_owned(),
         holder: new_id(),
     }
@@ -39,7 +39,9 @@ fn answer(code: u16, body: &str) -> StoredResponse {
 
 /// Renders a message as its id, so the stored body says which was written.
 fn completion(claim: &KeyClaim) -> Completion<Message> {
-    Completion::new(claim.clone(), |m: &Message| answer(201, &m.id.to_string()))
+    Completion::new(claim.clone(), |m: &Message| {
+        answer(201, &m.id().to_string())
+    })
 }
 
 async fn claim(s: &S, claim: &KeyClaim, fingerprint: &str, now: i64) -> ClaimOutcome {
@@ -95,14 +97,14 @@ async fn idempotency_a_write_keeps_its_answer_and_a_retry_replays_it(s: S) {
         .expect("append");
     let replay = ClaimOutcome::Completed {
         same_request: true,
-        response: answer(201, &m.id.to_string()),
+        response: answer(201, &m.id().to_string()),
     };
     assert_eq!(claim(&s, &retry, "f1", 102).await, replay);
     assert_eq!(
         claim(&s, &retry, "other", 102).await,
         ClaimOutcome::Completed {
             same_request: false,
-            response: answer(201, &m.id.to_string()),
+            response: answer(201, &m.id().to_string()),
         }
     );
     // Long after the lease, still the same answer: only expiry ends it.
@@ -113,7 +115,7 @@ async fn idempotency_a_write_keeps_its_answer_and_a_retry_replays_it(s: S) {
         claim(&s, &claim_of(&bob, "k1"), "f1", 103).await,
         ClaimOutcome::Claimed
     );
-    assert_eq!(all_messages(&s, &alice, Some(c.id)).await, vec![m.id]);
+    assert_eq!(all_messages(&s, &alice, Some(c.id())).await, vec![m.id()]);
 }
 
 async fn idempotency_a_failed_write_keeps_nothing(s: S) {
@@ -162,7 +164,7 @@ async fn idempotency_a_failed_write_keeps_nothing(s: S) {
         .complete_key(held, answer(201, "stale"))
         .await
         .expect("complete"));
-    assert!(all_messages(&s, &alice, Some(c.id)).await.is_empty());
+    assert!(all_messages(&s, &alice, Some(c.id())).await.is_empty());
 }
 
 async fn idempotency_a_dead_holder_is_taken_over_and_cannot_write_after(s: S) {
@@ -198,7 +200,7 @@ async fn idempotency_a_dead_holder_is_taken_over_and_cannot_write_after(s: S) {
         .await,
         StoreError::ClaimLost
     );
-    assert!(all_messages(&s, &alice, Some(c.id)).await.is_empty());
+    assert!(all_messages(&s, &alice, Some(c.id())).await.is_empty());
     let m = s
         .append_message(
             new_message(&c, &alice, "retried", at(112)),
@@ -207,7 +209,7 @@ async fn idempotency_a_dead_holder_is_taken_over_and_cannot_write_after(s: S) {
         )
         .await
         .expect("append");
-    assert_eq!(all_messages(&s, &alice, Some(c.id)).await, vec![m.id]);
+    assert_eq!(all_messages(&s, &alice, Some(c.id())).await, vec![m.id()]);
     // A completed key is never taken over before it expires...
     assert!(matches!(
         claim(&s, &claim_of(&alice, "k1"), "f1", 100 + LEASE * 100).await,
@@ -468,7 +470,7 @@ async fn idempotency_keyed_sends_from_16_writers_all_go_through(s: S) {
                         )
                         .await
                         .unwrap_or_else(|e| panic!("writer {w}, send {i}: {e}"));
-                    sent.push(m.id);
+                    sent.push(m.id());
                 }
                 sent
             })

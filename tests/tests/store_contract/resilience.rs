@@ -59,7 +59,7 @@ async fn postgres_fails_fast_while_down_and_recovers() {
     .await;
     let started = Instant::now();
     assert_err!(s.ping().await, StoreError::Unavailable(_));
-    assert_err!(s.contact(alice.id).await, StoreError::Unavailable(_));
+    assert_err!(s.contact(alice.id()).await, StoreError::Unavailable(_));
     assert!(
         started.elapsed() < Duration::from_secs(8),
         "took {:?}",
@@ -68,7 +68,7 @@ async fn postgres_fails_fast_while_down_and_recovers() {
 
     pg_admin(format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true")).await;
     s.ping().await.expect("recovered");
-    assert_eq!(s.contact(alice.id).await.expect("get"), Some(alice));
+    assert_eq!(s.contact(alice.id()).await.expect("get"), Some(alice));
     contact(&s, "bob").await;
     drop(s);
     drop(db);
@@ -105,8 +105,8 @@ async fn restart_then_one_call_at_most_fails(first_read_on_async_connection: boo
     // thread's own (they run concurrently in this task, not spawned).
     let read = || async {
         s.contact_by_username("alice").await.expect("lookup");
-        s.message_for(alice.id, m.id).await.expect("read");
-        s.list_messages(alice.id, Some(c.id), page(10, None))
+        s.message_for(alice.id(), m.id()).await.expect("read");
+        s.list_messages(alice.id(), Some(c.id()), page(10, None))
             .await
             .expect("page");
     };
@@ -127,30 +127,30 @@ async fn restart_then_one_call_at_most_fails(first_read_on_async_connection: boo
         }
     };
     let first = if first_read_on_async_connection {
-        s.message_for(alice.id, m.id)
+        s.message_for(alice.id(), m.id())
             .await
             .map(|found| found.is_some())
     } else {
-        s.contact(alice.id).await.map(|found| found.is_some())
+        s.contact(alice.id()).await.map(|found| found.is_some())
     };
     check(first, "the first call");
     for _ in 0..5 {
         check(
-            s.contact(alice.id)
+            s.contact(alice.id())
                 .await
                 .map(|found| found == Some(alice.clone())),
             "a contact",
         );
         check(
-            s.message_for(alice.id, m.id)
+            s.message_for(alice.id(), m.id())
                 .await
                 .map(|found| found.as_ref() == Some(&m)),
             "a message",
         );
         check(
-            s.list_messages(alice.id, Some(c.id), page(10, None))
+            s.list_messages(alice.id(), Some(c.id()), page(10, None))
                 .await
-                .map(|listed| msg_ids(&listed) == vec![m.id]),
+                .map(|listed| msg_ids(&listed) == vec![m.id()]),
             "a page",
         );
     }
@@ -197,13 +197,13 @@ async fn sqlite_writers_of_two_stores_on_one_file_all_succeed() {
         t.await.expect("writer");
     }
     let first_page = second
-        .list_messages(alice.id, Some(c.id), page(100, None))
+        .list_messages(alice.id(), Some(c.id()), page(100, None))
         .await
         .expect("list");
     assert!(first_page.has_more);
-    let last = first_page.items.last().map(|m| m.id).expect("messages");
+    let last = first_page.items.last().map(|m| m.id()).expect("messages");
     let rest = first
-        .list_messages(bob.id, Some(c.id), page(100, Some(Cursor::After(last))))
+        .list_messages(bob.id(), Some(c.id()), page(100, Some(Cursor::After(last))))
         .await
         .expect("list");
     assert!(!rest.has_more);
@@ -240,7 +240,7 @@ fn lock_conversation(
     hold: Duration,
 ) -> std::thread::JoinHandle<()> {
     let (locked_tx, locked_rx) = std::sync::mpsc::channel();
-    let conv_id = c.id.as_uuid().to_string();
+    let conv_id = c.id().as_uuid().to_string();
     let url = url.to_owned();
     let locker = std::thread::spawn(move || {
         let mut conn = PgConnection::establish(&url).expect("locker connection");
@@ -273,7 +273,7 @@ async fn alice_and_bob(
 /// A send's outbox with its lone `message.created` event: the send that
 /// takes PostgreSQL's one-statement path.
 fn with_event(m: &confab_ports::NewMessage) -> confab_ports::Outbox {
-    let change = confab_domain::Change::new(m.sender.id, m.created_at);
+    let change = confab_domain::Change::new(m.sender.id(), m.created_at);
     let id = || confab_domain::EventId::from_uuid(uuid::Uuid::now_v7());
     let events = confab_domain::message_sent(change, id, m.id, m.conversation_id);
     confab_ports::Outbox::new(events, Arc::new(confab_server::payloads::WirePayloads))
@@ -345,13 +345,17 @@ async fn postgres_a_send_past_its_deadline_never_commits() {
     }
     let sent = sent.expect("a send goes through once the lock is gone");
     let all = plain
-        .list_messages(alice.id, Some(c.id), page(100, None))
+        .list_messages(alice.id(), Some(c.id()), page(100, None))
         .await
         .expect("list");
-    assert_eq!(msg_ids(&all), vec![sent.id], "only the send after the lock");
+    assert_eq!(
+        msg_ids(&all),
+        vec![sent.id()],
+        "only the send after the lock"
+    );
     // The sends answered 503 left no event either (the one after the lock
     // did: the events are readable).
-    let after = events_once_readable(&plain, alice.id).await;
+    let after = events_once_readable(&plain, alice.id()).await;
     assert_eq!(after.len(), 1, "{after:?}");
     drop((s, plain));
     drop(db);
@@ -400,11 +404,15 @@ async fn postgres_a_send_is_written_only_once_its_commit_is() {
     );
     let kept = send("kept", 3).await.expect("a send that commits");
     let all = plain
-        .list_messages(alice.id, Some(c.id), page(100, None))
+        .list_messages(alice.id(), Some(c.id()), page(100, None))
         .await
         .expect("list");
-    assert_eq!(msg_ids(&all), vec![kept.id], "only the send that committed");
-    let events = events_once_readable(&plain, alice.id).await;
+    assert_eq!(
+        msg_ids(&all),
+        vec![kept.id()],
+        "only the send that committed"
+    );
+    let events = events_once_readable(&plain, alice.id()).await;
     assert_eq!(
         events.len(),
         1,
@@ -487,7 +495,7 @@ async fn postgres_calls_beyond_the_pool_wait_their_turn_within_their_deadline() 
     }
     assert!(ok, "a send goes through once the lock is gone");
     let all = plain
-        .list_messages(alice.id, Some(c.id), page(100, None))
+        .list_messages(alice.id(), Some(c.id()), page(100, None))
         .await
         .expect("list");
     assert_eq!(

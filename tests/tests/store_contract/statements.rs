@@ -26,7 +26,7 @@ async fn statements_for_page(
     for _ in 0..3 {
         let before = statements();
         let got = s
-            .list_messages(viewer.id, conv, page(limit, None))
+            .list_messages(viewer.id(), conv, page(limit, None))
             .await
             .expect("list messages");
         let cost = statements() - before;
@@ -70,10 +70,10 @@ async fn page_of_messages_costs_a_fixed_number_of_statements(
     let bob = contact(&s, "bob").await;
     let carol = contact(&s, "carol").await;
     let g = group(&s, &alice, &[&bob, &carol], at(0)).await;
-    let conv = group_conversation(&s, &alice, g.id, at(1)).await;
+    let conv = group_conversation(&s, &alice, g.id(), at(1)).await;
     send(&s, &conv, &alice, "first", at(2)).await;
 
-    let (one, page1) = statements_for_page(&s, &bob, Some(conv.id), 50, statements).await;
+    let (one, page1) = statements_for_page(&s, &bob, Some(conv.id()), 50, statements).await;
     assert_eq!(page1.items.len(), 1);
     let (one_all, _) = statements_for_page(&s, &bob, None, 50, statements).await;
 
@@ -91,17 +91,23 @@ async fn page_of_messages_costs_a_fixed_number_of_statements(
         for who in people {
             let mut c = change(who, at(3 + i));
             c.add_reactions = vec![rn("like"), rn("heart")];
-            s.update_message(m.id, c, no_events()).await.expect("react");
+            s.update_message(m.id(), c, no_events())
+                .await
+                .expect("react");
         }
     }
 
-    let (many, page50) = statements_for_page(&s, &bob, Some(conv.id), 50, statements).await;
+    let (many, page50) = statements_for_page(&s, &bob, Some(conv.id()), 50, statements).await;
     let (many_all, _) = statements_for_page(&s, &bob, None, 50, statements).await;
     assert_eq!(page50.items.len(), 50);
     let loaded = &page50.items[0];
-    assert_eq!(loaded.attachments.len(), 2, "attachments loaded");
+    assert_eq!(loaded.attachments().len(), 2, "attachments loaded");
     assert_eq!(reactions_of(loaded).len(), 2, "reactions loaded");
-    assert_eq!(loaded.reactions[0].reactors.len(), 3, "all reactors loaded");
+    assert_eq!(
+        loaded.reactions()[0].reactors().len(),
+        3,
+        "all reactors loaded"
+    );
     println!(
         "statements per page: 1 message {one}, 50 messages {many}; feed {one_all} / {many_all}"
     );
@@ -196,7 +202,7 @@ mod per_endpoint {
         let (bob, _) = user(&svc, "bob").await;
         let (carol, _) = user(&svc, "carol").await;
         let conv = svc
-            .create_conversation(&alice, ConversationTarget::Contact(bob.id), None)
+            .create_conversation(&alice, ConversationTarget::Contact(bob.id()), None)
             .await
             .expect("conversation")
             .conversation;
@@ -204,7 +210,7 @@ mod per_endpoint {
             svc.send_message(
                 &bob,
                 SendMessage {
-                    conversation_id: conv.id,
+                    conversation_id: conv.id(),
                     text: text(&format!("warm {i}")),
                     attachments: vec![],
                 },
@@ -222,7 +228,7 @@ mod per_endpoint {
         let (n, _) = cost(&count, svc.authenticate(&token)).await;
         rows.push(("any /v1 request: token lookup (again)", n));
 
-        let (n, _) = cost(&count, svc.contact(&alice, bob.id)).await;
+        let (n, _) = cost(&count, svc.contact(&alice, bob.id())).await;
         rows.push(("GET /v1/contacts/:id", n));
         let (n, _) = cost(&count, svc.find_contacts(&alice, "bob")).await;
         rows.push(("GET /v1/contacts?username=", n));
@@ -235,7 +241,7 @@ mod per_endpoint {
 
         let (n, r) = cost(
             &count,
-            svc.create_conversation(&alice, ConversationTarget::Contact(carol.id), None),
+            svc.create_conversation(&alice, ConversationTarget::Contact(carol.id()), None),
         )
         .await;
         let spare = r.expect("create conversation").conversation;
@@ -246,11 +252,11 @@ mod per_endpoint {
         )
         .await;
         rows.push(("GET /v1/conversations", n));
-        let (n, _) = cost(&count, svc.open_conversation(&alice, conv.id)).await;
+        let (n, _) = cost(&count, svc.open_conversation(&alice, conv.id())).await;
         rows.push(("GET /v1/conversations/:id", n));
         let (n, _) = cost(
             &count,
-            svc.update_conversation(&alice, conv.id, None, None, Some(true), None),
+            svc.update_conversation(&alice, conv.id(), None, None, Some(true), None),
         )
         .await;
         rows.push(("PUT /v1/conversations/:id (is_muted)", n));
@@ -260,7 +266,7 @@ mod per_endpoint {
             svc.send_message(
                 &alice,
                 SendMessage {
-                    conversation_id: conv.id,
+                    conversation_id: conv.id(),
                     text: text("hello"),
                     attachments: vec![],
                 },
@@ -275,7 +281,7 @@ mod per_endpoint {
             svc.send_message(
                 &alice,
                 SendMessage {
-                    conversation_id: conv.id,
+                    conversation_id: conv.id(),
                     text: text("files"),
                     attachments: vec![file(1), file(2)],
                 },
@@ -284,14 +290,14 @@ mod per_endpoint {
         )
         .await;
         let with_files = with_files.expect("send with attachments");
-        assert_eq!(with_files.attachments.len(), 2);
+        assert_eq!(with_files.attachments().len(), 2);
         rows.push(("POST /v1/messages (2 attachments)", n));
         let (n, r) = cost(
             &count,
             svc.send_message(
                 &carol,
                 SendMessage {
-                    conversation_id: conv.id,
+                    conversation_id: conv.id(),
                     text: text("not mine"),
                     attachments: vec![],
                 },
@@ -319,7 +325,7 @@ mod per_endpoint {
             confab_service::StoredResponse {
                 code: 201,
                 location: None,
-                body: m.id.to_string(),
+                body: m.id().to_string(),
             }
         });
         let (n, r) = cost(
@@ -327,7 +333,7 @@ mod per_endpoint {
             svc.send_message(
                 &alice,
                 SendMessage {
-                    conversation_id: conv.id,
+                    conversation_id: conv.id(),
                     text: text("keyed"),
                     attachments: vec![],
                 },
@@ -346,14 +352,14 @@ mod per_endpoint {
 
         let (n, _) = cost(
             &count,
-            svc.update_conversation(&alice, conv.id, Some(Some(sent.id)), None, None, None),
+            svc.update_conversation(&alice, conv.id(), Some(Some(sent.id())), None, None, None),
         )
         .await;
         rows.push(("PUT /v1/conversations/:id (pinned_message_id)", n));
 
         let (n, p) = cost(
             &count,
-            svc.list_messages(&bob, Some(conv.id), page(10, None)),
+            svc.list_messages(&bob, Some(conv.id()), page(10, None)),
         )
         .await;
         let first = p.expect("page");
@@ -361,36 +367,36 @@ mod per_endpoint {
         rows.push(("GET /v1/messages?conversation_id=", n));
         let (n, _) = cost(&count, svc.list_messages(&bob, None, page(10, None))).await;
         rows.push(("GET /v1/messages (all conversations)", n));
-        let after = Some(Cursor::After(first.items[0].id));
+        let after = Some(Cursor::After(first.items[0].id()));
         let (n, _) = cost(
             &count,
-            svc.list_messages(&bob, Some(conv.id), page(2, after)),
+            svc.list_messages(&bob, Some(conv.id()), page(2, after)),
         )
         .await;
         rows.push(("GET /v1/messages?conversation_id=&starting_after=", n));
-        let last = first.items.last().map(|m| m.id).expect("a message");
+        let last = first.items.last().map(|m| m.id()).expect("a message");
         let (n, r) = cost(
             &count,
-            svc.list_messages(&bob, Some(conv.id), page(2, Some(Cursor::After(last)))),
+            svc.list_messages(&bob, Some(conv.id()), page(2, Some(Cursor::After(last)))),
         )
         .await;
         assert!(r.expect("empty page").items.is_empty());
         rows.push(("GET /v1/messages (empty page after the last)", n));
         let (n, r) = cost(
             &count,
-            svc.list_messages(&carol, Some(conv.id), page(2, None)),
+            svc.list_messages(&carol, Some(conv.id()), page(2, None)),
         )
         .await;
         assert!(r.is_err(), "a non-member cannot list");
         rows.push(("GET /v1/messages?conversation_id= (not a member: 404)", n));
 
-        let (n, _) = cost(&count, svc.message(&bob, sent.id)).await;
+        let (n, _) = cost(&count, svc.message(&bob, sent.id())).await;
         rows.push(("GET /v1/messages/:id", n));
         let (n, _) = cost(
             &count,
             svc.update_message(
                 &alice,
-                sent.id,
+                sent.id(),
                 MessageUpdate {
                     text: Some(text("edited")),
                     ..Default::default()
@@ -404,7 +410,7 @@ mod per_endpoint {
             &count,
             svc.update_message(
                 &bob,
-                sent.id,
+                sent.id(),
                 MessageUpdate {
                     reactions: vec![(like.clone(), vec!["bob".into()])],
                     ..Default::default()
@@ -417,7 +423,7 @@ mod per_endpoint {
             &count,
             svc.update_message(
                 &alice,
-                sent.id,
+                sent.id(),
                 MessageUpdate {
                     attachments: vec![file(3)],
                     ..Default::default()
@@ -426,9 +432,9 @@ mod per_endpoint {
         )
         .await;
         rows.push(("PUT /v1/messages/:id (attachments)", n));
-        let (n, _) = cost(&count, svc.remove_reaction(&bob, sent.id, like)).await;
+        let (n, _) = cost(&count, svc.remove_reaction(&bob, sent.id(), like)).await;
         rows.push(("DELETE /v1/messages/:id/reactions/:name", n));
-        let (n, _) = cost(&count, svc.delete_message(&alice, with_files.id)).await;
+        let (n, _) = cost(&count, svc.delete_message(&alice, with_files.id())).await;
         rows.push(("DELETE /v1/messages/:id", n));
 
         let (n, g) = cost(
@@ -439,7 +445,7 @@ mod per_endpoint {
                     name: GroupName::new("Team".into()).expect("name"),
                     description: None,
                     avatar_url: None,
-                    contact_ids: vec![bob.id],
+                    contact_ids: vec![bob.id()],
                 },
                 None,
             ),
@@ -449,15 +455,15 @@ mod per_endpoint {
         rows.push(("POST /v1/groups", n));
         let (n, _) = cost(&count, svc.list_groups(&alice, page(10, None))).await;
         rows.push(("GET /v1/groups", n));
-        let (n, _) = cost(&count, svc.group(&alice, g.id)).await;
+        let (n, _) = cost(&count, svc.group(&alice, g.id())).await;
         rows.push(("GET /v1/groups/:id", n));
         let (n, _) = cost(
             &count,
             svc.update_group(
                 &alice,
-                g.id,
+                g.id(),
                 GroupUpdate {
-                    add_contact_ids: vec![carol.id],
+                    add_contact_ids: vec![carol.id()],
                     ..Default::default()
                 },
             ),
@@ -465,7 +471,7 @@ mod per_endpoint {
         .await;
         rows.push(("PUT /v1/groups/:id (add_contact_ids)", n));
         let group_conv = svc
-            .create_conversation(&alice, ConversationTarget::Group(g.id), None)
+            .create_conversation(&alice, ConversationTarget::Group(g.id()), None)
             .await
             .expect("group conversation")
             .conversation;
@@ -474,7 +480,7 @@ mod per_endpoint {
             svc.send_message(
                 &carol,
                 SendMessage {
-                    conversation_id: group_conv.id,
+                    conversation_id: group_conv.id(),
                     text: text("hi team"),
                     attachments: vec![],
                 },
@@ -485,15 +491,15 @@ mod per_endpoint {
         rows.push(("POST /v1/messages (group)", n));
         let (n, _) = cost(
             &count,
-            svc.list_messages(&carol, Some(group_conv.id), page(10, None)),
+            svc.list_messages(&carol, Some(group_conv.id()), page(10, None)),
         )
         .await;
         rows.push(("GET /v1/messages?conversation_id= (group)", n));
-        let (n, _) = cost(&count, svc.delete_conversation(&alice, group_conv.id)).await;
+        let (n, _) = cost(&count, svc.delete_conversation(&alice, group_conv.id())).await;
         rows.push(("DELETE /v1/conversations/:id (group)", n));
-        let (n, _) = cost(&count, svc.delete_conversation(&alice, spare.id)).await;
+        let (n, _) = cost(&count, svc.delete_conversation(&alice, spare.id())).await;
         rows.push(("DELETE /v1/conversations/:id (direct)", n));
-        let (n, _) = cost(&count, svc.delete_group(&alice, g.id)).await;
+        let (n, _) = cost(&count, svc.delete_group(&alice, g.id())).await;
         rows.push(("DELETE /v1/groups/:id", n));
         rows
     }
@@ -643,7 +649,7 @@ async fn inbox_cost_ignores_conversation_and_message_counts(
     }
     let inbox = |cursor: Option<Cursor<ConversationId>>| {
         let s = s.clone();
-        let id = alice.id;
+        let id = alice.id();
         async move {
             let before = statements();
             let p = s
@@ -655,7 +661,7 @@ async fn inbox_cost_ignores_conversation_and_message_counts(
     };
     let (few, p) = inbox(None).await;
     assert_eq!(p.items.len(), 5);
-    let (few_next, _) = inbox(Some(Cursor::After(p.items[1].conversation.id))).await;
+    let (few_next, _) = inbox(Some(Cursor::After(p.items[1].conversation.id()))).await;
 
     for i in 5..500_i64 {
         convs.push(direct(&s, &alice, &peers[i as usize % 10], at(i)).await);
@@ -668,7 +674,7 @@ async fn inbox_cost_ignores_conversation_and_message_counts(
     let (many, p) = inbox(None).await;
     assert_eq!(p.items.len(), 10);
     assert!(p.has_more);
-    let (many_next, _) = inbox(Some(Cursor::After(p.items[5].conversation.id))).await;
+    let (many_next, _) = inbox(Some(Cursor::After(p.items[5].conversation.id()))).await;
     println!("inbox statements: 5 conversations {few} / next page {few_next}; 500 conversations {many} / next page {many_next}");
     assert_eq!(
         few, many,

@@ -5,10 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use confab_domain::{
-    AttachmentId, AvatarUrl, Contact, ContactId, Conversation, ConversationId, ConversationView,
-    Cursor, FileSize, FileType, FileUrl, Filename, Group, GroupDescription, GroupId, GroupName,
-    Message, MessageId, MessageText, NewAttachment, Page, PageLimit, Paged, PhoneNumber,
-    ReactionName, Timestamp, Username,
+    AttachmentId, AvatarUrl, Contact, ContactId, ContactParts, Conversation, ConversationId,
+    ConversationView, Cursor, FileSize, FileType, FileUrl, Filename, Group, GroupDescription,
+    GroupId, GroupName, Message, MessageId, MessageText, NewAttachment, Page, PageLimit, Paged,
+    PhoneNumber, ReactionName, Timestamp, Username,
 };
 use confab_ports::{ConversationFilter, MessageChange, NewGroup, NewMessage, Outbox, Store};
 use confab_server::payloads::WirePayloads;
@@ -93,14 +93,15 @@ pub(crate) fn no_filter() -> ConversationFilter {
 
 pub(crate) async fn contact(s: &S, username: &str) -> Contact {
     s.create_contact(
-        Contact {
+        Contact::new(ContactParts {
             id: ContactId::from_uuid(new_id()),
             username: Username::new(username.into()).expect("username"),
             phone_number: PhoneNumber::new("+15550100".into()).expect("phone"),
             avatar_url: AvatarUrl::none(),
             last_active_at: at(0),
             created_at: at(0),
-        },
+        })
+        .expect("contact"),
         no_events(),
     )
     .await
@@ -115,8 +116,8 @@ pub(crate) async fn direct(
 ) -> Conversation {
     let c = Conversation::new_direct(
         ConversationId::from_uuid(new_id()),
-        creator.id,
-        peer.id,
+        creator.id(),
+        peer.id(),
         created,
     )
     .expect("direct");
@@ -134,7 +135,7 @@ pub(crate) async fn group_conversation(
 ) -> Conversation {
     let c = Conversation::new_group(
         ConversationId::from_uuid(new_id()),
-        creator.id,
+        creator.id(),
         group,
         created,
     );
@@ -156,8 +157,8 @@ pub(crate) async fn group(
             name: GroupName::new("Team".into()).expect("name"),
             description: GroupDescription::empty(),
             avatar_url: AvatarUrl::none(),
-            created_by: owner.id,
-            member_ids: members.iter().map(|m| m.id).collect(),
+            created_by: owner.id(),
+            member_ids: members.iter().map(|m| m.id()).collect(),
             created_at: created,
         },
         created,
@@ -180,7 +181,7 @@ pub(crate) fn new_message(
 ) -> NewMessage {
     NewMessage {
         id: MessageId::from_uuid(new_id()),
-        conversation_id: conv.id,
+        conversation_id: conv.id(),
         sender: sender.clone(),
         text: text(body),
         attachments: Vec::new(),
@@ -220,7 +221,7 @@ pub(crate) fn change(by: &Contact, when: Timestamp) -> MessageChange {
     MessageChange {
         text: None,
         add_reactions: Vec::new(),
-        reactor: by.id,
+        reactor: by.id(),
         add_attachments: Vec::new(),
         at: when,
     }
@@ -228,12 +229,12 @@ pub(crate) fn change(by: &Contact, when: Timestamp) -> MessageChange {
 
 /// Reactions as `name -> usernames`, in order.
 pub(crate) fn reactions_of(m: &Message) -> Vec<(String, Vec<String>)> {
-    m.reactions
+    m.reactions()
         .iter()
         .map(|r| {
             (
-                r.name.as_str().to_owned(),
-                r.reactors
+                r.name().as_str().to_owned(),
+                r.reactors()
                     .iter()
                     .map(|x| x.username.as_str().to_owned())
                     .collect(),
@@ -243,15 +244,15 @@ pub(crate) fn reactions_of(m: &Message) -> Vec<(String, Vec<String>)> {
 }
 
 pub(crate) fn conv_ids(p: &Paged<ConversationView>) -> Vec<ConversationId> {
-    p.items.iter().map(|v| v.conversation.id).collect()
+    p.items.iter().map(|v| v.conversation.id()).collect()
 }
 
 pub(crate) fn msg_ids(p: &Paged<Message>) -> Vec<MessageId> {
-    p.items.iter().map(|m| m.id).collect()
+    p.items.iter().map(|m| m.id()).collect()
 }
 
 pub(crate) fn group_ids(p: &Paged<Group>) -> Vec<GroupId> {
-    p.items.iter().map(|g| g.id).collect()
+    p.items.iter().map(|g| g.id()).collect()
 }
 
 pub(crate) async fn list_convs(
@@ -260,7 +261,7 @@ pub(crate) async fn list_convs(
     filter: ConversationFilter,
 ) -> Vec<ConversationId> {
     conv_ids(
-        &s.list_conversations(viewer.id, filter, page(100, None))
+        &s.list_conversations(viewer.id(), filter, page(100, None))
             .await
             .expect("list conversations"),
     )
@@ -272,7 +273,7 @@ pub(crate) async fn all_messages(
     conv: Option<ConversationId>,
 ) -> Vec<MessageId> {
     msg_ids(
-        &s.list_messages(viewer.id, conv, page(100, None))
+        &s.list_messages(viewer.id(), conv, page(100, None))
             .await
             .expect("list messages"),
     )

@@ -10,7 +10,7 @@ use crate::support::{
 };
 
 async fn unread(s: &S, who: &Contact, c: &Conversation) -> u64 {
-    s.conversation_for(who.id, c.id)
+    s.conversation_for(who.id(), c.id())
         .await
         .expect("get")
         .expect("visible")
@@ -37,7 +37,7 @@ async fn unread_counts_follow_sends_opens_and_deletes(s: S) {
     );
 
     let opened = s
-        .open_conversation(bob.id, c.id, at(5), no_events())
+        .open_conversation(bob.id(), c.id(), at(5), no_events())
         .await
         .expect("open");
     assert_eq!(opened.state.unread_count, 0);
@@ -47,27 +47,27 @@ async fn unread_counts_follow_sends_opens_and_deletes(s: S) {
 
     // Deleting a message bob had read changes nothing for him; one he had
     // not read is taken back.
-    s.delete_message(first.id, alice.id, no_events())
+    s.delete_message(first.id(), alice.id(), no_events())
         .await
         .expect("delete");
     assert_eq!(unread(&s, &bob, &c).await, 1);
-    s.delete_message(late.id, alice.id, no_events())
+    s.delete_message(late.id(), alice.id(), no_events())
         .await
         .expect("delete");
     assert_eq!(unread(&s, &bob, &c).await, 0);
 
     // Lists show it too.
     let listed = s
-        .list_conversations(bob.id, no_filter(), crate::support::page(10, None))
+        .list_conversations(bob.id(), no_filter(), crate::support::page(10, None))
         .await
         .expect("list");
     assert_eq!(listed.items[0].state.unread_count, 0);
     let listed = s
-        .list_conversations(alice.id, no_filter(), crate::support::page(10, None))
+        .list_conversations(alice.id(), no_filter(), crate::support::page(10, None))
         .await
         .expect("list");
     assert_eq!(listed.items[0].state.unread_count, 1);
-    assert_eq!(list_convs(&s, &alice, no_filter()).await, vec![c.id]);
+    assert_eq!(list_convs(&s, &alice, no_filter()).await, vec![c.id()]);
 }
 
 async fn unread_counts_of_group_members_who_join_late(s: S) {
@@ -75,7 +75,7 @@ async fn unread_counts_of_group_members_who_join_late(s: S) {
     let member = contact(&s, "member").await;
     let late = contact(&s, "late").await;
     let g = group(&s, &owner, &[&member], at(1)).await;
-    let c = group_conversation(&s, &owner, g.id, at(2)).await;
+    let c = group_conversation(&s, &owner, g.id(), at(2)).await;
     send(&s, &c, &owner, "1", at(3)).await;
     send(&s, &c, &member, "2", at(4)).await;
     assert_eq!(
@@ -84,15 +84,15 @@ async fn unread_counts_of_group_members_who_join_late(s: S) {
     );
 
     let add = |who: &Contact| GroupChange {
-        add: vec![who.id],
+        add: vec![who.id()],
         ..GroupChange::default()
     };
-    s.update_group(g.id, add(&late), at(5), no_events())
+    s.update_group(g.id(), add(&late), at(5), no_events())
         .await
         .expect("add");
     // Joining: everything already there from others is unread.
     assert_eq!(unread(&s, &late, &c).await, 2);
-    s.open_conversation(late.id, c.id, at(6), no_events())
+    s.open_conversation(late.id(), c.id(), at(6), no_events())
         .await
         .expect("open");
     send(&s, &c, &owner, "3", at(7)).await;
@@ -100,9 +100,9 @@ async fn unread_counts_of_group_members_who_join_late(s: S) {
 
     // Leaving and coming back: counted from the last open, not from zero.
     s.update_group(
-        g.id,
+        g.id(),
         GroupChange {
-            remove: vec![late.id],
+            remove: vec![late.id()],
             ..GroupChange::default()
         },
         at(8),
@@ -112,7 +112,7 @@ async fn unread_counts_of_group_members_who_join_late(s: S) {
     .expect("remove");
     send(&s, &c, &owner, "4 (while away)", at(9)).await;
     send(&s, &c, &member, "5 (while away)", at(10)).await;
-    s.update_group(g.id, add(&late), at(11), no_events())
+    s.update_group(g.id(), add(&late), at(11), no_events())
         .await
         .expect("add again");
     assert_eq!(unread(&s, &late, &c).await, 3);

@@ -87,7 +87,7 @@ pub async fn observe(
                 .error()
                 .and_then(|e| e.as_error::<ApiError>())
                 .cloned(),
-            res.request().extensions().get::<Caller>().map(|c| c.0.id),
+            res.request().extensions().get::<Caller>().map(|c| c.0.id()),
         ),
         Err(e) => {
             let status = e.as_response_error().status_code();

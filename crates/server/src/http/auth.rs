@@ -87,9 +87,9 @@ async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), 
         Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
         Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
     };
-    tracing::Span::current().record("caller", tracing::field::display(contact.id));
+    tracing::Span::current().record("caller", tracing::field::display(contact.id()));
     let limiter = req.app_data::<web::Data<Limiter>>();
-    let budget = match limiter.map(|l| l.check_contact(contact.id)) {
+    let budget = match limiter.map(|l| l.check_contact(contact.id())) {
         Some(Verdict::Limited(budget)) => return Err(too_many(&budget)),
         Some(Verdict::Allowed(budget)) => budget,
         None => None,

@@ -133,15 +133,15 @@ impl From<&ConversationView> for ConversationDto {
     fn from(v: &ConversationView) -> Self {
         let c = &v.conversation;
         Self {
-            id: c.id.to_string(),
+            id: c.id().to_string(),
             contact_id: v.contact_id().map(|id| id.to_string()),
             group_id: c.group_id().map(|id| id.to_string()),
-            pinned_message_id: c.pinned_message_id.map(|id| id.to_string()),
+            pinned_message_id: c.pinned_message_id().map(|id| id.to_string()),
             is_pinned: v.state.is_pinned,
             is_muted: v.state.is_muted,
-            last_active_at: opt_secs(c.last_active_at),
+            last_active_at: opt_secs(c.last_active_at()),
             last_opened_at: opt_secs(v.state.last_opened_at),
-            created_at: secs(c.created_at),
+            created_at: secs(c.created_at()),
             archived_at: opt_secs(v.state.archived_at),
             unread_count: v.state.unread_count,
         }

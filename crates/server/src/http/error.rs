@@ -492,6 +492,8 @@ pub fn param(field: Field) -> &'static str {
         Field::Username => "username",
         Field::PhoneNumber => "phone_number",
         Field::AvatarUrl => "avatar_url",
+        // Never from a request: a rule of stored contacts.
+        Field::LastActiveAt => "last_active_at",
         Field::GroupName => "name",
         Field::GroupDescription => "description",
         Field::Members => "contact_ids",

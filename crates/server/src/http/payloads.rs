@@ -75,13 +75,13 @@ impl RenderedOnce {
     pub fn message_json(&self, message: &Message) -> String {
         let mut kept = self.message.lock().unwrap_or_else(PoisonError::into_inner);
         match &*kept {
-            Some((id, json)) if *id == message.id => {
+            Some((id, json)) if *id == message.id() => {
                 debug_assert_eq!(*json, WirePayloads.message(message), "another message");
                 json.clone()
             }
             _ => {
                 let json = WirePayloads.message(message);
-                *kept = Some((message.id, json.clone()));
+                *kept = Some((message.id(), json.clone()));
                 json
             }
         }
@@ -118,21 +118,23 @@ impl PayloadRenderer for RenderedOnce {
 mod tests {
     use super::*;
     use confab_domain::{
-        AvatarUrl, ContactId, ConversationId, GroupDescription, GroupId, GroupMember, GroupName,
-        GroupRole, MessageText, PhoneNumber, Timestamp, Username,
+        AvatarUrl, ContactId, ContactParts, ConversationId, GroupDescription, GroupId, GroupMember,
+        GroupName, GroupParts, GroupRole, MessageParts, MessageText, PhoneNumber, Timestamp,
+        Username,
     };
     use serde_json::json;
 
     fn member(n: u128) -> GroupMember {
         GroupMember {
-            contact: Contact {
+            contact: Contact::new(ContactParts {
                 id: ContactId::from_uuid(Uuid::from_u128(n)),
                 username: Username::new(format!("u{n}")).expect("valid"),
                 phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
                 avatar_url: AvatarUrl::none(),
                 last_active_at: Timestamp::from_secs(2),
                 created_at: Timestamp::from_secs(1),
-            },
+            })
+            .expect("valid"),
             role: if n == 1 {
                 GroupRole::Owner
             } else {
@@ -142,7 +144,7 @@ mod tests {
     }
 
     fn group(members: u128) -> Group {
-        Group {
+        Group::new(GroupParts {
             id: GroupId::from_uuid(Uuid::from_u128(1 << 64)),
             name: GroupName::new("big".into()).expect("valid"),
             description: GroupDescription::empty(),
@@ -150,15 +152,17 @@ mod tests {
             created_by: ContactId::from_uuid(Uuid::from_u128(1)),
             created_at: Timestamp::from_secs(1),
             members: (1..=members).map(member).collect(),
-        }
+        })
+        .expect("valid")
     }
 
     #[test]
     fn a_group_event_embeds_its_first_100_members_and_counts_them_all() {
         // Joined in reverse id order: the embedded ones are the first to
         // join, whatever their ids.
-        let mut big = group(2_000);
+        let mut big = group(2_000).into_parts();
         big.members.reverse();
+        let big = Group::new(big).expect("valid");
         let payload = WirePayloads.group(&big);
         let v: serde_json::Value = serde_json::from_str(&payload).expect("json");
         assert_eq!(v["member_count"], 2_000);
@@ -168,14 +172,15 @@ mod tests {
             .iter()
             .map(|c| c["id"].as_str().expect("id"))
             .collect();
-        let first: Vec<String> = big.members[..100]
+        let first: Vec<String> = big.members()[..100]
             .iter()
-            .map(|m| m.contact.id.to_string())
+            .map(|m| m.contact.id().to_string())
             .collect();
         assert_eq!(embedded, first);
         // The size of a 100-member group's event, not of a 2,000-member one.
-        let mut first_hundred = big.clone();
+        let mut first_hundred = big.clone().into_parts();
         first_hundred.members.truncate(100);
+        let first_hundred = Group::new(first_hundred).expect("valid");
         let hundred = WirePayloads.group(&first_hundred).len();
         assert!(payload.len() <= hundred + 16, "{} bytes", payload.len());
 
@@ -196,14 +201,15 @@ mod tests {
 
     #[test]
     fn a_contact_is_its_wire_object() {
-        let c = Contact {
+        let c = Contact::new(ContactParts {
             id: ContactId::from_uuid(Uuid::from_u128(1)),
             username: Username::new("alice".into()).expect("valid"),
             phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
             avatar_url: AvatarUrl::none(),
             last_active_at: Timestamp::from_secs(2),
             created_at: Timestamp::from_secs(1),
-        };
+        })
+        .expect("valid");
         let v: serde_json::Value = serde_json::from_str(&WirePayloads.contact(&c)).expect("json");
         assert_eq!(
             v,
@@ -214,7 +220,7 @@ mod tests {
     }
 
     fn message(n: u128, text: &str) -> Message {
-        Message {
+        Message::new(MessageParts {
             id: MessageId::from_uuid(Uuid::from_u128(n)),
             conversation_id: ConversationId::from_uuid(Uuid::from_u128(9)),
             sender: member(1).contact,
@@ -224,7 +230,8 @@ mod tests {
             read_at: None,
             created_at: Timestamp::from_secs(3),
             updated_at: None,
-        }
+        })
+        .expect("valid")
     }
 
     #[test]

@@ -98,40 +98,40 @@ pub fn write_serialized<T: Serialize>(out: &mut Vec<u8>, value: &T) -> serde_jso
 
 fn write_message(out: &mut Vec<u8>, m: &Message) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
-    id(out, m.id.as_uuid());
+    id(out, m.id().as_uuid());
     out.extend_from_slice(br#","conversation_id":"#);
-    id(out, m.conversation_id.as_uuid());
+    id(out, m.conversation_id().as_uuid());
     out.extend_from_slice(br#","contact":"#);
-    write_contact(out, &m.sender)?;
+    write_contact(out, m.sender())?;
     out.extend_from_slice(br#","message":"#);
-    string(out, m.text.as_str())?;
+    string(out, m.text().as_str())?;
     out.extend_from_slice(br#","reactions":"#);
-    array(out, &m.reactions, write_reaction)?;
+    array(out, m.reactions(), write_reaction)?;
     out.extend_from_slice(br#","attachments":"#);
-    array(out, &m.attachments, write_attachment)?;
+    array(out, m.attachments(), write_attachment)?;
     out.extend_from_slice(br#","read_at":"#);
-    opt_secs(out, m.read_at)?;
+    opt_secs(out, m.read_at())?;
     out.extend_from_slice(br#","created_at":"#);
-    secs(out, m.created_at)?;
+    secs(out, m.created_at())?;
     out.extend_from_slice(br#","updated_at":"#);
-    opt_secs(out, m.updated_at)?;
+    opt_secs(out, m.updated_at())?;
     out.push(b'}');
     Ok(())
 }
 
 pub fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
-    id(out, c.id.as_uuid());
+    id(out, c.id().as_uuid());
     out.extend_from_slice(br#","username":"#);
-    string(out, c.username.as_str())?;
+    string(out, c.username().as_str())?;
     out.extend_from_slice(br#","phone_number":"#);
-    string(out, c.phone_number.as_str())?;
+    string(out, c.phone_number().as_str())?;
     out.extend_from_slice(br#","avatar_url":"#);
-    string(out, c.avatar_url.as_str())?;
+    string(out, c.avatar_url().as_str())?;
     out.extend_from_slice(br#","last_active_at":"#);
-    secs(out, c.last_active_at)?;
+    secs(out, c.last_active_at())?;
     out.extend_from_slice(br#","created_at":"#);
-    secs(out, c.created_at)?;
+    secs(out, c.created_at())?;
     out.push(b'}');
     Ok(())
 }
@@ -139,9 +139,9 @@ pub fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
 /// `{"like": ["alice", "bob"]}`.
 fn write_reaction(out: &mut Vec<u8>, r: &Reaction) -> serde_json::Result<()> {
     out.push(b'{');
-    string(out, r.name.as_str())?;
+    string(out, r.name().as_str())?;
     out.push(b':');
-    array(out, &r.reactors, |out, reactor| {
+    array(out, r.reactors(), |out, reactor| {
         string(out, reactor.username.as_str())
     })?;
     out.push(b'}');
@@ -171,22 +171,22 @@ fn write_attachment(out: &mut Vec<u8>, a: &Attachment) -> serde_json::Result<()>
 /// order they joined, and the count of them all.
 pub fn write_group(out: &mut Vec<u8>, g: &Group) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
-    id(out, g.id.as_uuid());
+    id(out, g.id().as_uuid());
     out.extend_from_slice(br#","name":"#);
-    string(out, g.name.as_str())?;
+    string(out, g.name().as_str())?;
     out.extend_from_slice(br#","description":"#);
-    string(out, g.description.as_str())?;
+    string(out, g.description().as_str())?;
     out.extend_from_slice(br#","avatar_url":"#);
-    string(out, g.avatar_url.as_str())?;
+    string(out, g.avatar_url().as_str())?;
     out.extend_from_slice(br#","contacts":"#);
-    let embedded = &g.members[..g.members.len().min(GROUP_EMBEDDED_MEMBERS)];
+    let embedded = &g.members()[..g.members().len().min(GROUP_EMBEDDED_MEMBERS)];
     array(out, embedded, |out, member| {
         write_contact(out, &member.contact)
     })?;
     out.extend_from_slice(br#","member_count":"#);
-    serde_json::Serializer::new(&mut *out).serialize_u64(g.members.len() as u64)?;
+    serde_json::Serializer::new(&mut *out).serialize_u64(g.members().len() as u64)?;
     out.extend_from_slice(br#","created_at":"#);
-    secs(out, g.created_at)?;
+    secs(out, g.created_at())?;
     out.push(b'}');
     Ok(())
 }
@@ -253,9 +253,10 @@ fn opt_secs(out: &mut Vec<u8>, t: Option<Timestamp>) -> serde_json::Result<()> {
 mod tests {
     use super::*;
     use confab_domain::{
-        AttachmentId, AvatarUrl, ContactId, ConversationId, FileSize, FileType, FileUrl, Filename,
-        GroupDescription, GroupId, GroupMember, GroupName, GroupRole, MessageId, MessageText,
-        PhoneNumber, ReactionName, Reactor, Username,
+        AttachmentId, AvatarUrl, ContactId, ContactParts, ConversationId, FileSize, FileType,
+        FileUrl, Filename, GroupDescription, GroupId, GroupMember, GroupName, GroupParts,
+        GroupRole, MessageId, MessageParts, MessageText, PhoneNumber, ReactionName, Reactor,
+        Username,
     };
     use proptest::prelude::*;
     use serde_json::{json, Value};
@@ -272,19 +273,19 @@ mod tests {
 
     fn contact_json(c: &Contact) -> Value {
         json!({
-            "id": id_json(c.id.as_uuid()),
-            "username": c.username.as_str(),
-            "phone_number": c.phone_number.as_str(),
-            "avatar_url": c.avatar_url.as_str(),
-            "last_active_at": c.last_active_at.secs(),
-            "created_at": c.created_at.secs(),
+            "id": id_json(c.id().as_uuid()),
+            "username": c.username().as_str(),
+            "phone_number": c.phone_number().as_str(),
+            "avatar_url": c.avatar_url().as_str(),
+            "last_active_at": c.last_active_at().secs(),
+            "created_at": c.created_at().secs(),
         })
     }
 
     fn reaction_json(r: &Reaction) -> Value {
-        let usernames: Vec<&str> = r.reactors.iter().map(|x| x.username.as_str()).collect();
+        let usernames: Vec<&str> = r.reactors().iter().map(|x| x.username.as_str()).collect();
         let mut one = serde_json::Map::new();
-        one.insert(r.name.as_str().to_owned(), json!(usernames));
+        one.insert(r.name().as_str().to_owned(), json!(usernames));
         Value::Object(one)
     }
 
@@ -302,28 +303,28 @@ mod tests {
 
     fn message_json(m: &Message) -> Value {
         json!({
-            "id": id_json(m.id.as_uuid()),
-            "conversation_id": id_json(m.conversation_id.as_uuid()),
-            "contact": contact_json(&m.sender),
-            "message": m.text.as_str(),
-            "reactions": m.reactions.iter().map(reaction_json).collect::<Vec<_>>(),
-            "attachments": m.attachments.iter().map(attachment_json).collect::<Vec<_>>(),
-            "read_at": m.read_at.map(Timestamp::secs),
-            "created_at": m.created_at.secs(),
-            "updated_at": m.updated_at.map(Timestamp::secs),
+            "id": id_json(m.id().as_uuid()),
+            "conversation_id": id_json(m.conversation_id().as_uuid()),
+            "contact": contact_json(m.sender()),
+            "message": m.text().as_str(),
+            "reactions": m.reactions().iter().map(reaction_json).collect::<Vec<_>>(),
+            "attachments": m.attachments().iter().map(attachment_json).collect::<Vec<_>>(),
+            "read_at": m.read_at().map(Timestamp::secs),
+            "created_at": m.created_at().secs(),
+            "updated_at": m.updated_at().map(Timestamp::secs),
         })
     }
 
     fn group_json(g: &Group) -> Value {
         json!({
-            "id": id_json(g.id.as_uuid()),
-            "name": g.name.as_str(),
-            "description": g.description.as_str(),
-            "avatar_url": g.avatar_url.as_str(),
-            "contacts": g.members.iter().take(100).map(|m| contact_json(&m.contact))
+            "id": id_json(g.id().as_uuid()),
+            "name": g.name().as_str(),
+            "description": g.description().as_str(),
+            "avatar_url": g.avatar_url().as_str(),
+            "contacts": g.members().iter().take(100).map(|m| contact_json(&m.contact))
                 .collect::<Vec<_>>(),
-            "member_count": g.members.len(),
-            "created_at": g.created_at.secs(),
+            "member_count": g.members().len(),
+            "created_at": g.created_at().secs(),
         })
     }
 
@@ -362,7 +363,7 @@ mod tests {
             .prop_filter_map(
                 "a valid contact",
                 |(id, name, phone, avatar, seen, made)| {
-                    Some(Contact {
+                    Contact::new(ContactParts {
                         id: ContactId::from_uuid(Uuid::from_u128(id)),
                         username: Username::new(name).ok()?,
                         phone_number: PhoneNumber::new(phone).ok()?,
@@ -370,6 +371,7 @@ mod tests {
                         last_active_at: Timestamp::from_micros(seen),
                         created_at: Timestamp::from_micros(made),
                     })
+                    .ok()
                 },
             )
     }
@@ -380,9 +382,9 @@ mod tests {
             prop::collection::vec((any::<u128>(), "[a-z][a-z0-9_]{0,31}"), 1..4),
         )
             .prop_filter_map("a valid reaction", |(name, reactors)| {
-                Some(Reaction {
-                    name: ReactionName::new(name).ok()?,
-                    reactors: reactors
+                Reaction::new(
+                    ReactionName::new(name).ok()?,
+                    reactors
                         .into_iter()
                         .map(|(id, username)| {
                             Some(Reactor {
@@ -391,7 +393,8 @@ mod tests {
                             })
                         })
                         .collect::<Option<_>>()?,
-                })
+                )
+                .ok()
             })
     }
 
@@ -440,14 +443,15 @@ mod tests {
                     let members = (0..size)
                         .rev()
                         .map(|n| GroupMember {
-                            contact: Contact {
+                            contact: Contact::new(ContactParts {
                                 id: ContactId::from_uuid(Uuid::from_u128(n)),
-                                ..someone.clone()
-                            },
+                                ..someone.clone().into_parts()
+                            })
+                            .expect("valid"),
                             role: GroupRole::Member,
                         })
                         .collect();
-                    Some(Group {
+                    Group::new(GroupParts {
                         id: GroupId::from_uuid(Uuid::from_u128(id)),
                         name: GroupName::new(name).ok()?,
                         description: GroupDescription::new(description).ok()?,
@@ -456,12 +460,13 @@ mod tests {
                         created_at: Timestamp::from_micros(made),
                         members,
                     })
+                    .ok()
                 },
             )
     }
 
     prop_compose! {
-        fn any_message()(
+        fn message_parts()(
             ids in any::<(u128, u128)>(),
             sender in any_contact(),
             text in any_text(),
@@ -470,19 +475,28 @@ mod tests {
             read_at in prop::option::of(any::<i64>()),
             created_at in any::<i64>(),
             updated_at in prop::option::of(any::<i64>()),
-        ) -> Message {
-            Message {
-                id: MessageId::from_uuid(Uuid::from_u128(ids.0)),
+        ) -> MessageParts {
+            let id = MessageId::from_uuid(Uuid::from_u128(ids.0));
+            MessageParts {
+                id,
                 conversation_id: ConversationId::from_uuid(Uuid::from_u128(ids.1)),
                 sender,
                 text,
                 reactions,
-                attachments,
+                // A message's attachments are its own.
+                attachments: attachments
+                    .into_iter()
+                    .map(|a| Attachment { message_id: id, ..a })
+                    .collect(),
                 read_at: read_at.map(Timestamp::from_micros),
                 created_at: Timestamp::from_micros(created_at),
                 updated_at: updated_at.map(Timestamp::from_micros),
             }
         }
+    }
+
+    fn any_message() -> impl Strategy<Value = Message> {
+        message_parts().prop_filter_map("a valid message", |p| Message::new(p).ok())
     }
 
     proptest! {
@@ -528,33 +542,38 @@ mod tests {
     /// One message written out in full, so that a reader sees the bytes.
     #[test]
     fn a_message_in_full() {
-        let person = |n: u128, name: &str| Contact {
-            id: ContactId::from_uuid(Uuid::from_u128(n)),
-            username: Username::new(name.into()).expect("valid"),
-            phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
-            avatar_url: AvatarUrl::none(),
-            last_active_at: Timestamp::from_micros(1_700_000_000_999_999),
-            created_at: Timestamp::from_secs(1_600_000_000),
+        let person = |n: u128, name: &str| {
+            Contact::new(ContactParts {
+                id: ContactId::from_uuid(Uuid::from_u128(n)),
+                username: Username::new(name.into()).expect("valid"),
+                phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
+                avatar_url: AvatarUrl::none(),
+                last_active_at: Timestamp::from_micros(1_700_000_000_999_999),
+                created_at: Timestamp::from_secs(1_600_000_000),
+            })
+            .expect("valid")
         };
         let (alice, bob) = (person(1, "alice"), person(2, "bob"));
         let reactor = |c: &Contact| Reactor {
-            contact_id: c.id,
-            username: c.username.clone(),
+            contact_id: c.id(),
+            username: c.username().clone(),
         };
-        let m = Message {
+        let m = Message::new(MessageParts {
             id: MessageId::from_uuid(Uuid::from_u128(3)),
             conversation_id: ConversationId::from_uuid(Uuid::from_u128(4)),
             sender: alice.clone(),
             text: MessageText::new("hi \"you\"\n".into()).expect("valid"),
             reactions: vec![
-                Reaction {
-                    name: ReactionName::new("like".into()).expect("valid"),
-                    reactors: vec![reactor(&alice), reactor(&bob)],
-                },
-                Reaction {
-                    name: ReactionName::new("heart".into()).expect("valid"),
-                    reactors: vec![reactor(&bob)],
-                },
+                Reaction::new(
+                    ReactionName::new("like".into()).expect("valid"),
+                    vec![reactor(&alice), reactor(&bob)],
+                )
+                .expect("valid"),
+                Reaction::new(
+                    ReactionName::new("heart".into()).expect("valid"),
+                    vec![reactor(&bob)],
+                )
+                .expect("valid"),
             ],
             attachments: vec![Attachment {
                 id: AttachmentId::from_uuid(Uuid::from_u128(5)),
@@ -568,7 +587,8 @@ mod tests {
             read_at: None,
             created_at: Timestamp::from_secs(1_700_000_001),
             updated_at: Some(Timestamp::from_secs(1_700_000_002)),
-        };
+        })
+        .expect("valid");
         let written = String::from_utf8(message(&m).expect("json")).expect("utf-8");
         assert_eq!(
             written,

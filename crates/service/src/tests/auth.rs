@@ -31,15 +31,14 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
     assert_ne!(hash, token);
     assert_eq!(hash.len(), 64);
     let mut m = Mocks::new();
-    let mut stale = alice();
-    stale.last_active_at = Timestamp::from_secs(NOW - 61);
+    let stale = last_active(alice(), Timestamp::from_secs(NOW - 61));
     m.tokens
         .expect_contact_for_token()
         .with(eq(hash), eq(Timestamp::from_secs(NOW)))
         .returning(move |_, _| Ok(Some(stale.clone())));
     m.contacts
         .expect_touch_contact()
-        .with(eq(alice().id), eq(Timestamp::from_secs(NOW)))
+        .with(eq(alice().id()), eq(Timestamp::from_secs(NOW)))
         .times(1)
         .returning(|_, _| Ok(()));
     let who = m
@@ -47,7 +46,7 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
         .authenticate(token)
         .await
         .expect("authenticated");
-    assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+    assert_eq!(who.last_active_at(), Timestamp::from_secs(NOW));
 
     // Fresh activity: no write.
     let mut m = Mocks::new();
@@ -69,8 +68,8 @@ async fn a_live_token_is_trusted_for_a_few_seconds_without_the_store() {
     let svc = m.service();
     for _ in 0..3 {
         let who = svc.authenticate(token).await.expect("authenticated");
-        assert_eq!(who.id, alice().id);
-        assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+        assert_eq!(who.id(), alice().id());
+        assert_eq!(who.last_active_at(), Timestamp::from_secs(NOW));
     }
 }
 
@@ -98,13 +97,16 @@ async fn a_revocation_in_this_process_drops_its_cached_tokens_at_once() {
         .returning(|_| Ok(Some(alice())));
     m.tokens
         .expect_revoke_tokens()
-        .with(eq(alice().id), eq(Timestamp::from_secs(NOW)))
+        .with(eq(alice().id()), eq(Timestamp::from_secs(NOW)))
         .times(1)
         .returning(|_, _| Ok(1));
     let svc = m.service();
     // Looked up once, then trusted from the cache.
     for _ in 0..2 {
-        assert_eq!(svc.authenticate(token).await.expect("live").id, alice().id);
+        assert_eq!(
+            svc.authenticate(token).await.expect("live").id(),
+            alice().id()
+        );
     }
     assert_eq!(svc.revoke_tokens("alice").await.expect("revoked"), 1);
     assert!(matches!(
@@ -117,8 +119,7 @@ async fn a_revocation_in_this_process_drops_its_cached_tokens_at_once() {
 /// old.
 fn alice_last_seen_a_minute_ago() -> Mocks {
     let mut m = Mocks::new();
-    let mut stale = alice();
-    stale.last_active_at = Timestamp::from_secs(NOW - 61);
+    let stale = last_active(alice(), Timestamp::from_secs(NOW - 61));
     m.tokens
         .expect_contact_for_token()
         .times(1)
@@ -138,7 +139,7 @@ async fn activity_seen_stale_by_requests_at_once_is_written_once() {
     let counted = writes.clone();
     m.contacts
         .expect_touch_contact()
-        .with(eq(alice().id), eq(Timestamp::from_secs(NOW)))
+        .with(eq(alice().id()), eq(Timestamp::from_secs(NOW)))
         .returning(move |_, _| {
             counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             Ok(())
@@ -148,22 +149,22 @@ async fn activity_seen_stale_by_requests_at_once_is_written_once() {
     // Another request of hers is writing it.
     let held = svc
         .tokens
-        .claim_touch(alice().id, Timestamp::from_secs(NOW))
+        .claim_touch(alice().id(), Timestamp::from_secs(NOW))
         .expect("the first claim of the minute");
     assert!(svc
         .tokens
-        .claim_touch(alice().id, Timestamp::from_secs(NOW))
+        .claim_touch(alice().id(), Timestamp::from_secs(NOW))
         .is_none());
     for _ in 0..3 {
         let who = svc.authenticate(token).await.expect("authenticated");
-        assert_eq!(who.last_active_at, Timestamp::from_secs(NOW - 61));
+        assert_eq!(who.last_active_at(), Timestamp::from_secs(NOW - 61));
     }
     assert_eq!(written(), 0);
     // Its write failed or was dropped: the next request writes it, once.
     drop(held);
     for _ in 0..3 {
         let who = svc.authenticate(token).await.expect("authenticated");
-        assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+        assert_eq!(who.last_active_at(), Timestamp::from_secs(NOW));
     }
     assert_eq!(written(), 1);
 }
@@ -189,6 +190,6 @@ async fn a_failed_activity_write_is_made_by_the_next_request() {
         Err(ServiceError::Unavailable(_))
     ));
     let who = svc.authenticate(token).await.expect("authenticated");
-    assert_eq!(who.last_active_at, Timestamp::from_secs(NOW));
+    assert_eq!(who.last_active_at(), Timestamp::from_secs(NOW));
     assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
 }

@@ -10,12 +10,12 @@ async fn duplicate_username_is_a_conflict() {
     let mut m = Mocks::new();
     m.contacts
         .expect_create_contact()
-        .withf(|c, _| c.username.as_str() == "ALICE")
+        .withf(|c, _| c.username().as_str() == "ALICE")
         .times(1)
         .returning(|c, _| {
             Err(StoreError::Conflict(format!(
                 "username {} is taken",
-                c.username
+                c.username()
             )))
         });
     assert!(matches!(

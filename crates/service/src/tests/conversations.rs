@@ -10,7 +10,7 @@ use super::*;
 async fn conversation_with_yourself_is_invalid_before_any_lookup() {
     let svc = Mocks::new().service();
     assert!(matches!(
-        svc.create_conversation(&alice(), ConversationTarget::Contact(alice().id), None)
+        svc.create_conversation(&alice(), ConversationTarget::Contact(alice().id()), None)
             .await,
         Err(ServiceError::Invalid {
             field: Field::Contact,
@@ -25,7 +25,7 @@ async fn conversation_with_an_unknown_contact_is_not_found() {
     m.contacts.expect_contact().returning(|_| Ok(None));
     assert!(matches!(
         m.service()
-            .create_conversation(&alice(), ConversationTarget::Contact(bob().id), None)
+            .create_conversation(&alice(), ConversationTarget::Contact(bob().id()), None)
             .await,
         Err(ServiceError::NotFound {
             of: Some(Field::Contact)
@@ -74,8 +74,11 @@ async fn pinning_a_message_of_another_conversation_is_invalid() {
     m.conversations
         .expect_conversation_for()
         .returning(move |_, _| Ok(Some(v.clone())));
-    let mut other = message_from(alice());
-    other.conversation_id = ConversationId::from_uuid(Uuid::from_u128(999));
+    let other = Message::new(MessageParts {
+        conversation_id: ConversationId::from_uuid(Uuid::from_u128(999)),
+        ..message_from(alice()).into_parts()
+    })
+    .expect("valid");
     m.messages
         .expect_message_for()
         .returning(move |_, _| Ok(Some(other.clone())));
@@ -101,7 +104,7 @@ async fn per_member_changes_go_to_the_store_for_the_caller() {
     m.conversations
         .expect_update_conversation()
         .withf(|viewer, _, pinned, patch, _| {
-            *viewer == bob().id
+            *viewer == bob().id()
                 && pinned.is_none()
                 && patch.is_muted == Some(true)
                 && patch.is_pinned.is_none()
@@ -120,11 +123,11 @@ fn group_conversation_view(creator: &Contact, viewer: &Contact) -> ConversationV
     ConversationView {
         conversation: Conversation::new_group(
             conv_id(),
-            creator.id,
+            creator.id(),
             GroupId::from_uuid(Uuid::from_u128(7)),
             Timestamp::from_secs(NOW - 50),
         ),
-        viewer: viewer.id,
+        viewer: viewer.id(),
         state: MemberState::default(),
     }
 }
@@ -137,7 +140,7 @@ async fn a_plain_member_may_not_delete_someone_elses_group_conversation() {
     m.conversations
         .expect_conversation_for()
         .returning(move |_, _| Ok(Some(v.clone())));
-    let g = Group {
+    let g = Group::new(GroupParts {
         members: vec![
             GroupMember {
                 contact: alice(),
@@ -152,8 +155,9 @@ async fn a_plain_member_may_not_delete_someone_elses_group_conversation() {
                 role: GroupRole::Member,
             },
         ],
-        ..group_with(&alice(), &bob())
-    };
+        ..group_with(&alice(), &bob()).into_parts()
+    })
+    .expect("valid");
     m.groups
         .expect_group_for()
         .returning(move |_, _| Ok(Some(g.clone())));
@@ -176,7 +180,7 @@ async fn a_group_owner_may_delete_a_members_group_conversation() {
         .returning(move |_, _| Ok(Some(g.clone())));
     m.conversations
         .expect_delete_conversation()
-        .withf(|id, by, _| *id == conv_id() && *by == alice().id)
+        .withf(|id, by, _| *id == conv_id() && *by == alice().id())
         .times(1)
         .returning(|_, _, _| Ok(()));
     assert!(m

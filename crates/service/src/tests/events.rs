@@ -20,7 +20,7 @@ fn summary(outbox: &Outbox, actor: &Contact) -> Vec<(EventType, Subject, Audienc
         .events
         .iter()
         .map(|e: &Event| {
-            assert_eq!(e.actor, actor.id, "made by the caller");
+            assert_eq!(e.actor, actor.id(), "made by the caller");
             assert_eq!(e.at, at_now(), "made now");
             (e.kind, e.subject, e.audience.clone())
         })
@@ -165,13 +165,13 @@ async fn opening_hands_the_openers_update_and_the_read_marks() {
     m.conversations
         .expect_open_conversation()
         .withf(|viewer, id, _, outbox| {
-            *viewer == bob().id
+            *viewer == bob().id()
                 && summary(outbox, &bob())
                     == [
                         (
                             EventType::ConversationUpdated,
                             Subject::Conversation(*id),
-                            Audience::Contact(bob().id),
+                            Audience::Contact(bob().id()),
                         ),
                         (
                             EventType::MessageUpdated,
@@ -207,7 +207,7 @@ async fn own_state_is_for_the_caller_and_the_pinned_message_for_all() {
             let audience = if pinned.is_some() {
                 members()
             } else {
-                Audience::Contact(alice().id)
+                Audience::Contact(alice().id())
             };
             summary(outbox, &alice())
                 == [(
@@ -242,8 +242,8 @@ async fn conversations_created_and_deleted_are_for_their_members() {
             summary(outbox, &alice())
                 == [(
                     EventType::ConversationCreated,
-                    Subject::Conversation(c.id),
-                    Audience::ConversationMembers(c.id),
+                    Subject::Conversation(c.id()),
+                    Audience::ConversationMembers(c.id()),
                 )]
         })
         .times(1)
@@ -266,7 +266,7 @@ async fn conversations_created_and_deleted_are_for_their_members() {
         .returning(|_, _, _| Ok(()));
     signalled(&mut m, 2);
     let svc = m.service();
-    svc.create_conversation(&alice(), ConversationTarget::Contact(bob().id), None)
+    svc.create_conversation(&alice(), ConversationTarget::Contact(bob().id()), None)
         .await
         .expect("created");
     svc.delete_conversation(&alice(), conv_id())
@@ -278,7 +278,7 @@ async fn conversations_created_and_deleted_are_for_their_members() {
 async fn group_events_go_to_members_and_the_removed() {
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
-    let gid = g.id;
+    let gid = g.id();
     let g2 = g.clone();
     m.groups
         .expect_group_for()
@@ -309,7 +309,7 @@ async fn group_events_go_to_members_and_the_removed() {
                     Subject::Group(*id),
                     Audience::GroupMembers {
                         group: gid,
-                        also: vec![bob().id],
+                        also: vec![bob().id()],
                     },
                 )]
         })
@@ -338,7 +338,7 @@ async fn group_events_go_to_members_and_the_removed() {
             name: GroupName::new("team".into()).expect("valid"),
             description: None,
             avatar_url: None,
-            contact_ids: vec![bob().id],
+            contact_ids: vec![bob().id()],
         },
         None,
     )
@@ -348,7 +348,7 @@ async fn group_events_go_to_members_and_the_removed() {
         &alice(),
         gid,
         crate::GroupUpdate {
-            remove_contact_ids: vec![bob().id],
+            remove_contact_ids: vec![bob().id()],
             ..Default::default()
         },
     )
@@ -366,8 +366,8 @@ async fn contacts_hear_of_themselves_and_their_circle_of_profile_changes() {
             summary(outbox, c)
                 == [(
                     EventType::ContactCreated,
-                    Subject::Contact(c.id),
-                    Audience::Contact(c.id),
+                    Subject::Contact(c.id()),
+                    Audience::Contact(c.id()),
                 )]
         })
         .times(1)
@@ -379,7 +379,7 @@ async fn contacts_hear_of_themselves_and_their_circle_of_profile_changes() {
                 == [(
                     EventType::ContactUpdated,
                     Subject::Contact(*id),
-                    Audience::ContactCircle(alice().id),
+                    Audience::ContactCircle(alice().id()),
                 )]
         })
         .times(1)

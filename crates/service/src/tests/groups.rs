@@ -11,7 +11,7 @@ async fn a_member_may_only_remove_themself_from_a_group() {
         .expect_group_for()
         .returning(move |_, _| Ok(Some(g.clone())));
     let update = crate::GroupUpdate {
-        remove_contact_ids: vec![alice().id],
+        remove_contact_ids: vec![alice().id()],
         ..Default::default()
     };
     assert!(matches!(

@@ -46,7 +46,7 @@ async fn a_new_key_is_claimed_for_the_caller_with_a_lease_and_a_24_hour_life() {
     m.idempotency
         .expect_claim_key()
         .withf(|r| {
-            r.claim.contact_id == bob().id
+            r.claim.contact_id == bob().id()
                 && r.claim.key == "k1"
                 && r.claim.holder == Uuid::from_u128(0xABCD)
                 && r.fingerprint == "digest"
@@ -63,7 +63,7 @@ async fn a_new_key_is_claimed_for_the_caller_with_a_lease_and_a_24_hour_life() {
         .await;
     match begun {
         Ok(Idempotent::Run(claim)) => {
-            assert_eq!(claim.contact_id, bob().id);
+            assert_eq!(claim.contact_id, bob().id());
             assert_eq!(claim.key, "k1");
         }
         other => panic!("{other:?}"),
@@ -160,7 +160,7 @@ async fn a_key_answered_before_replays_for_the_same_request_only() {
 
 fn claim() -> KeyClaim {
     KeyClaim {
-        contact_id: bob().id,
+        contact_id: bob().id(),
         key: "k1".into(),
         holder: Uuid::from_u128(7),
     }
@@ -178,7 +178,7 @@ async fn a_send_hands_its_completion_to_the_write_and_a_lost_claim_is_in_flight(
             let message = message_from(bob());
             let (claim, response) = completion.expect("a completion").render(&message);
             assert_eq!(claim.key, "k1");
-            assert_eq!(response.body, message.id.to_string());
+            assert_eq!(response.body, message.id().to_string());
             if calls == 1 {
                 Ok(message)
             } else {
@@ -193,7 +193,7 @@ async fn a_send_hands_its_completion_to_the_write_and_a_lost_claim_is_in_flight(
     };
     let completion = || {
         Some(Completion::new(claim(), |m: &Message| {
-            stored(201, &m.id.to_string())
+            stored(201, &m.id().to_string())
         }))
     };
     assert!(svc.send_message(&bob(), send(), completion()).await.is_ok());
@@ -212,22 +212,22 @@ async fn a_new_conversation_is_completed_with_the_view_the_caller_gets() {
         .times(1)
         .returning(|conversation, _, completion| {
             let (_, response) = completion.expect("a completion").render(&());
-            assert_eq!(response.body, conversation.id.to_string());
+            assert_eq!(response.body, conversation.id().to_string());
             Ok(())
         });
     let completion = Completion::new(claim(), |v: &ConversationView| {
-        stored(201, &v.conversation.id.to_string())
+        stored(201, &v.conversation.id().to_string())
     });
     let view = m
         .service()
         .create_conversation(
             &alice(),
-            ConversationTarget::Contact(bob().id),
+            ConversationTarget::Contact(bob().id()),
             Some(completion),
         )
         .await
         .expect("created");
-    assert_eq!(view.viewer, alice().id);
+    assert_eq!(view.viewer, alice().id());
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ async fn outsider_gets_not_found_for_a_message_and_nothing_is_written() {
     // The store answers "not visible" exactly like "no such message".
     m.messages
         .expect_message_for()
-        .with(eq(carol.id), eq(msg_id()))
+        .with(eq(carol.id()), eq(msg_id()))
         .returning(|_, _| Ok(None));
     let svc = m.service();
     assert!(matches!(
@@ -116,14 +116,16 @@ async fn a_send_hands_the_store_the_renderer_it_was_given() {
 async fn an_edit_and_an_unreact_hand_the_store_the_renderer_they_were_given() {
     let mut m = Mocks::new();
     let like = ReactionName::new("like".into()).expect("valid");
-    let mut liked = message_from(alice());
-    liked.reactions = vec![confab_domain::Reaction {
-        name: like.clone(),
-        reactors: vec![confab_domain::Reactor {
-            contact_id: bob().id,
-            username: bob().username,
+    let mut parts = message_from(alice()).into_parts();
+    parts.reactions = vec![confab_domain::Reaction::new(
+        like.clone(),
+        vec![confab_domain::Reactor {
+            contact_id: bob().id(),
+            username: bob().username().clone(),
         }],
-    }];
+    )
+    .expect("valid")];
+    let liked = confab_domain::Message::new(parts).expect("valid");
     m.messages
         .expect_message_for()
         .returning(move |_, _| Ok(Some(liked.clone())));
@@ -238,7 +240,7 @@ async fn any_member_reacts_in_own_name() {
     visible_message(&mut m, alice(), &bob());
     m.messages
         .expect_update_message()
-        .withf(|_, c, _| c.reactor == bob().id && c.add_reactions.len() == 1 && c.text.is_none())
+        .withf(|_, c, _| c.reactor == bob().id() && c.add_reactions.len() == 1 && c.text.is_none())
         .times(1)
         .returning(|_, _, _| Ok(message_from(alice())));
     let update = MessageUpdate {
@@ -264,7 +266,7 @@ async fn empty_update_returns_the_message_without_writing() {
         .update_message(&alice(), msg_id(), MessageUpdate::default())
         .await
         .expect("ok");
-    assert_eq!(got.updated_at, None);
+    assert_eq!(got.updated_at(), None);
 }
 
 #[tokio::test]

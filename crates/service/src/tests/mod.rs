@@ -16,9 +16,9 @@ mod retention;
 use std::sync::Arc;
 
 use confab_domain::{
-    AvatarUrl, Contact, ContactId, Conversation, ConversationId, ConversationView, Group,
-    GroupDescription, GroupId, GroupMember, GroupName, GroupRole, MemberState, Message, MessageId,
-    MessageText, PhoneNumber, Timestamp, Username,
+    AvatarUrl, Contact, ContactId, ContactParts, Conversation, ConversationId, ConversationView,
+    Group, GroupDescription, GroupId, GroupMember, GroupName, GroupParts, GroupRole, MemberState,
+    Message, MessageId, MessageParts, MessageText, PhoneNumber, Timestamp, Username,
 };
 use confab_ports::{
     MockClock, MockContactStore, MockConversationStore, MockEventSignal, MockEventStore,
@@ -116,14 +116,24 @@ impl Mocks {
 }
 
 fn contact(n: u128, name: &str) -> Contact {
-    Contact {
+    Contact::new(ContactParts {
         id: ContactId::from_uuid(Uuid::from_u128(n)),
         username: Username::new(name.into()).expect("valid"),
         phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
         avatar_url: AvatarUrl::none(),
         last_active_at: Timestamp::from_secs(NOW),
         created_at: Timestamp::from_secs(NOW - 100),
-    }
+    })
+    .expect("valid")
+}
+
+/// `c` as last active at `at`.
+fn last_active(c: Contact, at: Timestamp) -> Contact {
+    Contact::new(ContactParts {
+        last_active_at: at,
+        ..c.into_parts()
+    })
+    .expect("valid")
 }
 
 fn alice() -> Contact {
@@ -143,8 +153,8 @@ fn msg_id() -> MessageId {
 fn direct() -> Conversation {
     Conversation::new_direct(
         conv_id(),
-        alice().id,
-        bob().id,
+        alice().id(),
+        bob().id(),
         Timestamp::from_secs(NOW - 50),
     )
     .expect("valid")
@@ -153,13 +163,13 @@ fn direct() -> Conversation {
 fn view(of: &Contact) -> ConversationView {
     ConversationView {
         conversation: direct(),
-        viewer: of.id,
+        viewer: of.id(),
         state: MemberState::default(),
     }
 }
 
 fn message_from(sender: Contact) -> Message {
-    Message {
+    Message::new(MessageParts {
         id: msg_id(),
         conversation_id: conv_id(),
         sender,
@@ -169,7 +179,8 @@ fn message_from(sender: Contact) -> Message {
         read_at: None,
         created_at: Timestamp::from_secs(NOW - 10),
         updated_at: None,
-    }
+    })
+    .expect("valid")
 }
 
 /// The message exists and `viewer` is a member of its conversation.
@@ -177,7 +188,7 @@ fn visible_message(m: &mut Mocks, sender: Contact, viewer: &Contact) {
     let msg = message_from(sender);
     m.messages
         .expect_message_for()
-        .with(eq(viewer.id), eq(msg_id()))
+        .with(eq(viewer.id()), eq(msg_id()))
         .returning(move |_, _| Ok(Some(msg.clone())));
 }
 
@@ -186,12 +197,12 @@ fn text(s: &str) -> MessageText {
 }
 
 fn group_with(owner: &Contact, member: &Contact) -> Group {
-    Group {
+    Group::new(GroupParts {
         id: GroupId::from_uuid(Uuid::from_u128(7)),
         name: GroupName::new("team".into()).expect("valid"),
         description: GroupDescription::empty(),
         avatar_url: AvatarUrl::none(),
-        created_by: owner.id,
+        created_by: owner.id(),
         created_at: Timestamp::from_secs(NOW - 1000),
         members: vec![
             GroupMember {
@@ -203,5 +214,6 @@ fn group_with(owner: &Contact, member: &Contact) -> Group {
                 role: GroupRole::Member,
             },
         ],
-    }
+    })
+    .expect("valid")
 }

@@ -34,7 +34,7 @@ pub(crate) fn create_contact(
         Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info))
             if info.message().contains("username_folded") =>
         {
-            Err(StoreError::Conflict(format!("username {} is taken", contact.username)).into())
+            Err(StoreError::Conflict(format!("username {} is taken", contact.username())).into())
         }
         Err(e) => Err(e.into()),
     }

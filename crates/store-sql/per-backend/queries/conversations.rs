@@ -88,7 +88,7 @@ pub(crate) fn create_conversation(
         viewer,
         state: MemberState::default(),
     };
-    let actor = view_of(conversation.creator_id);
+    let actor = view_of(conversation.creator_id());
     let each: Option<Vec<ConversationView>> = conversation
         .direct_members()
         .map(|members| members.into_iter().map(view_of).collect());
@@ -108,7 +108,7 @@ pub(crate) fn create_conversation(
 /// Every current member's own view of `conversation`, in one
 /// statement (a member without a state row has the default one).
 fn member_views(conn: &mut Conn, conversation: &Conversation) -> Result<Vec<ConversationView>> {
-    let c = conversation.id.db();
+    let c = conversation.id().db();
     let mut q = contacts::table
         .left_join(
             conversation_states::table.on(conversation_states::contact_id
@@ -367,8 +367,8 @@ pub(crate) fn open_conversation(
     } else {
         load_messages(conn, &marked)?
     };
-    read.sort_by_key(|m| (m.created_at, m.id));
-    let read_ids: Vec<_> = read.iter().map(|m| m.id).collect();
+    read.sort_by_key(|m| (m.created_at(), m.id()));
+    let read_ids: Vec<_> = read.iter().map(|m| m.id()).collect();
     let events = expand_marked_read(outbox.events.clone(), &read_ids);
     write_events(
         conn,

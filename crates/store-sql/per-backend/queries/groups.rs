@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use confab_domain::Audience;
 use confab_domain::{
     AvatarUrl, Contact, ContactId, DomainError, Field, Group, GroupDescription, GroupId,
-    GroupMember, GroupName, GroupRole, MemberState, Page, Paged, Rule, Timestamp,
+    GroupMember, GroupName, GroupParts, GroupRole, MemberState, Page, Paged, Rule, Timestamp,
 };
 use confab_ports::{Completion, GroupChange, NewGroup, Outbox};
 use diesel::dsl::max;
@@ -15,7 +15,7 @@ use super::idempotency::complete;
 use super::membership::count_known_contacts;
 use super::outbox::{self, write_events, Deleted, Written};
 use super::{Backend, Conn, Db, Result};
-use confab_store_sql::error::{corrupt, inconsistent};
+use confab_store_sql::error::{broken, corrupt, inconsistent};
 use confab_store_sql::group_list;
 use confab_store_sql::id::DbId;
 use confab_store_sql::queries::paging::{fetch_size, finish_page, keyset, seek};
@@ -59,8 +59,9 @@ fn with_members(conn: &mut Conn, rows: Vec<GroupRow>) -> Result<Vec<Group>> {
     }
     rows.into_iter()
         .map(|r| {
-            Ok(Group {
-                id: group_id(r.id),
+            let id = group_id(r.id);
+            Group::new(GroupParts {
+                id,
                 name: GroupName::new(r.name).map_err(|e| corrupt("group name", e))?,
                 description: GroupDescription::new(r.description)
                     .map_err(|e| corrupt("group description", e))?,
@@ -70,6 +71,7 @@ fn with_members(conn: &mut Conn, rows: Vec<GroupRow>) -> Result<Vec<Group>> {
                 created_at: ts(r.created_at),
                 members: members_of.remove(&r.id).unwrap_or_default(),
             })
+            .map_err(|e| broken(format!("group {id}"), e))
         })
         .collect()
 }

@@ -3,8 +3,8 @@
 //! reaction names and attachments hold under concurrency.
 
 use confab_domain::{
-    check_attachment_count, check_reaction_name_count, AttachmentId, ContactId, FileSize, Message,
-    MessageId, MessageText, NewAttachment, ReactionName, Timestamp,
+    check_attachment_count, check_reaction_name_count, Attachment, ContactId, FileSize, Message,
+    MessageId, MessageText, ReactionName, Timestamp,
 };
 use confab_ports::{MessageChange, Outbox};
 use diesel::prelude::*;
@@ -18,12 +18,12 @@ use confab_store_sql::rows::{AttachmentRow, DbKey, MessageChangeset, NewReaction
 use confab_store_sql::schema::{attachments, messages, reactions};
 use confab_store_sql::SqlBackend as _;
 
+/// Inserts `list`, attachments of `message`, from place `first_seq` on.
 pub(super) fn insert_attachments(
     conn: &mut Conn,
     message: DbId,
     first_seq: i32,
-    list: &[(AttachmentId, NewAttachment)],
-    at: Timestamp,
+    list: &[Attachment],
 ) -> Result<()> {
     if list.is_empty() {
         return Ok(());
@@ -31,15 +31,15 @@ pub(super) fn insert_attachments(
     let rows: Vec<AttachmentRow> = list
         .iter()
         .zip(first_seq..)
-        .map(|((id, a), seq)| AttachmentRow {
-            id: id.db(),
+        .map(|(a, seq)| AttachmentRow {
+            id: a.id.db(),
             message_id: message,
             seq,
             filename: a.filename.as_str().to_owned(),
             file_url: a.file_url.as_str().to_owned(),
             file_type: a.file_type.as_str().to_owned(),
             file_size: a.file_size.map(FileSize::bytes),
-            created_at: at.micros(),
+            created_at: a.created_at.micros(),
         })
         .collect();
     diesel::insert_into(attachments::table)
@@ -99,6 +99,8 @@ pub(crate) fn update_message(
                 created_at: at,
             });
         }
+        // The domain's rule, on the names under the row lock (see the
+        // attachments' below).
         check_reaction_name_count(names.len())?;
         if !new_rows.is_empty() {
             diesel::insert_into(reactions::table)
@@ -113,9 +115,25 @@ pub(crate) fn update_message(
             .filter(attachments::message_id.eq(m))
             .select(attachments::seq)
             .load(conn)?;
+        // The domain's rule, on the count under the row lock: the
+        // service's check (`Message::check_attach`) saw a snapshot that a
+        // concurrent change may have outdated.
         check_attachment_count(seqs.len() + change.add_attachments.len())?;
         let next = seqs.iter().max().map_or(0, |s| s + 1);
-        insert_attachments(conn, m, next, &change.add_attachments, change.at)?;
+        let added: Vec<Attachment> = change
+            .add_attachments
+            .into_iter()
+            .map(|(attachment, a)| Attachment {
+                id: attachment,
+                message_id: id,
+                filename: a.filename,
+                file_url: a.file_url,
+                file_type: a.file_type,
+                file_size: a.file_size,
+                created_at: change.at,
+            })
+            .collect();
+        insert_attachments(conn, m, next, &added)?;
         changed = true;
     }
 

@@ -2,7 +2,7 @@
 //! attachments in the same statement) and deleting.
 
 use confab_domain::{
-    check_attachment_count, ContactId, ConversationId, Cursor, Message, MessageId, Page, Paged,
+    Attachment, ContactId, ConversationId, Cursor, Message, MessageId, MessageParts, Page, Paged,
 };
 use confab_ports::{Completion, NewMessage, Outbox, StoreError};
 use diesel::dsl::{case_when, exists};
@@ -126,31 +126,40 @@ pub(super) fn load_messages(conn: &mut Conn, ids: &[DbId]) -> Result<Vec<Message
 }
 
 /// The message as a reader would load it after `message` was
-/// appended.
-fn as_written(message: NewMessage) -> Message {
-    Message {
-        id: message.id,
-        conversation_id: message.conversation_id,
-        sender: message.sender,
-        text: message.text,
+/// appended, built through the domain's constructor before anything is
+/// written: a message that breaks a rule of messages (more than
+/// `MAX_ATTACHMENTS` attachments) is refused here, as `Rule`.
+fn as_written(message: NewMessage) -> Result<Message> {
+    let NewMessage {
+        id,
+        conversation_id,
+        sender,
+        text,
+        attachments,
+        created_at,
+    } = message;
+    Ok(Message::new(MessageParts {
+        id,
+        conversation_id,
+        sender,
+        text,
         reactions: Vec::new(),
-        attachments: message
-            .attachments
+        attachments: attachments
             .into_iter()
-            .map(|(id, a)| confab_domain::Attachment {
-                id,
-                message_id: message.id,
+            .map(|(attachment, a)| Attachment {
+                id: attachment,
+                message_id: id,
                 filename: a.filename,
                 file_url: a.file_url,
                 file_type: a.file_type,
                 file_size: a.file_size,
-                created_at: message.created_at,
+                created_at,
             })
             .collect(),
         read_at: None,
-        created_at: message.created_at,
+        created_at,
         updated_at: None,
-    }
+    })?)
 }
 
 /// The outbox's one event when it is what a send normally makes: a
@@ -241,23 +250,25 @@ pub(crate) fn append_statement(
 
     static SHAPES: [[OnceLock<Shape>; 2]; confab_domain::MAX_ATTACHMENTS + 1] =
         [const { [const { OnceLock::new() }; 2] }; confab_domain::MAX_ATTACHMENTS + 1];
-    let attachments = message.attachments.len();
-    // At most `MAX_ATTACHMENTS`: a shape for each count.
-    check_attachment_count(attachments).map_err(Error::from)?;
+    // First: nothing is sent for a message the domain refuses.
+    let written = as_written(message)?;
+    // At most `MAX_ATTACHMENTS` (a rule of `Message`): a shape for each
+    // count.
+    let attachments = written.attachments().len();
     let with_completion = completion.is_some();
     let shape = SHAPES[attachments][usize::from(with_completion)]
         .get_or_init(|| Shape::new(&append_text(attachments, with_completion)));
 
     let mut binds = vec![
-        Bind::Id(message.conversation_id.db()),
-        Bind::Id(message.sender.id.db()),
-        Bind::Int(message.created_at.micros()),
-        Bind::Id(message.id.db()),
-        Bind::Text(message.text.as_str().to_owned()),
+        Bind::Id(written.conversation_id().db()),
+        Bind::Id(written.sender().id().db()),
+        Bind::Int(written.created_at().micros()),
+        Bind::Id(written.id().db()),
+        Bind::Text(written.text().as_str().to_owned()),
     ];
-    for (seq, (aid, a)) in (0_i64..).zip(&message.attachments) {
+    for (seq, a) in (0_i64..).zip(written.attachments()) {
         binds.extend([
-            Bind::Id(aid.db()),
+            Bind::Id(a.id.db()),
             Bind::Int(seq),
             Bind::Text(a.filename.as_str().to_owned()),
             Bind::Text(a.file_url.as_str().to_owned()),
@@ -265,7 +276,6 @@ pub(crate) fn append_statement(
             Bind::MaybeInt(a.file_size.map(confab_domain::FileSize::bytes)),
         ]);
     }
-    let written = as_written(message);
     binds.extend([
         Bind::Id(event.id.as_uuid().db()),
         Bind::Text(event.kind.name().to_owned()),
@@ -490,15 +500,18 @@ pub(crate) fn append_message(
     outbox: &Outbox,
     completion: Option<Completion<Message>>,
 ) -> Result<Message> {
-    check_attachment_count(message.attachments.len())?;
     if Backend::DATA_MODIFYING_WITH {
         if let Some(event) = lone_message_created(outbox, &message) {
             return append_in_one_statement(conn, message, (event, &*outbox.render), completion);
         }
     }
-    let c = message.conversation_id.db();
-    let sender = message.sender.id.db();
-    let at = message.created_at.micros();
+    // What is written is what a reader would load (no read back), built
+    // first: the domain refuses a message that breaks its rules before
+    // anything is written.
+    let written = as_written(message)?;
+    let c = written.conversation_id().db();
+    let sender = written.sender().id().db();
+    let at = written.created_at().micros();
     // The conversation's activity, where the sender is a member
     // (see `advance_conversation`); raw SQL, since diesel prepares
     // no `UPDATE` once for all.
@@ -512,16 +525,14 @@ pub(crate) fn append_message(
     }
     // With its audience copied from the conversation (the feed's
     // index ranges), in the same statement.
-    let id = message.id.db();
-    insert_from_conversation(conn, id, c, sender, message.text.as_str(), at)?;
-    insert_attachments(conn, id, 0, &message.attachments, message.created_at)?;
+    let id = written.id().db();
+    insert_from_conversation(conn, id, c, sender, written.text().as_str(), at)?;
+    insert_attachments(conn, id, 0, written.attachments())?;
     // One more unread message for every other member.
     let mut sql = confab_store_sql::raw::Sql::default();
     let (cm, sm) = (sql.id(c), sql.id(sender));
     sql.push(&count_unread(&cm, &sm));
     sql.query::<Db>().execute(conn)?;
-    // What was written is what a reader would load: no read back.
-    let written = as_written(message);
     outbox::write(
         conn,
         outbox,

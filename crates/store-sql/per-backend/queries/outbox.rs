@@ -108,14 +108,14 @@ fn about(event: &Event, w: &Written<'_>) -> About {
     let subject = subject_uuid(&event.subject).db();
     let (conversation, message) = match event.subject {
         _ if event.kind.is_deletion() => (None, None),
-        Subject::Message(id) => match w.messages.iter().find(|m| m.id == id) {
-            Some(m) => (Some(m.conversation_id.db()), Some(id.db())),
+        Subject::Message(id) => match w.messages.iter().find(|m| m.id() == id) {
+            Some(m) => (Some(m.conversation_id().db()), Some(id.db())),
             None => (None, None),
         },
         Subject::Attachment(id) => {
-            let of = |m: &&Message| m.attachments.iter().any(|a| a.id == id);
+            let of = |m: &&Message| m.attachments().iter().any(|a| a.id == id);
             match w.messages.iter().find(of) {
-                Some(m) => (Some(m.conversation_id.db()), Some(m.id.db())),
+                Some(m) => (Some(m.conversation_id().db()), Some(m.id().db())),
                 None => (None, None),
             }
         }
@@ -142,13 +142,16 @@ fn payload(render: &dyn PayloadRenderer, event: &Event, w: &Written<'_>) -> Resu
         ))
     };
     let shared = match event.subject {
-        Subject::Message(id) => {
-            render.message(w.messages.iter().find(|m| m.id == id).ok_or_else(missing)?)
-        }
+        Subject::Message(id) => render.message(
+            w.messages
+                .iter()
+                .find(|m| m.id() == id)
+                .ok_or_else(missing)?,
+        ),
         Subject::Attachment(id) => render.attachment(
             w.messages
                 .iter()
-                .flat_map(|m| &m.attachments)
+                .flat_map(|m| m.attachments())
                 .find(|a| a.id == id)
                 .ok_or_else(missing)?,
         ),

@@ -21,13 +21,13 @@ async fn messages_update_text_reactions_attachments(s: S) {
 
     // Nothing submitted, or the same text: no change, no updated_at.
     let same = s
-        .update_message(m.id, change(&alice, at(3)), no_events())
+        .update_message(m.id(), change(&alice, at(3)), no_events())
         .await
         .expect("empty");
     assert_eq!(same, m);
     let same = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 text: Some(text("first")),
                 ..change(&alice, at(3))
@@ -36,11 +36,11 @@ async fn messages_update_text_reactions_attachments(s: S) {
         )
         .await
         .expect("same text");
-    assert_eq!(same.updated_at, None);
+    assert_eq!(same.updated_at(), None);
 
     let edited = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 text: Some(text("second")),
                 ..change(&alice, at(4))
@@ -49,15 +49,15 @@ async fn messages_update_text_reactions_attachments(s: S) {
         )
         .await
         .expect("edit");
-    assert_eq!(edited.text.as_str(), "second");
-    assert_eq!(edited.updated_at, Some(at(4)));
-    assert_eq!(edited.created_at, m.created_at);
+    assert_eq!(edited.text().as_str(), "second");
+    assert_eq!(edited.updated_at(), Some(at(4)));
+    assert_eq!(edited.created_at(), m.created_at());
 
     // Reactions: grouped by name in order of the first reaction, reactors in
     // the order they reacted; one already had is skipped.
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_reactions: vec![rn("like")],
                 ..change(&bob, at(5))
@@ -66,10 +66,10 @@ async fn messages_update_text_reactions_attachments(s: S) {
         )
         .await
         .expect("bob likes");
-    assert_eq!(r.updated_at, Some(at(5)));
+    assert_eq!(r.updated_at(), Some(at(5)));
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_reactions: vec![rn("heart"), rn("like"), rn("heart")],
                 ..change(&alice, at(6))
@@ -85,10 +85,10 @@ async fn messages_update_text_reactions_attachments(s: S) {
             ("heart".into(), vec!["alice".into()]),
         ]
     );
-    assert_eq!(r.reactions[0].reactors[0].contact_id, bob.id);
+    assert_eq!(r.reactions()[0].reactors()[0].contact_id, bob.id());
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_reactions: vec![rn("like")],
                 ..change(&bob, at(7))
@@ -98,13 +98,13 @@ async fn messages_update_text_reactions_attachments(s: S) {
         .await
         .expect("bob likes again");
     assert_eq!(
-        r.updated_at,
+        r.updated_at(),
         Some(at(6)),
         "a duplicate reaction changes nothing"
     );
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_reactions: vec![rn("like"), rn("heart")],
                 ..change(&bob, at(8))
@@ -113,7 +113,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
         )
         .await
         .expect("bob hearts");
-    assert_eq!(r.updated_at, Some(at(8)));
+    assert_eq!(r.updated_at(), Some(at(8)));
     assert_eq!(
         reactions_of(&r),
         vec![
@@ -128,7 +128,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
     let a3 = attachment(3);
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_attachments: vec![a1.clone(), a2.clone()],
                 ..change(&alice, at(9))
@@ -137,10 +137,10 @@ async fn messages_update_text_reactions_attachments(s: S) {
         )
         .await
         .expect("attach");
-    assert_eq!(r.updated_at, Some(at(9)));
+    assert_eq!(r.updated_at(), Some(at(9)));
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_attachments: vec![a3.clone()],
                 text: Some(text("third")),
@@ -150,20 +150,20 @@ async fn messages_update_text_reactions_attachments(s: S) {
         )
         .await
         .expect("attach and edit");
-    let ids: Vec<AttachmentId> = r.attachments.iter().map(|a| a.id).collect();
+    let ids: Vec<AttachmentId> = r.attachments().iter().map(|a| a.id).collect();
     assert_eq!(ids, vec![a1.0, a2.0, a3.0]);
-    assert_eq!(r.attachments[2].created_at, at(10));
-    assert_eq!(r.text.as_str(), "third");
-    assert_eq!(r.updated_at, Some(at(10)));
-    assert_eq!(r.reactions.len(), 2);
+    assert_eq!(r.attachments()[2].created_at, at(10));
+    assert_eq!(r.text().as_str(), "third");
+    assert_eq!(r.updated_at(), Some(at(10)));
+    assert_eq!(r.reactions().len(), 2);
     assert_eq!(
-        s.message_for(alice.id, m.id).await.expect("get"),
+        s.message_for(alice.id(), m.id()).await.expect("get"),
         Some(r.clone())
     );
 
     // Lists show the same message.
     let listed = s
-        .list_messages(bob.id, Some(c.id), page(10, None))
+        .list_messages(bob.id(), Some(c.id()), page(10, None))
         .await
         .expect("list");
     assert_eq!(listed.items, vec![r]);
@@ -187,7 +187,7 @@ async fn messages_reaction_name_limit(s: S) {
     let names: Vec<ReactionName> = (0..31).map(|i| rn(&format!("r{i}"))).collect();
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_reactions: names,
                 ..change(&alice, at(3))
@@ -196,10 +196,10 @@ async fn messages_reaction_name_limit(s: S) {
         )
         .await
         .expect("31 names");
-    assert_eq!(r.reactions.len(), 31);
+    assert_eq!(r.reactions().len(), 31);
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_reactions: vec![rn("r31")],
                 ..change(&bob, at(4))
@@ -208,12 +208,12 @@ async fn messages_reaction_name_limit(s: S) {
         )
         .await
         .expect("the 32nd name");
-    assert_eq!(r.reactions.len(), 32);
+    assert_eq!(r.reactions().len(), 32);
 
     // The 33rd name is refused, and nothing of the change is applied.
     assert_err!(
         s.update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_reactions: vec![rn("r0"), rn("r32")],
                 text: Some(text("changed")),
@@ -228,7 +228,7 @@ async fn messages_reaction_name_limit(s: S) {
         })
     );
     let now = s
-        .message_for(alice.id, m.id)
+        .message_for(alice.id(), m.id())
         .await
         .expect("get")
         .expect("some");
@@ -237,7 +237,7 @@ async fn messages_reaction_name_limit(s: S) {
     // Joining an existing name is still fine.
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_reactions: vec![rn("r0"), rn("r5")],
                 ..change(&bob, at(6))
@@ -246,7 +246,7 @@ async fn messages_reaction_name_limit(s: S) {
         )
         .await
         .expect("join existing names");
-    assert_eq!(r.reactions.len(), 32);
+    assert_eq!(r.reactions().len(), 32);
     assert_eq!(
         reactions_of(&r)[0],
         ("r0".into(), vec!["alice".into(), "bob".into()])
@@ -267,7 +267,7 @@ async fn messages_attachment_limit(s: S) {
     let tenth = attachment(9);
     let r = s
         .update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_attachments: vec![tenth.clone()],
                 ..change(&alice, at(3))
@@ -276,12 +276,12 @@ async fn messages_attachment_limit(s: S) {
         )
         .await
         .expect("the 10th");
-    assert_eq!(r.attachments.len(), 10);
-    assert_eq!(r.attachments[9].id, tenth.0);
+    assert_eq!(r.attachments().len(), 10);
+    assert_eq!(r.attachments()[9].id, tenth.0);
 
     assert_err!(
         s.update_message(
-            m.id,
+            m.id(),
             MessageChange {
                 add_attachments: vec![attachment(10)],
                 ..change(&alice, at(4))
@@ -294,7 +294,10 @@ async fn messages_attachment_limit(s: S) {
             ..
         })
     );
-    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), Some(r));
+    assert_eq!(
+        s.message_for(alice.id(), m.id()).await.expect("get"),
+        Some(r)
+    );
 }
 
 async fn messages_remove_reaction(s: S) {
@@ -303,7 +306,7 @@ async fn messages_remove_reaction(s: S) {
     let c = direct(&s, &alice, &bob, at(1)).await;
     let m = send(&s, &c, &alice, "hi", at(2)).await;
     s.update_message(
-        m.id,
+        m.id(),
         MessageChange {
             add_reactions: vec![rn("like"), rn("wave")],
             ..change(&bob, at(3))
@@ -313,7 +316,7 @@ async fn messages_remove_reaction(s: S) {
     .await
     .expect("bob");
     s.update_message(
-        m.id,
+        m.id(),
         MessageChange {
             add_reactions: vec![rn("like")],
             ..change(&alice, at(4))
@@ -324,7 +327,7 @@ async fn messages_remove_reaction(s: S) {
     .expect("alice");
 
     let r = s
-        .remove_reaction(m.id, bob.id, rn("like"), at(5), no_events())
+        .remove_reaction(m.id(), bob.id(), rn("like"), at(5), no_events())
         .await
         .expect("remove");
     // Names follow their first remaining reaction: bob's "wave" now comes
@@ -336,30 +339,30 @@ async fn messages_remove_reaction(s: S) {
             ("like".into(), vec!["alice".into()])
         ]
     );
-    assert_eq!(r.updated_at, Some(at(5)));
+    assert_eq!(r.updated_at(), Some(at(5)));
     // Not having it is not an error, and changes nothing.
     let r = s
-        .remove_reaction(m.id, bob.id, rn("like"), at(6), no_events())
+        .remove_reaction(m.id(), bob.id(), rn("like"), at(6), no_events())
         .await
         .expect("remove again");
-    assert_eq!(r.updated_at, Some(at(5)));
+    assert_eq!(r.updated_at(), Some(at(5)));
     let r = s
-        .remove_reaction(m.id, alice.id, rn("nope"), at(6), no_events())
+        .remove_reaction(m.id(), alice.id(), rn("nope"), at(6), no_events())
         .await
         .expect("never had it");
-    assert_eq!(r.updated_at, Some(at(5)));
+    assert_eq!(r.updated_at(), Some(at(5)));
     // The last reactor of a name takes the name with them.
     let r = s
-        .remove_reaction(m.id, alice.id, rn("like"), at(7), no_events())
+        .remove_reaction(m.id(), alice.id(), rn("like"), at(7), no_events())
         .await
         .expect("remove");
     assert_eq!(reactions_of(&r), vec![("wave".into(), vec!["bob".into()])]);
-    assert_eq!(r.updated_at, Some(at(7)));
+    assert_eq!(r.updated_at(), Some(at(7)));
 
     assert_err!(
         s.remove_reaction(
             MessageId::from_uuid(new_id()),
-            bob.id,
+            bob.id(),
             rn("like"),
             at(8),
             no_events()
@@ -381,7 +384,7 @@ async fn messages_delete_clears_pin(s: S) {
         .expect("append");
     let other = send(&s, &c, &bob, "other", at(3)).await;
     s.update_message(
-        m.id,
+        m.id(),
         MessageChange {
             add_reactions: vec![rn("like")],
             ..change(&bob, at(4))
@@ -391,61 +394,61 @@ async fn messages_delete_clears_pin(s: S) {
     .await
     .expect("react");
     s.update_conversation(
-        alice.id,
-        c.id,
-        Some(PinnedMessageChange::Pin(m.id)),
+        alice.id(),
+        c.id(),
+        Some(PinnedMessageChange::Pin(m.id())),
         MemberStatePatch::default(),
         no_events(),
     )
     .await
     .expect("pin");
 
-    s.delete_message(m.id, alice.id, no_events())
+    s.delete_message(m.id(), alice.id(), no_events())
         .await
         .expect("delete");
-    assert_eq!(s.message_for(alice.id, m.id).await.expect("get"), None);
-    assert_eq!(all_messages(&s, &bob, Some(c.id)).await, vec![other.id]);
+    assert_eq!(s.message_for(alice.id(), m.id()).await.expect("get"), None);
+    assert_eq!(all_messages(&s, &bob, Some(c.id())).await, vec![other.id()]);
     let v = s
-        .conversation_for(bob.id, c.id)
+        .conversation_for(bob.id(), c.id())
         .await
         .expect("get")
         .expect("some");
-    assert_eq!(v.conversation.pinned_message_id, None);
+    assert_eq!(v.conversation.pinned_message_id(), None);
     assert_err!(
-        s.delete_message(m.id, alice.id, no_events()).await,
+        s.delete_message(m.id(), alice.id(), no_events()).await,
         StoreError::NotFound
     );
     assert_err!(
-        s.delete_message(MessageId::from_uuid(new_id()), alice.id, no_events())
+        s.delete_message(MessageId::from_uuid(new_id()), alice.id(), no_events())
             .await,
         StoreError::NotFound
     );
     // The other message and its conversation are untouched.
     assert!(s
-        .message_for(alice.id, other.id)
+        .message_for(alice.id(), other.id())
         .await
         .expect("get")
         .is_some());
     // Deleting a message that is not pinned leaves the pin alone.
     let third = send(&s, &c, &bob, "third", at(5)).await;
     s.update_conversation(
-        alice.id,
-        c.id,
-        Some(PinnedMessageChange::Pin(third.id)),
+        alice.id(),
+        c.id(),
+        Some(PinnedMessageChange::Pin(third.id())),
         MemberStatePatch::default(),
         no_events(),
     )
     .await
     .expect("pin");
-    s.delete_message(other.id, alice.id, no_events())
+    s.delete_message(other.id(), alice.id(), no_events())
         .await
         .expect("delete");
     let v = s
-        .conversation_for(bob.id, c.id)
+        .conversation_for(bob.id(), c.id())
         .await
         .expect("get")
         .expect("some");
-    assert_eq!(v.conversation.pinned_message_id, Some(third.id));
+    assert_eq!(v.conversation.pinned_message_id(), Some(third.id()));
 }
 
 confab_tests::on_both_stores!(

@@ -26,30 +26,30 @@ async fn messages_append_and_get(s: S) {
         .await
         .expect("append");
 
-    assert_eq!(m.id, new.id);
-    assert_eq!(m.conversation_id, c.id);
-    assert_eq!(m.sender, alice);
-    assert_eq!(m.text.as_str(), "hello\nworld");
-    assert_eq!(m.reactions, vec![]);
-    assert_eq!(m.read_at, None);
-    assert_eq!(m.updated_at, None);
-    assert_eq!(m.created_at, at_us(2, 123_456));
-    assert_eq!(m.attachments.len(), 3);
-    for (got, (id, a)) in m.attachments.iter().zip(&wanted) {
+    assert_eq!(m.id(), new.id);
+    assert_eq!(m.conversation_id(), c.id());
+    assert_eq!(*m.sender(), alice);
+    assert_eq!(m.text().as_str(), "hello\nworld");
+    assert_eq!(m.reactions(), vec![]);
+    assert_eq!(m.read_at(), None);
+    assert_eq!(m.updated_at(), None);
+    assert_eq!(m.created_at(), at_us(2, 123_456));
+    assert_eq!(m.attachments().len(), 3);
+    for (got, (id, a)) in m.attachments().iter().zip(&wanted) {
         assert_eq!(got.id, *id);
-        assert_eq!(got.message_id, m.id);
+        assert_eq!(got.message_id, m.id());
         assert_eq!(got.filename, a.filename);
         assert_eq!(got.file_url, a.file_url);
         assert_eq!(got.file_type, a.file_type);
         assert_eq!(got.file_size, a.file_size);
-        assert_eq!(got.created_at, m.created_at);
+        assert_eq!(got.created_at, m.created_at());
     }
     assert_eq!(
-        s.message_for(alice.id, m.id).await.expect("get"),
+        s.message_for(alice.id(), m.id()).await.expect("get"),
         Some(m.clone())
     );
     assert_eq!(
-        s.message_for(alice.id, MessageId::from_uuid(new_id()))
+        s.message_for(alice.id(), MessageId::from_uuid(new_id()))
             .await
             .expect("get"),
         None
@@ -70,23 +70,27 @@ async fn messages_append_and_get(s: S) {
         .append_message(plain, no_events(), None)
         .await
         .expect("append");
-    assert_eq!(p.attachments[0].file_size, None);
+    assert_eq!(p.attachments()[0].file_size, None);
     assert_eq!(
-        p.attachments[0].file_type.as_str(),
+        p.attachments()[0].file_type.as_str(),
         "application/octet-stream"
     );
 
     let v = s
-        .conversation_for(bob.id, c.id)
+        .conversation_for(bob.id(), c.id())
         .await
         .expect("get")
         .expect("some");
-    assert_eq!(v.conversation.last_active_at, Some(at(3)));
+    assert_eq!(v.conversation.last_active_at(), Some(at(3)));
 
     // The conversation must exist.
-    let ghost =
-        Conversation::new_direct(ConversationId::from_uuid(new_id()), alice.id, bob.id, at(1))
-            .expect("direct");
+    let ghost = Conversation::new_direct(
+        ConversationId::from_uuid(new_id()),
+        alice.id(),
+        bob.id(),
+        at(1),
+    )
+    .expect("direct");
     assert_err!(
         s.append_message(
             new_message(&ghost, &alice, "into the void", at(4)),
@@ -105,13 +109,13 @@ async fn messages_append_and_get(s: S) {
         s.append_message(intruder, no_events(), None).await,
         StoreError::NotFound
     );
-    assert_eq!(s.message_for(alice.id, refused).await.expect("get"), None);
+    assert_eq!(s.message_for(alice.id(), refused).await.expect("get"), None);
     let v = s
-        .conversation_for(bob.id, c.id)
+        .conversation_for(bob.id(), c.id())
         .await
         .expect("get")
         .expect("some");
-    assert_eq!(v.conversation.last_active_at, Some(at(3)));
+    assert_eq!(v.conversation.last_active_at(), Some(at(3)));
     // At most 10 attachments, and nothing is stored when refused.
     let mut too_many = new_message(&c, &alice, "eleven", at(5));
     too_many.attachments = (0..11).map(attachment).collect();
@@ -123,14 +127,14 @@ async fn messages_append_and_get(s: S) {
             ..
         })
     );
-    assert_eq!(s.message_for(alice.id, refused).await.expect("get"), None);
+    assert_eq!(s.message_for(alice.id(), refused).await.expect("get"), None);
     let mut ten = new_message(&c, &alice, "ten", at(6));
     ten.attachments = (0..10).map(attachment).collect();
     assert_eq!(
         s.append_message(ten, no_events(), None)
             .await
             .expect("ten")
-            .attachments
+            .attachments()
             .len(),
         10
     );
@@ -161,15 +165,15 @@ async fn messages_order_is_exact_within_a_second(s: S) {
     }
     let id = |n: u128| MessageId::from_uuid(Uuid::from_u128(n));
     let want = vec![id(0x20), id(0x10), id(0x50), id(0x40), id(0x30), id(0x60)];
-    assert_eq!(all_messages(&s, &alice, Some(c.id)).await, want);
+    assert_eq!(all_messages(&s, &alice, Some(c.id())).await, want);
     assert_eq!(all_messages(&s, &bob, None).await, want);
     // Last activity is the latest message, not the last appended one.
     let v = s
-        .conversation_for(alice.id, c.id)
+        .conversation_for(alice.id(), c.id())
         .await
         .expect("get")
         .expect("some");
-    assert_eq!(v.conversation.last_active_at, Some(at_us(5, 999_999)));
+    assert_eq!(v.conversation.last_active_at(), Some(at_us(5, 999_999)));
 }
 
 async fn messages_list_only_visible_conversations(s: S) {
@@ -180,7 +184,7 @@ async fn messages_list_only_visible_conversations(s: S) {
     let ac = direct(&s, &carol, &alice, at(1)).await;
     let bc = direct(&s, &bob, &carol, at(1)).await;
     let g = group(&s, &bob, &[&carol], at(1)).await;
-    let gc = group_conversation(&s, &carol, g.id, at(1)).await;
+    let gc = group_conversation(&s, &carol, g.id(), at(1)).await;
     let m1 = send(&s, &ab, &alice, "1", at(2)).await;
     let m2 = send(&s, &ac, &carol, "2", at(3)).await;
     let m3 = send(&s, &bc, &bob, "3", at(4)).await;
@@ -189,26 +193,26 @@ async fn messages_list_only_visible_conversations(s: S) {
 
     assert_eq!(
         all_messages(&s, &alice, None).await,
-        vec![m5.id, m2.id, m1.id]
+        vec![m5.id(), m2.id(), m1.id()]
     );
     assert_eq!(
         all_messages(&s, &bob, None).await,
-        vec![m5.id, m4.id, m3.id, m1.id]
+        vec![m5.id(), m4.id(), m3.id(), m1.id()]
     );
     assert_eq!(
         all_messages(&s, &carol, None).await,
-        vec![m4.id, m3.id, m2.id]
+        vec![m4.id(), m3.id(), m2.id()]
     );
     assert_eq!(
-        all_messages(&s, &alice, Some(ab.id)).await,
-        vec![m5.id, m1.id]
+        all_messages(&s, &alice, Some(ab.id())).await,
+        vec![m5.id(), m1.id()]
     );
-    assert_eq!(all_messages(&s, &carol, Some(gc.id)).await, vec![m4.id]);
+    assert_eq!(all_messages(&s, &carol, Some(gc.id())).await, vec![m4.id()]);
     // Scoped to the viewer: a foreign conversation is not found, exactly
     // like one that does not exist (checked in the page's own statement).
-    for foreign in [bc.id, gc.id, ConversationId::from_uuid(new_id())] {
+    for foreign in [bc.id(), gc.id(), ConversationId::from_uuid(new_id())] {
         assert_err!(
-            s.list_messages(alice.id, Some(foreign), page(100, None))
+            s.list_messages(alice.id(), Some(foreign), page(100, None))
                 .await,
             StoreError::NotFound
         );
@@ -220,34 +224,39 @@ async fn messages_list_only_visible_conversations(s: S) {
     // a group's members only while they belong to it.
     let seen = |viewer: ContactId, id: MessageId| {
         let s = s.clone();
-        async move { s.message_for(viewer, id).await.expect("get").map(|m| m.id) }
+        async move {
+            s.message_for(viewer, id)
+                .await
+                .expect("get")
+                .map(|m| m.id())
+        }
     };
-    assert_eq!(seen(alice.id, m1.id).await, Some(m1.id));
-    assert_eq!(seen(bob.id, m1.id).await, Some(m1.id));
-    assert_eq!(seen(carol.id, m1.id).await, None);
-    assert_eq!(seen(nobody.id, m4.id).await, None);
-    assert_eq!(seen(carol.id, m4.id).await, Some(m4.id));
-    assert_eq!(seen(alice.id, MessageId::from_uuid(new_id())).await, None);
+    assert_eq!(seen(alice.id(), m1.id()).await, Some(m1.id()));
+    assert_eq!(seen(bob.id(), m1.id()).await, Some(m1.id()));
+    assert_eq!(seen(carol.id(), m1.id()).await, None);
+    assert_eq!(seen(nobody.id(), m4.id()).await, None);
+    assert_eq!(seen(carol.id(), m4.id()).await, Some(m4.id()));
+    assert_eq!(seen(alice.id(), MessageId::from_uuid(new_id())).await, None);
     let removed = GroupChange {
-        remove: vec![carol.id],
+        remove: vec![carol.id()],
         ..Default::default()
     };
-    s.update_group(g.id, removed, at(7), no_events())
+    s.update_group(g.id(), removed, at(7), no_events())
         .await
         .expect("remove");
     assert_eq!(
-        seen(carol.id, m4.id).await,
+        seen(carol.id(), m4.id()).await,
         None,
         "the conversation's creator left the group"
     );
     let added = GroupChange {
-        add: vec![nobody.id],
+        add: vec![nobody.id()],
         ..Default::default()
     };
-    s.update_group(g.id, added, at(8), no_events())
+    s.update_group(g.id(), added, at(8), no_events())
         .await
         .expect("add");
-    assert_eq!(seen(nobody.id, m4.id).await, Some(m4.id));
+    assert_eq!(seen(nobody.id(), m4.id()).await, Some(m4.id()));
 }
 
 async fn messages_paging_both_ways(s: S) {
@@ -261,13 +270,13 @@ async fn messages_paging_both_ways(s: S) {
     let mut m = Vec::new();
     for i in 0..7 {
         let conv = if i % 2 == 0 { &c1 } else { &c2 };
-        m.push(send(&s, conv, &alice, "x", at_us(10, i)).await.id);
+        m.push(send(&s, conv, &alice, "x", at_us(10, i)).await.id());
     }
     let h = send(&s, &hidden, &bob, "not alice's", at(11)).await;
 
     let list = |conv: Option<ConversationId>, limit: i64, cursor: Option<Cursor<MessageId>>| {
         let s = s.clone();
-        let alice = alice.id;
+        let alice = alice.id();
         async move {
             let p = s
                 .list_messages(alice, conv, page(limit, cursor))
@@ -306,39 +315,40 @@ async fn messages_paging_both_ways(s: S) {
     assert!(list(None, 6, None).await.1);
 
     // One conversation: c1 holds m6 m4 m2 m0.
-    assert_eq!(list(Some(c1.id), 2, None).await, (vec![m[6], m[4]], true));
+    assert_eq!(list(Some(c1.id()), 2, None).await, (vec![m[6], m[4]], true));
     assert_eq!(
-        list(Some(c1.id), 2, Some(Cursor::After(m[4]))).await,
+        list(Some(c1.id()), 2, Some(Cursor::After(m[4]))).await,
         (vec![m[2], m[0]], false)
     );
     assert_eq!(
-        list(Some(c1.id), 2, Some(Cursor::Before(m[0]))).await,
+        list(Some(c1.id()), 2, Some(Cursor::Before(m[0]))).await,
         (vec![m[4], m[2]], true)
     );
     assert_eq!(
-        list(Some(c1.id), 2, Some(Cursor::Before(m[4]))).await,
+        list(Some(c1.id()), 2, Some(Cursor::Before(m[4]))).await,
         (vec![m[6]], false)
     );
 
     // Cursors outside the list being paged.
     for (conv, cursor) in [
-        (Some(c1.id), Cursor::After(m[1])),
-        (Some(c1.id), Cursor::Before(m[3])),
-        (None, Cursor::After(h.id)),
-        (None, Cursor::Before(h.id)),
+        (Some(c1.id()), Cursor::After(m[1])),
+        (Some(c1.id()), Cursor::Before(m[3])),
+        (None, Cursor::After(h.id())),
+        (None, Cursor::Before(h.id())),
         (None, Cursor::After(MessageId::from_uuid(new_id()))),
     ] {
         assert_err!(
-            s.list_messages(alice.id, conv, page(3, Some(cursor))).await,
+            s.list_messages(alice.id(), conv, page(3, Some(cursor)))
+                .await,
             StoreError::CursorNotFound
         );
     }
     // A conversation the viewer cannot see is not found, whatever the cursor.
     assert_err!(
         s.list_messages(
-            alice.id,
-            Some(hidden.id),
-            page(3, Some(Cursor::After(h.id)))
+            alice.id(),
+            Some(hidden.id()),
+            page(3, Some(Cursor::After(h.id())))
         )
         .await,
         StoreError::NotFound
@@ -366,7 +376,7 @@ async fn messages_pages_follow_the_merged_order(s: S) {
         });
     }
     let g = group(&s, &peers[0], &[&alice, &peers[1]], at(1)).await;
-    convs.push(group_conversation(&s, &peers[0], g.id, at(1)).await);
+    convs.push(group_conversation(&s, &peers[0], g.id(), at(1)).await);
     let hidden = direct(&s, &peers[2], &peers[3], at(1)).await;
 
     // (microsecond, id, conversation) of each of alice's messages.
@@ -387,7 +397,7 @@ async fn messages_pages_follow_the_merged_order(s: S) {
         s.append_message(m, no_events(), None)
             .await
             .expect("append");
-        sent.push((micros, id, conv.id));
+        sent.push((micros, id, conv.id()));
         if n % 10 == 0 {
             let mut other = new_message(&hidden, &peers[2], "not alice's", at_us(10, micros));
             other.id = MessageId::from_uuid(Uuid::from_u128(1000 + u128::from(n)));
@@ -398,7 +408,8 @@ async fn messages_pages_follow_the_merged_order(s: S) {
     }
     sent.sort_by_key(|m| std::cmp::Reverse((m.0, m.1)));
 
-    let lists = std::iter::once(None).chain(convs.iter().map(|c| Some(c.id)));
+    let lists = std::iter::once(None).chain(convs.iter().map(|c| Some(c.id())));
+    let viewer = alice.id();
     for conv in lists {
         let want: Vec<MessageId> = sent
             .iter()
@@ -411,7 +422,7 @@ async fn messages_pages_follow_the_merged_order(s: S) {
                 let s = s.clone();
                 async move {
                     let p = s
-                        .list_messages(alice.id, conv, page(limit, cursor))
+                        .list_messages(viewer, conv, page(limit, cursor))
                         .await
                         .expect("list");
                     (msg_ids(&p), p.has_more)
@@ -459,7 +470,7 @@ async fn messages_relations_read_whole_everywhere(s: S) {
     let bob = contact(&s, "bob").await;
     let carol = contact(&s, "carol.x-1").await;
     let g = group(&s, &alice, &[&bob, &carol], at(0)).await;
-    let c = group_conversation(&s, &alice, g.id, at(1)).await;
+    let c = group_conversation(&s, &alice, g.id(), at(1)).await;
     let bare = send(&s, &c, &alice, "bare", at(2)).await;
 
     let odd = (
@@ -493,16 +504,16 @@ async fn messages_relations_read_whole_everywhere(s: S) {
         };
         async move { s.update_message(m, c, no_events()).await.expect("react") }
     };
-    react(&bob, rich.id, &["like"], 5).await;
-    react(&carol, mid.id, &["+1"], 6).await;
-    react(&carol, rich.id, &["heart"], 7).await;
-    react(&alice, rich.id, &["party", "like"], 8).await;
-    react(&alice, mid.id, &["+1"], 9).await;
-    react(&carol, rich.id, &["like"], 10).await;
-    react(&bob, rich.id, &["heart"], 11).await;
+    react(&bob, rich.id(), &["like"], 5).await;
+    react(&carol, mid.id(), &["+1"], 6).await;
+    react(&carol, rich.id(), &["heart"], 7).await;
+    react(&alice, rich.id(), &["party", "like"], 8).await;
+    react(&alice, mid.id(), &["+1"], 9).await;
+    react(&carol, rich.id(), &["like"], 10).await;
+    react(&bob, rich.id(), &["heart"], 11).await;
     let extra = attachment(2);
     s.update_message(
-        rich.id,
+        rich.id(),
         MessageChange {
             add_attachments: vec![extra.clone()],
             ..change(&bob, at(12))
@@ -527,16 +538,17 @@ async fn messages_relations_read_whole_everywhere(s: S) {
     let people = [&alice, &bob, &carol];
     let check = |m: &Message, label: &str| {
         // Every reactor is the contact of that username.
-        for r in &m.reactions {
-            for x in &r.reactors {
+        for r in m.reactions() {
+            for x in r.reactors() {
                 let who = people
                     .iter()
-                    .find(|p| p.username == x.username)
+                    .find(|p| *p.username() == x.username)
                     .expect("a known reactor");
-                assert_eq!(x.contact_id, who.id, "{label}: reactor id");
+                assert_eq!(x.contact_id, who.id(), "{label}: reactor id");
             }
         }
-        let (reactions, attachments): (Vec<(String, Vec<String>)>, Vec<_>) = if m.id == rich.id {
+        let (reactions, attachments): (Vec<(String, Vec<String>)>, Vec<_>) = if m.id() == rich.id()
+        {
             (
                 owned(&[
                     ("like", &["bob", "alice", "carol.x-1"]),
@@ -550,7 +562,7 @@ async fn messages_relations_read_whole_everywhere(s: S) {
                     (extra.clone(), at(12)),
                 ],
             )
-        } else if m.id == mid.id {
+        } else if m.id() == mid.id() {
             (owned(&[("+1", &["carol.x-1", "alice"])]), vec![])
         } else {
             (vec![], vec![])
@@ -559,17 +571,17 @@ async fn messages_relations_read_whole_everywhere(s: S) {
             names(m),
             reactions,
             "{label}: reactions of {}",
-            m.text.as_str()
+            m.text().as_str()
         );
         assert_eq!(
-            m.attachments.len(),
+            m.attachments().len(),
             attachments.len(),
             "{label}: attachments of {}",
-            m.text.as_str()
+            m.text().as_str()
         );
-        for (got, ((id, a), created)) in m.attachments.iter().zip(&attachments) {
+        for (got, ((id, a), created)) in m.attachments().iter().zip(&attachments) {
             assert_eq!(got.id, *id, "{label}: attachment id");
-            assert_eq!(got.message_id, m.id, "{label}: attachment's message");
+            assert_eq!(got.message_id, m.id(), "{label}: attachment's message");
             assert_eq!(got.filename, a.filename, "{label}: filename");
             assert_eq!(got.file_url, a.file_url, "{label}: file_url");
             assert_eq!(got.file_type, a.file_type, "{label}: file_type");
@@ -580,17 +592,20 @@ async fn messages_relations_read_whole_everywhere(s: S) {
 
     // A page of the conversation, newest first.
     let first = s
-        .list_messages(bob.id, Some(c.id), page(10, None))
+        .list_messages(bob.id(), Some(c.id()), page(10, None))
         .await
         .expect("page");
-    assert_eq!(msg_ids(&first), vec![last.id, mid.id, rich.id, bare.id]);
+    assert_eq!(
+        msg_ids(&first),
+        vec![last.id(), mid.id(), rich.id(), bare.id()]
+    );
     for m in &first.items {
         check(m, "page");
     }
     // Each message alone: the same as in the page.
     for m in &first.items {
         let got = s
-            .message_for(carol.id, m.id)
+            .message_for(carol.id(), m.id())
             .await
             .expect("get")
             .expect("visible");
@@ -599,23 +614,31 @@ async fn messages_relations_read_whole_everywhere(s: S) {
     }
     // Backwards from the oldest, then forwards past the newest.
     let back = s
-        .list_messages(alice.id, Some(c.id), page(2, Some(Cursor::Before(bare.id))))
+        .list_messages(
+            alice.id(),
+            Some(c.id()),
+            page(2, Some(Cursor::Before(bare.id()))),
+        )
         .await
         .expect("backwards page");
-    assert_eq!(msg_ids(&back), vec![mid.id, rich.id]);
+    assert_eq!(msg_ids(&back), vec![mid.id(), rich.id()]);
     assert!(back.has_more);
     for m in &back.items {
         check(m, "backwards page");
     }
     assert_eq!(back.items[..], first.items[1..3]);
     let next = s
-        .list_messages(alice.id, Some(c.id), page(1, Some(Cursor::After(mid.id))))
+        .list_messages(
+            alice.id(),
+            Some(c.id()),
+            page(1, Some(Cursor::After(mid.id()))),
+        )
         .await
         .expect("next page");
     assert_eq!(next.items[..], first.items[2..3]);
     // The all-conversations feed reads the same messages.
     let feed = s
-        .list_messages(bob.id, None, page(10, None))
+        .list_messages(bob.id(), None, page(10, None))
         .await
         .expect("feed");
     assert_eq!(feed.items, first.items);

@@ -62,8 +62,10 @@ fn attachments() -> impl Field<Vec<NewAttachment>> {
     reader(shape::attachments, false, read_attachments)
 }
 
-/// At most 10, counted before any item is judged; each item refuses its own
-/// unknown keys before its values are judged.
+/// At most `MAX_ATTACHMENTS`, counted by the domain's rule before any item
+/// is judged (a long list costs nothing, and is refused before the message
+/// is looked up); each item refuses its own unknown keys before its values
+/// are judged.
 fn read_attachments(p: &mut Params, name: &'static str) -> Result<Vec<NewAttachment>, ApiError> {
     let Some(items) = p.optional_objects(name)? else {
         return Ok(Vec::new());

@@ -89,7 +89,7 @@ async fn create(
 /// The answer to a new conversation.
 fn started(view: &ConversationView) -> StoredResponse {
     created(
-        format!("/v1/conversations/{}", view.conversation.id),
+        format!("/v1/conversations/{}", view.conversation.id()),
         &ConversationDto::from(view),
     )
 }

@@ -100,15 +100,15 @@ async fn events(
         .map(Confab::stream_token)
         .ok_or_else(ApiError::unauthorized)?;
     let slot = slots
-        .take(caller.0.id)
+        .take(caller.0.id())
         .ok_or_else(|| ApiError::too_many_streams(slots.max()))?;
     // Subscribed before the start is read: whatever the hub reads from now
     // on is queued, and the replay covers everything before.
-    let subscription = hub.subscribe(caller.0.id, token.clone());
+    let subscription = hub.subscribe(caller.0.id(), token.clone());
     let start = service.events_start(after).await?;
     Ok(open_stream(
         &hub,
-        caller.0.id,
+        caller.0.id(),
         token,
         start,
         subscription,

@@ -84,7 +84,7 @@ async fn create(
 
 /// The answer to a new group.
 fn founded(group: &Group) -> StoredResponse {
-    created_json(format!("/v1/groups/{}", group.id), wire::group(group))
+    created_json(format!("/v1/groups/{}", group.id()), wire::group(group))
 }
 
 /// Get one group.

@@ -94,7 +94,7 @@ async fn send(
 
 /// The answer to a send: 201 with the message's JSON.
 fn sent(message: &Message, json: String) -> StoredResponse {
-    created_text(format!("/v1/messages/{}", message.id), json)
+    created_text(format!("/v1/messages/{}", message.id()), json)
 }
 
 /// Get one message.

@@ -206,7 +206,7 @@ async fn an_audience_without_streams_here_costs_the_hub_nothing() {
     let owner = new("owner".into()).await;
     let mut members = Vec::new();
     for i in 0..150 {
-        members.push(new(format!("m{i}")).await.id);
+        members.push(new(format!("m{i}")).await.id());
     }
     let outsider = new("outsider".into()).await;
     let peer = new("peer".into()).await;
@@ -224,11 +224,11 @@ async fn an_audience_without_streams_here_costs_the_hub_nothing() {
         .await
         .expect("group");
     let conversation = service
-        .create_conversation(&peer, ConversationTarget::Contact(outsider.id), None)
+        .create_conversation(&peer, ConversationTarget::Contact(outsider.id()), None)
         .await
         .expect("direct")
         .conversation
-        .id;
+        .id();
     let send = |text: &str| {
         let (service, peer) = (service.clone(), peer.clone());
         let text = MessageText::new(text.to_owned()).expect("text");
@@ -245,7 +245,7 @@ async fn an_audience_without_streams_here_costs_the_hub_nothing() {
     let hub = Hub::start(service.clone(), HubOptions::default(), Metrics::new());
     // A live token: the hub checks the open streams' tokens.
     let bearer = service.issue_token("outsider", None).await.expect("token");
-    let mut sub = hub.subscribe(outsider.id, Confab::stream_token(&bearer));
+    let mut sub = hub.subscribe(outsider.id(), Confab::stream_token(&bearer));
     // Messages until one comes through the hub (it reads its start
     // position when it starts, maybe after the first): its cursor then
     // lies before what follows. The events of any later ones come
@@ -273,14 +273,14 @@ async fn an_audience_without_streams_here_costs_the_hub_nothing() {
             ..GroupUpdate::default()
         };
         service
-            .update_group(&owner, group.id, update)
+            .update_group(&owner, group.id(), update)
             .await
             .expect("rename");
     }
     let after = send("after the renames").await;
     let live = next(&mut sub).await;
     let text = std::str::from_utf8(&live.frame).expect("utf-8");
-    assert!(text.contains(&after.id.to_string()), "{text}");
+    assert!(text.contains(&after.id().to_string()), "{text}");
     assert!(text.starts_with("id: "), "{text}");
     assert!(live.position > 0);
     assert_eq!(
