@@ -47,6 +47,23 @@ pub struct NewAttachment {
     pub file_size: Option<FileSize>,
 }
 
+impl NewAttachment {
+    /// The attachment this becomes once attached to message `message_id`
+    /// as `id`, at `at`.
+    #[must_use]
+    pub fn attach(self, id: AttachmentId, message_id: MessageId, at: Timestamp) -> Attachment {
+        Attachment {
+            id,
+            message_id,
+            filename: self.filename,
+            file_url: self.file_url,
+            file_type: self.file_type,
+            file_size: self.file_size,
+            created_at: at,
+        }
+    }
+}
+
 /// Someone who reacted.
 ///
 /// A plain pair (public fields): that a username is the contact's own is

@@ -30,6 +30,8 @@ mod health;
 mod idempotency;
 #[path = "../../store-sql/per-backend/queries/membership.rs"]
 mod membership;
+#[path = "../../store-sql/per-backend/queries/message_send.rs"]
+mod message_send;
 #[path = "../../store-sql/per-backend/queries/message_updates.rs"]
 mod message_updates;
 #[path = "../../store-sql/per-backend/queries/messages.rs"]
@@ -43,5 +45,5 @@ mod webhooks;
 
 pub(crate) use self::{
     contacts::*, conversations::*, events_read::*, groups::*, health::*, idempotency::*,
-    message_updates::*, messages::*, tokens::*, webhooks::*,
+    message_send::*, message_updates::*, messages::*, tokens::*, webhooks::*,
 };

@@ -123,15 +123,7 @@ pub(crate) fn update_message(
         let added: Vec<Attachment> = change
             .add_attachments
             .into_iter()
-            .map(|(attachment, a)| Attachment {
-                id: attachment,
-                message_id: id,
-                filename: a.filename,
-                file_url: a.file_url,
-                file_type: a.file_type,
-                file_size: a.file_size,
-                created_at: change.at,
-            })
+            .map(|(attachment, a)| a.attach(attachment, id, change.at))
             .collect();
         insert_attachments(conn, m, next, &added)?;
         changed = true;

@@ -1,0 +1,434 @@
+//! Sending a message: the message and its attachments written, the
+//! conversation's activity and its members' unread counts moved, its
+//! event and (with a key) its kept answer, in one transaction; on
+//! PostgreSQL one data-modifying statement.
+
+use confab_domain::{Message, MessageParts};
+use confab_ports::{Completion, NewMessage, Outbox, StoreError};
+use diesel::dsl::case_when;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable, Text};
+
+use super::idempotency::complete;
+use super::message_updates::insert_attachments;
+use super::messages::member_of;
+use super::outbox::{self, Written};
+use super::{Backend, Conn, Db, Result};
+use confab_store_sql::error::Error;
+use confab_store_sql::id::DbId;
+use confab_store_sql::queries::not_found;
+use confab_store_sql::rows::DbKey;
+use confab_store_sql::schema::{conversations, messages};
+use confab_store_sql::SqlBackend as _;
+
+/// The message as a reader would load it after `message` was
+/// appended, built through the domain's constructor before anything is
+/// written: a message that breaks a rule of messages (more than
+/// `MAX_ATTACHMENTS` attachments) is refused here, as `Rule`.
+fn as_written(message: NewMessage) -> Result<Message> {
+    let NewMessage {
+        id,
+        conversation_id,
+        sender,
+        text,
+        attachments,
+        created_at,
+    } = message;
+    Ok(Message::new(MessageParts {
+        id,
+        conversation_id,
+        sender,
+        text,
+        reactions: Vec::new(),
+        attachments: attachments
+            .into_iter()
+            .map(|(attachment, a)| a.attach(attachment, id, created_at))
+            .collect(),
+        read_at: None,
+        created_at,
+        updated_at: None,
+    })?)
+}
+
+/// The outbox's one event when it is what a send normally makes: a
+/// lone `message.created` of this message for its conversation's
+/// members.
+pub(crate) fn lone_message_created<'o>(
+    outbox: &'o Outbox,
+    message: &NewMessage,
+) -> Option<&'o confab_domain::Event> {
+    match outbox.events.as_slice() {
+        [e] if e.kind == confab_domain::EventType::MessageCreated
+            && e.subject == confab_domain::Subject::Message(message.id)
+            && e.audience
+                == confab_domain::Audience::ConversationMembers(message.conversation_id) =>
+        {
+            Some(e)
+        }
+        _ => None,
+    }
+}
+
+/// A send's first write, as raw SQL (kept prepared, `confab_store_sql::raw`):
+/// the conversation's activity moves forward to `at` (of two racing
+/// sends, the later message wins), only where the sender `s` is a
+/// member (membership as `visible_to!` states it), so that a member
+/// removed a moment before cannot post. First, so that senders to
+/// one conversation queue on its row lock. `c`, `s`, `at` are
+/// markers of `sql`.
+fn advance_conversation(c: &str, s: &str, at: &str) -> String {
+    let forward = format!("(last_active_at IS NULL OR last_active_at < {at})");
+    format!(
+        "UPDATE conversations SET \
+             last_active_at = CASE WHEN {forward} THEN {at} ELSE last_active_at END, \
+             activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
+         WHERE id = {c} AND {}",
+        member_of("conversations", s)
+    )
+}
+
+/// One more unread message in conversation `c` for every member but
+/// the sender `s` (markers of a `confab_store_sql::raw::Sql`).
+fn count_unread(c: &str, s: &str) -> String {
+    format!(
+        "UPDATE conversation_states SET unread_count = unread_count + 1 \
+         WHERE conversation_id = {c} AND contact_id <> {s}"
+    )
+}
+
+/// What a send's single statement reports, in its order.
+#[derive(Queryable)]
+pub(crate) struct Sent {
+    sent: i64,
+    completed: i64,
+}
+
+/// A send as one data-modifying `WITH` statement (PostgreSQL): the
+/// same writes as [`append_message`]'s statements, in the same
+/// transaction, in one round trip instead of five or more. Every
+/// part after the conversation's update reads the rows that update
+/// returned, so a sender who is not a member writes nothing.
+fn append_in_one_statement(
+    conn: &mut Conn,
+    message: NewMessage,
+    event: (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
+    completion: Option<Completion<Message>>,
+) -> Result<Message> {
+    // Inside the door's transaction, which rolls back by itself if
+    // its caller stops waiting: no deadline of the statement's own.
+    let (query, written, with_completion) = append_statement(message, event, completion, i64::MAX)?;
+    let sent = query.get_result(conn).map_err(settle_error)?;
+    append_outcome(sent, with_completion)?;
+    Ok(written)
+}
+
+/// [`append_in_one_statement`]'s statement, for a loader of rows of
+/// its own, with the message as written and whether the statement
+/// completes an idempotency key. Its text is built once per shape
+/// ([`append_text`]: per number of attachments, with or without a
+/// key), its binds per send, in the order that text numbers them.
+pub(crate) fn append_statement(
+    message: NewMessage,
+    (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
+    completion: Option<Completion<Message>>,
+    deadline_us: i64,
+) -> Result<(SendQuery, Message, bool)> {
+    use confab_store_sql::raw::{Bind, Shape};
+    use std::sync::OnceLock;
+
+    static SHAPES: [[OnceLock<Shape>; 2]; confab_domain::MAX_ATTACHMENTS + 1] =
+        [const { [const { OnceLock::new() }; 2] }; confab_domain::MAX_ATTACHMENTS + 1];
+    // First: nothing is sent for a message the domain refuses.
+    let written = as_written(message)?;
+    // At most `MAX_ATTACHMENTS` (a rule of `Message`): a shape for each
+    // count.
+    let attachments = written.attachments().len();
+    let with_completion = completion.is_some();
+    let shape = SHAPES[attachments][usize::from(with_completion)]
+        .get_or_init(|| Shape::new(&append_text(attachments, with_completion)));
+
+    let mut binds = vec![
+        Bind::Id(written.conversation_id().db()),
+        Bind::Id(written.sender().id().db()),
+        Bind::Int(written.created_at().micros()),
+        Bind::Id(written.id().db()),
+        Bind::Text(written.text().as_str().to_owned()),
+    ];
+    for (seq, a) in (0_i64..).zip(written.attachments()) {
+        binds.extend([
+            Bind::Id(a.id.db()),
+            Bind::Int(seq),
+            Bind::Text(a.filename.as_str().to_owned()),
+            Bind::Text(a.file_url.as_str().to_owned()),
+            Bind::Text(a.file_type.as_str().to_owned()),
+            Bind::MaybeInt(a.file_size.map(confab_domain::FileSize::bytes)),
+        ]);
+    }
+    binds.extend([
+        Bind::Id(event.id.as_uuid().db()),
+        Bind::Text(event.kind.name().to_owned()),
+        Bind::Id(event.actor.db()),
+        Bind::Text(render.message(&written)),
+    ]);
+    // The idempotency key's answer, only while its holder holds it.
+    if let Some(completion) = completion {
+        let (claim, response) = completion.render(&written);
+        binds.extend([
+            Bind::Id(claim.contact_id.db()),
+            Bind::Text(claim.key),
+            Bind::Id(DbId::from(claim.holder)),
+            Bind::Int(i64::from(response.code)),
+            Bind::MaybeText(response.location),
+            Bind::Text(response.body),
+        ]);
+    }
+    binds.push(Bind::Int(deadline_us));
+    Ok((shape.typed(binds), written, with_completion))
+}
+
+/// A send's statement ([`append_statement`]).
+pub(crate) type SendQuery = confab_store_sql::raw::TypedQuery<Db, (BigInt, BigInt)>;
+
+/// [`append_statement`]'s text for a message with `attachments`
+/// attachments, completing an idempotency key or not. Its binds, in
+/// order: the conversation, the sender, the time, the message's id
+/// and text; six per attachment (id, place, file name, URL, type,
+/// size); the event's id, type, actor and payload; with a key, its
+/// owner, the key, its holder, and the answer's status, location and
+/// body; last, the deadline (microseconds since the Unix epoch on the
+/// database's clock) past which it rolls back instead of committing.
+fn append_text(attachments: usize, completion: bool) -> String {
+    use confab_store_sql::raw::marker;
+
+    let (c, s, at, m, body) = (marker(0), marker(1), marker(2), marker(3), marker(4));
+    let mut text = format!(
+        "WITH conv AS ({} RETURNING id, creator_id, peer_id, group_id)",
+        advance_conversation(&c, &s, &at)
+    );
+    // The message's audience (the feed's index ranges) from the
+    // conversation row the update returned: no second lookup.
+    text.push_str(&format!(
+        ", msg AS ( \
+             INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at, \
+                 direct_creator_id, direct_peer_id, group_id) \
+             SELECT {m}, id, {s}, {body}, NULL, {at}, NULL, \
+                 CASE WHEN group_id IS NULL THEN creator_id END, peer_id, group_id \
+             FROM conv RETURNING id \
+         )"
+    ));
+    if attachments > 0 {
+        let rows: Vec<String> = (0..attachments)
+            .map(|i| {
+                let b = 5 + 6 * i;
+                let [aid, seq, name, url, kind, size] =
+                    [b, b + 1, b + 2, b + 3, b + 4, b + 5].map(marker);
+                format!("({aid}, {seq}, {name}, {url}, {kind}, {size})")
+            })
+            .collect();
+        text.push_str(&format!(
+            ", att AS ( \
+                 INSERT INTO attachments (id, message_id, seq, filename, file_url, file_type, file_size, created_at) \
+                 SELECT v.id, msg.id, v.seq, v.filename, v.file_url, v.file_type, v.file_size, {at} \
+                 FROM msg CROSS JOIN (VALUES {}) AS v (id, seq, filename, file_url, file_type, file_size) \
+                 RETURNING 1 \
+             )",
+            rows.join(", ")
+        ));
+    }
+    // One more unread message for every other member.
+    text.push_str(&format!(
+        ", unread AS ({} AND EXISTS (SELECT 1 FROM msg) RETURNING 1)",
+        count_unread(&c, &s)
+    ));
+    // The event and its recipients (the outbox's rows, `outbox.rs`):
+    // the conversation's members, from the row the update returned.
+    // The event is about the message, of the conversation (what a
+    // deletion finds it by: `outbox::scrub`).
+    let position = Backend::event_position(0).unwrap_or_default();
+    let e0 = 5 + 6 * attachments;
+    let [e, kind, actor, payload] = [e0, e0 + 1, e0 + 2, e0 + 3].map(marker);
+    text.push_str(&format!(
+        ", ev AS ( \
+             INSERT INTO events (id, position, type, actor_id, created_at, payload, \
+                 subject_id, conversation_id, message_id) \
+             SELECT {e}, {position}, {kind}, {actor}, {at}, {payload}, {m}, {c}, {m} \
+             FROM msg \
+             RETURNING id, position \
+         ), rcp AS ( \
+             INSERT INTO event_recipients (contact_id, position, event_id, payload) \
+             SELECT m.contact_id, ev.position, ev.id, CAST(NULL AS TEXT) \
+             FROM ev CROSS JOIN ( \
+                 SELECT creator_id AS contact_id FROM conv WHERE group_id IS NULL \
+                 UNION SELECT peer_id FROM conv WHERE group_id IS NULL AND peer_id IS NOT NULL \
+                 UNION SELECT g.contact_id FROM conv JOIN group_members g ON g.group_id = conv.group_id \
+             ) m \
+             RETURNING 1 \
+         )"
+    ));
+    let (completed, deadline) = if completion {
+        let k0 = e0 + 4;
+        let [owner, key, holder, status, location, body] =
+            [k0, k0 + 1, k0 + 2, k0 + 3, k0 + 4, k0 + 5].map(marker);
+        text.push_str(&format!(
+            ", done AS ( \
+                 UPDATE idempotency_keys SET status = {status}, location = {location}, body = {body} \
+                 WHERE contact_id = {owner} AND key = {key} AND claim = {holder} \
+                     AND status IS NULL AND EXISTS (SELECT 1 FROM msg) \
+                 RETURNING 1 \
+             )"
+        ));
+        ("(SELECT COUNT(*) FROM done)", marker(k0 + 6))
+    } else {
+        ("CAST(NULL AS BIGINT)", marker(e0 + 4))
+    };
+    // Last, once every write is done (its rows counted, so its
+    // row locks waited for): whether the statement may commit
+    // (`confab_settle_send`, migration `send_settles_itself`).
+    let mut written = String::from("(SELECT COUNT(*) FROM unread) + (SELECT COUNT(*) FROM rcp)");
+    if attachments > 0 {
+        written.push_str(" + (SELECT COUNT(*) FROM att)");
+    }
+    text.push_str(&format!(
+        " SELECT confab_settle_send({deadline}, (SELECT COUNT(*) FROM msg), {completed}, {written}) AS sent, \
+             COALESCE({completed}, 0) AS completed"
+    ));
+    text
+}
+
+/// [`append_statement`]'s error: its statement refused to commit
+/// (`confab_settle_send`) because the idempotency key's claim went
+/// to another holder (`ClaimLost`) or its deadline passed
+/// (`Unavailable`, as any call past its deadline); any other is
+/// diesel's.
+pub(crate) fn settle_error(e: diesel::result::Error) -> Error {
+    use diesel::result::{DatabaseErrorKind, Error as E};
+    match &e {
+        E::DatabaseError(DatabaseErrorKind::Unknown, info)
+            if info
+                .message()
+                .starts_with("confab: the idempotency key's claim was lost") =>
+        {
+            Error::Store(StoreError::ClaimLost)
+        }
+        E::DatabaseError(DatabaseErrorKind::Unknown, info)
+            if info
+                .message()
+                .starts_with("confab: the send's deadline passed") =>
+        {
+            Error::Store(StoreError::Unavailable(info.message().to_owned().into()))
+        }
+        _ => Error::Db(e),
+    }
+}
+
+/// What [`append_statement`]'s answer means: nothing written
+/// (`NotFound`: not a member, or no such conversation). A key lost
+/// to another holder never answers: the statement raises and rolls
+/// itself back first (`confab_settle_send`, [`settle_error`]); an
+/// answer saying otherwise is still refused here.
+pub(crate) fn append_outcome(outcome: Sent, with_completion: bool) -> Result<()> {
+    if outcome.sent == 0 {
+        return Err(not_found());
+    }
+    if with_completion && outcome.completed == 0 {
+        return Err(Error::Store(StoreError::ClaimLost));
+    }
+    Ok(())
+}
+
+/// Inserts a message into conversation `c` as `INSERT ... SELECT`
+/// from the conversation's row, which gives it its audience: the
+/// direct conversation's creator and peer, or the group conversation's
+/// group (the columns the feed reads its ranges from).
+fn insert_from_conversation(
+    conn: &mut Conn,
+    id: DbId,
+    c: DbId,
+    sender: DbId,
+    body: &str,
+    at: i64,
+) -> Result<()> {
+    use confab_store_sql::id::IdSql;
+
+    let source = conversations::table
+        .filter(conversations::id.eq(c))
+        .select((
+            id.into_sql::<IdSql>(),
+            conversations::id,
+            sender.into_sql::<IdSql>(),
+            body.into_sql::<Text>(),
+            None::<i64>.into_sql::<Nullable<BigInt>>(),
+            at.into_sql::<BigInt>(),
+            None::<i64>.into_sql::<Nullable<BigInt>>(),
+            case_when::<_, _, IdSql>(conversations::group_id.is_null(), conversations::creator_id),
+            conversations::peer_id,
+            conversations::group_id,
+        ));
+    diesel::insert_into(messages::table)
+        .values(source)
+        .into_columns((
+            messages::id,
+            messages::conversation_id,
+            messages::sender_id,
+            messages::body,
+            messages::read_at,
+            messages::created_at,
+            messages::updated_at,
+            messages::direct_creator_id,
+            messages::direct_peer_id,
+            messages::group_id,
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+pub(crate) fn append_message(
+    conn: &mut Conn,
+    message: NewMessage,
+    outbox: &Outbox,
+    completion: Option<Completion<Message>>,
+) -> Result<Message> {
+    if Backend::DATA_MODIFYING_WITH {
+        if let Some(event) = lone_message_created(outbox, &message) {
+            return append_in_one_statement(conn, message, (event, &*outbox.render), completion);
+        }
+    }
+    // What is written is what a reader would load (no read back), built
+    // first: the domain refuses a message that breaks its rules before
+    // anything is written.
+    let written = as_written(message)?;
+    let c = written.conversation_id().db();
+    let sender = written.sender().id().db();
+    let at = written.created_at().micros();
+    // The conversation's activity, where the sender is a member
+    // (see `advance_conversation`); raw SQL, since diesel prepares
+    // no `UPDATE` once for all.
+    let mut sql = confab_store_sql::raw::Sql::default();
+    let (cm, sm) = (sql.id(c), sql.id(sender));
+    let atm = sql.bind(confab_store_sql::raw::Bind::Int(at));
+    sql.push(&advance_conversation(&cm, &sm, &atm));
+    let moved = sql.query::<Db>().execute(conn)?;
+    if moved == 0 {
+        return Err(not_found());
+    }
+    // With its audience copied from the conversation (the feed's
+    // index ranges), in the same statement.
+    let id = written.id().db();
+    insert_from_conversation(conn, id, c, sender, written.text().as_str(), at)?;
+    insert_attachments(conn, id, 0, written.attachments())?;
+    // One more unread message for every other member.
+    let mut sql = confab_store_sql::raw::Sql::default();
+    let (cm, sm) = (sql.id(c), sql.id(sender));
+    sql.push(&count_unread(&cm, &sm));
+    sql.query::<Db>().execute(conn)?;
+    outbox::write(
+        conn,
+        outbox,
+        &Written {
+            messages: std::slice::from_ref(&written),
+            ..Written::default()
+        },
+    )?;
+    complete(conn, completion, &written)?;
+    Ok(written)
+}
