@@ -229,3 +229,156 @@ fn only_startup_names_a_store() {
         "store named outside startup.rs: {offenders:?}"
     );
 }
+
+/// The source files below `dir`, as (module path, text): `a/b.rs` and `a/b/mod.rs` are `a::b`, `lib.rs` and `main.rs`
+/// the root `""`.
+fn modules(dir: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(dir).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("below root")
+                    .with_extension("");
+                let mut parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                if matches!(
+                    parts.last().map(String::as_str),
+                    Some("mod" | "lib" | "main")
+                ) {
+                    parts.pop();
+                }
+                let text = std::fs::read_to_string(&path).expect("read source");
+                out.insert(parts.join("::"), text);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Which module imports which: `prefix` paths (`crate::`, or `super::` for
+/// sibling files) resolved to the longest module they name. A module's own
+/// children and ancestors do not count: they are one room.
+fn imports(mods: &BTreeMap<String, String>, prefix: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, text) in mods {
+        // Doc links and comments name modules without importing them.
+        let code = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (at, _) in code.match_indices(prefix) {
+            if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let path: Vec<&str> = code[at + prefix.len()..]
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .next()
+                .unwrap_or_default()
+                .split("::")
+                .collect();
+            let target = (1..=path.len())
+                .rev()
+                .map(|k| path[..k].join("::"))
+                .find(|m| mods.contains_key(m));
+            if let Some(to) = target {
+                let related = to == *from
+                    || from.starts_with(&format!("{to}::"))
+                    || to.starts_with(&format!("{from}::"));
+                if !related {
+                    edges.entry(from.clone()).or_default().insert(to);
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// A circle of imports, if there is one.
+fn circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == at) {
+            let mut found = path[i..].to_vec();
+            found.push(at.to_owned());
+            return Some(found);
+        }
+        if done.contains(at) {
+            return None;
+        }
+        path.push(at.to_owned());
+        for next in edges.get(at).into_iter().flatten() {
+            if let Some(found) = visit(next, edges, path, done) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        done.insert(at.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|start| visit(start, edges, &mut Vec::new(), &mut done))
+}
+
+/// No module imports back a module that imports it (issue 33: a reader
+/// knows the room from the folder, and a type two modules need lives below
+/// both), in every crate and in the query files both stores compile.
+#[test]
+fn no_import_circles() {
+    let root = workspace_root();
+    let mut trees: Vec<(PathBuf, &str)> = std::fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .map(|e| (e.expect("entry").path().join("src"), "crate::"))
+        .collect();
+    trees.push((root.join("tests/src"), "crate::"));
+    trees.push((root.join("crates/store-sql/per-backend/queries"), "super::"));
+    for (dir, prefix) in trees {
+        if !dir.is_dir() {
+            continue;
+        }
+        let mods = modules(&dir);
+        assert!(!mods.is_empty(), "no sources in {}", dir.display());
+        if let Some(found) = circle(&imports(&mods, prefix)) {
+            panic!(
+                "{}: modules import each other: {}",
+                dir.display(),
+                found.join(" -> ")
+            );
+        }
+    }
+}
+
+/// The check above finds a circle where there is one.
+#[test]
+fn an_import_circle_is_found() {
+    let mods: BTreeMap<String, String> = [
+        ("a".to_owned(), "use crate::b::Thing;".to_owned()),
+        ("b".to_owned(), "fn f() { crate::c::g() }".to_owned()),
+        (
+            "c".to_owned(),
+            "use crate::a;\n// crate::b in a comment".to_owned(),
+        ),
+        ("a::inner".to_owned(), "use crate::a::X;".to_owned()),
+    ]
+    .into();
+    let found = circle(&imports(&mods, "crate::")).expect("a circle");
+    assert_eq!(found.first(), found.last());
+    assert_eq!(found.len(), 4, "{found:?}");
+    let mut broken = mods.clone();
+    broken.insert("c".to_owned(), "// use crate::a;".to_owned());
+    assert_eq!(circle(&imports(&broken, "crate::")), None);
+}
