@@ -382,3 +382,66 @@ fn an_import_circle_is_found() {
     broken.insert("c".to_owned(), "// use crate::a;".to_owned());
     assert_eq!(circle(&imports(&broken, "crate::")), None);
 }
+
+/// Lines inside `macro_rules!` bodies, and all lines, of the `.rs` files
+/// below `dir`.
+fn macro_lines(dir: &Path) -> (usize, usize) {
+    let (mut inside, mut total) = (0, 0);
+    for text in modules(dir).values() {
+        let lines: Vec<&str> = text.lines().collect();
+        total += lines.len();
+        let mut i = 0;
+        while i < lines.len() {
+            if !lines[i].trim_start().starts_with("macro_rules!") {
+                i += 1;
+                continue;
+            }
+            // The body ends where its braces balance again.
+            let mut depth = 0_i64;
+            let mut opened = false;
+            let start = i;
+            while i < lines.len() {
+                for c in lines[i].chars() {
+                    match c {
+                        '{' => {
+                            depth += 1;
+                            opened = true;
+                        }
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                i += 1;
+                if opened && depth <= 0 {
+                    break;
+                }
+            }
+            inside += i - start;
+        }
+    }
+    (inside, total)
+}
+
+/// Store code is plain functions and types a reader can follow (issue 33):
+/// at most 15 % of the store crates' lines are `macro_rules!` bodies.
+#[test]
+fn store_code_is_not_macro_bodies() {
+    let root = workspace_root();
+    let (mut inside, mut total) = (0, 0);
+    for dir in [
+        "crates/store-sql",
+        "crates/store-postgres",
+        "crates/store-sqlite",
+    ] {
+        let (i, t) = macro_lines(&root.join(dir));
+        inside += i;
+        total += t;
+    }
+    assert!(total > 5_000, "the store crates' sources were not found");
+    let share = inside as f64 / total as f64;
+    assert!(
+        share <= 0.15,
+        "{inside} of {total} store lines ({:.1} %) are macro_rules! bodies",
+        share * 100.0
+    );
+}
