@@ -70,23 +70,6 @@ pub struct Ports {
 }
 
 impl Ports {
-    /// These ports with every storage port on `store` instead (the clock,
-    /// ids, renderer, wakeups and signal kept).
-    fn with_store<S: Store + 'static>(&self, store: Arc<S>) -> Self {
-        Self {
-            contacts: store.clone(),
-            tokens: store.clone(),
-            conversations: store.clone(),
-            messages: store.clone(),
-            groups: store.clone(),
-            idempotency: store.clone(),
-            webhooks: store.clone(),
-            events: store.clone(),
-            health: store,
-            ..self.clone()
-        }
-    }
-
     /// All storage ports served by one store, with the system clock and
     /// UUIDv7 ids; events rendered by `render`, their commits told to
     /// `signal`.
@@ -95,7 +78,38 @@ impl Ports {
         render: Arc<dyn PayloadRenderer>,
         signal: Arc<dyn EventSignal>,
     ) -> Self {
-        let store = Arc::new(store);
+        Self::assemble(
+            Arc::new(store),
+            Arc::new(PollOnly(std::time::Duration::from_secs(1))),
+            Arc::new(SystemClock),
+            Arc::new(UuidV7),
+            render,
+            signal,
+        )
+    }
+
+    /// These ports with every storage port on `store` instead (the
+    /// wakeups, clock, ids, renderer and signal kept).
+    fn with_store<S: Store + 'static>(&self, store: Arc<S>) -> Self {
+        Self::assemble(
+            store,
+            self.wakeups.clone(),
+            self.clock.clone(),
+            self.ids.clone(),
+            self.render.clone(),
+            self.signal.clone(),
+        )
+    }
+
+    /// Every storage port on `store`, with the rest given.
+    fn assemble<S: Store + 'static>(
+        store: Arc<S>,
+        wakeups: Arc<dyn EventWakeups>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        render: Arc<dyn PayloadRenderer>,
+        signal: Arc<dyn EventSignal>,
+    ) -> Self {
         Self {
             contacts: store.clone(),
             tokens: store.clone(),
@@ -106,9 +120,9 @@ impl Ports {
             webhooks: store.clone(),
             events: store.clone(),
             health: store,
-            wakeups: Arc::new(PollOnly(std::time::Duration::from_secs(1))),
-            clock: Arc::new(SystemClock),
-            ids: Arc::new(UuidV7),
+            wakeups,
+            clock,
+            ids,
             render,
             signal,
         }

@@ -18,7 +18,11 @@
 
 mod listen;
 mod pg_async;
+/// The port implementations both SQL stores share, compiled for [`Store`].
+#[path = "../../store-sql/per-backend/ports/mod.rs"]
 mod ports;
+/// The queries both SQL stores share, compiled against this database.
+#[path = "../../store-sql/per-backend/queries/mod.rs"]
 mod queries;
 mod store;
 

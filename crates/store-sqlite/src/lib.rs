@@ -16,7 +16,11 @@
 
 mod checkpoint;
 mod group_commit;
+/// The port implementations both SQL stores share, compiled for [`Store`].
+#[path = "../../store-sql/per-backend/ports/mod.rs"]
 mod ports;
+/// The queries both SQL stores share, compiled against this database.
+#[path = "../../store-sql/per-backend/queries/mod.rs"]
 mod queries;
 mod store;
 mod turn;

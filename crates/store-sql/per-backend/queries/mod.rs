@@ -1,0 +1,37 @@
+//! Every query of a store, one file per aggregate, compiled by each store
+//! crate as its `queries` module (`#[path]`), against its own connection:
+//! diesel checks each statement against that database. Each function is
+//! synchronous and runs inside the transaction its caller (the port
+//! implementation, `crate::ports`) opened. Lists page by keyset over an
+//! index, never by OFFSET.
+
+use confab_store_sql::SqlBackend;
+
+/// The store these queries run for (the including crate's `Store`); the
+/// query files name it `super::Backend` for what differs between the
+/// databases ([`SqlBackend`]).
+pub(crate) type Backend = crate::Store;
+/// The connection every query takes.
+pub(crate) type Conn = <Backend as SqlBackend>::Conn;
+/// diesel's backend.
+pub(crate) type Db = <Backend as SqlBackend>::Db;
+pub(crate) use confab_store_sql::queries::Result;
+
+mod contacts;
+mod conversations;
+mod events_read;
+mod groups;
+mod health;
+mod idempotency;
+mod membership;
+mod message_send;
+mod message_updates;
+mod messages;
+mod outbox;
+mod tokens;
+mod webhooks;
+
+pub(crate) use self::{
+    contacts::*, conversations::*, events_read::*, groups::*, health::*, idempotency::*,
+    message_send::*, message_updates::*, messages::*, tokens::*, webhooks::*,
+};
