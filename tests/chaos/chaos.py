@@ -5,7 +5,8 @@
     chaos.py check RESULTS_JSON EVENTS_FILE FOUND_FILE
 
 `load`: one thread per client (CLIENTS_JSON: [{"name", "token"}], plus a
-"peer" contact id), each with its own conversation, sends messages with
+"peer" contact id), each with its own conversation (every second one a
+group conversation: a group of the client and the peer), sends messages with
 unique texts, each with its own Idempotency-Key, and retries the same
 request with the same key on any failure (connection refused or reset, a
 timeout, 409, 5xx) until it is acknowledged (201, or a replay). When
@@ -56,8 +57,9 @@ def request(base, method, path, token, form=None, key=None):
 
 
 class Client(threading.Thread):
-    def __init__(self, base, name, token, peer, stop_file, run_id):
+    def __init__(self, base, name, token, peer, stop_file, run_id, in_group=False):
         super().__init__(daemon=True)
+        self.in_group = in_group
         self.base, self.name, self.token, self.peer = base, name, token, peer
         self.stop_file, self.run_id = stop_file, run_id
         self.attempts = []  # [start, end, status or None, text or None]
@@ -91,7 +93,18 @@ class Client(threading.Thread):
             time.sleep(RETRY_PAUSE)
 
     def run(self):
-        body = self.post("/v1/conversations", {"contact_id": self.peer}, str(uuid.uuid4()))
+        if self.in_group:
+            body = self.post(
+                "/v1/groups",
+                {"name": f"chaos {self.name}", "contact_ids[]": self.peer},
+                str(uuid.uuid4()),
+            )
+            if body is None:
+                return
+            target = {"group_id": json.loads(body)["id"]}
+        else:
+            target = {"contact_id": self.peer}
+        body = self.post("/v1/conversations", target, str(uuid.uuid4()))
         if body is None:
             return
         self.conversation = json.loads(body)["id"]
@@ -110,8 +123,8 @@ def load(base, clients_json, stop_file, results_json):
         setup = json.load(f)
     run_id = uuid.uuid4().hex[:8]
     clients = [
-        Client(base, c["name"], c["token"], setup["peer"], stop_file, run_id)
-        for c in setup["clients"]
+        Client(base, c["name"], c["token"], setup["peer"], stop_file, run_id, i % 2 == 1)
+        for i, c in enumerate(setup["clients"])
     ]
     for c in clients:
         c.start()

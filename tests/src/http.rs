@@ -117,6 +117,36 @@ impl TestApp {
 
     /// [`TestApp::spawn_with_options`], with the private metrics port.
     pub async fn spawn_full(backend: Backend, options: ServerOptions) -> (TestApp, Option<u16>) {
+        Self::spawn_shaped(backend, options, |service| service).await
+    }
+
+    /// Starts the application on `backend` with a fresh database, its
+    /// service set up by `shape` (a limit of its own, as the operator's
+    /// settings give it), e.g. `|s| s.with_max_group_members(5)`.
+    pub async fn spawn_with_service(
+        backend: Backend,
+        shape: impl FnOnce(Confab) -> Confab + Send + 'static,
+    ) -> TestApp {
+        Self::spawn_shaped(
+            backend,
+            ServerOptions {
+                rate_limits: RateLimits {
+                    anonymous: None,
+                    ..RateLimits::default()
+                },
+                ..ServerOptions::default()
+            },
+            shape,
+        )
+        .await
+        .0
+    }
+
+    async fn spawn_shaped(
+        backend: Backend,
+        options: ServerOptions,
+        shape: impl FnOnce(Confab) -> Confab + Send + 'static,
+    ) -> (TestApp, Option<u16>) {
         let db = match backend {
             Backend::Postgres => TestDb::postgres(),
             Backend::Sqlite => TestDb::sqlite(),
@@ -124,7 +154,7 @@ impl TestApp {
         let url = db.url.clone();
         let service = tokio::task::spawn_blocking(move || {
             let database = Database::from_env_value(Some(&url)).expect("database url");
-            open_service(&database).expect("open store")
+            shape(open_service(&database).expect("open store"))
         })
         .await
         .expect("join");

@@ -149,16 +149,20 @@ fn main() -> Result<(), Box<dyn Error>> {
         avatar_url: AvatarUrl::none(),
         created_by: alice.id(),
         created_at: now,
-        members: vec![
+        first_members: vec![
             GroupMember {
                 contact: alice.clone(),
                 role: GroupRole::Owner,
+                joined_at: now,
             },
             GroupMember {
                 contact: bob.clone(),
                 role: GroupRole::Member,
+                joined_at: now,
             },
         ],
+        member_count: 2,
+        owners: vec![alice.id()],
     })?;
     show(
         "bob leaves the group",

@@ -155,8 +155,16 @@ pub enum Rule {
     DuplicateReactionName,
     /// An attachment of another message among a message's own.
     OfAnotherMessage,
-    /// The same contact twice among a group's members.
+    /// The same contact twice among a group's members (or in one list of
+    /// contacts to add or remove).
     DuplicateMember,
+    /// A group would have more than `max` members.
+    TooManyMembers {
+        /// The most members a group may have.
+        max: u64,
+    },
+    /// A contact both added to and removed from a group by one change.
+    AddedAndRemoved,
     /// A contact active before it was created.
     ActiveBeforeCreation,
     /// A direct conversation with oneself.
@@ -201,6 +209,12 @@ impl fmt::Display for Rule {
             Self::DuplicateReactionName => f.write_str("must not hold the same name twice"),
             Self::OfAnotherMessage => f.write_str("must all belong to the message"),
             Self::DuplicateMember => f.write_str("must not hold the same contact twice"),
+            Self::TooManyMembers { max } => {
+                write!(f, "must not bring the group to more than {max} members")
+            }
+            Self::AddedAndRemoved => {
+                f.write_str("must not name a contact that the same change also adds")
+            }
             Self::ActiveBeforeCreation => f.write_str("must not be before the contact was created"),
             Self::ConversationWithSelf => f.write_str("must be another contact than yourself"),
             Self::OutsideConversation => f.write_str("must be a message of this conversation"),

@@ -3,6 +3,15 @@ use crate::{
     GroupName, Rule, Timestamp,
 };
 
+/// How many members a [`Group`] carries itself ([`Group::first_members`]):
+/// the rest are counted ([`Group::member_count`]) and paged through by
+/// whoever needs them.
+pub const FIRST_MEMBERS: usize = 100;
+
+/// The default most members a group may have (a deployment may choose
+/// another: [`Rule::TooManyMembers`]).
+pub const DEFAULT_MAX_GROUP_MEMBERS: u64 = 10_000;
+
 /// A member's role in a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupRole {
@@ -41,6 +50,8 @@ pub struct GroupMember {
     pub contact: Contact,
     /// What the member may do to the group.
     pub role: GroupRole,
+    /// When the member joined (the group's creation, for its first members).
+    pub joined_at: Timestamp,
 }
 
 /// The attributes of a [`Group`], unchecked: what [`Group::new`] takes and
@@ -60,11 +71,18 @@ pub struct GroupParts {
     pub created_by: ContactId,
     /// See [`Group::created_at`].
     pub created_at: Timestamp,
-    /// See [`Group::members`].
-    pub members: Vec<GroupMember>,
+    /// See [`Group::first_members`].
+    pub first_members: Vec<GroupMember>,
+    /// See [`Group::member_count`].
+    pub member_count: u64,
+    /// See [`Group::owners`].
+    pub owners: Vec<ContactId>,
 }
 
 /// A named set of contacts whose conversations all its members share.
+///
+/// A group may hold thousands of members, so it carries only its first
+/// [`FIRST_MEMBERS`], their count, and its owners (whom its rules need).
 ///
 /// Built only through [`Group::new`]: each contact is a member once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,20 +93,25 @@ pub struct Group {
     avatar_url: AvatarUrl,
     created_by: ContactId,
     created_at: Timestamp,
-    members: Vec<GroupMember>,
+    first_members: Vec<GroupMember>,
+    member_count: u64,
+    owners: Vec<ContactId>,
 }
 
 impl Group {
-    /// The group `parts` describe, when each contact in `members` is there
-    /// once.
+    /// The group `parts` describe, when each contact in `first_members`
+    /// and in `owners` is there once, `first_members` holds at most
+    /// [`FIRST_MEMBERS`], and `member_count` counts at least them.
     ///
     /// (That a group keeps an owner is a rule of each change,
     /// [`Group::check_update`], not checked here.)
     ///
     /// # Errors
     ///
-    /// [`DomainError::Invalid`] on [`Field::Members`] with
-    /// [`Rule::DuplicateMember`] when a contact is a member twice.
+    /// [`DomainError::Invalid`] on [`Field::Members`]: with
+    /// [`Rule::DuplicateMember`] when a contact is a member (or an owner)
+    /// twice, [`Rule::TooManyMembers`] when `first_members` holds more than
+    /// [`FIRST_MEMBERS`] or more than `member_count`.
     pub fn new(parts: GroupParts) -> Result<Self, DomainError> {
         let GroupParts {
             id,
@@ -97,10 +120,22 @@ impl Group {
             avatar_url,
             created_by,
             created_at,
-            members,
+            first_members,
+            member_count,
+            owners,
         } = parts;
-        if has_repeats(members.iter().map(|m| m.contact.id()).collect()) {
+        if has_repeats(first_members.iter().map(|m| m.contact.id()).collect())
+            || has_repeats(owners.clone())
+        {
             return Err(DomainError::breaks(Field::Members, Rule::DuplicateMember));
+        }
+        let listed = first_members.len() as u64;
+        if first_members.len() > FIRST_MEMBERS || listed > member_count {
+            let max = member_count.min(FIRST_MEMBERS as u64);
+            return Err(DomainError::breaks(
+                Field::Members,
+                Rule::TooManyMembers { max },
+            ));
         }
         Ok(Self {
             id,
@@ -109,7 +144,9 @@ impl Group {
             avatar_url,
             created_by,
             created_at,
-            members,
+            first_members,
+            member_count,
+            owners,
         })
     }
 
@@ -123,7 +160,9 @@ impl Group {
             avatar_url: self.avatar_url,
             created_by: self.created_by,
             created_at: self.created_at,
-            members: self.members,
+            first_members: self.first_members,
+            member_count: self.member_count,
+            owners: self.owners,
         }
     }
 
@@ -157,22 +196,25 @@ impl Group {
         self.created_at
     }
 
-    /// Members in the order they joined, each once.
-    pub fn members(&self) -> &[GroupMember] {
-        &self.members
+    /// Its first members (at most [`FIRST_MEMBERS`]) in the order they
+    /// joined, each once.
+    pub fn first_members(&self) -> &[GroupMember] {
+        &self.first_members
     }
 
-    /// `contact`'s role; `None` when not a member.
-    pub fn role_of(&self, contact: ContactId) -> Option<GroupRole> {
-        self.members
-            .iter()
-            .find(|m| m.contact.id() == contact)
-            .map(|m| m.role)
+    /// How many members it has.
+    pub fn member_count(&self) -> u64 {
+        self.member_count
+    }
+
+    /// Its owners, each once.
+    pub fn owners(&self) -> &[ContactId] {
+        &self.owners
     }
 
     /// Whether `contact` is an owner of the group.
     pub fn is_owner(&self, contact: ContactId) -> bool {
-        self.role_of(contact) == Some(GroupRole::Owner)
+        self.owners.contains(&contact)
     }
 
     /// Checks a change of the group by `by`: an owner may change anything;
@@ -185,22 +227,40 @@ impl Group {
         adds: &[ContactId],
         removes: &[ContactId],
     ) -> Result<(), DomainError> {
+        check_list(Field::AddedMembers, adds)?;
+        check_list(Field::RemovedMembers, removes)?;
+        if removes.iter().any(|r| adds.contains(r)) {
+            return Err(DomainError::breaks(
+                Field::RemovedMembers,
+                Rule::AddedAndRemoved,
+            ));
+        }
         let owner = self.is_owner(by);
         if !owner && (changes_details || !adds.is_empty() || removes.iter().any(|c| *c != by)) {
             return Err(DomainError::Forbidden(
                 "only a group owner may change the group; a member may only remove themself",
             ));
         }
-        let owners_left = self
-            .members
-            .iter()
-            .filter(|m| m.role == GroupRole::Owner && !removes.contains(&m.contact.id()))
-            .count();
+        let owners_left = self.owners.iter().filter(|o| !removes.contains(o)).count();
         if owners_left == 0 {
             return Err(DomainError::breaks(
                 Field::RemovedMembers,
                 Rule::LastOwnerRemoved,
             ));
+        }
+        Ok(())
+    }
+
+    /// Checks that a group of `count` members stays within `max`
+    /// members (a deployment's choice; [`DEFAULT_MAX_GROUP_MEMBERS`] by
+    /// default), `field` naming the list that would take it past.
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Invalid`] with [`Rule::TooManyMembers`].
+    pub fn check_size(field: Field, count: u64, max: u64) -> Result<(), DomainError> {
+        if count > max {
+            return Err(DomainError::breaks(field, Rule::TooManyMembers { max }));
         }
         Ok(())
     }
@@ -221,6 +281,19 @@ impl Group {
     }
 }
 
+/// Checks a list of contacts to add to (or remove from) a group: each
+/// contact once.
+///
+/// # Errors
+///
+/// [`DomainError::Invalid`] on `field` with [`Rule::DuplicateMember`].
+pub fn check_list(field: Field, contacts: &[ContactId]) -> Result<(), DomainError> {
+    if has_repeats(contacts.to_vec()) {
+        return Err(DomainError::breaks(field, Rule::DuplicateMember));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,10 +312,16 @@ mod tests {
             })
             .expect("valid"),
             role,
+            joined_at: Timestamp::from_secs(0),
         }
     }
 
     fn parts(members: Vec<GroupMember>) -> GroupParts {
+        let owners = members
+            .iter()
+            .filter(|m| m.role == GroupRole::Owner)
+            .map(|m| m.contact.id())
+            .collect();
         GroupParts {
             id: GroupId::from_uuid(Uuid::from_u128(50)),
             name: GroupName::new("g".into()).expect("valid"),
@@ -250,7 +329,9 @@ mod tests {
             avatar_url: AvatarUrl::none(),
             created_by: ContactId::from_uuid(Uuid::from_u128(1)),
             created_at: Timestamp::from_secs(0),
-            members,
+            member_count: members.len() as u64,
+            first_members: members,
+            owners,
         }
     }
 
@@ -274,6 +355,25 @@ mod tests {
         );
         let g = group();
         assert_eq!(Group::new(g.clone().into_parts()), Ok(g));
+    }
+
+    #[test]
+    fn carries_at_most_its_first_members() {
+        let many: Vec<GroupMember> = (1..=101).map(|n| member(n, GroupRole::Member)).collect();
+        assert!(matches!(
+            Group::new(parts(many.clone())),
+            Err(DomainError::Invalid {
+                field: Field::Members,
+                rule: Rule::TooManyMembers { .. }
+            })
+        ));
+        let mut first = parts(many[..100].to_vec());
+        first.member_count = 10_000;
+        let g = Group::new(first).expect("valid");
+        assert_eq!((g.first_members().len(), g.member_count()), (100, 10_000));
+        let mut undercounted = parts(many[..3].to_vec());
+        undercounted.member_count = 2;
+        assert!(Group::new(undercounted).is_err());
     }
 
     fn c(n: u128) -> ContactId {
@@ -305,6 +405,44 @@ mod tests {
             g.check_delete(c(2)),
             Err(DomainError::Forbidden(_))
         ));
+    }
+
+    #[test]
+    fn lists_name_each_contact_once() {
+        let g = group();
+        for (adds, removes, field, rule) in [
+            (
+                vec![c(3), c(3)],
+                vec![],
+                Field::AddedMembers,
+                Rule::DuplicateMember,
+            ),
+            (
+                vec![],
+                vec![c(2), c(2)],
+                Field::RemovedMembers,
+                Rule::DuplicateMember,
+            ),
+            (
+                vec![c(2)],
+                vec![c(2)],
+                Field::RemovedMembers,
+                Rule::AddedAndRemoved,
+            ),
+        ] {
+            assert_eq!(
+                g.check_update(c(1), false, &adds, &removes),
+                Err(DomainError::breaks(field, rule))
+            );
+        }
+        assert!(Group::check_size(Field::AddedMembers, 10, 10).is_ok());
+        assert_eq!(
+            Group::check_size(Field::AddedMembers, 11, 10),
+            Err(DomainError::breaks(
+                Field::AddedMembers,
+                Rule::TooManyMembers { max: 10 }
+            ))
+        );
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub use event::{
     message_deleted, message_sent, message_updated, Audience, Change, Event, EventId, EventType,
     ParseEventTypeError, Subject,
 };
-pub use group::{Group, GroupMember, GroupParts, GroupRole};
+pub use group::{
+    check_list, Group, GroupMember, GroupParts, GroupRole, DEFAULT_MAX_GROUP_MEMBERS, FIRST_MEMBERS,
+};
 pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId, ParseIdError};
 pub use message::{
     check_attachment_count, check_reaction_name_count, Attachment, Message, MessageParts,

@@ -19,9 +19,9 @@
 use async_trait::async_trait;
 use confab_domain::{
     AttachmentId, AvatarUrl, Contact, ContactId, ContactProfilePatch, Conversation, ConversationId,
-    ConversationView, DomainError, Group, GroupDescription, GroupId, GroupName, MemberStatePatch,
-    Message, MessageId, MessageText, NewAttachment, Page, Paged, PinnedMessageChange, ReactionName,
-    Timestamp,
+    ConversationView, DomainError, Group, GroupDescription, GroupId, GroupMember, GroupName,
+    MemberStatePatch, Message, MessageId, MessageText, NewAttachment, Page, Paged,
+    PinnedMessageChange, ReactionName, Timestamp,
 };
 use uuid::Uuid;
 
@@ -419,10 +419,13 @@ pub struct NewGroup {
     /// When it was created: the group's `created_at`, by which the
     /// viewer's groups are listed.
     pub created_at: Timestamp,
+    /// The most members the group may have.
+    pub max_members: u64,
 }
 
-/// Changes to a group, applied together.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Changes to a group, applied together. Its default changes nothing,
+/// within the default limit of members.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupChange {
     /// The new name; `None` keeps it.
     pub name: Option<GroupName>,
@@ -434,6 +437,21 @@ pub struct GroupChange {
     pub add: Vec<ContactId>,
     /// Removed (ones not in are skipped).
     pub remove: Vec<ContactId>,
+    /// The most members the group may have after the change.
+    pub max_members: u64,
+}
+
+impl Default for GroupChange {
+    fn default() -> Self {
+        Self {
+            name: None,
+            description: None,
+            avatar_url: None,
+            add: Vec::new(),
+            remove: Vec::new(),
+            max_members: confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
+        }
+    }
 }
 
 /// Groups and their members.
@@ -448,6 +466,9 @@ pub trait GroupStore: Send + Sync {
     /// # Errors
     /// - MUST return `Rule(Invalid { field: Members, rule: UnknownContacts })`
     ///   when a member id is not an existing contact.
+    /// - MUST return `Rule(Invalid { field: Members, rule: TooManyMembers
+    ///   })`, writing nothing, when the group would have more than
+    ///   `max_members` members.
     /// - MUST return `ClaimLost`, writing nothing, when the completion's
     ///   claim is no longer held.
     async fn create_group(
@@ -457,9 +478,21 @@ pub trait GroupStore: Send + Sync {
         outbox: Outbox,
         completion: Option<Completion<Group>>,
     ) -> Result<Group, StoreError>;
-    /// The group with its members (in the order they joined), when
-    /// `viewer` is a member; else `None`.
+    /// The group with its first members (in the order they joined),
+    /// their count and its owners, when `viewer` is a member; else
+    /// `None`. Its cost does not grow with the group's size.
     async fn group_for(&self, viewer: ContactId, id: GroupId) -> Result<Option<Group>, StoreError>;
+    /// A page of the group's members, in the order they joined (oldest
+    /// first; a cursor names a member), when `viewer` is a member; else
+    /// `None`.
+    /// # Errors
+    /// - MUST return `CursorNotFound` when the cursor is not a member.
+    async fn group_members(
+        &self,
+        viewer: ContactId,
+        id: GroupId,
+        page: Page<ContactId>,
+    ) -> Result<Option<Paged<GroupMember>>, StoreError>;
     /// The viewer's groups, newest first (`created_at` desc, id desc).
     /// # Errors
     /// - MUST return `CursorNotFound` when the cursor is not in this list.
@@ -477,6 +510,9 @@ pub trait GroupStore: Send + Sync {
     /// - MUST return `NotFound` when the group does not exist.
     /// - MUST return `Rule(Invalid { field: AddedMembers, rule:
     ///   UnknownContacts })` when an added id is not an existing contact.
+    /// - MUST return `Rule(Invalid { field: AddedMembers, rule:
+    ///   TooManyMembers })`, writing nothing, when the group would have
+    ///   more than `max_members` members after it.
     async fn update_group(
         &self,
         id: GroupId,

@@ -1,8 +1,8 @@
 //! Groups: the members that group conversations are shared by.
 
 use confab_domain::{
-    group_created, group_deleted, group_updated, AvatarUrl, Change, Contact, ContactId, Group,
-    GroupDescription, GroupId, GroupName, Page, Paged,
+    check_list, group_created, group_deleted, group_updated, AvatarUrl, Change, Contact, ContactId,
+    Field, Group, GroupDescription, GroupId, GroupMember, GroupName, Page, Paged,
 };
 use confab_ports::{Completion, GroupChange, NewGroup};
 
@@ -53,6 +53,21 @@ impl Confab {
         self.visible_group(caller, id).await
     }
 
+    /// A page of the group's members, oldest first (members only).
+    pub async fn group_members(
+        &self,
+        caller: &Contact,
+        id: GroupId,
+        page: Page<ContactId>,
+    ) -> Result<Paged<GroupMember>, ServiceError> {
+        self.ports
+            .groups
+            .group_members(caller.id(), id, page)
+            .await
+            .map_err(|e| page_error(&page, e))?
+            .ok_or(ServiceError::not_found())
+    }
+
     /// Creates a group; the caller becomes its owner and first member.
     /// With a `completion`, its answer is kept for the caller's idempotency
     /// key in the same transaction.
@@ -62,6 +77,14 @@ impl Confab {
         request: NewGroupRequest,
         completion: Option<Completion<Group>>,
     ) -> Result<Group, ServiceError> {
+        // Each contact once, and not past the limit (the store counts
+        // again with the creator, and checks the contacts exist).
+        check_list(Field::Members, &request.contact_ids)?;
+        Group::check_size(
+            Field::Members,
+            request.contact_ids.len() as u64,
+            self.max_group_members,
+        )?;
         let now = self.now();
         let group = NewGroup {
             id: GroupId::from_uuid(self.new_uuid()),
@@ -71,6 +94,7 @@ impl Confab {
             created_by: caller.id(),
             member_ids: request.contact_ids,
             created_at: now,
+            max_members: self.max_group_members,
         };
         let events = group_created(Change::new(caller.id(), now), self.event_ids(), group.id);
         let created = self
@@ -89,6 +113,15 @@ impl Confab {
         id: GroupId,
         update: GroupUpdate,
     ) -> Result<Group, ServiceError> {
+        // Lists that could never be applied are refused before anything
+        // is read.
+        check_list(Field::AddedMembers, &update.add_contact_ids)?;
+        check_list(Field::RemovedMembers, &update.remove_contact_ids)?;
+        Group::check_size(
+            Field::AddedMembers,
+            update.add_contact_ids.len() as u64,
+            self.max_group_members,
+        )?;
         let group = self.visible_group(caller, id).await?;
         let changes_details =
             update.name.is_some() || update.description.is_some() || update.avatar_url.is_some();
@@ -119,6 +152,7 @@ impl Confab {
             avatar_url: update.avatar_url,
             add: update.add_contact_ids,
             remove: update.remove_contact_ids,
+            max_members: self.max_group_members,
         };
         // A member who removed themself gets the group as it is now, without
         // them: the last view they will have of it.

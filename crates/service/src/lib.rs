@@ -137,6 +137,9 @@ pub struct Confab {
     /// New idempotency keys a contact may claim a day; `None`: no limit
     /// (see [`Confab::with_idempotency_quota`]).
     keys_per_day: Option<u32>,
+    /// The most members a group may have (see
+    /// [`Confab::with_max_group_members`]).
+    max_group_members: u64,
     /// The storage ports again, on handles of the store that share a
     /// request's budget (see [`Confab::within`]); `None`: no budgets.
     budgeted: Option<Arc<BudgetedPorts>>,
@@ -153,6 +156,7 @@ impl Confab {
             ports,
             tokens: Arc::default(),
             keys_per_day: Some(DEFAULT_KEYS_PER_DAY),
+            max_group_members: confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
             budgeted: None,
         }
     }
@@ -192,6 +196,15 @@ impl Confab {
     #[must_use]
     pub fn with_idempotency_quota(mut self, keys_per_day: u32) -> Self {
         self.keys_per_day = (keys_per_day > 0).then_some(keys_per_day);
+        self
+    }
+
+    /// At most `max` members in a group (API.md section 13,
+    /// `CONFAB_MAX_GROUP_MEMBERS`); a change past it is refused with
+    /// [`confab_domain::Rule::TooManyMembers`], writing nothing.
+    #[must_use]
+    pub fn with_max_group_members(mut self, max: u64) -> Self {
+        self.max_group_members = max;
         self
     }
 

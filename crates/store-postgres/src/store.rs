@@ -405,6 +405,9 @@ impl SqlBackend for PgStore {
         "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576)";
     const EVENT_START_SQL: &'static str =
         "(pg_snapshot_xmin(pg_current_snapshot())::text::bigint * 1048576 - 1)";
+    const TXN_FIRST_POSITION_SQL: &'static str = "(pg_current_xact_id()::text::bigint * 1048576)";
+    const TXN_END_POSITION_SQL: &'static str =
+        "((pg_current_xact_id()::text::bigint + 1) * 1048576)";
 
     /// `SELECT ... FOR UPDATE`.
     fn lock_message(

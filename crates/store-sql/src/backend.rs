@@ -89,6 +89,18 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// An SQL expression: a position that every event committed from now on
     /// lies after (where a new event stream starts).
     const EVENT_START_SQL: &'static str;
+    /// An SQL expression, in a write transaction: a position at or below
+    /// every event this transaction writes after evaluating it, and above
+    /// every event committed before (where a group member's view of the
+    /// group's events starts). PostgreSQL: this transaction's first
+    /// position; SQLite (one writer): the next position.
+    const TXN_FIRST_POSITION_SQL: &'static str;
+    /// An SQL expression, in a write transaction: a position above every
+    /// event this transaction wrote before evaluating it, and at or below
+    /// every event committed after it (where an ended membership's view
+    /// stops). PostgreSQL: the next transaction id's first position;
+    /// SQLite: the next position.
+    const TXN_END_POSITION_SQL: &'static str;
 
     /// Locks the group row until the transaction ends; false if there is none.
     fn lock_group(conn: &mut Self::Conn, id: DbId) -> QueryResult<bool>;

@@ -150,6 +150,7 @@ pub struct GroupRow {
     pub avatar_url: String,
     pub created_by: DbId,
     pub created_at: i64,
+    pub member_count: i64,
 }
 
 #[derive(AsChangeset)]
@@ -168,6 +169,7 @@ pub struct GroupMemberRow {
     pub role: &'static str,
     pub seq: i64,
     pub joined_at: i64,
+    pub from_position: i64,
 }
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -251,10 +253,14 @@ pub struct StateRow {
     pub is_muted: bool,
     pub archived_at: Option<i64>,
     pub last_opened_at: Option<i64>,
-    pub unread_count: i64,
+    pub read_seq: i64,
+    pub own_after: i64,
 }
 
 impl StateRow {
+    /// A new row with `state`'s own attributes, having read nothing
+    /// and sent nothing (see the migration `big_groups`: a member's
+    /// unread count is worked out from positions, never stored).
     pub fn new(conversation: DbId, contact: DbId, state: MemberState) -> Self {
         Self {
             conversation_id: conversation,
@@ -263,9 +269,53 @@ impl StateRow {
             is_muted: state.is_muted,
             archived_at: state.archived_at.map(Timestamp::micros),
             last_opened_at: state.last_opened_at.map(Timestamp::micros),
-            unread_count: i64::try_from(state.unread_count).unwrap_or(i64::MAX),
+            read_seq: 0,
+            own_after: 0,
         }
     }
+
+    /// The member's state, with `unread` (from [`unread_sql`]).
+    pub fn into_state(self, unread: i64) -> MemberState {
+        MemberState {
+            is_pinned: self.is_pinned,
+            is_muted: self.is_muted,
+            archived_at: self.archived_at.map(ts),
+            last_opened_at: self.last_opened_at.map(ts),
+            unread_count: u64::try_from(unread).unwrap_or(0),
+        }
+    }
+}
+
+/// A member's state from their row (absent: the default one), with
+/// `unread` (from [`unread_sql`]).
+pub fn member_state(row: Option<StateRow>, unread: i64) -> MemberState {
+    match row {
+        Some(row) => row.into_state(unread),
+        None => MemberState {
+            unread_count: u64::try_from(unread).unwrap_or(0),
+            ..MemberState::default()
+        },
+    }
+}
+
+/// A member's unread count in conversation `c` (a table or alias
+/// name of `conversations`) as an SQL expression, from their state row
+/// `s` (an alias of `conversation_states`, all NULL when absent): the
+/// messages numbered after where they read up to, less their own and
+/// the gaps deleted messages from others left (migration
+/// `big_groups`). A member without a state row never sent a message
+/// there (a send creates the sender's row), so every gap is one from
+/// others. A conversation without deletions (`deleted_count` 0) costs
+/// no look at the gaps; one with them, a range of its gaps after the
+/// member's position.
+pub fn unread_sql(c: &str, s: &str) -> String {
+    format!(
+        "({c}.message_seq - COALESCE({s}.read_seq, 0) - COALESCE({s}.own_after, 0) \
+         - CASE WHEN {c}.deleted_count = 0 THEN 0 ELSE ( \
+             SELECT COUNT(*) FROM message_gaps gap \
+             WHERE gap.conversation_id = {c}.id AND gap.seq > COALESCE({s}.read_seq, 0) \
+                 AND ({s}.contact_id IS NULL OR gap.sender_id <> {s}.contact_id)) END)"
+    )
 }
 
 /// A row of the inbox's statement (`queries/conversations.rs`): a
@@ -301,19 +351,31 @@ pub struct InboxRow {
     #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
     state_last_opened_at: Option<i64>,
     #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
-    state_unread_count: Option<i64>,
+    state_read_seq: Option<i64>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
+    state_own_after: Option<i64>,
+    /// The viewer's unread count ([`unread_sql`]).
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    unread: i64,
 }
 
 impl InboxRow {
     /// The columns, in the names above, of conversation `c` and state row
     /// `s` (a `LEFT JOIN`).
-    pub const COLUMNS: &'static str = "c.id, c.group_id, c.creator_id, c.peer_id, \
-        c.pinned_message_id, c.last_active_at, c.activity_at, c.created_at, \
-        s.contact_id AS state_contact_id, s.is_pinned AS state_is_pinned, \
-        s.is_muted AS state_is_muted, s.archived_at AS state_archived_at, \
-        s.last_opened_at AS state_last_opened_at, s.unread_count AS state_unread_count";
+    pub fn columns() -> String {
+        format!(
+            "c.id, c.group_id, c.creator_id, c.peer_id, \
+             c.pinned_message_id, c.last_active_at, c.activity_at, c.created_at, \
+             s.contact_id AS state_contact_id, s.is_pinned AS state_is_pinned, \
+             s.is_muted AS state_is_muted, s.archived_at AS state_archived_at, \
+             s.last_opened_at AS state_last_opened_at, s.read_seq AS state_read_seq, \
+             s.own_after AS state_own_after, {} AS unread",
+            unread_sql("c", "s")
+        )
+    }
 
-    pub fn split(self) -> Result<(ConversationRow, Option<StateRow>), Error> {
+    /// The conversation, the viewer's state row, and their unread count.
+    pub fn split(self) -> Result<(ConversationRow, Option<StateRow>, i64), Error> {
         let conversation = ConversationRow {
             id: self.id,
             group_id: self.group_id,
@@ -324,23 +386,26 @@ impl InboxRow {
             activity_at: self.activity_at,
             created_at: self.created_at,
         };
+        let unread = self.unread;
         let Some(contact_id) = self.state_contact_id else {
-            return Ok((conversation, None));
+            return Ok((conversation, None, unread));
         };
         // The columns are NOT NULL in the table: present with the row.
         let state = match (
             self.state_is_pinned,
             self.state_is_muted,
-            self.state_unread_count,
+            self.state_read_seq,
+            self.state_own_after,
         ) {
-            (Some(is_pinned), Some(is_muted), Some(unread_count)) => StateRow {
+            (Some(is_pinned), Some(is_muted), Some(read_seq), Some(own_after)) => StateRow {
                 conversation_id: self.id,
                 contact_id,
                 is_pinned,
                 is_muted,
                 archived_at: self.state_archived_at,
                 last_opened_at: self.state_last_opened_at,
-                unread_count,
+                read_seq,
+                own_after,
             },
             _ => {
                 return Err(inconsistent(format!(
@@ -349,20 +414,7 @@ impl InboxRow {
                 )))
             }
         };
-        Ok((conversation, Some(state)))
-    }
-}
-
-impl From<StateRow> for MemberState {
-    fn from(r: StateRow) -> Self {
-        Self {
-            is_pinned: r.is_pinned,
-            is_muted: r.is_muted,
-            archived_at: r.archived_at.map(ts),
-            last_opened_at: r.last_opened_at.map(ts),
-            // Never below 0 (it is only taken back from those who had it).
-            unread_count: u64::try_from(r.unread_count).unwrap_or(0),
-        }
+        Ok((conversation, Some(state), unread))
     }
 }
 

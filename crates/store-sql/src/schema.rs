@@ -44,6 +44,8 @@ diesel::table! {
         avatar_url -> Text,
         created_by -> IdSql,
         created_at -> BigInt,
+        /// Its members, counted with every change of them.
+        member_count -> BigInt,
     }
 }
 
@@ -57,6 +59,23 @@ diesel::table! {
         role -> Text,
         seq -> BigInt,
         joined_at -> BigInt,
+        /// The first event position the member sees of the group's
+        /// (`event_groups`): their joining transaction's first.
+        from_position -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    /// Memberships that ended: the group's events in
+    /// `[from_position, until_position)` stay the contact's to catch up.
+    group_member_spans (contact_id, group_id, from_position) {
+        contact_id -> IdSql,
+        group_id -> IdSql,
+        from_position -> BigInt,
+        until_position -> BigInt,
     }
 }
 
@@ -73,6 +92,22 @@ diesel::table! {
         last_active_at -> Nullable<BigInt>,
         activity_at -> BigInt,
         created_at -> BigInt,
+        /// The number the last message sent in it got (`messages.seq`).
+        message_seq -> BigInt,
+        /// How many of its messages were deleted (`message_gaps`).
+        deleted_count -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    /// A deleted message's number and sender, for unread counts.
+    message_gaps (conversation_id, seq) {
+        conversation_id -> IdSql,
+        seq -> BigInt,
+        sender_id -> IdSql,
     }
 }
 
@@ -87,7 +122,10 @@ diesel::table! {
         is_muted -> Bool,
         archived_at -> Nullable<BigInt>,
         last_opened_at -> Nullable<BigInt>,
-        unread_count -> BigInt,
+        /// The conversation's `message_seq` when the member last opened it.
+        read_seq -> BigInt,
+        /// Messages the member sent after `read_seq`.
+        own_after -> BigInt,
     }
 }
 
@@ -109,6 +147,8 @@ diesel::table! {
         direct_creator_id -> Nullable<IdSql>,
         direct_peer_id -> Nullable<IdSql>,
         group_id -> Nullable<IdSql>,
+        /// Its number in its conversation (1, 2, ...).
+        seq -> BigInt,
     }
 }
 
@@ -200,6 +240,18 @@ diesel::table! {
     use diesel::sql_types::*;
     use crate::id::IdSql;
 
+    /// An event for a group's members, read by group (fan-out on read).
+    event_groups (group_id, position) {
+        group_id -> IdSql,
+        position -> BigInt,
+        event_id -> IdSql,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
     /// Webhooks and their first-attempt cursor and lease (see the migration).
     webhooks (id) {
         id -> IdSql,
@@ -258,7 +310,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     tokens,
     groups,
     group_members,
+    group_member_spans,
     conversations,
+    message_gaps,
     conversation_states,
     messages,
     reactions,
@@ -266,6 +320,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     idempotency_keys,
     events,
     event_recipients,
+    event_groups,
     webhooks,
     webhook_retries,
     idempotency_quota,

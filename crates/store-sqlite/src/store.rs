@@ -252,6 +252,11 @@ impl confab_ports::WithBudget for SqliteStore {
     }
 }
 
+/// The position the events table gives its next row (AUTOINCREMENT
+/// never gives one twice, even after pruning).
+const NEXT_POSITION: &str =
+    "(SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) + 1)";
+
 impl SqlBackend for SqliteStore {
     type Db = Sqlite;
     type Conn = SqliteConnection;
@@ -261,6 +266,8 @@ impl SqlBackend for SqliteStore {
     const LATERAL: bool = false;
     const EVENT_HORIZON_SQL: &'static str = "9223372036854775807";
     const EVENT_START_SQL: &'static str = "(SELECT COALESCE(MAX(position), 0) FROM events)";
+    const TXN_FIRST_POSITION_SQL: &'static str = NEXT_POSITION;
+    const TXN_END_POSITION_SQL: &'static str = NEXT_POSITION;
 
     /// A plain `SELECT`: writes run in `BEGIN IMMEDIATE` transactions, which
     /// already hold the database's write lock.

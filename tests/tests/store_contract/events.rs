@@ -464,6 +464,7 @@ async fn group_events_reach_members_and_the_removed_once(s: S) {
         created_by: alice.id(),
         member_ids: vec![bob.id()],
         created_at: at(1),
+        max_members: confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
     };
     let e = group_created(by(&alice, at(1)), ids(), new.id);
     let g = s

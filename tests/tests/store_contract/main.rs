@@ -5,6 +5,7 @@
 //! a method MUST return. One test binary (modules below) keeps link time
 //! down.
 
+mod big_groups_migration;
 mod concurrency;
 mod contacts;
 mod conversations;

@@ -160,6 +160,7 @@ pub(crate) async fn group(
             created_by: owner.id(),
             member_ids: members.iter().map(|m| m.id()).collect(),
             created_at: created,
+            max_members: confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
         },
         created,
         no_events(),

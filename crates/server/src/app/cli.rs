@@ -247,7 +247,9 @@ async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
         metrics_listen: settings.metrics_listen.as_ref().map(|l| l.addrs.clone()),
         max_connections: settings.max_connections,
     };
-    let service = service.with_idempotency_quota(settings.idempotency_keys_per_day);
+    let service = service
+        .with_idempotency_quota(settings.idempotency_keys_per_day)
+        .with_max_group_members(settings.max_group_members);
     let app = Application::build_with_options(service, listener, options).await?;
     let limits = app.connection_limits();
     tracing::info!(

@@ -295,6 +295,18 @@ pub struct Settings {
     )]
     pub idempotency_keys_per_day: u32,
 
+    /// The most members a group may have (API.md section 13); a create or
+    /// an update past it is 400 naming the list.
+    #[arg(
+        long,
+        env = "CONFAB_MAX_GROUP_MEMBERS",
+        global = true,
+        default_value_t = confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
+        value_name = "N",
+        value_parser = parse_max_group_members
+    )]
+    pub max_group_members: u64,
+
     /// Proxies whose `X-Forwarded-For` names the client (for the
     /// per-address limit), as comma-separated address blocks, e.g.
     /// 10.0.0.0/8,fd00::/8; the client is the rightmost forwarded address
@@ -442,6 +454,15 @@ fn parse_log_filter(raw: &str) -> Result<String, String> {
         .map_err(|e| {
             format!("RUST_LOG {raw:?} is not a log filter such as info or confab_server=debug: {e}")
         })
+}
+
+fn parse_max_group_members(raw: &str) -> Result<u64, String> {
+    match raw.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "CONFAB_MAX_GROUP_MEMBERS {raw:?} is not a whole number of at least 1"
+        )),
+    }
 }
 
 fn limit_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + Clone {

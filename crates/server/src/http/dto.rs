@@ -148,6 +148,18 @@ impl From<&ConversationView> for ConversationDto {
     }
 }
 
+// Schema only (nothing reads its fields): written by `wire::write_member`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct GroupMemberDto {
+    pub contact: ContactDto,
+    /// `owner`, `admin` or `member`.
+    #[schema(value_type = String)]
+    pub role: String,
+    /// When the contact joined the group (Unix seconds).
+    pub joined_at: i64,
+}
+
 // Schema only (nothing reads its fields): written by `wire`, with at most
 // `wire::GROUP_EMBEDDED_MEMBERS` contacts.
 #[allow(dead_code)]

@@ -140,10 +140,14 @@ mod tests {
             } else {
                 GroupRole::Member
             },
+            joined_at: Timestamp::from_secs(1),
         }
     }
 
-    fn group(members: u128) -> Group {
+    /// A group of `count` members that carries its first `first`
+    /// (joined in reverse id order: the embedded ones are the first to
+    /// join, whatever their ids).
+    fn group(first: u128, count: u64) -> Group {
         Group::new(GroupParts {
             id: GroupId::from_uuid(Uuid::from_u128(1 << 64)),
             name: GroupName::new("big".into()).expect("valid"),
@@ -151,18 +155,16 @@ mod tests {
             avatar_url: AvatarUrl::none(),
             created_by: ContactId::from_uuid(Uuid::from_u128(1)),
             created_at: Timestamp::from_secs(1),
-            members: (1..=members).map(member).collect(),
+            first_members: (1..=first).rev().map(member).collect(),
+            member_count: count,
+            owners: vec![ContactId::from_uuid(Uuid::from_u128(1))],
         })
         .expect("valid")
     }
 
     #[test]
     fn a_group_event_embeds_its_first_100_members_and_counts_them_all() {
-        // Joined in reverse id order: the embedded ones are the first to
-        // join, whatever their ids.
-        let mut big = group(2_000).into_parts();
-        big.members.reverse();
-        let big = Group::new(big).expect("valid");
+        let big = group(100, 2_000);
         let payload = WirePayloads.group(&big);
         let v: serde_json::Value = serde_json::from_str(&payload).expect("json");
         assert_eq!(v["member_count"], 2_000);
@@ -172,19 +174,17 @@ mod tests {
             .iter()
             .map(|c| c["id"].as_str().expect("id"))
             .collect();
-        let first: Vec<String> = big.members()[..100]
+        let first: Vec<String> = big
+            .first_members()
             .iter()
             .map(|m| m.contact.id().to_string())
             .collect();
         assert_eq!(embedded, first);
         // The size of a 100-member group's event, not of a 2,000-member one.
-        let mut first_hundred = big.clone().into_parts();
-        first_hundred.members.truncate(100);
-        let first_hundred = Group::new(first_hundred).expect("valid");
-        let hundred = WirePayloads.group(&first_hundred).len();
+        let hundred = WirePayloads.group(&group(100, 100)).len();
         assert!(payload.len() <= hundred + 16, "{} bytes", payload.len());
 
-        let small = WirePayloads.group(&group(3));
+        let small = WirePayloads.group(&group(3, 3));
         let v: serde_json::Value = serde_json::from_str(&small).expect("json");
         assert_eq!(v["member_count"], 3);
         assert_eq!(v["contacts"].as_array().map(Vec::len), Some(3));

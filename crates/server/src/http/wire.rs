@@ -17,7 +17,7 @@
 //! serde_json's escaping. The tests below hold each object to JSON built by
 //! hand from the same entity.
 
-use confab_domain::{Attachment, Contact, Group, Message, Paged, Reaction, Timestamp};
+use confab_domain::{Attachment, Contact, Group, GroupMember, Message, Paged, Reaction, Timestamp};
 use serde::{Serialize, Serializer as _};
 use uuid::Uuid;
 
@@ -179,14 +179,28 @@ pub fn write_group(out: &mut Vec<u8>, g: &Group) -> serde_json::Result<()> {
     out.extend_from_slice(br#","avatar_url":"#);
     string(out, g.avatar_url().as_str())?;
     out.extend_from_slice(br#","contacts":"#);
-    let embedded = &g.members()[..g.members().len().min(GROUP_EMBEDDED_MEMBERS)];
+    let first = g.first_members();
+    let embedded = &first[..first.len().min(GROUP_EMBEDDED_MEMBERS)];
     array(out, embedded, |out, member| {
         write_contact(out, &member.contact)
     })?;
     out.extend_from_slice(br#","member_count":"#);
-    serde_json::Serializer::new(&mut *out).serialize_u64(g.members().len() as u64)?;
+    serde_json::Serializer::new(&mut *out).serialize_u64(g.member_count())?;
     out.extend_from_slice(br#","created_at":"#);
     secs(out, g.created_at())?;
+    out.push(b'}');
+    Ok(())
+}
+
+/// A group member as `GET /v1/groups/{id}/members` lists it:
+/// `{"contact", "role", "joined_at"}`.
+pub fn write_member(out: &mut Vec<u8>, m: &GroupMember) -> serde_json::Result<()> {
+    out.extend_from_slice(br#"{"contact":"#);
+    write_contact(out, &m.contact)?;
+    out.extend_from_slice(br#","role":"#);
+    string(out, m.role.as_str())?;
+    out.extend_from_slice(br#","joined_at":"#);
+    secs(out, m.joined_at)?;
     out.push(b'}');
     Ok(())
 }
@@ -321,9 +335,9 @@ mod tests {
             "name": g.name().as_str(),
             "description": g.description().as_str(),
             "avatar_url": g.avatar_url().as_str(),
-            "contacts": g.members().iter().take(100).map(|m| contact_json(&m.contact))
+            "contacts": g.first_members().iter().take(100).map(|m| contact_json(&m.contact))
                 .collect::<Vec<_>>(),
-            "member_count": g.members().len(),
+            "member_count": g.member_count(),
             "created_at": g.created_at().secs(),
         })
     }
@@ -440,8 +454,10 @@ mod tests {
                 "a valid group",
                 |(id, name, description, someone, size, made)| {
                     // Members who differ by id, joined in reverse id order.
+                    // A group carries its first 100; it counts them all.
                     let members = (0..size)
                         .rev()
+                        .take(confab_domain::FIRST_MEMBERS)
                         .map(|n| GroupMember {
                             contact: Contact::new(ContactParts {
                                 id: ContactId::from_uuid(Uuid::from_u128(n)),
@@ -449,6 +465,7 @@ mod tests {
                             })
                             .expect("valid"),
                             role: GroupRole::Member,
+                            joined_at: Timestamp::from_secs(0),
                         })
                         .collect();
                     Group::new(GroupParts {
@@ -458,7 +475,9 @@ mod tests {
                         avatar_url: AvatarUrl::none(),
                         created_by: ContactId::from_uuid(Uuid::from_u128(1)),
                         created_at: Timestamp::from_micros(made),
-                        members,
+                        first_members: members,
+                        member_count: size as u64,
+                        owners: Vec::new(),
                     })
                     .ok()
                 },

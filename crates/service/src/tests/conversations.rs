@@ -141,18 +141,22 @@ async fn a_plain_member_may_not_delete_someone_elses_group_conversation() {
         .expect_conversation_for()
         .returning(move |_, _| Ok(Some(v.clone())));
     let g = Group::new(GroupParts {
-        members: vec![
+        member_count: 3,
+        first_members: vec![
             GroupMember {
                 contact: alice(),
                 role: GroupRole::Owner,
+                joined_at: Timestamp::from_secs(NOW - 1000),
             },
             GroupMember {
                 contact: bob(),
                 role: GroupRole::Member,
+                joined_at: Timestamp::from_secs(NOW - 1000),
             },
             GroupMember {
                 contact: carol.clone(),
                 role: GroupRole::Member,
+                joined_at: Timestamp::from_secs(NOW - 1000),
             },
         ],
         ..group_with(&alice(), &bob()).into_parts()

@@ -204,14 +204,18 @@ fn group_with(owner: &Contact, member: &Contact) -> Group {
         avatar_url: AvatarUrl::none(),
         created_by: owner.id(),
         created_at: Timestamp::from_secs(NOW - 1000),
-        members: vec![
+        member_count: 2,
+        owners: vec![owner.id()],
+        first_members: vec![
             GroupMember {
                 contact: owner.clone(),
                 role: GroupRole::Owner,
+                joined_at: Timestamp::from_secs(NOW - 1000),
             },
             GroupMember {
                 contact: member.clone(),
                 role: GroupRole::Member,
+                joined_at: Timestamp::from_secs(NOW - 1000),
             },
         ],
     })

@@ -5,8 +5,8 @@
 use async_trait::async_trait;
 use confab_domain::{
     Contact, ContactId, ContactProfilePatch, Conversation, ConversationId, ConversationView, Group,
-    GroupId, MemberStatePatch, Message, MessageId, Page, Paged, PinnedMessageChange, ReactionName,
-    Timestamp,
+    GroupId, GroupMember, MemberStatePatch, Message, MessageId, Page, Paged, PinnedMessageChange,
+    ReactionName, Timestamp,
 };
 use confab_ports::{
     ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter, ConversationStore,
@@ -310,6 +310,15 @@ impl GroupStore for Store {
         page: Page<GroupId>,
     ) -> Result<Paged<Group>, StoreError> {
         query(self, move |c| q::list_groups(c, viewer, page)).await
+    }
+
+    async fn group_members(
+        &self,
+        viewer: ContactId,
+        id: GroupId,
+        page: Page<ContactId>,
+    ) -> Result<Option<Paged<GroupMember>>, StoreError> {
+        query(self, move |c| q::group_members_page(c, viewer, id, page)).await
     }
 
     async fn update_group(

@@ -6,8 +6,10 @@ use confab_domain::{
     MemberStatePatch, Page, Paged, PinnedMessageChange, Rule, Timestamp,
 };
 use confab_ports::{Completion, ConversationFilter, Outbox};
-use diesel::dsl::exists;
+use diesel::dsl::{exists, sql};
 use diesel::prelude::*;
+use diesel::sql_types::BigInt;
+use diesel::upsert::excluded;
 
 use super::idempotency::complete;
 use super::membership::{contact_exists, is_member};
@@ -19,9 +21,11 @@ use confab_store_sql::id::IdSql;
 use confab_store_sql::queries::membership::{conversation_list, visible_to};
 use confab_store_sql::queries::paging::{fetch_size, finish_page, seek, Seek};
 use confab_store_sql::queries::{distinct_except, not_found};
-use confab_store_sql::rows::{ConversationRow, DbKey, StateChangeset, StateRow};
+use confab_store_sql::rows::{
+    member_state, unread_sql, ConversationRow, DbKey, StateChangeset, StateRow,
+};
 use confab_store_sql::schema::{
-    contacts, conversation_states, conversations, group_members, groups, messages,
+    contacts, conversation_states, conversations, group_members, groups, message_gaps, messages,
 };
 use confab_store_sql::SqlBackend as _;
 
@@ -29,12 +33,19 @@ fn to_view(
     viewer: ContactId,
     row: ConversationRow,
     state: Option<StateRow>,
+    unread: i64,
 ) -> Result<ConversationView> {
     Ok(ConversationView {
         conversation: Conversation::try_from(row)?,
         viewer,
-        state: state.map(MemberState::from).unwrap_or_default(),
+        state: member_state(state, unread),
     })
+}
+
+/// The unread count ([`unread_sql`]) in a diesel query over
+/// `conversations` left-joined with a member's `conversation_states`.
+fn unread() -> diesel::expression::SqlLiteral<BigInt> {
+    sql::<BigInt>(&unread_sql("conversations", "conversation_states"))
 }
 
 pub(crate) fn create_conversation(
@@ -131,12 +142,33 @@ fn member_views(conn: &mut Conn, conversation: &Conversation) -> Result<Vec<Conv
         (None, None) => return Ok(Vec::new()),
     };
     let rows: Vec<(DbId, Option<StateRow>)> = q.load(conn)?;
+    // Each member's unread count (as `unread_sql` works it out), from
+    // the conversation's numbers and its gaps, read once.
+    let (last, deleted): (i64, i64) = conversations::table
+        .find(c)
+        .select((conversations::message_seq, conversations::deleted_count))
+        .first(conn)?;
+    let gaps: Vec<(i64, DbId)> = if deleted == 0 {
+        Vec::new()
+    } else {
+        message_gaps::table
+            .filter(message_gaps::conversation_id.eq(c))
+            .select((message_gaps::seq, message_gaps::sender_id))
+            .load(conn)?
+    };
     Ok(rows
         .into_iter()
-        .map(|(member, state)| ConversationView {
-            conversation: conversation.clone(),
-            viewer: confab_store_sql::rows::contact_id(member),
-            state: state.map(MemberState::from).unwrap_or_default(),
+        .map(|(member, state)| {
+            let (read, own) = state.as_ref().map_or((0, 0), |s| (s.read_seq, s.own_after));
+            let others_gone = gaps
+                .iter()
+                .filter(|(seq, sender)| *seq > read && *sender != member)
+                .count() as i64;
+            ConversationView {
+                conversation: conversation.clone(),
+                viewer: confab_store_sql::rows::contact_id(member),
+                state: member_state(state, last - read - own - others_gone),
+            }
         })
         .collect())
 }
@@ -146,16 +178,18 @@ pub(crate) fn conversation_for(
     viewer: ContactId,
     id: ConversationId,
 ) -> Result<Option<ConversationView>> {
-    let row: Option<(ConversationRow, Option<StateRow>)> =
+    let row: Option<(ConversationRow, Option<StateRow>, i64)> =
         conversation_list!(viewer.db(), &ConversationFilter::default())
             .filter(conversations::id.eq(id.db()))
             .select((
                 ConversationRow::as_select(),
                 Option::<StateRow>::as_select(),
+                unread(),
             ))
             .first(conn)
             .optional()?;
-    row.map(|(c, s)| to_view(viewer, c, s)).transpose()
+    row.map(|(c, s, unread)| to_view(viewer, c, s, unread))
+        .transpose()
 }
 
 pub(crate) fn list_conversations(
@@ -178,7 +212,7 @@ pub(crate) fn list_conversations(
     let (rows, has_more) = finish_page(rows, limit, backwards);
     let items = rows
         .into_iter()
-        .map(|(c, s)| to_view(viewer, c, s))
+        .map(|(c, s, unread)| to_view(viewer, c, s, unread))
         .collect::<Result<Vec<_>>>()?;
     Ok(Paged { items, has_more })
 }
@@ -200,7 +234,7 @@ fn inbox_page(
     filter: &ConversationFilter,
     seek: Seek<(i64, DbId)>,
     fetch: i64,
-) -> Result<Vec<(ConversationRow, Option<StateRow>)>> {
+) -> Result<Vec<(ConversationRow, Option<StateRow>, i64)>> {
     use confab_store_sql::raw::{Bind, Sql};
     use confab_store_sql::rows::InboxRow;
 
@@ -254,7 +288,7 @@ fn inbox_page(
         let g = sql.id(group.db());
         cond.push_str(&format!(" AND c.group_id = {g}"));
     }
-    let columns = InboxRow::COLUMNS;
+    let columns = InboxRow::columns();
     // The viewer's state row, looked up by its key for each
     // conversation read. PostgreSQL's generic plan would rather
     // read all of the viewer's state rows and filter them for each
@@ -338,8 +372,16 @@ pub(crate) fn open_conversation(
         last_opened_at: Some(at),
         ..MemberState::default()
     };
+    // Read up to the conversation's last message: its number now.
+    let read_seq: i64 = conversations::table
+        .find(c)
+        .select(conversations::message_seq)
+        .first(conn)?;
     diesel::insert_into(conversation_states::table)
-        .values(&StateRow::new(c, v, opened))
+        .values(&StateRow {
+            read_seq,
+            ..StateRow::new(c, v, opened)
+        })
         .on_conflict((
             conversation_states::conversation_id,
             conversation_states::contact_id,
@@ -347,7 +389,8 @@ pub(crate) fn open_conversation(
         .do_update()
         .set((
             conversation_states::last_opened_at.eq(Some(at.micros())),
-            conversation_states::unread_count.eq(0),
+            conversation_states::read_seq.eq(excluded(conversation_states::read_seq)),
+            conversation_states::own_after.eq(0),
         ))
         .execute(conn)?;
     let marked: Vec<DbId> = diesel::update(

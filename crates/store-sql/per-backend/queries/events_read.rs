@@ -15,14 +15,16 @@ use confab_ports::{EventWithRecipients, FanOutBatch, FanOutLimits, StoredEvent};
 use diesel::connection::DefaultLoadingMode;
 use diesel::dsl::sql;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable};
+use diesel::sql_types::{BigInt, Nullable, Text};
 
-use super::{Backend, Conn, Result};
+use super::{Backend, Conn, Db, Result};
 use confab_store_sql::error::inconsistent;
-use confab_store_sql::id::DbId;
+use confab_store_sql::id::{DbId, IdSql};
 use confab_store_sql::queries::events_read::{prefix_within, size, OWNERS_PER_QUERY};
 use confab_store_sql::rows::{contact_id, ts, DbKey};
-use confab_store_sql::schema::{event_recipients, events, tokens};
+use confab_store_sql::schema::{
+    event_groups, event_recipients, events, group_member_spans, group_members, tokens,
+};
 use confab_store_sql::SqlBackend;
 
 /// The positions below this are readable (see the module docs).
@@ -64,31 +66,114 @@ pub(crate) fn event_start(conn: &mut Conn) -> Result<i64> {
     )
 }
 
+/// A row of [`events_for`]'s statement.
+#[derive(QueryableByName)]
+struct ForRow {
+    #[diesel(sql_type = IdSql)]
+    id: DbId,
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = BigInt)]
+    created_at: i64,
+    #[diesel(sql_type = BigInt)]
+    position: i64,
+    #[diesel(sql_type = Nullable<Text>)]
+    own: Option<String>,
+    #[diesel(sql_type = Text)]
+    payload: String,
+}
+
+/// A recipient's events after `after`, oldest first: their own
+/// recipient rows, and the events of their groups read by group
+/// (`event_groups`, migration `big_groups`): of each group they
+/// belong to, from the position they joined at, and of each
+/// membership that ended, within its span. Each arm is an index range
+/// cut to `limit`; an event that reaches the recipient twice (as a
+/// contact and through a group) is listed once, with its own payload
+/// when it has one.
 pub(crate) fn events_for(
     conn: &mut Conn,
     recipient: ContactId,
     after: i64,
     limit: u32,
 ) -> Result<Vec<StoredEvent>> {
-    let rows: Vec<(DbId, String, i64, i64, Option<String>, String)> = event_recipients::table
-        .inner_join(events::table)
-        .filter(event_recipients::contact_id.eq(recipient.db()))
-        .filter(event_recipients::position.gt(after))
-        .filter(event_recipients::position.lt(horizon()))
-        .order(event_recipients::position.asc())
-        .limit(i64::from(limit))
-        .select((
-            events::id,
-            events::kind,
-            events::created_at,
-            event_recipients::position,
-            event_recipients::payload,
-            events::payload,
-        ))
-        .load(conn)?;
-    rows.into_iter()
-        .map(|(id, kind, at, position, own, shared)| {
-            stored(id, &kind, at, position, own.unwrap_or(shared))
+    use confab_store_sql::raw::{Bind, Sql};
+
+    let horizon = <Backend as SqlBackend>::EVENT_HORIZON_SQL;
+    let mut sql = Sql::default();
+    let me = sql.id(recipient.db());
+    let after = sql.bind(Bind::Int(after));
+    let n = sql.bind(Bind::Int(i64::from(limit)));
+    let own = format!(
+        "SELECT r.position, r.payload AS own FROM event_recipients r \
+         WHERE r.contact_id = {me} AND r.position > {after} AND r.position < {horizon} \
+         ORDER BY r.position LIMIT {n}"
+    );
+    let of_group = |g: &str, from: &str, until: Option<&str>| {
+        let until = until
+            .map(|u| format!(" AND eg.position < {u}"))
+            .unwrap_or_default();
+        format!(
+            "SELECT eg.position, CAST(NULL AS TEXT) AS own FROM event_groups eg \
+             WHERE eg.group_id = {g} AND eg.position > {after} AND eg.position >= {from}{until} \
+                 AND eg.position < {horizon} \
+             ORDER BY eg.position LIMIT {n}"
+        )
+    };
+    let (groups, spans) = if Backend::LATERAL {
+        (
+            format!(
+                "SELECT x.* FROM group_members gm CROSS JOIN LATERAL ({}) x \
+                 WHERE gm.contact_id = {me}",
+                of_group("gm.group_id", "gm.from_position", None)
+            ),
+            format!(
+                "SELECT x.* FROM group_member_spans sp CROSS JOIN LATERAL ({}) x \
+                 WHERE sp.contact_id = {me} AND sp.until_position > {after}",
+                of_group("sp.group_id", "sp.from_position", Some("sp.until_position"))
+            ),
+        )
+    } else {
+        (
+            format!(
+                "SELECT eg.position, CAST(NULL AS TEXT) AS own \
+                 FROM group_members gm CROSS JOIN event_groups eg ON eg.group_id = gm.group_id \
+                 WHERE gm.contact_id = {me} AND eg.position > {after} \
+                     AND eg.position >= gm.from_position AND eg.position < {horizon} \
+                 ORDER BY eg.position LIMIT {n}"
+            ),
+            format!(
+                "SELECT eg.position, CAST(NULL AS TEXT) AS own \
+                 FROM group_member_spans sp CROSS JOIN event_groups eg ON eg.group_id = sp.group_id \
+                 WHERE sp.contact_id = {me} AND sp.until_position > {after} \
+                     AND eg.position > {after} AND eg.position >= sp.from_position \
+                     AND eg.position < sp.until_position AND eg.position < {horizon} \
+                 ORDER BY eg.position LIMIT {n}"
+            ),
+        )
+    };
+    sql.push(&format!(
+        "SELECT e.id, e.type AS kind, e.created_at, e.position, u.own, e.payload \
+         FROM ( \
+             SELECT position, MIN(own) AS own FROM ( \
+                 SELECT * FROM ({own}) AS a \
+                 UNION ALL SELECT * FROM ({groups}) AS b \
+                 UNION ALL SELECT * FROM ({spans}) AS c \
+             ) AS arms GROUP BY position ORDER BY position LIMIT {n} \
+         ) AS u JOIN events e ON e.position = u.position \
+         ORDER BY e.position"
+    ));
+    sql.query::<Db>()
+        .load::<ForRow>(conn)?
+        .into_iter()
+        .map(|r| {
+            stored(
+                r.id,
+                &r.kind,
+                r.created_at,
+                r.position,
+                r.own.unwrap_or(r.payload),
+            )
         })
         .collect()
 }
@@ -214,6 +299,16 @@ pub(crate) fn recent_events(
     }
     let last = heads[cut - 1].0;
     kept.retain(|k| k.0 <= last);
+    // The events read by group reach the members in `to` (their rows
+    // carry no payload of their own): merged in position order, each
+    // recipient of an event once.
+    let by_group = group_recipients(conn, first, last, to)?;
+    if !by_group.is_empty() {
+        kept.extend(by_group.into_iter().map(|(p, who)| (p, who, None)));
+        // One with an own payload first, so that it is the one kept.
+        kept.sort_by_key(|k| (k.0, k.1, k.2.is_none()));
+        kept.dedup_by(|later, kept| later.0 == kept.0 && later.1 == kept.1);
+    }
 
     let rows: Vec<(DbId, String, i64, i64, String)> = events::table
         .filter(events::position.between(first, last))
@@ -273,6 +368,83 @@ pub(crate) fn recent_events(
     Ok(FanOutBatch { events: out, more })
 }
 
+/// The recipients in `to` of the events read by group at positions
+/// `first..=last` (`event_groups`): the members of each event's group
+/// who joined at or before it, and those whose membership ended after
+/// it (their spans). What it reads grows with the events and with the
+/// members in `to` (a statement per [`OWNERS_PER_QUERY`] of them, by
+/// their keys), never with the groups' sizes.
+fn group_recipients(
+    conn: &mut Conn,
+    first: i64,
+    last: i64,
+    to: &HashSet<ContactId>,
+) -> Result<Vec<(i64, ContactId)>> {
+    if to.is_empty() {
+        return Ok(Vec::new());
+    }
+    let events: Vec<(i64, DbId)> = event_groups::table
+        .filter(event_groups::position.between(first, last))
+        .order(event_groups::position.asc())
+        .select((event_groups::position, event_groups::group_id))
+        .load(conn)?;
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut groups: Vec<DbId> = events.iter().map(|e| e.1).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    // Each group's members in `to`: (from, until) of each stay.
+    let mut stays: HashMap<DbId, Vec<(ContactId, i64, i64)>> = HashMap::new();
+    let wanted: Vec<DbId> = to.iter().map(DbKey::db).collect();
+    for chunk in wanted.chunks(OWNERS_PER_QUERY) {
+        let members: Vec<(DbId, DbId, i64)> = group_members::table
+            .filter(group_members::group_id.eq_any(&groups))
+            .filter(group_members::contact_id.eq_any(chunk))
+            .select((
+                group_members::group_id,
+                group_members::contact_id,
+                group_members::from_position,
+            ))
+            .load(conn)?;
+        for (g, who, from) in members {
+            stays
+                .entry(g)
+                .or_default()
+                .push((contact_id(who), from, i64::MAX));
+        }
+        let spans: Vec<(DbId, DbId, i64, i64)> = group_member_spans::table
+            .filter(group_member_spans::contact_id.eq_any(chunk))
+            .filter(group_member_spans::group_id.eq_any(&groups))
+            .filter(group_member_spans::until_position.gt(first))
+            .select((
+                group_member_spans::group_id,
+                group_member_spans::contact_id,
+                group_member_spans::from_position,
+                group_member_spans::until_position,
+            ))
+            .load(conn)?;
+        for (g, who, from, until) in spans {
+            stays
+                .entry(g)
+                .or_default()
+                .push((contact_id(who), from, until));
+        }
+    }
+    let mut out = Vec::new();
+    for (position, g) in events {
+        if let Some(members) = stays.get(&g) {
+            out.extend(
+                members
+                    .iter()
+                    .filter(|(_, from, until)| *from <= position && position < *until)
+                    .map(|(who, _, _)| (position, *who)),
+            );
+        }
+    }
+    Ok(out)
+}
+
 pub(crate) fn live_token_hashes(
     conn: &mut Conn,
     hashes: Vec<String>,
@@ -318,6 +490,16 @@ pub(crate) fn prune_events(conn: &mut Conn, before: Timestamp, batch: u32) -> Re
     // PostgreSQL: it cost every recipient row a lookup).
     diesel::delete(event_recipients::table.filter(event_recipients::position.eq_any(&doomed)))
         .execute(conn)?;
+    diesel::delete(event_groups::table.filter(event_groups::position.eq_any(&doomed)))
+        .execute(conn)?;
     let n = diesel::delete(events::table.filter(events::position.eq_any(&doomed))).execute(conn)?;
+    // Ended memberships whose span lies wholly before the events kept
+    // have nothing left to show (by the index on `until_position`).
+    let oldest_kept: Option<i64> = events::table
+        .select(diesel::dsl::min(events::position))
+        .first(conn)?;
+    let spans = group_member_spans::table
+        .filter(group_member_spans::until_position.le(oldest_kept.unwrap_or(i64::MAX)));
+    diesel::delete(spans).execute(conn)?;
     Ok(n as u64)
 }

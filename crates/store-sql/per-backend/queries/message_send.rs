@@ -1,5 +1,5 @@
 //! Sending a message: the message and its attachments written, the
-//! conversation's activity and its members' unread counts moved, its
+//! conversation's number and activity moved and the sender's own count, its
 //! event and (with a key) its kept answer, in one transaction; on
 //! PostgreSQL one data-modifying statement.
 
@@ -70,8 +70,10 @@ pub(crate) fn lone_message_created<'o>(
 }
 
 /// A send's first write, as raw SQL (kept prepared, `confab_store_sql::raw`):
-/// the conversation's activity moves forward to `at` (of two racing
-/// sends, the later message wins), only where the sender `s` is a
+/// the conversation numbers one more message (`message_seq`: the new
+/// message's number, migration `big_groups`) and its activity moves
+/// forward to `at` (of two racing sends, the later message wins), only
+/// where the sender `s` is a
 /// member (membership as `visible_to!` states it), so that a member
 /// removed a moment before cannot post. First, so that senders to
 /// one conversation queue on its row lock. `c`, `s`, `at` are
@@ -80,6 +82,7 @@ fn advance_conversation(c: &str, s: &str, at: &str) -> String {
     let forward = format!("(last_active_at IS NULL OR last_active_at < {at})");
     format!(
         "UPDATE conversations SET \
+             message_seq = message_seq + 1, \
              last_active_at = CASE WHEN {forward} THEN {at} ELSE last_active_at END, \
              activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
          WHERE id = {c} AND {}",
@@ -87,12 +90,19 @@ fn advance_conversation(c: &str, s: &str, at: &str) -> String {
     )
 }
 
-/// One more unread message in conversation `c` for every member but
-/// the sender `s` (markers of a `confab_store_sql::raw::Sql`).
-fn count_unread(c: &str, s: &str) -> String {
+/// The sender's own state row counts one more message of theirs after
+/// where they read up to (`own_after`), created when absent: every
+/// other member's unread count grows by the conversation's number
+/// alone, so a send writes this one state row whatever the number of
+/// members (migration `big_groups`). `c`, `s` are markers of a
+/// `confab_store_sql::raw::Sql`; `from` the rows to insert from.
+fn count_own(c: &str, s: &str, from: &str) -> String {
     format!(
-        "UPDATE conversation_states SET unread_count = unread_count + 1 \
-         WHERE conversation_id = {c} AND contact_id <> {s}"
+        "INSERT INTO conversation_states \
+             (conversation_id, contact_id, is_pinned, is_muted, read_seq, own_after) \
+         SELECT {c}, {s}, FALSE, FALSE, 0, 1 {from} \
+         ON CONFLICT (conversation_id, contact_id) \
+         DO UPDATE SET own_after = conversation_states.own_after + 1"
     )
 }
 
@@ -202,7 +212,7 @@ fn append_text(attachments: usize, completion: bool) -> String {
 
     let (c, s, at, m, body) = (marker(0), marker(1), marker(2), marker(3), marker(4));
     let mut text = format!(
-        "WITH conv AS ({} RETURNING id, creator_id, peer_id, group_id)",
+        "WITH conv AS ({} RETURNING id, creator_id, peer_id, group_id, message_seq)",
         advance_conversation(&c, &s, &at)
     );
     // The message's audience (the feed's index ranges) from the
@@ -210,9 +220,9 @@ fn append_text(attachments: usize, completion: bool) -> String {
     text.push_str(&format!(
         ", msg AS ( \
              INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at, \
-                 direct_creator_id, direct_peer_id, group_id) \
+                 direct_creator_id, direct_peer_id, group_id, seq) \
              SELECT {m}, id, {s}, {body}, NULL, {at}, NULL, \
-                 CASE WHEN group_id IS NULL THEN creator_id END, peer_id, group_id \
+                 CASE WHEN group_id IS NULL THEN creator_id END, peer_id, group_id, message_seq \
              FROM conv RETURNING id \
          )"
     ));
@@ -235,13 +245,16 @@ fn append_text(attachments: usize, completion: bool) -> String {
             rows.join(", ")
         ));
     }
-    // One more unread message for every other member.
+    // One more message of the sender's own (the others' unread counts
+    // follow from the conversation's number).
     text.push_str(&format!(
-        ", unread AS ({} AND EXISTS (SELECT 1 FROM msg) RETURNING 1)",
-        count_unread(&c, &s)
+        ", own AS ({} RETURNING 1)",
+        count_own(&c, &s, "FROM msg")
     ));
-    // The event and its recipients (the outbox's rows, `outbox.rs`):
-    // the conversation's members, from the row the update returned.
+    // The event and its audience (the outbox's rows, `outbox.rs`),
+    // from the row the update returned: a direct conversation's two
+    // members get a recipient row each, a group conversation's group
+    // one `event_groups` row (its members read it by group).
     // The event is about the message, of the conversation (what a
     // deletion finds it by: `outbox::scrub`).
     let position = Backend::event_position(0).unwrap_or_default();
@@ -260,8 +273,12 @@ fn append_text(attachments: usize, completion: bool) -> String {
              FROM ev CROSS JOIN ( \
                  SELECT creator_id AS contact_id FROM conv WHERE group_id IS NULL \
                  UNION SELECT peer_id FROM conv WHERE group_id IS NULL AND peer_id IS NOT NULL \
-                 UNION SELECT g.contact_id FROM conv JOIN group_members g ON g.group_id = conv.group_id \
              ) m \
+             RETURNING 1 \
+         ), grp AS ( \
+             INSERT INTO event_groups (group_id, position, event_id) \
+             SELECT conv.group_id, ev.position, ev.id \
+             FROM ev CROSS JOIN conv WHERE conv.group_id IS NOT NULL \
              RETURNING 1 \
          )"
     ));
@@ -284,7 +301,9 @@ fn append_text(attachments: usize, completion: bool) -> String {
     // Last, once every write is done (its rows counted, so its
     // row locks waited for): whether the statement may commit
     // (`confab_settle_send`, migration `send_settles_itself`).
-    let mut written = String::from("(SELECT COUNT(*) FROM unread) + (SELECT COUNT(*) FROM rcp)");
+    let mut written = String::from(
+        "(SELECT COUNT(*) FROM own) + (SELECT COUNT(*) FROM rcp) + (SELECT COUNT(*) FROM grp)",
+    );
     if attachments > 0 {
         written.push_str(" + (SELECT COUNT(*) FROM att)");
     }
@@ -363,6 +382,7 @@ fn insert_from_conversation(
             case_when::<_, _, IdSql>(conversations::group_id.is_null(), conversations::creator_id),
             conversations::peer_id,
             conversations::group_id,
+            conversations::message_seq,
         ));
     diesel::insert_into(messages::table)
         .values(source)
@@ -377,6 +397,7 @@ fn insert_from_conversation(
             messages::direct_creator_id,
             messages::direct_peer_id,
             messages::group_id,
+            messages::seq,
         ))
         .execute(conn)?;
     Ok(())
@@ -416,10 +437,10 @@ pub(crate) fn append_message(
     let id = written.id().db();
     insert_from_conversation(conn, id, c, sender, written.text().as_str(), at)?;
     insert_attachments(conn, id, 0, written.attachments())?;
-    // One more unread message for every other member.
+    // One more message of the sender's own.
     let mut sql = confab_store_sql::raw::Sql::default();
     let (cm, sm) = (sql.id(c), sql.id(sender));
-    sql.push(&count_unread(&cm, &sm));
+    sql.push(&count_own(&cm, &sm, "WHERE TRUE"));
     sql.query::<Db>().execute(conn)?;
     outbox::write(
         conn,

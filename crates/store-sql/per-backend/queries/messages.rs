@@ -15,7 +15,7 @@ use confab_store_sql::queries::paging::{fetch_size, finish_page, travel_order, t
 use confab_store_sql::rows::{
     message_with, relation_columns, ContactRow, DbKey, JsonColumn, MessageRow,
 };
-use confab_store_sql::schema::{contacts, conversation_states, conversations, messages};
+use confab_store_sql::schema::{contacts, conversations, message_gaps, messages};
 use confab_store_sql::visible_to;
 use confab_store_sql::SqlBackend as _;
 
@@ -384,21 +384,22 @@ pub(crate) fn delete_message(
     outbox::write(conn, outbox, &Written::default())?;
     // Reactions and attachments cascade; a conversation that pinned it gets
     // NULL (ON DELETE SET NULL).
-    diesel::delete(messages::table.find(m.id)).execute(conn)?;
-    // Taken back from the other members who had not read it yet.
-    diesel::update(
-        conversation_states::table
-            .filter(conversation_states::conversation_id.eq(m.conversation_id))
-            .filter(conversation_states::contact_id.ne(m.sender_id))
-            .filter(conversation_states::unread_count.gt(0))
-            .filter(
-                conversation_states::last_opened_at
-                    .is_null()
-                    .or(conversation_states::last_opened_at.lt(m.created_at)),
-            ),
-    )
-    .set(conversation_states::unread_count.eq(conversation_states::unread_count - 1))
-    .execute(conn)?;
+    let seq: i64 = diesel::delete(messages::table.find(m.id))
+        .returning(messages::seq)
+        .get_result(conn)?;
+    // It leaves a gap in its conversation's numbers: the members who
+    // had not read it count one unread message less (migration
+    // `big_groups`), with two rows written whatever their number.
+    diesel::insert_into(message_gaps::table)
+        .values((
+            message_gaps::conversation_id.eq(m.conversation_id),
+            message_gaps::seq.eq(seq),
+            message_gaps::sender_id.eq(m.sender_id),
+        ))
+        .execute(conn)?;
+    diesel::update(conversations::table.find(m.conversation_id))
+        .set(conversations::deleted_count.eq(conversations::deleted_count + 1))
+        .execute(conn)?;
     Ok(())
 }
 

@@ -2,12 +2,15 @@
 //! inside its own transaction, so that a committed change has its events and
 //! a rolled-back one has none.
 //!
-//! A write's events cost two statements whatever their number: one `INSERT
+//! A write's events cost a few statements whatever their number: one `INSERT
 //! INTO events ... RETURNING` (the positions: PostgreSQL's from the
 //! transaction id, SQLite's `AUTOINCREMENT`), and one `INSERT INTO
-//! event_recipients ... SELECT` that resolves every audience in the
-//! database (a `UNION ALL` arm per audience), with the per-recipient
-//! payloads (each member's own view of a conversation) as a `VALUES` arm.
+//! event_recipients ... SELECT` that resolves every audience's contacts in
+//! the database (a `UNION ALL` arm per audience), with the per-recipient
+//! payloads (each member's own view of a conversation) as a `VALUES` arm,
+//! and one `INSERT INTO event_groups ... SELECT` for the audiences that
+//! are a group's members: one row per group, read by its members (fan-out
+//! on read: a send into a group of 10,000 writes one row, not 10,000).
 //! Both are raw SQL (`crate::raw`, kept prepared when small): their shape
 //! depends on the audiences, and a statement per audience or per recipient
 //! is what this avoids.
@@ -245,54 +248,69 @@ fn insert_events(conn: &mut Conn, events: &[(&Event, &str, About)]) -> Result<Ha
     Ok(placed)
 }
 
-/// The members of `audience`, as a subquery of one column,
-/// `contact_id`, without duplicates.
-fn members(sql: &mut Sql, audience: &Audience) -> String {
+/// Who an audience is, as up to two subqueries: the contacts who get a
+/// recipient row each (one column, `contact_id`, without duplicates),
+/// and the groups whose members read the event by group (one column,
+/// `group_id`: one `event_groups` row each, whatever the group's size;
+/// fan-out on read, migration `big_groups`). A group's members see its
+/// events from the position they joined at; members a change removes
+/// see that change's events through the span their writer records
+/// after them (`queries/groups.rs`), so an audience's `also` needs no
+/// rows of its own. This is the first: the contacts of `audience` who
+/// get a recipient row each.
+fn contacts_of(sql: &mut Sql, audience: &Audience) -> Option<String> {
     match audience {
         Audience::Contact(c) => {
             let c = sql.id(c.db());
-            format!("SELECT {c} AS contact_id")
+            Some(format!("SELECT {c} AS contact_id"))
         }
-        // Both of a direct conversation, the group's members of a
-        // group one.
+        // Both of a direct conversation (a group one's are its group's).
         Audience::ConversationMembers(c) => {
             let c = sql.id(c.db());
-            format!(
+            Some(format!(
                 "SELECT creator_id AS contact_id FROM conversations \
                      WHERE id = {c} AND group_id IS NULL \
                  UNION SELECT peer_id FROM conversations \
-                     WHERE id = {c} AND group_id IS NULL AND peer_id IS NOT NULL \
-                 UNION SELECT g.contact_id FROM conversations c \
-                     JOIN group_members g ON g.group_id = c.group_id WHERE c.id = {c}"
-            )
+                     WHERE id = {c} AND group_id IS NULL AND peer_id IS NOT NULL"
+            ))
         }
-        Audience::GroupMembers { group, also } => {
-            let g = sql.id(group.db());
-            let mut s = format!("SELECT contact_id FROM group_members WHERE group_id = {g}");
-            if !also.is_empty() {
-                let ids: Vec<String> = also.iter().map(|c| sql.id(c.db())).collect();
-                s.push_str(&format!(
-                    " UNION SELECT id FROM contacts WHERE id IN ({})",
-                    ids.join(", ")
-                ));
-            }
-            s
-        }
-        // The contact, the peers of its direct conversations, and the
-        // members of its groups that have a conversation.
+        Audience::GroupMembers { .. } => None,
+        // The contact and the peers of its direct conversations.
         Audience::ContactCircle(c) => {
             let c = sql.id(c.db());
-            format!(
+            Some(format!(
                 "SELECT {c} AS contact_id \
                  UNION SELECT peer_id FROM conversations \
                      WHERE creator_id = {c} AND group_id IS NULL AND peer_id IS NOT NULL \
                  UNION SELECT creator_id FROM conversations \
-                     WHERE peer_id = {c} AND group_id IS NULL \
-                 UNION SELECT o.contact_id FROM group_members me \
-                     JOIN group_members o ON o.group_id = me.group_id \
-                     WHERE me.contact_id = {c} AND EXISTS ( \
-                         SELECT 1 FROM conversations x WHERE x.group_id = me.group_id)"
-            )
+                     WHERE peer_id = {c} AND group_id IS NULL"
+            ))
+        }
+    }
+}
+
+/// The groups of `audience` whose members read the event by group.
+fn groups_of(sql: &mut Sql, audience: &Audience) -> Option<String> {
+    match audience {
+        Audience::Contact(_) => None,
+        Audience::ConversationMembers(c) => {
+            let c = sql.id(c.db());
+            Some(format!(
+                "SELECT group_id FROM conversations WHERE id = {c} AND group_id IS NOT NULL"
+            ))
+        }
+        Audience::GroupMembers { group, also: _ } => {
+            let g = sql.id(group.db());
+            Some(format!("SELECT {g} AS group_id"))
+        }
+        // Its groups that have a conversation.
+        Audience::ContactCircle(c) => {
+            let c = sql.id(c.db());
+            Some(format!(
+                "SELECT me.group_id FROM group_members me \
+                 WHERE me.contact_id = {c} AND EXISTS ( \
+                     SELECT 1 FROM conversations x WHERE x.group_id = me.group_id)"
+            ))
         }
     }
 }
@@ -333,26 +351,42 @@ fn insert_recipients(
     }
 
     let mut arms: Vec<String> = Vec::new();
+    let mut group_arms: Vec<String> = Vec::new();
     let mut sql = Sql::default();
+    let mut group_sql = Sql::default();
     for (audience, list) in by_audience {
-        let m = members(&mut sql, audience);
         let mut positions: Vec<i64> = list.iter().map(|(_, p)| *p).collect();
         positions.sort_unstable();
         let (lo, hi) = (positions[0], positions[positions.len() - 1]);
         // Consecutive positions (a write's events usually are): a
         // range, whatever their number. Positions are unique, so the
         // range holds these events and no other.
-        let which = if hi - lo + 1 == positions.len() as i64 {
-            let (lo, hi) = (sql.bind(Bind::Int(lo)), sql.bind(Bind::Int(hi)));
-            format!("e.position BETWEEN {lo} AND {hi}")
-        } else {
-            let ids: Vec<String> = list.iter().map(|(id, _)| sql.id(*id)).collect();
-            format!("e.id IN ({})", ids.join(", "))
+        let contiguous = hi - lo + 1 == positions.len() as i64;
+        let which = |sql: &mut Sql| {
+            if contiguous {
+                let (lo, hi) = (sql.bind(Bind::Int(lo)), sql.bind(Bind::Int(hi)));
+                format!("e.position BETWEEN {lo} AND {hi}")
+            } else {
+                let ids: Vec<String> = list.iter().map(|(id, _)| sql.id(*id)).collect();
+                format!("e.id IN ({})", ids.join(", "))
+            }
         };
-        arms.push(format!(
-            "SELECT m.contact_id, e.position, e.id, CAST(NULL AS TEXT) \
-             FROM events e CROSS JOIN ({m}) m WHERE {which}"
-        ));
+        if let Some(m) = contacts_of(&mut sql, audience) {
+            let which = which(&mut sql);
+            arms.push(format!(
+                "SELECT m.contact_id, e.position, e.id, CAST(NULL AS TEXT) \
+                 FROM events e CROSS JOIN ({m}) m WHERE {which}"
+            ));
+        }
+        if let Some(g) = groups_of(&mut group_sql, audience) {
+            let which = which(&mut group_sql);
+            group_arms.push(format!(
+                "SELECT g.group_id, e.position, e.id FROM events e CROSS JOIN ({g}) g WHERE {which}"
+            ));
+        }
+        if group_sql.binds() > MAX_BINDS {
+            run_groups(conn, std::mem::take(&mut group_sql), &mut group_arms)?;
+        }
         if sql.binds() > MAX_BINDS {
             run_recipients(conn, std::mem::take(&mut sql), &mut arms, &[])?;
         }
@@ -365,6 +399,20 @@ fn insert_recipients(
         run_recipients(conn, std::mem::take(&mut sql), &mut arms, &rows[start..end])?;
         start = end;
     }
+    run_groups(conn, group_sql, &mut group_arms)
+}
+
+/// One `INSERT INTO event_groups` of `arms` (taken).
+fn run_groups(conn: &mut Conn, mut sql: Sql, arms: &mut Vec<String>) -> Result<()> {
+    let parts = std::mem::take(arms);
+    if parts.is_empty() {
+        return Ok(());
+    }
+    sql.push(&format!(
+        "INSERT INTO event_groups (group_id, position, event_id) {}",
+        parts.join(" UNION ALL ")
+    ));
+    sql.query::<Db>().execute(conn)?;
     Ok(())
 }
 

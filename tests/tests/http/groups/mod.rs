@@ -3,6 +3,7 @@
 //! and per-member conversation state. The authorization matrix of every
 //! group and group-conversation operation is in `authorization`.
 
+mod big;
 mod conversations;
 mod membership;
 mod object;

@@ -12,6 +12,13 @@ request! {
 }
 
 request! {
+    /// `GET /v1/groups/{id}/members`.
+    pub struct ListMembersIn {
+        page: Page<ContactId> = Flatten,
+    }
+}
+
+request! {
     /// `POST /v1/groups`.
     pub struct CreateGroupIn {
         name: GroupName = text(GroupName::new),

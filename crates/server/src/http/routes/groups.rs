@@ -7,10 +7,10 @@ use confab_service::{GroupUpdate, NewGroupRequest, StoredResponse};
 
 use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
 use crate::http::auth::Caller;
-use crate::http::dto::{GroupDto, ListDto};
+use crate::http::dto::{GroupDto, GroupMemberDto, ListDto};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::idempotency;
-use crate::http::requests::groups::{CreateGroupIn, ListGroupsIn, UpdateGroupIn};
+use crate::http::requests::groups::{CreateGroupIn, ListGroupsIn, ListMembersIn, UpdateGroupIn};
 use crate::http::requests::{Input, NoParams};
 use crate::http::wire;
 
@@ -19,6 +19,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         endpoint!(list, __path_list),
         endpoint!(create, __path_create),
         endpoint!(get, __path_get),
+        endpoint!(members, __path_members),
         endpoint!(update, __path_update),
         endpoint!(delete, __path_delete),
     ]
@@ -103,6 +104,29 @@ async fn get(
     let id: GroupId = path_id(&path)?;
     let group = service.group(&caller.0, id).await?;
     Ok(ok_json(wire::group(&group)))
+}
+
+/// Page through the group's members, oldest first (members only).
+#[utoipa::path(
+    get, path = "/v1/groups/{id}/members", tag = "groups", operation_id = "list_group_members",
+    params(("id" = String, Path, description = "the group id"), ListMembersIn),
+    responses((status = 200, description = "a page of members", body = ListDto<GroupMemberDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn members(
+    service: Service,
+    caller: Caller,
+    path: web::Path<String>,
+    Input(req): Input<ListMembersIn>,
+) -> Result<HttpResponse, ApiError> {
+    let id: GroupId = path_id(&path)?;
+    let ListMembersIn { page } = req;
+    let members = service.group_members(&caller.0, id, page).await?;
+    Ok(ok_json(wire::list(
+        members.has_more,
+        &members.items,
+        wire::write_member,
+    )))
 }
 
 /// Rename, describe, add or remove members (owner); any member may remove
