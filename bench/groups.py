@@ -188,13 +188,15 @@ def sql_add_pool_members(group_id, count):
 INSERT INTO group_members (group_id, contact_id, role, seq, joined_at)
   SELECT '{group_id}', id, 'member', {{n}} - {POOL0} + 3, {t}
   FROM contacts WHERE username BETWEEN 'g{first:06d}' AND 'g{last:06d}';
+UPDATE groups SET member_count = (SELECT COUNT(*) FROM group_members WHERE group_id = '{group_id}')
+  WHERE id = '{group_id}';
 """
     if STORE == "postgres":
         psql(sql.format(n="substr(username, 2)::int"))
     else:
         c = sqlite()
         with c:
-            c.execute(sql.format(n="CAST(substr(username, 2) AS INTEGER)"))
+            c.executescript(sql.format(n="CAST(substr(username, 2) AS INTEGER)"))
         c.close()
 
 

@@ -59,9 +59,18 @@ const CLIENT_TIMEOUTS: [(&str, &str); 6] = [
 /// every execution (a generic plan that does not know the `LIMIT` looked
 /// dearer than a custom one), which halved its throughput
 /// (`docs/performance.md`).
+///
+/// And no JIT compilation: a generic plan is costed for values it does
+/// not know, and for a member of many groups (the inbox's range per
+/// group) the estimate passed `jit_above_cost`, so every execution
+/// compiled it first: 370 ms of JIT for a 10 ms statement, the inbox of a
+/// member of 200 groups at 7 requests a second (`bench/groups.sh`).
+/// Statements here read index ranges a request's size, never what JIT
+/// pays off on.
 const SESSION_SETTINGS: &str = "SET statement_timeout = '1500ms'; \
      SET idle_in_transaction_session_timeout = '2s'; \
-     SET plan_cache_mode = force_generic_plan";
+     SET plan_cache_mode = force_generic_plan; \
+     SET jit = off";
 const MIN_IDLE: u32 = 2;
 /// How long after a lost connection every checkout tests its connection.
 const SUSPECT_FOR: Duration = Duration::from_secs(30);

@@ -17,7 +17,6 @@ use super::messages::load_messages;
 use super::outbox::{self, expand_marked_read, write_events, Deleted, Written};
 use super::{Backend, Conn, Db, Result};
 use confab_store_sql::id::DbId;
-use confab_store_sql::id::IdSql;
 use confab_store_sql::queries::membership::{conversation_list, visible_to};
 use confab_store_sql::queries::paging::{fetch_size, finish_page, seek, Seek};
 use confab_store_sql::queries::{distinct_except, not_found};
@@ -68,9 +67,11 @@ pub(crate) fn create_conversation(
     diesel::insert_into(conversations::table)
         .values(&row)
         .execute(conn)?;
-    // Every member gets its state row now (it holds the unread count):
-    // both of a direct conversation, each of a group's current members
-    // (one who joins later gets it on joining).
+    // A direct conversation's two members get their state rows now; a
+    // group conversation's members get theirs on their first open, send
+    // or change (an absent row is the default state, unread counts
+    // included: migration `big_groups`), so creating one costs the same
+    // whatever the group's size.
     if let Some(members) = conversation.direct_members() {
         let states: Vec<StateRow> = distinct_except(&members, None)
             .into_iter()
@@ -78,18 +79,6 @@ pub(crate) fn create_conversation(
             .collect();
         diesel::insert_into(conversation_states::table)
             .values(&states)
-            .execute(conn)?;
-    } else if let Some(group) = row.group_id {
-        diesel::insert_into(conversation_states::table)
-            .values(
-                group_members::table
-                    .filter(group_members::group_id.eq(group))
-                    .select((row.id.into_sql::<IdSql>(), group_members::contact_id)),
-            )
-            .into_columns((
-                conversation_states::conversation_id,
-                conversation_states::contact_id,
-            ))
             .execute(conn)?;
     }
     // Every member's view is the new conversation with a fresh state;
