@@ -425,6 +425,63 @@ async fn a_removed_group_member_stops_receiving(app: TestApp) {
         .await;
 }
 
+async fn group_streams_follow_joins_and_leaves(app: TestApp) {
+    // Group events are read by group (API.md section 13): a stream gets
+    // them from its contact's joining on, the change that removes them
+    // included, and nothing after.
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let dave = app.user("dave").await;
+    let r = app
+        .post(
+            &alice,
+            "/v1/groups",
+            &[("name", "Live"), ("contact_ids[]", &bob.id)],
+        )
+        .await;
+    let gid = r.expect(201)["id"].as_str().expect("id").to_owned();
+    let r = app
+        .post(&alice, "/v1/conversations", &[("group_id", &gid)])
+        .await;
+    let c = r.expect(201)["id"].as_str().expect("id").to_owned();
+    let mut sb = Sse::for_user(&app, &bob).await;
+    let mut sd = Sse::for_user(&app, &dave).await;
+    app.send_message(&alice, &c, "before dave").await;
+    sb.event_of("message.created", WAIT).await.expect("bob");
+    sd.expect_no("message.created", Duration::from_secs(1))
+        .await;
+
+    let path = format!("/v1/groups/{gid}");
+    app.put(&alice, &path, &[("add_contact_ids[]", &dave.id)])
+        .await
+        .expect(200);
+    let joined = sd
+        .event_of("group.updated", WAIT)
+        .await
+        .expect("dave joins");
+    assert_eq!(joined.data["payload"]["member_count"], 3);
+    app.send_message(&alice, &c, "with dave").await;
+    let e = sd.event_of("message.created", WAIT).await.expect("dave");
+    assert_eq!(e.data["payload"]["message"], "with dave");
+
+    // Bob, a member all along, heard of dave's joining and his message.
+    let seen = sb.event_of("group.updated", WAIT).await.expect("bob");
+    assert_eq!(seen.data["payload"]["member_count"], 3);
+    app.put(&bob, &path, &[("remove_contact_ids[]", &bob.id)])
+        .await
+        .expect(200);
+    let left = sb
+        .event_of("group.updated", WAIT)
+        .await
+        .expect("bob hears he left");
+    assert_eq!(left.data["payload"]["member_count"], 2);
+    app.send_message(&alice, &c, "after bob").await;
+    let e = sd.event_of("message.created", WAIT).await.expect("dave");
+    assert_eq!(e.data["payload"]["message"], "after bob");
+    sb.expect_no("message.created", Duration::from_secs(1))
+        .await;
+}
+
 async fn a_revoked_token_ends_the_stream_within_5_s(app: TestApp) {
     let alice = app.user("alice").await;
     let mut sse = Sse::for_user(&app, &alice).await;
@@ -787,6 +844,7 @@ confab_tests::on_both_stores!(
     a_per_member_change_reaches_that_member_only,
     resume_after_disconnecting_mid_burst,
     a_removed_group_member_stops_receiving,
+    group_streams_follow_joins_and_leaves,
     a_revoked_token_ends_the_stream_within_5_s,
     bad_resume_points_and_params_are_400,
     heartbeats_keep_an_idle_stream_open_past_the_request_budget,
