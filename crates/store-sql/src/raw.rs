@@ -60,6 +60,23 @@ impl Sql {
         self.bind(Bind::Id(id))
     }
 
+    /// Takes in `other`'s binds; returns its text with its markers
+    /// renumbered to name them here (to be pushed where it belongs).
+    pub fn absorb(&mut self, other: Sql) -> String {
+        let shift = self.binds.len();
+        self.binds.extend(other.binds);
+        other
+            .text
+            .split(MARK)
+            .enumerate()
+            .map(|(i, part)| match part.parse::<usize>() {
+                Ok(n) if i % 2 == 1 => format!("{MARK}{}{MARK}", n + shift),
+                _ if i % 2 == 1 => format!("{MARK}{part}{MARK}"),
+                _ => part.to_owned(),
+            })
+            .collect()
+    }
+
     /// How many binds it has.
     pub fn binds(&self) -> usize {
         self.binds.len()

@@ -730,6 +730,7 @@ mod tests {
         let s = settings(&[]).expect("defaults");
         assert_eq!(s.max_streams_per_contact, 10);
         assert_eq!(s.idempotency_keys_per_day, 10_000);
+        assert_eq!(s.max_group_members, 10_000);
         assert_eq!(s.trusted_proxies, TrustedProxies::default());
         assert_eq!(s.metrics_listen, None);
         assert_eq!(s.max_connections, None);
@@ -744,9 +745,12 @@ mod tests {
             "500",
             "--idempotency-keys-per-day",
             "0",
+            "--max-group-members",
+            "250",
         ])
         .expect("set");
         assert_eq!(s.idempotency_keys_per_day, 0);
+        assert_eq!(s.max_group_members, 250);
         assert_eq!(s.max_streams_per_contact, 3);
         assert_eq!(
             s.trusted_proxies,
@@ -776,6 +780,8 @@ mod tests {
                 "lots",
                 "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
             ),
+            ("--max-group-members", "0", "CONFAB_MAX_GROUP_MEMBERS"),
+            ("--max-group-members", "many", "CONFAB_MAX_GROUP_MEMBERS"),
         ] {
             let e = settings(&[flag, bad]).expect_err(bad).to_string();
             assert!(e.contains(name), "{flag} {bad}: {e}");

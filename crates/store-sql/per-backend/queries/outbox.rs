@@ -388,18 +388,48 @@ fn insert_recipients(
             run_groups(conn, std::mem::take(&mut group_sql), &mut group_arms)?;
         }
         if sql.binds() > MAX_BINDS {
-            run_recipients(conn, std::mem::take(&mut sql), &mut arms, &[])?;
+            run_recipients(conn, std::mem::take(&mut sql), "", &mut arms, &[])?;
         }
+    }
+    // On PostgreSQL the group rows ride on the recipients' statement
+    // (a data-modifying `WITH`) when there is one and it is small: a
+    // write's audience costs one statement, as it did before groups
+    // were read by group.
+    let mut prefix = String::new();
+    if Backend::DATA_MODIFYING_WITH
+        && !group_arms.is_empty()
+        && !arms.is_empty()
+        && rows.is_empty()
+        && sql.binds() + group_sql.binds() <= MAX_BINDS
+    {
+        group_sql.push(&groups_insert(&std::mem::take(&mut group_arms)));
+        let groups = sql.absorb(std::mem::take(&mut group_sql));
+        prefix = format!("WITH grp AS ({groups} RETURNING 1) ");
     }
     let mut start = 0;
     while start < rows.len() || !arms.is_empty() {
         // Four binds a row.
         let room = MAX_BINDS.saturating_sub(sql.binds()) / 4;
         let end = rows.len().min(start + room.max(1));
-        run_recipients(conn, std::mem::take(&mut sql), &mut arms, &rows[start..end])?;
+        let sql = std::mem::take(&mut sql);
+        run_recipients(
+            conn,
+            sql,
+            &std::mem::take(&mut prefix),
+            &mut arms,
+            &rows[start..end],
+        )?;
         start = end;
     }
     run_groups(conn, group_sql, &mut group_arms)
+}
+
+/// The `INSERT INTO event_groups` of `arms`.
+fn groups_insert(arms: &[String]) -> String {
+    format!(
+        "INSERT INTO event_groups (group_id, position, event_id) {}",
+        arms.join(" UNION ALL ")
+    )
 }
 
 /// One `INSERT INTO event_groups` of `arms` (taken).
@@ -408,18 +438,17 @@ fn run_groups(conn: &mut Conn, mut sql: Sql, arms: &mut Vec<String>) -> Result<(
     if parts.is_empty() {
         return Ok(());
     }
-    sql.push(&format!(
-        "INSERT INTO event_groups (group_id, position, event_id) {}",
-        parts.join(" UNION ALL ")
-    ));
+    sql.push(&groups_insert(&parts));
     sql.query::<Db>().execute(conn)?;
     Ok(())
 }
 
-/// One `INSERT INTO event_recipients` of `arms` (taken) and `rows`.
+/// One `INSERT INTO event_recipients` of `arms` (taken) and `rows`,
+/// after `prefix` (a `WITH` of the statement's own, or nothing).
 fn run_recipients(
     conn: &mut Conn,
     mut sql: Sql,
+    prefix: &str,
     arms: &mut Vec<String>,
     rows: &[(DbId, i64, DbId, Option<&str>)],
 ) -> Result<()> {
@@ -444,7 +473,7 @@ fn run_recipients(
         return Ok(());
     }
     let text = format!(
-        "INSERT INTO event_recipients (contact_id, position, event_id, payload) {}",
+        "{prefix}INSERT INTO event_recipients (contact_id, position, event_id, payload) {}",
         parts.join(" UNION ALL ")
     );
     sql.push(&text);
