@@ -478,18 +478,23 @@ def least_sql(ds, t, events=False):
             f"{insert} "
             f"SELECT ins.*, me.* FROM ins, me;\n")
     if kind == "send":
-        # What today's contract adds to a send (API.md 11 and 12): the other
-        # members' unread counters, the `message.created` event (its payload
-        # the message as the GET answers it) and one recipient row per member.
+        # What today's contract adds to a send (API.md 11, 12 and 13): the
+        # conversation's message number, the sender's own count (the others'
+        # unread counts follow from the number), the `message.created` event
+        # (its payload the message as the GET answers it) and one recipient
+        # row per member.
         # The bench's sends are to direct conversations: the members are the
         # conversation's creator and peer.
         return NEW_ID_SET + (
             f"WITH {auth}, {conv}, "
-            f"upd AS (UPDATE conversations SET last_active_at = {NOW_US}, activity_at = {NOW_US} "
+            f"upd AS (UPDATE conversations SET message_seq = message_seq + 1, last_active_at = {NOW_US}, "
+            f"activity_at = {NOW_US} "
             f"WHERE id IN (SELECT id FROM conv) AND (last_active_at IS NULL OR last_active_at < {NOW_US})), "
             f"{insert}, "
-            f"cnt AS (UPDATE conversation_states s SET unread_count = s.unread_count + 1 FROM conv, me "
-            f"WHERE s.conversation_id = conv.id AND s.contact_id <> me.id), "
+            f"cnt AS (INSERT INTO conversation_states (conversation_id, contact_id, is_pinned, is_muted, "
+            f"read_seq, own_after) SELECT conv.id, me.id, FALSE, FALSE, 0, 1 FROM conv, me "
+            f"ON CONFLICT (conversation_id, contact_id) "
+            f"DO UPDATE SET own_after = conversation_states.own_after + 1), "
             f"ev AS (INSERT INTO events (id, position, type, actor_id, created_at, payload) "
             f"SELECT ins.id, pg_current_xact_id()::text::bigint * 1048576, 'message.created', me.id, {NOW_US}, "
             f"json_build_object('id', ins.id, 'conversation_id', ins.conversation_id, 'text', ins.body, "
@@ -928,7 +933,7 @@ def report(meta, pg, sqlite_res, profiles):
             lines += [
                 "The least SQL above is a send as issue 8 set it: the token lookup and one "
                 "membership-checked insert. Today's contract makes a send do more (API.md 11 and 12): "
-                "the other members' unread counters, the `message.created` event and its recipients. "
+                "the sender's own count and the conversation's number, the `message.created` event and its recipients. "
                 f"The same hand-written statement with those: **{r['least_events']:.0f} tps**; "
                 f"confab / that: **{ratio(r['rps'], r['least_events']):.2f}**.",
                 "",

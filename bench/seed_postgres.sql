@@ -62,8 +62,10 @@ SELECT format('DROP INDEX %I', indexname) FROM message_indexes \gexec
 
 -- Each message's audience (direct_creator_id, direct_peer_id; no group
 -- conversations here) from the conversation map, as a send copies it.
+-- Each conversation numbers its messages in their order (`seq`, migration
+-- `big_groups`).
 INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at,
-                      direct_creator_id, direct_peer_id)
+                      direct_creator_id, direct_peer_id, seq)
 SELECT pg_temp.bench_id((:base + k * 1000) / 1000, 3, k), c.id,
        pg_temp.bench_id((:base - 7200000000) / 1000, 1,
                         CASE WHEN (k / 7) % 2 = 0 THEN c.creator ELSE c.peer END),
@@ -72,16 +74,21 @@ SELECT pg_temp.bench_id((:base + k * 1000) / 1000, 3, k), c.id,
        CASE WHEN k <= :messages * 99 / 100 THEN :base + k * 1000 + 60000000 END,
        :base + k * 1000,
        pg_temp.bench_id((:base - 7200000000) / 1000, 1, c.creator),
-       pg_temp.bench_id((:base - 7200000000) / 1000, 1, c.peer)
+       pg_temp.bench_id((:base - 7200000000) / 1000, 1, c.peer),
+       ROW_NUMBER() OVER (PARTITION BY c.j ORDER BY k)
 FROM generate_series(1::bigint, :messages) k
 JOIN conv_map c ON c.j = CASE WHEN k % (:messages / :big) = 0 THEN 1
                               ELSE 2 + (k % (:convs - 1)) END;
 
 SELECT indexdef FROM message_indexes \gexec
 
-UPDATE conversations c SET last_active_at = m.last, activity_at = m.last
-FROM (SELECT conversation_id, max(created_at) AS last FROM messages GROUP BY 1) m
+UPDATE conversations c SET last_active_at = m.last, activity_at = m.last, message_seq = m.n
+FROM (SELECT conversation_id, max(created_at) AS last, count(*) AS n FROM messages GROUP BY 1) m
 WHERE c.id = m.conversation_id;
+-- Every member has read everything (unread counts 0, as the counters the
+-- seed left before `big_groups`).
+UPDATE conversation_states s SET read_seq = c.message_seq
+FROM conversations c WHERE c.id = s.conversation_id;
 
 RESET session_replication_role;
 -- As a long-running database would be: statistics, and a visibility map for

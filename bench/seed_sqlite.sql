@@ -41,8 +41,9 @@ SELECT id, creator FROM conv_map UNION ALL SELECT id, peer FROM conv_map;
 WITH RECURSIVE s(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM s WHERE k < :messages)
 -- Each message's audience (direct_creator_id, direct_peer_id; no group
 -- conversations here) from the conversation map, as a send copies it.
+-- Each conversation numbers its messages in their order (`seq`).
 INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at,
-                      direct_creator_id, direct_peer_id)
+                      direct_creator_id, direct_peer_id, seq)
 SELECT printf('%08x-%04x-7%03x-8000-%012x', ((:base + k * 1000) / 1000) >> 16,
               ((:base + k * 1000) / 1000) & 65535, 3, k),
        c.id,
@@ -51,13 +52,18 @@ SELECT printf('%08x-%04x-7%03x-8000-%012x', ((:base + k * 1000) / 1000) >> 16,
        CASE WHEN k <= :messages * 99 / 100 THEN :base + k * 1000 + 60000000 END,
        :base + k * 1000,
        c.creator,
-       c.peer
+       c.peer,
+       ROW_NUMBER() OVER (PARTITION BY c.j ORDER BY k)
 FROM s JOIN conv_map c ON c.j = CASE WHEN k % (:messages / :big) = 0 THEN 1
                                      ELSE 2 + (k % (:convs - 1)) END;
 
 -- after
 UPDATE conversations
 SET last_active_at = (SELECT max(created_at) FROM messages WHERE conversation_id = conversations.id),
-    activity_at = (SELECT max(created_at) FROM messages WHERE conversation_id = conversations.id);
+    activity_at = (SELECT max(created_at) FROM messages WHERE conversation_id = conversations.id),
+    message_seq = (SELECT count(*) FROM messages WHERE conversation_id = conversations.id);
+-- Every member has read everything (unread counts 0).
+UPDATE conversation_states
+SET read_seq = (SELECT message_seq FROM conversations WHERE id = conversation_states.conversation_id);
 
 ANALYZE;
