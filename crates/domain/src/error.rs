@@ -92,6 +92,10 @@ pub enum Field {
     IdempotencyKey,
     /// The event a stream or an event list resumes after.
     EventsAfter,
+    /// The operator's name for a server key.
+    KeyName,
+    /// A server key, by id.
+    KeyId,
 }
 
 impl fmt::Display for Field {
@@ -124,6 +128,8 @@ impl fmt::Display for Field {
             Self::TokenLifetime => "token lifetime",
             Self::IdempotencyKey => "idempotency key",
             Self::EventsAfter => "event to resume after",
+            Self::KeyName => "server key name",
+            Self::KeyId => "server key",
         })
     }
 }

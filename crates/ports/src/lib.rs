@@ -121,6 +121,17 @@ pub trait ContactStore: Send + Sync {
     /// event: activity is recorded on requests, an event each would flood
     /// every stream.
     async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError>;
+    /// A page of every contact, newest first (`created_at` desc, id desc);
+    /// with `username`, only the contact of that username compared
+    /// case-insensitively (at most one). For the server API, never for
+    /// contacts: they find each other by username only.
+    /// # Errors
+    /// - MUST return `CursorNotFound` when the cursor is not a contact.
+    async fn list_contacts(
+        &self,
+        username: Option<String>,
+        page: Page<ContactId>,
+    ) -> Result<Paged<Contact>, StoreError>;
 }
 
 /// A token to store. Only the hash of the secret is ever stored.
@@ -139,7 +150,7 @@ pub struct NewToken {
     pub expires_at: Option<Timestamp>,
 }
 
-/// Access tokens.
+/// Credentials: contacts' access tokens and the server keys of app backends.
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
 pub trait TokenStore: Send + Sync {
@@ -158,6 +169,88 @@ pub trait TokenStore: Send + Sync {
     /// at `at`), recording `at` as their revocation time; returns how many
     /// (0 when it has none).
     async fn revoke_tokens(&self, contact_id: ContactId, at: Timestamp) -> Result<u64, StoreError>;
+    /// Revokes the token `id` if it is live at `at`, recording `at`;
+    /// returns its contact, `None` when there is no such live token.
+    async fn revoke_token(&self, id: Uuid, at: Timestamp) -> Result<Option<ContactId>, StoreError>;
+    /// A page of the contact's live tokens (neither revoked nor expired at
+    /// `now`), newest first (`created_at` desc, id desc).
+    /// # Errors
+    /// - MUST return `NotFound` when the contact does not exist.
+    /// - MUST return `CursorNotFound` when the cursor is not a token of the
+    ///   contact.
+    async fn list_tokens(
+        &self,
+        contact_id: ContactId,
+        now: Timestamp,
+        page: Page<Uuid>,
+    ) -> Result<Paged<TokenInfo>, StoreError>;
+    /// Records a request with the token of this hash: sets its
+    /// `last_used_at` to `at` if that is later (no event).
+    async fn touch_token(&self, hash: &str, at: Timestamp) -> Result<(), StoreError>;
+    /// Stores a new, live server key.
+    /// # Errors
+    /// - MUST return `Conflict` when the hash is already stored.
+    async fn insert_server_key(&self, key: NewServerKey) -> Result<(), StoreError>;
+    /// The live (not revoked) server key with this hash.
+    async fn server_key(&self, hash: &str) -> Result<Option<ServerKey>, StoreError>;
+    /// Every server key, revoked ones included, oldest first.
+    async fn list_server_keys(&self) -> Result<Vec<ServerKey>, StoreError>;
+    /// Revokes the key `id` at `at`; returns it as revoked (its earlier
+    /// revocation time when it was revoked already), `None` when there is
+    /// no such key.
+    async fn revoke_server_key(
+        &self,
+        id: Uuid,
+        at: Timestamp,
+    ) -> Result<Option<ServerKey>, StoreError>;
+    /// Records a request with the key: sets its `last_used_at` to `at` if
+    /// that is later.
+    async fn touch_server_key(&self, id: Uuid, at: Timestamp) -> Result<(), StoreError>;
+}
+
+/// A token as the server API lists it: never its secret nor its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenInfo {
+    /// Names the token (to revoke it alone).
+    pub id: Uuid,
+    /// The contact it authenticates.
+    pub contact_id: ContactId,
+    /// When it was issued.
+    pub created_at: Timestamp,
+    /// When it stops being accepted; `None`: never.
+    pub expires_at: Option<Timestamp>,
+    /// Its latest request (recorded at most once a minute); `None`: not
+    /// used yet.
+    pub last_used_at: Option<Timestamp>,
+}
+
+/// A server key to store. Only the hash of the secret is ever stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewServerKey {
+    /// Names the key.
+    pub id: Uuid,
+    /// The operator's name for it (what it is for).
+    pub name: String,
+    /// Lowercase hex SHA-256 of the secret.
+    pub hash: String,
+    /// When the key was made.
+    pub created_at: Timestamp,
+}
+
+/// A server key as stored: never its secret nor its hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerKey {
+    /// Names the key (the request log's `actor`).
+    pub id: Uuid,
+    /// The operator's name for it.
+    pub name: String,
+    /// When it was made.
+    pub created_at: Timestamp,
+    /// Its latest request (recorded at most once a minute); `None`: not
+    /// used yet.
+    pub last_used_at: Option<Timestamp>,
+    /// When it was revoked; `None`: live.
+    pub revoked_at: Option<Timestamp>,
 }
 
 /// Filters of the conversation list; `None` filters nothing.

@@ -5,13 +5,12 @@
 
 mod binary;
 
-use binary::{confab_ok, Server, BIN};
+use binary::confab_ok;
 use std::fs::File;
 use std::io::Read as _;
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Sends one raw request; returns the status and the body.
 fn send(port: u16, head: &str, body: &str) -> (u16, String) {
@@ -59,24 +58,8 @@ fn tokens_and_message_text_stay_out_of_the_log() {
         .local_addr()
         .expect("addr")
         .port();
-    let log = File::create(&log_path).expect("log file");
-    let _server = Server(
-        Command::new(BIN)
-            .arg("serve")
-            .env("DATABASE_URL", &db)
-            .env("CONFAB_LISTEN", format!("127.0.0.1:{port}"))
-            // The most talkative level: nothing may leak even there.
-            .env("RUST_LOG", "trace")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("spawn serve"),
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !binary::accepts(port) {
-        assert!(Instant::now() < deadline, "confab serve did not listen");
-        sleep(Duration::from_millis(50));
-    }
+    // The most talkative level: nothing may leak even there.
+    let _server = binary::serve_logging(&db, port, "trace", &log_path);
 
     let bearer = format!("Authorization: Bearer {token}");
     let form = "Content-Type: application/x-www-form-urlencoded";

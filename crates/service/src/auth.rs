@@ -1,14 +1,20 @@
 //! Contacts and tokens as the operator manages them (CLI), and token
 //! authentication for every request.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use confab_domain::{
-    AvatarUrl, Contact, ContactId, ContactParts, Field, PhoneNumber, Rule, Timestamp, Username,
+    AvatarUrl, Contact, ContactId, ContactParts, Field, Page, Paged, PhoneNumber, Rule, Timestamp,
+    Username,
 };
-use confab_ports::NewToken;
+use confab_ports::{NewToken, TokenInfo};
+use uuid::Uuid;
+
+use crate::error::page_error;
 use sha2::{Digest, Sha256};
 
 use crate::{Confab, ServiceError};
@@ -22,9 +28,9 @@ const TOKEN_PREFIX: &str = "cfb_";
 /// expiry takes effect within this, under the contract's 5 s with room for
 /// a request in flight; a revocation through this process's service
 /// ([`Confab::revoke_tokens`]) drops the contact's entries at once.
-const TOKEN_TRUST: Duration = Duration::from_secs(3);
+pub(crate) const TOKEN_TRUST: Duration = Duration::from_secs(3);
 /// At most this many tokens are remembered (a bounded memory cost).
-const TOKEN_CACHE_SIZE: usize = 10_000;
+pub(crate) const TOKEN_CACHE_SIZE: usize = 10_000;
 
 /// Live tokens (by hash) recently looked up, with their contact: a request
 /// whose token was checked less than [`TOKEN_TRUST`] ago costs no store
@@ -32,34 +38,85 @@ const TOKEN_CACHE_SIZE: usize = 10_000;
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
     entries: Mutex<Entries>,
-    /// The activity writes this process made or is making, by contact:
-    /// when each was claimed ([`TokenCache::claim_touch`]).
-    touches: Mutex<HashMap<ContactId, Timestamp>>,
+    /// The contacts' activity writes this process made or is making.
+    touches: Touches<ContactId>,
+    /// The tokens' `last_used_at` writes, by token hash.
+    token_touches: Touches<String>,
 }
 
-/// The right to record one contact's activity (`touch_contact`) at
-/// `at`, held by one request. Dropped unfinished (the write failed, or the
-/// request was dropped while it waited), it frees the contact for the next
-/// request.
-pub(crate) struct TouchClaim<'a> {
-    cache: &'a TokenCache,
-    contact: ContactId,
+/// The once-a-minute activity writes (a contact's `last_active_at`, a
+/// token's or a server key's `last_used_at`) this process made or is
+/// making, by what they record: when each was claimed.
+#[derive(Debug)]
+pub(crate) struct Touches<K> {
+    claimed: Mutex<HashMap<K, Timestamp>>,
+}
+
+impl<K> Default for Touches<K> {
+    fn default() -> Self {
+        Self {
+            claimed: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> Touches<K> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, Timestamp>> {
+        self.claimed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Claims the once-a-minute write of `key` at `now`: the first request
+    /// of a minute gets it, the others seen meanwhile (its concurrent
+    /// requests, before the write is done) do not. Without it each of them
+    /// wrote the same row at once, every write queued on the row lock of
+    /// the one before (60-70 ms each on PostgreSQL under load:
+    /// docs/performance.md).
+    pub(crate) fn claim<Q>(&self, key: &Q, now: Timestamp) -> Option<TouchClaim<'_, K>>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ToOwned<Owned = K> + ?Sized,
+    {
+        let fresh = |at: &Timestamp| !Contact::activity_written_long_ago(*at, now);
+        let mut claimed = self.lock();
+        if claimed.get(key).is_some_and(fresh) {
+            return None;
+        }
+        if claimed.len() >= TOKEN_CACHE_SIZE {
+            claimed.retain(|_, at| fresh(at));
+        }
+        let key = key.to_owned();
+        claimed.insert(key.clone(), now);
+        Some(TouchClaim {
+            touches: self,
+            key,
+            at: now,
+            done: false,
+        })
+    }
+}
+
+/// The right to record one activity write at `at`, held by one request.
+/// Dropped unfinished (the write failed, or the request was dropped while
+/// it waited), it frees the key for the next request.
+pub(crate) struct TouchClaim<'a, K: Hash + Eq + Clone> {
+    touches: &'a Touches<K>,
+    key: K,
     at: Timestamp,
     done: bool,
 }
 
-impl TouchClaim<'_> {
-    fn done(mut self) {
+impl<K: Hash + Eq + Clone> TouchClaim<'_, K> {
+    pub(crate) fn done(mut self) {
         self.done = true;
     }
 }
 
-impl Drop for TouchClaim<'_> {
+impl<K: Hash + Eq + Clone> Drop for TouchClaim<'_, K> {
     fn drop(&mut self) {
         if !self.done {
-            let mut touches = self.cache.touches();
-            if touches.get(&self.contact) == Some(&self.at) {
-                touches.remove(&self.contact);
+            let mut claimed = self.touches.lock();
+            if claimed.get(&self.key) == Some(&self.at) {
+                claimed.remove(&self.key);
             }
         }
     }
@@ -122,32 +179,14 @@ impl TokenCache {
         guard.revoked_at = Some(Instant::now());
     }
 
-    fn touches(&self) -> std::sync::MutexGuard<'_, HashMap<ContactId, Timestamp>> {
-        self.touches.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Claims the once-a-minute activity write of `contact` at `now`: the
-    /// first request of a minute gets it, the others seen stale meanwhile
-    /// (its concurrent requests, before the write is done) do not. Without
-    /// it each of them wrote the same row at once, every write queued on
-    /// the row lock of the one before (60-70 ms each on PostgreSQL under
-    /// load: docs/performance.md).
-    pub(crate) fn claim_touch(&self, contact: ContactId, now: Timestamp) -> Option<TouchClaim<'_>> {
-        let fresh = |at: &Timestamp| !Contact::activity_written_long_ago(*at, now);
-        let mut touches = self.touches();
-        if touches.get(&contact).is_some_and(fresh) {
-            return None;
-        }
-        if touches.len() >= TOKEN_CACHE_SIZE {
-            touches.retain(|_, at| fresh(at));
-        }
-        touches.insert(contact, now);
-        Some(TouchClaim {
-            cache: self,
-            contact,
-            at: now,
-            done: false,
-        })
+    /// Claims the once-a-minute activity write of `contact` at `now`
+    /// ([`Touches::claim`]).
+    pub(crate) fn claim_touch(
+        &self,
+        contact: ContactId,
+        now: Timestamp,
+    ) -> Option<TouchClaim<'_, ContactId>> {
+        self.touches.claim(&contact, now)
     }
 
     /// Replaces the remembered copies of `contact` (after it changed), keeping
@@ -159,6 +198,43 @@ impl TokenCache {
             }
         }
     }
+}
+
+/// The shortest and longest lifetimes of a token minted over HTTP.
+const MINT_MIN_SECS: i64 = 60;
+const MINT_MAX_SECS: i64 = 31_536_000;
+
+/// A token just minted: the secret is shown this once.
+#[derive(Debug, Clone)]
+pub struct MintedToken {
+    /// Names the token (to revoke it alone).
+    pub id: Uuid,
+    /// `cfb_` and 64 hex characters; only its SHA-256 is stored.
+    pub token: String,
+    /// The contact it authenticates.
+    pub contact_id: ContactId,
+    /// When it was issued.
+    pub created_at: Timestamp,
+    /// When it stops being accepted; `None`: never.
+    pub expires_at: Option<Timestamp>,
+}
+
+/// 32 random bytes in lowercase hex (a secret's 256 bits); `what` names
+/// the secret in the error.
+pub(crate) fn random_hex(what: &'static str) -> Result<String, ServiceError> {
+    let mut bytes = [0u8; 32];
+    getrandom::getrandom(&mut bytes).map_err(|e| ServiceError::Internal {
+        what,
+        // getrandom::Error implements std's Error only with its "std"
+        // feature; its text is the whole cause anyway.
+        source: e.to_string().into(),
+    })?;
+    let mut hex = String::with_capacity(64);
+    for b in bytes {
+        use std::fmt::Write as _;
+        let _ = write!(hex, "{b:02x}");
+    }
+    Ok(hex)
 }
 
 pub(crate) fn hash_token(token: &str) -> String {
@@ -223,27 +299,99 @@ impl Confab {
             }
         }
         let contact = self.contact_named(username).await?;
-        let mut bytes = [0u8; 32];
-        getrandom::getrandom(&mut bytes).map_err(|e| ServiceError::Internal {
-            what: "no randomness for a token",
-            // getrandom::Error implements std's Error only with its
-            // "std" feature; its text is the whole cause anyway.
-            source: e.to_string().into(),
-        })?;
-        let secret: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        let token = format!("{TOKEN_PREFIX}{secret}");
+        Ok(self.new_token(contact.id(), expires_in_secs).await?.token)
+    }
+
+    /// Stores a new token of `contact` (which must exist: else `NotFound`).
+    async fn new_token(
+        &self,
+        contact: ContactId,
+        expires_in_secs: Option<i64>,
+    ) -> Result<MintedToken, ServiceError> {
+        let token = format!("{TOKEN_PREFIX}{}", random_hex("a token")?);
         let now = self.now();
+        let minted = MintedToken {
+            id: self.new_uuid(),
+            token,
+            contact_id: contact,
+            created_at: now,
+            expires_at: expires_in_secs.map(|s| now.plus_secs(s)),
+        };
         self.ports
             .tokens
             .insert_token(NewToken {
-                id: self.new_uuid(),
-                contact_id: contact.id(),
-                hash: hash_token(&token),
+                id: minted.id,
+                contact_id: contact,
+                hash: hash_token(&minted.token),
                 created_at: now,
-                expires_at: expires_in_secs.map(|s| now.plus_secs(s)),
+                expires_at: minted.expires_at,
             })
             .await?;
-        Ok(token)
+        Ok(minted)
+    }
+
+    /// Mints a token for the contact (server API): `expires_in_secs`, when
+    /// given, 60 s to 365 days. The secret is in the answer this once.
+    pub async fn mint_token(
+        &self,
+        contact: ContactId,
+        expires_in_secs: Option<i64>,
+    ) -> Result<MintedToken, ServiceError> {
+        if let Some(secs) = expires_in_secs {
+            if !(MINT_MIN_SECS..=MINT_MAX_SECS).contains(&secs) {
+                return Err(ServiceError::invalid(
+                    Field::TokenLifetime,
+                    Rule::Invariant("must be a whole number of seconds from 60 to 31536000"),
+                ));
+            }
+        }
+        self.new_token(contact, expires_in_secs)
+            .await
+            .map_err(|e| match e {
+                ServiceError::NotFound { .. } => ServiceError::not_found(),
+                e => e,
+            })
+    }
+
+    /// A page of the contact's live tokens, newest first, without secrets
+    /// (server API). `NotFound` when there is no such contact.
+    pub async fn list_tokens(
+        &self,
+        contact: ContactId,
+        page: Page<Uuid>,
+    ) -> Result<Paged<TokenInfo>, ServiceError> {
+        self.ports
+            .tokens
+            .list_tokens(contact, self.now(), page)
+            .await
+            .map_err(|e| page_error(&page, e))
+    }
+
+    /// Revokes one live token (a device's logout; server API). `NotFound`
+    /// when there is no such live token. As [`Confab::revoke_tokens`]: this
+    /// process refuses it from its next request on, others within 3 s.
+    pub async fn revoke_token(&self, id: Uuid) -> Result<(), ServiceError> {
+        let owner = self
+            .ports
+            .tokens
+            .revoke_token(id, self.now())
+            .await?
+            .ok_or(ServiceError::not_found())?;
+        self.tokens.forget(owner);
+        Ok(())
+    }
+
+    /// Revokes every live token of the contact (server API); returns how
+    /// many. `NotFound` when there is no such contact.
+    pub async fn revoke_all_tokens(&self, contact: ContactId) -> Result<u64, ServiceError> {
+        self.ports
+            .contacts
+            .contact(contact)
+            .await?
+            .ok_or(ServiceError::not_found())?;
+        let revoked = self.ports.tokens.revoke_tokens(contact, self.now()).await;
+        self.tokens.forget(contact);
+        Ok(revoked?)
     }
 
     /// Revokes all of the contact's tokens; returns how many were live.
@@ -283,7 +431,7 @@ impl Confab {
                     .contact_for_token(&hash, now)
                     .await?
                     .ok_or(ServiceError::Unauthorized)?;
-                self.tokens.put(hash, contact.clone(), asked);
+                self.tokens.put(hash.clone(), contact.clone(), asked);
                 contact
             }
         };
@@ -294,6 +442,12 @@ impl Confab {
                 contact.record_activity(now);
                 self.tokens.refresh(&contact);
             }
+        }
+        // The token's own `last_used_at` (the server API lists it), at most
+        // once a minute per token and process.
+        if let Some(claim) = self.tokens.token_touches.claim(hash.as_str(), now) {
+            self.ports.tokens.touch_token(&hash, now).await?;
+            claim.done();
         }
         Ok(contact)
     }

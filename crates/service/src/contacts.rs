@@ -1,7 +1,11 @@
-//! Finding contacts and changing one's own profile.
+//! Finding contacts and changing one's own profile; for the server API,
+//! listing and changing any contact.
 
-use confab_domain::{contact_updated, Change, Contact, ContactId, ContactProfilePatch};
+use confab_domain::{
+    contact_updated, Change, Contact, ContactId, ContactProfilePatch, Page, Paged,
+};
 
+use crate::error::page_error;
 use crate::{Confab, ServiceError};
 
 impl Confab {
@@ -29,6 +33,41 @@ impl Confab {
             .collect())
     }
 
+    /// A page of every contact, newest first; with `username`, only that
+    /// contact (case-insensitive). Server API only.
+    pub async fn list_contacts(
+        &self,
+        username: Option<&str>,
+        page: Page<ContactId>,
+    ) -> Result<Paged<Contact>, ServiceError> {
+        self.ports
+            .contacts
+            .list_contacts(username.map(str::to_owned), page)
+            .await
+            .map_err(|e| page_error(&page, e))
+    }
+
+    /// Any contact by id, for the server API.
+    pub async fn contact_by_id(&self, id: ContactId) -> Result<Contact, ServiceError> {
+        self.ports
+            .contacts
+            .contact(id)
+            .await?
+            .ok_or(ServiceError::not_found())
+    }
+
+    /// Changes a contact's phone number and avatar (server API); the
+    /// `contact.updated` event names no actor contact but the contact
+    /// itself, as the contact's own change would.
+    pub async fn update_contact(
+        &self,
+        id: ContactId,
+        patch: ContactProfilePatch,
+    ) -> Result<Contact, ServiceError> {
+        let current = self.contact_by_id(id).await?;
+        self.update_me(&current, patch).await
+    }
+
     /// Changes the caller's own phone number and avatar.
     pub async fn update_me(
         &self,
@@ -51,6 +90,7 @@ impl Confab {
         self.committed();
         // The caller's next requests see the new profile at once.
         self.tokens.refresh(&contact);
+        self.keys.forget_contact(contact.id());
         Ok(contact)
     }
 }

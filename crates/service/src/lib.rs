@@ -17,6 +17,7 @@ mod error;
 mod events;
 mod groups;
 mod idempotency;
+mod keys;
 mod messages;
 mod retention;
 #[cfg(test)]
@@ -29,11 +30,13 @@ use confab_domain::{Event, EventId, Timestamp};
 use confab_ports::{Clock, IdGenerator, Outbox, Store};
 use uuid::Uuid;
 
+pub use auth::MintedToken;
 pub use confab_ports::{
     ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
     WithBudget,
 };
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
+pub use confab_ports::{ServerKey, TokenInfo};
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
 pub use events::{FanOutBatch, FanOutEvent, FanOutLimits, StreamToken};
@@ -42,6 +45,7 @@ pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, DEFAULT_KEYS_PER_DAY, KEY_TTL_SECS,
     LEASE_SECS,
 };
+pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
 pub use messages::{MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;
 pub use webhooks::*;
@@ -134,6 +138,8 @@ impl Ports {
 pub struct Confab {
     ports: Ports,
     tokens: Arc<auth::TokenCache>,
+    /// Live server keys and the contacts they act for, recently looked up.
+    keys: Arc<keys::KeyCache>,
     /// New idempotency keys a contact may claim a day; `None`: no limit
     /// (see [`Confab::with_idempotency_quota`]).
     keys_per_day: Option<u32>,
@@ -155,6 +161,7 @@ impl Confab {
         Self {
             ports,
             tokens: Arc::default(),
+            keys: Arc::default(),
             keys_per_day: Some(DEFAULT_KEYS_PER_DAY),
             max_group_members: confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
             budgeted: None,

@@ -26,7 +26,7 @@ use crate::error::{broken, corrupt, inconsistent, Error};
 use crate::id::DbId;
 use crate::schema::{
     attachments, contacts, conversation_states, conversations, group_members, groups, messages,
-    reactions, tokens,
+    reactions, server_keys, tokens,
 };
 use crate::SqlBackend;
 
@@ -134,6 +134,68 @@ pub struct TokenRow {
     pub created_at: i64,
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+}
+
+/// A token as listed (never its hash).
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = tokens)]
+#[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
+#[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
+pub struct TokenInfoRow {
+    pub id: DbId,
+    pub contact_id: DbId,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub last_used_at: Option<i64>,
+}
+
+impl From<TokenInfoRow> for confab_ports::TokenInfo {
+    fn from(row: TokenInfoRow) -> Self {
+        Self {
+            id: row.id.uuid(),
+            contact_id: contact_id(row.contact_id),
+            created_at: Timestamp::from_micros(row.created_at),
+            expires_at: row.expires_at.map(Timestamp::from_micros),
+            last_used_at: row.last_used_at.map(Timestamp::from_micros),
+        }
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = server_keys, treat_none_as_default_value = false)]
+pub struct NewServerKeyRow {
+    pub id: DbId,
+    pub name: String,
+    pub key_hash: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// A server key as read (never its hash).
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = server_keys)]
+#[cfg_attr(feature = "postgres", diesel(check_for_backend(diesel::pg::Pg)))]
+#[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
+pub struct ServerKeyRow {
+    pub id: DbId,
+    pub name: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+impl From<ServerKeyRow> for confab_ports::ServerKey {
+    fn from(row: ServerKeyRow) -> Self {
+        Self {
+            id: row.id.uuid(),
+            name: row.name,
+            created_at: Timestamp::from_micros(row.created_at),
+            last_used_at: row.last_used_at.map(Timestamp::from_micros),
+            revoked_at: row.revoked_at.map(Timestamp::from_micros),
+        }
+    }
 }
 
 #[derive(Debug, Queryable, Selectable, Insertable)]

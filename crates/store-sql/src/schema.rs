@@ -30,6 +30,21 @@ diesel::table! {
         created_at -> BigInt,
         expires_at -> Nullable<BigInt>,
         revoked_at -> Nullable<BigInt>,
+        last_used_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    server_keys (id) {
+        id -> IdSql,
+        name -> Text,
+        key_hash -> Text,
+        created_at -> BigInt,
+        last_used_at -> Nullable<BigInt>,
+        revoked_at -> Nullable<BigInt>,
     }
 }
 
@@ -308,6 +323,7 @@ diesel::joinable!(webhook_retries -> events (event_id));
 diesel::allow_tables_to_appear_in_same_query!(
     contacts,
     tokens,
+    server_keys,
     groups,
     group_members,
     group_member_spans,

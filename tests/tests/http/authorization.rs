@@ -956,6 +956,7 @@ where
     let limits = confab_server::startup::RateLimits {
         per_contact: confab_server::startup::Quota::new(100_000, 100_000),
         anonymous: None,
+        per_key: None,
     };
     test(TestApp::spawn_with(backend, limits).await).await;
 }

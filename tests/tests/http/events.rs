@@ -17,32 +17,32 @@ use crate::support::UNKNOWN_ID;
 
 /// One frame of a stream: an event, or a comment line.
 #[derive(Debug, Clone)]
-enum Frame {
+pub(crate) enum Frame {
     Event(Event),
     Comment(String),
 }
 
 #[derive(Debug, Clone)]
-struct Event {
-    id: String,
-    kind: String,
-    data: Value,
+pub(crate) struct Event {
+    pub(crate) id: String,
+    pub(crate) kind: String,
+    pub(crate) data: Value,
 }
 
 type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Vec<u8>>> + Send>>;
 
 /// An open `text/event-stream` response, read frame by frame.
-struct Sse {
+pub(crate) struct Sse {
     body: Body,
     buf: Vec<u8>,
     /// The response ended (the server closed the stream).
-    ended: bool,
+    pub(crate) ended: bool,
 }
 
 impl Sse {
     /// Opens `path` with `token` (plus `headers`) and waits for the
     /// opening comment, after which every commit is delivered.
-    async fn open(base: &str, token: &str, path: &str, headers: &[(&str, &str)]) -> Sse {
+    pub(crate) async fn open(base: &str, token: &str, path: &str, headers: &[(&str, &str)]) -> Sse {
         let client = reqwest::Client::new();
         let mut req = client
             .get(format!("{base}{path}"))
@@ -84,7 +84,7 @@ impl Sse {
     }
 
     /// The next frame within `within`; `None` on timeout or at the end.
-    async fn frame(&mut self, within: Duration) -> Option<Frame> {
+    pub(crate) async fn frame(&mut self, within: Duration) -> Option<Frame> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
             if let Some(end) = self.buf.windows(2).position(|w| w == b"\n\n") {
@@ -122,7 +122,7 @@ impl Sse {
     }
 
     /// The next event of type `kind`, skipping others.
-    async fn event_of(&mut self, kind: &str, within: Duration) -> Option<Event> {
+    pub(crate) async fn event_of(&mut self, kind: &str, within: Duration) -> Option<Event> {
         let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -283,6 +283,7 @@ async fn resume_after_disconnecting_mid_burst(app: TestApp) {
             rate_limits: RateLimits {
                 per_contact: None,
                 anonymous: None,
+                per_key: None,
             },
             ..ServerOptions::default()
         },
@@ -610,6 +611,7 @@ async fn a_slow_stream_catches_up_from_the_table(app: TestApp) {
             rate_limits: RateLimits {
                 per_contact: None,
                 anonymous: None,
+                per_key: None,
             },
             events: HubOptions {
                 queue: 1,

@@ -190,6 +190,7 @@ async fn a_valid_token_is_never_refused_for_its_address(backend: Backend) {
             rate_limits: RateLimits {
                 per_contact: Quota::new(1, 3),
                 anonymous: Quota::new(1, 2),
+                per_key: None,
             },
             ..ServerOptions::default()
         },
@@ -253,6 +254,7 @@ async fn behind_a_trusted_proxy_each_client_has_its_own_allowance(backend: Backe
     let limits = RateLimits {
         per_contact: None,
         anonymous: Quota::new(1, 2),
+        per_key: None,
     };
     let proxied = app(
         backend,
@@ -308,6 +310,7 @@ async fn metrics_can_be_kept_private_and_are_limited_in_public(backend: Backend)
             rate_limits: RateLimits {
                 per_contact: None,
                 anonymous: Quota::new(1, 2),
+                per_key: None,
             },
             ..ServerOptions::default()
         },

@@ -2,6 +2,7 @@
 //! stores (PostgreSQL and SQLite), each with a fresh database.
 //! One test binary (modules below) keeps link time down.
 
+mod admin;
 mod authorization;
 mod contacts;
 mod conversations;

@@ -177,15 +177,29 @@ async fn the_live_server_answers_as_documented() {
             "{method} {path} answered {status}, which it does not document: {body}"
         );
 
-        // Security: the bearer scheme on /v1, nothing elsewhere.
+        // Security: on /v1/admin the server key alone (a contact's token
+        // is 403 there); elsewhere on /v1 a contact's token or a server key
+        // acting for a contact; nothing outside /v1.
         let without_token = client.request(m, &url).send().await.expect("sent");
-        if v1 {
-            assert_eq!(without_token.status().as_u16(), 401, "{method} {path}");
+        if path.starts_with("/v1/admin/") {
             assert_eq!(
-                op["security"][0]["bearer"],
-                Value::Array(vec![]),
+                status, 403,
+                "{method} {path} with a contact's token: {body}"
+            );
+            assert_eq!(
+                op["security"],
+                serde_json::json!([{ "server_key": [] }]),
                 "{method} {path}"
             );
+        } else if v1 {
+            assert_eq!(
+                op["security"],
+                serde_json::json!([{ "bearer": [] }, { "server_key": [] }]),
+                "{method} {path}"
+            );
+        }
+        if v1 {
+            assert_eq!(without_token.status().as_u16(), 401, "{method} {path}");
             for status in ["400", "401", "404", "503"] {
                 assert!(
                     op["responses"].get(status).is_some(),
@@ -216,11 +230,22 @@ async fn the_live_server_answers_as_documented() {
         }
     }
 
+    let key = app
+        .service
+        .create_server_key("documented")
+        .await
+        .expect("server key")
+        .secret;
     for (path, methods) in methods_of {
         let url = format!("{}{}", app.base_url, concrete(&path));
+        let credential = if path.starts_with("/v1/admin/") {
+            &key
+        } else {
+            &alice.token
+        };
         let resp = client
             .request(Method::PATCH, &url)
-            .bearer_auth(&alice.token)
+            .bearer_auth(credential)
             .send()
             .await
             .expect("sent");

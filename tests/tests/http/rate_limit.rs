@@ -13,6 +13,7 @@ fn limits(per_contact: Option<Quota>, anonymous: Option<Quota>) -> RateLimits {
     RateLimits {
         per_contact,
         anonymous,
+        per_key: None,
     }
 }
 

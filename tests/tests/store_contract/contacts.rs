@@ -6,7 +6,7 @@ use confab_domain::{
 use confab_ports::StoreError;
 
 use crate::support::no_events;
-use crate::support::{assert_err, at, at_us, contact, new_id, S};
+use crate::support::{assert_err, at, at_us, contact, new_id, page, S};
 
 async fn health_ping(s: S) {
     s.ping().await.expect("ping");
@@ -134,9 +134,58 @@ async fn contacts_update_and_touch(s: S) {
     assert_eq!(got.last_active_at(), at_us(100, 1));
 }
 
+/// The server API's list of every contact: newest first, paged both ways,
+/// filtered by username in any letter case.
+async fn contacts_listed_newest_first_and_by_username(s: S) {
+    let mut made = Vec::new();
+    for name in ["ann", "Ben", "cy", "dee"] {
+        made.push(contact(&s, name).await.id());
+    }
+    let ids = |p: &confab_domain::Paged<confab_domain::Contact>| -> Vec<confab_domain::ContactId> {
+        p.items.iter().map(|c| c.id()).collect()
+    };
+    let first = s.list_contacts(None, page(3, None)).await.expect("list");
+    assert_eq!(ids(&first), [made[3], made[2], made[1]]);
+    assert!(first.has_more);
+    let rest = s
+        .list_contacts(None, page(3, Some(confab_domain::Cursor::After(made[1]))))
+        .await
+        .expect("list");
+    assert_eq!(ids(&rest), [made[0]]);
+    assert!(!rest.has_more);
+    let back = s
+        .list_contacts(None, page(2, Some(confab_domain::Cursor::Before(made[0]))))
+        .await
+        .expect("list");
+    assert_eq!(ids(&back), [made[2], made[1]]);
+    assert!(back.has_more);
+    let ben = s
+        .list_contacts(Some("bEN".into()), page(10, None))
+        .await
+        .expect("by name");
+    assert_eq!(ids(&ben), [made[1]]);
+    let none = s
+        .list_contacts(Some("zed".into()), page(10, None))
+        .await
+        .expect("by name");
+    assert!(none.items.is_empty() && !none.has_more);
+    assert_err!(
+        s.list_contacts(
+            None,
+            page(
+                3,
+                Some(confab_domain::Cursor::After(ContactId::from_uuid(new_id())))
+            )
+        )
+        .await,
+        StoreError::CursorNotFound
+    );
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_store;
     health_ping,
     contacts_create_and_find,
     contacts_update_and_touch,
+    contacts_listed_newest_first_and_by_username,
 );

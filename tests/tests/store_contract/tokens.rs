@@ -1,9 +1,11 @@
-//! Access tokens: live, expired, revoked and unknown.
+//! Credentials: access tokens (live, expired, revoked, unknown; listed,
+//! revoked one by one, their use recorded) and server keys.
 
-use confab_domain::{Contact, ContactId, Timestamp};
-use confab_ports::{NewToken, StoreError};
+use confab_domain::{Contact, ContactId, Cursor, Timestamp};
+use confab_ports::{NewServerKey, NewToken, StoreError};
+use uuid::Uuid;
 
-use crate::support::{assert_err, at, at_us, contact, new_id, S};
+use crate::support::{assert_err, at, at_us, contact, new_id, page, S};
 
 fn token(owner: &Contact, hash: &str, expires: Option<Timestamp>) -> NewToken {
     NewToken {
@@ -76,7 +78,161 @@ async fn tokens_live_expired_revoked_unknown(s: S) {
     );
 }
 
+async fn tokens_are_listed_revoked_one_by_one_and_their_use_recorded(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let ids: Vec<Uuid> = (0..3).map(|_| new_id()).collect();
+    for (n, id) in ids.iter().enumerate() {
+        s.insert_token(NewToken {
+            id: *id,
+            created_at: at(n as i64),
+            ..token(&alice, &format!("a{n}"), None)
+        })
+        .await
+        .expect("insert");
+    }
+    s.insert_token(NewToken {
+        created_at: at(1),
+        ..token(&alice, "expired", Some(at(20)))
+    })
+    .await
+    .expect("insert");
+    s.insert_token(token(&bob, "b0", None))
+        .await
+        .expect("insert");
+    let listed = |cursor: Option<Cursor<Uuid>>, limit: i64| {
+        let s = s.clone();
+        let alice = alice.id();
+        async move {
+            s.list_tokens(alice, at(50), page(limit, cursor))
+                .await
+                .expect("list")
+        }
+    };
+    // Live ones only, newest first, paged.
+    let first = listed(None, 2).await;
+    let got: Vec<Uuid> = first.items.iter().map(|t| t.id).collect();
+    assert_eq!(got, [ids[2], ids[1]]);
+    assert!(first.has_more);
+    let rest = listed(Some(Cursor::After(ids[1])), 2).await;
+    assert_eq!(
+        rest.items.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [ids[0]]
+    );
+    assert!(!rest.has_more);
+    let back = listed(Some(Cursor::Before(ids[0])), 1).await;
+    assert_eq!(
+        back.items.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [ids[1]]
+    );
+    assert!(back.items.iter().all(|t| t.contact_id == alice.id()));
+    assert_err!(
+        s.list_tokens(alice.id(), at(50), page(2, Some(Cursor::After(new_id()))))
+            .await,
+        StoreError::CursorNotFound
+    );
+    assert_err!(
+        s.list_tokens(ContactId::from_uuid(new_id()), at(50), page(2, None))
+            .await,
+        StoreError::NotFound
+    );
+    // Use: recorded forward only.
+    assert_eq!(first.items[0].last_used_at, None);
+    s.touch_token("a2", at(40)).await.expect("touch");
+    s.touch_token("a2", at(30)).await.expect("touch");
+    let used = listed(None, 1).await;
+    assert_eq!(used.items[0].last_used_at, Some(at(40)));
+    // One revoked: its contact answered; again, or unknown: none.
+    assert_eq!(
+        s.revoke_token(ids[1], at(50)).await.expect("revoke"),
+        Some(alice.id())
+    );
+    assert_eq!(s.revoke_token(ids[1], at(51)).await.expect("again"), None);
+    assert_eq!(
+        s.revoke_token(new_id(), at(51)).await.expect("unknown"),
+        None
+    );
+    assert_eq!(
+        s.contact_for_token("a1", at(52)).await.expect("lookup"),
+        None
+    );
+    assert!(s
+        .contact_for_token("a0", at(52))
+        .await
+        .expect("lookup")
+        .is_some());
+    let left = listed(None, 10).await;
+    assert_eq!(
+        left.items.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [ids[2], ids[0]]
+    );
+}
+
+async fn server_keys_are_stored_by_hash_listed_and_revoked(s: S) {
+    let first = NewServerKey {
+        id: new_id(),
+        name: "backend".into(),
+        hash: "k1".into(),
+        created_at: at(1),
+    };
+    let second = NewServerKey {
+        id: new_id(),
+        name: "bots".into(),
+        hash: "k2".into(),
+        created_at: at(2),
+    };
+    s.insert_server_key(first.clone()).await.expect("insert");
+    s.insert_server_key(second.clone()).await.expect("insert");
+    assert_err!(
+        s.insert_server_key(NewServerKey {
+            id: new_id(),
+            ..first.clone()
+        })
+        .await,
+        StoreError::Conflict(_)
+    );
+    let found = s.server_key("k1").await.expect("lookup").expect("live");
+    assert_eq!((found.id, found.name.as_str()), (first.id, "backend"));
+    assert_eq!(found.last_used_at, None);
+    assert_eq!(s.server_key("nope").await.expect("lookup"), None);
+    s.touch_server_key(first.id, at(10)).await.expect("touch");
+    s.touch_server_key(first.id, at(5)).await.expect("touch");
+    let listed = s.list_server_keys().await.expect("list");
+    assert_eq!(
+        listed.iter().map(|k| k.id).collect::<Vec<_>>(),
+        [first.id, second.id]
+    );
+    assert_eq!(listed[0].last_used_at, Some(at(10)));
+    let revoked = s
+        .revoke_server_key(first.id, at(20))
+        .await
+        .expect("revoke")
+        .expect("known");
+    assert_eq!(revoked.revoked_at, Some(at(20)));
+    // Revoked again: as it was.
+    let again = s
+        .revoke_server_key(first.id, at(30))
+        .await
+        .expect("revoke")
+        .expect("known");
+    assert_eq!(again.revoked_at, Some(at(20)));
+    assert_eq!(
+        s.revoke_server_key(new_id(), at(30)).await.expect("revoke"),
+        None
+    );
+    assert_eq!(s.server_key("k1").await.expect("lookup"), None);
+    assert!(s.server_key("k2").await.expect("lookup").is_some());
+    // An open stream of a key lives while the key does.
+    let live = s
+        .live_token_hashes(vec!["k1".into(), "k2".into()], at(40))
+        .await
+        .expect("live");
+    assert_eq!(live, ["k2"]);
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_store;
     tokens_live_expired_revoked_unknown,
+    tokens_are_listed_revoked_one_by_one_and_their_use_recorded,
+    server_keys_are_stored_by_hash_listed_and_revoked,
 );

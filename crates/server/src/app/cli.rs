@@ -52,6 +52,28 @@ enum Command {
     /// Manage webhooks (URLs that receive events).
     #[command(subcommand)]
     Webhook(WebhookCommand),
+    /// Manage server keys (an app backend's credential for /v1/admin and
+    /// for acting as a contact with Confab-Contact).
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum KeyCommand {
+    /// Make a server key; prints {"id","name","key","created_at"} as JSON
+    /// on stdout (the key is shown only this once).
+    Create {
+        /// What the key is for (1 to 100 characters), e.g. "app backend".
+        #[arg(long)]
+        name: String,
+    },
+    /// List the server keys as a JSON array (never their secrets).
+    List,
+    /// Revoke a server key (a running server refuses it within 5 s).
+    Revoke {
+        #[arg(long)]
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -218,6 +240,7 @@ fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
             Command::Webhook(command) => {
                 webhook(&service, command, settings.webhook_allow_private).await
             }
+            Command::Key(command) => key(&service, command).await,
             Command::Token(TokenCommand::Revoke { username }) => {
                 let count = service
                     .revoke_tokens(&username)
@@ -260,6 +283,59 @@ async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
         "confab is serving"
     );
     app.run_until_stopped().await.context("the server failed")
+}
+
+/// A server key as `key list` prints it (`key create` adds the secret).
+fn key_json(key: &confab_service::ServerKey) -> serde_json::Value {
+    serde_json::json!({
+        "id": key.id.to_string(),
+        "name": key.name,
+        "created_at": key.created_at.secs(),
+        "last_used_at": key.last_used_at.map(|t| t.secs()),
+        "revoked_at": key.revoked_at.map(|t| t.secs()),
+    })
+}
+
+async fn key(service: &Confab, command: KeyCommand) -> anyhow::Result<()> {
+    match command {
+        KeyCommand::Create { name } => {
+            let created = service
+                .create_server_key(&name)
+                .await
+                .map_err(|e| match e {
+                    ServiceError::Invalid { field, rule } => {
+                        anyhow!("invalid --name: {field} {rule}")
+                    }
+                    e => anyhow::Error::new(e),
+                })?;
+            println!(
+                "{}",
+                serde_json::json!({
+                    "id": created.key.id.to_string(),
+                    "name": created.key.name,
+                    "key": created.secret,
+                    "created_at": created.key.created_at.secs(),
+                })
+            );
+        }
+        KeyCommand::List => {
+            let keys: Vec<_> = service
+                .list_server_keys()
+                .await?
+                .iter()
+                .map(key_json)
+                .collect();
+            println!("{}", serde_json::Value::Array(keys));
+        }
+        KeyCommand::Revoke { id } => {
+            let key = service.revoke_server_key(&id).await.map_err(|e| match e {
+                ServiceError::NotFound { .. } => anyhow!("no server key has the id {id:?}"),
+                e => anyhow::Error::new(e),
+            })?;
+            eprintln!("revoked server key {} ({})", key.id, key.name);
+        }
+    }
+    Ok(())
 }
 
 /// A webhook as `webhook create` and `webhook list` print it.

@@ -191,6 +191,29 @@ pub struct Settings {
     )]
     pub rate_limit_anon_burst: u32,
 
+    /// Requests a second one server key may send on average, also when it
+    /// acts for contacts (0: no limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_KEY_PER_SECOND",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_KEY_PER_SECOND,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_KEY_PER_SECOND")
+    )]
+    pub rate_limit_key_per_second: u32,
+
+    /// Requests one server key may send at once (0: no limit).
+    #[arg(
+        long,
+        env = "CONFAB_RATE_LIMIT_KEY_BURST",
+        global = true,
+        default_value_t = RateLimits::DEFAULT_KEY_BURST,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_RATE_LIMIT_KEY_BURST")
+    )]
+    pub rate_limit_key_burst: u32,
+
     /// Browser origins allowed to call the API (CORS), comma-separated, e.g.
     /// https://app.example,http://localhost:3000; `*` for any; empty: CORS
     /// off.
@@ -372,6 +395,7 @@ impl Settings {
         RateLimits {
             per_contact: Quota::new(self.rate_limit_per_second, self.rate_limit_burst),
             anonymous: Quota::new(self.rate_limit_anon_per_second, self.rate_limit_anon_burst),
+            per_key: Quota::new(self.rate_limit_key_per_second, self.rate_limit_key_burst),
         }
     }
 }
@@ -797,6 +821,8 @@ mod tests {
             "--rate-limit-per-second",
             "0",
             "--rate-limit-anon-burst",
+            "0",
+            "--rate-limit-key-burst",
             "0",
         ])
         .expect("zeros");

@@ -211,6 +211,9 @@ impl Application {
                 .unwrap_or(StreamSlots::DEFAULT_MAX),
         ));
         let proxies = web::Data::new(options.trusted_proxies.clone());
+        let webhook_policy = web::Data::new(routes::admin::WebhookPolicy::new(
+            options.webhook_allow_private,
+        ));
         let metrics_server = match &options.metrics_listen {
             Some(addrs) => Some(metrics_server(addrs, &metrics, &service)?),
             None => None,
@@ -253,6 +256,7 @@ impl Application {
                 .app_data(hub_data.clone())
                 .app_data(slots.clone())
                 .app_data(proxies.clone())
+                .app_data(webhook_policy.clone())
                 .app_data(web::Data::new(routes::MetricsElsewhere(metrics_private)))
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))

@@ -19,7 +19,7 @@ use confab_domain::ContactId;
 use tracing::Instrument;
 use tracing_subscriber::EnvFilter;
 
-use crate::http::auth::Caller;
+use crate::http::auth::{Actor, Caller};
 use crate::http::error::ApiError;
 use crate::http::request_id::{self, RequestId};
 use crate::metrics::{Metrics, UNMATCHED};
@@ -77,10 +77,11 @@ pub async fn observe(
         method = %method,
         route = %route,
         caller = tracing::field::Empty,
+        actor = tracing::field::Empty,
     );
     let outcome = next.call(req).instrument(span).await;
     let elapsed = started.elapsed();
-    let (status, api_error, caller) = match &outcome {
+    let (status, api_error, caller, actor) = match &outcome {
         Ok(res) => (
             res.status(),
             res.response()
@@ -88,6 +89,7 @@ pub async fn observe(
                 .and_then(|e| e.as_error::<ApiError>())
                 .cloned(),
             res.request().extensions().get::<Caller>().map(|c| c.0.id()),
+            res.request().extensions().get::<Actor>().map(|a| a.0),
         ),
         Err(e) => {
             let status = e.as_response_error().status_code();
@@ -99,7 +101,7 @@ pub async fn observe(
                     api
                 }
             });
-            (status, Some(api), None)
+            (status, Some(api), None, None)
         }
     };
     let code = api_error.as_ref().map(ApiError::code);
@@ -113,6 +115,7 @@ pub async fn observe(
         latency_ms: elapsed.as_micros() as f64 / 1000.0,
         request_id: id.as_str(),
         caller,
+        actor,
         uri: &uri,
         code,
         cause: api_error.as_ref().and_then(ApiError::cause),
@@ -153,6 +156,8 @@ struct Line<'a> {
     latency_ms: f64,
     request_id: &'a str,
     caller: Option<ContactId>,
+    /// The server key the request was made with, if any.
+    actor: Option<uuid::Uuid>,
     uri: &'a Uri,
     code: Option<&'static str>,
     cause: Option<&'a str>,
@@ -169,6 +174,7 @@ fn log_line(l: &Line<'_>) {
                 latency_ms = l.latency_ms,
                 request_id = %l.request_id,
                 caller = l.caller.map(tracing::field::display),
+                actor = l.actor.map(tracing::field::display),
                 uri = %redacted_target(l.uri),
                 code = l.code.map(tracing::field::display),
                 error = l.cause,

@@ -11,8 +11,8 @@ use actix_web::http::header::{HeaderMap, AUTHORIZATION};
 use actix_web::http::ConnectionType;
 use actix_web::middleware::Next;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
-use confab_domain::Contact;
-use confab_service::ServiceError;
+use confab_domain::{Contact, ContactId};
+use confab_service::{is_server_key, ServerKey, ServiceError};
 
 use crate::http::client_addr::TrustedProxies;
 use crate::http::error::ApiError;
@@ -44,8 +44,19 @@ pub async fn require_token(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
     match authenticate(&req).await {
-        Ok((caller, budget)) => {
-            req.extensions_mut().insert(caller);
+        Ok((who, budget)) => {
+            match who {
+                Authenticated::Contact(caller, actor) => {
+                    req.extensions_mut().insert(caller);
+                    if let Some(actor) = actor {
+                        req.extensions_mut().insert(actor);
+                    }
+                }
+                Authenticated::Server(server) => {
+                    req.extensions_mut().insert(Actor(server.0.id));
+                    req.extensions_mut().insert(server);
+                }
+            }
             let mut res = next.call(req).await?;
             if let Some(budget) = budget {
                 budget.write(res.headers_mut(), false);
@@ -64,15 +75,44 @@ pub async fn require_token(
     }
 }
 
+/// The server key of a request to `/v1/admin` (API.md section 14).
+#[derive(Debug, Clone)]
+pub struct Server(pub ServerKey);
+
+/// The server key a request was made with, when it was (also when it acts
+/// for a contact): the request log names it as `actor`.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor(pub uuid::Uuid);
+
+/// The header with which a server key acts for a contact.
+pub const CONFAB_CONTACT: &str = "confab-contact";
+
+/// Who a request is from.
+enum Authenticated {
+    /// A contact, with its token or through a server key (`Confab-Contact`).
+    Contact(Caller, Option<Actor>),
+    /// A server key on `/v1/admin`.
+    Server(Server),
+}
+
+/// Whether the request is for the server API (`/v1/admin` and below).
+fn is_admin(path: &str) -> bool {
+    path.strip_prefix("/v1/admin")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// The caller and what is left of their budget, or the refusal to send
 /// (built with `from_error`, so that the request's log line and the error
 /// metrics see the [`ApiError`] and its cause).
 ///
 /// The address's allowance is looked at only for requests that bring no
-/// valid token: a valid token is judged by its contact's budget alone, so
-/// that others behind the same address (a proxy, a NAT) spending theirs on
-/// bad tokens never lock it out (API.md section 9 "Hostile load").
-async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), HttpResponse> {
+/// valid token: a valid token is judged by its contact's budget alone (a
+/// server key by its own), so that others behind the same address (a
+/// proxy, a NAT) spending theirs on bad tokens never lock it out (API.md
+/// section 9 "Hostile load").
+async fn authenticate(
+    req: &ServiceRequest,
+) -> Result<(Authenticated, Option<Budget>), HttpResponse> {
     let service = Service::of(req.request())
         .ok_or_else(|| ApiError::internal(&"the service is not registered as app data"))
         .map_err(HttpResponse::from_error)?;
@@ -82,19 +122,84 @@ async fn authenticate(req: &ServiceRequest) -> Result<(Caller, Option<Budget>), 
     let Some(token) = bearer_token(req.headers()) else {
         return Err(anonymous(ApiError::unauthorized()));
     };
+    let limiter = req.app_data::<web::Data<Limiter>>();
+    let admin = is_admin(req.path());
+    let acting_for = req.headers().get(CONFAB_CONTACT);
+    if is_server_key(token) {
+        let key = match service.authenticate_key(token).await {
+            Ok(key) => key,
+            Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
+            Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
+        };
+        tracing::Span::current().record("actor", tracing::field::display(key.id));
+        let budget = match limiter.map(|l| l.check_key(key.id)) {
+            Some(Verdict::Limited(budget)) => return Err(too_many(&budget)),
+            Some(Verdict::Allowed(budget)) => budget,
+            None => None,
+        };
+        if admin {
+            return Ok((Authenticated::Server(Server(key)), budget));
+        }
+        let refuse = |why: &str| HttpResponse::from_error(ApiError::unauthorized_because(why));
+        let Some(value) = acting_for else {
+            return Err(refuse(
+                "a server key acts on contact routes only for a contact: \
+                 Confab-Contact: <contact id>",
+            ));
+        };
+        let Some(id) = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<ContactId>().ok())
+        else {
+            return Err(refuse("Confab-Contact must be the id of a contact"));
+        };
+        let contact = match service.acting_for(&key, id).await {
+            Ok(contact) => contact,
+            Err(ServiceError::Unauthorized) => {
+                return Err(refuse("Confab-Contact does not name a contact"))
+            }
+            Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
+        };
+        tracing::Span::current().record("caller", tracing::field::display(contact.id()));
+        return Ok((
+            Authenticated::Contact(Caller(contact), Some(Actor(key.id))),
+            budget,
+        ));
+    }
     let contact = match service.authenticate(token).await {
         Ok(contact) => contact,
         Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
         Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
     };
     tracing::Span::current().record("caller", tracing::field::display(contact.id()));
-    let limiter = req.app_data::<web::Data<Limiter>>();
+    if admin {
+        return Err(HttpResponse::from_error(ApiError::forbidden(
+            "the server API takes a server key (Authorization: Bearer cfb_sk_...), \
+             not a contact's token",
+        )));
+    }
+    // A contact's token acts for its contact only: naming another is
+    // refused rather than ignored (a backend that sent its contact's token
+    // by mistake would otherwise act as the wrong contact).
+    if let Some(value) = acting_for {
+        let names_self = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<ContactId>().ok())
+            == Some(contact.id());
+        if !names_self {
+            return Err(HttpResponse::from_error(ApiError::forbidden(
+                "Confab-Contact is for server keys: a contact's token acts for its contact only",
+            )));
+        }
+    }
     let budget = match limiter.map(|l| l.check_contact(contact.id())) {
         Some(Verdict::Limited(budget)) => return Err(too_many(&budget)),
         Some(Verdict::Allowed(budget)) => budget,
         None => None,
     };
-    Ok((Caller(contact), budget))
+    Ok((Authenticated::Contact(Caller(contact), None), budget))
 }
 
 /// A request that brings no valid token costs its client's address one
@@ -137,6 +242,20 @@ fn too_many(budget: &Budget) -> HttpResponse {
     res
 }
 
+impl FromRequest for Server {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            req.extensions()
+                .get::<Server>()
+                .cloned()
+                .ok_or_else(ApiError::unauthorized),
+        )
+    }
+}
+
 impl FromRequest for Caller {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
@@ -160,6 +279,15 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(AUTHORIZATION, HeaderValue::from_str(value).expect("header"));
         bearer_token(&headers).map(str::to_owned)
+    }
+
+    #[test]
+    fn the_server_api_is_v1_admin_and_below() {
+        assert!(is_admin("/v1/admin"));
+        assert!(is_admin("/v1/admin/contacts"));
+        assert!(!is_admin("/v1/administrators"));
+        assert!(!is_admin("/v1/contacts"));
+        assert!(!is_admin("/admin"));
     }
 
     #[test]

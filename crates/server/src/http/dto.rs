@@ -176,3 +176,77 @@ pub struct GroupDto {
     pub member_count: u64,
     pub created_at: i64,
 }
+
+/// A contact's token as the server API lists it: never its secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenDto {
+    pub id: String,
+    pub contact_id: String,
+    pub created_at: i64,
+    /// `null`: never expires.
+    pub expires_at: Option<i64>,
+    /// The token's latest request (recorded at most once a minute); `null`:
+    /// not used yet.
+    pub last_used_at: Option<i64>,
+}
+
+impl From<&confab_service::TokenInfo> for TokenDto {
+    fn from(t: &confab_service::TokenInfo) -> Self {
+        Self {
+            id: t.id.to_string(),
+            contact_id: t.contact_id.to_string(),
+            created_at: secs(t.created_at),
+            expires_at: opt_secs(t.expires_at),
+            last_used_at: opt_secs(t.last_used_at),
+        }
+    }
+}
+
+/// A token just minted: `token` is shown this once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MintedTokenDto {
+    pub id: String,
+    /// The secret: send it as `Authorization: Bearer <token>`.
+    pub token: String,
+    pub contact_id: String,
+    pub created_at: i64,
+    /// `null`: never expires.
+    pub expires_at: Option<i64>,
+}
+
+impl From<&confab_service::MintedToken> for MintedTokenDto {
+    fn from(t: &confab_service::MintedToken) -> Self {
+        Self {
+            id: t.id.to_string(),
+            token: t.token.clone(),
+            contact_id: t.contact_id.to_string(),
+            created_at: secs(t.created_at),
+            expires_at: opt_secs(t.expires_at),
+        }
+    }
+}
+
+/// A webhook: its events are POSTed to `url`, signed with its secret.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct WebhookDto {
+    pub id: String,
+    pub url: String,
+    /// The event types it receives; empty: every type.
+    pub events: Vec<String>,
+    pub created_at: i64,
+    /// The signing secret: only in the answer to its creation, else absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+impl WebhookDto {
+    pub fn of(w: &confab_service::Webhook, with_secret: bool) -> Self {
+        Self {
+            id: w.id.to_string(),
+            url: w.url.clone(),
+            events: w.events.iter().map(|t| t.name().to_owned()).collect(),
+            created_at: secs(w.created_at),
+            secret: with_secret.then(|| w.secret.expose().to_owned()),
+        }
+    }
+}

@@ -120,6 +120,11 @@ impl ApiError {
         self
     }
 
+    /// This error, naming `param` as its cause.
+    pub fn on(self, param: &str) -> Self {
+        self.with_param(param)
+    }
+
     pub fn body_invalid(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "body_invalid", message)
     }
@@ -153,6 +158,12 @@ impl ApiError {
             "unauthorized",
             "a valid access token is required: Authorization: Bearer <token>",
         )
+    }
+
+    /// 401 with its own explanation (a server key without
+    /// `Confab-Contact`, a contact it cannot act for).
+    pub fn unauthorized_because(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
@@ -510,6 +521,8 @@ pub fn param(field: Field) -> &'static str {
         Field::TokenLifetime => "expires_in",
         Field::IdempotencyKey => IDEMPOTENCY_KEY,
         Field::EventsAfter => "after",
+        Field::KeyName => "name",
+        Field::KeyId => "id",
     }
 }
 

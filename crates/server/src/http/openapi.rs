@@ -18,6 +18,9 @@ use crate::http::error::{ErrorBody, IDEMPOTENCY_KEY};
 use crate::http::routes::{self, V1};
 
 const BEARER: &str = "bearer";
+const SERVER_KEY: &str = "server_key";
+/// The server API's prefix (API.md section 14).
+const ADMIN: &str = "/v1/admin";
 
 /// The whole document.
 pub fn document() -> OpenApi {
@@ -37,10 +40,17 @@ pub fn document() -> OpenApi {
                     body.required = Some(Required::False);
                 }
             }
+            let admin = path == ADMIN || path.starts_with("/v1/admin/");
             if path.starts_with(V1) {
-                add_v1_errors(&method, &mut operation);
-                operation.security =
-                    Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
+                add_v1_errors(&method, &mut operation, admin);
+                let requirement = |scheme| SecurityRequirement::new(scheme, Vec::<String>::new());
+                operation.security = Some(if admin {
+                    vec![requirement(SERVER_KEY)]
+                } else {
+                    // A contact's token, or a server key acting for a
+                    // contact (`Confab-Contact`).
+                    vec![requirement(BEARER), requirement(SERVER_KEY)]
+                });
             }
             paths.add_path_operation(&path, vec![method], operation);
         }
@@ -59,6 +69,22 @@ pub fn document() -> OpenApi {
                     .build(),
             ),
         )
+        .security_scheme(
+            SERVER_KEY,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("cfb_sk_...")
+                    .description(Some(
+                        "a server key made with `confab key create --name <name>`: the only \
+                         credential of /v1/admin (a contact's token there is 403). On the \
+                         other routes it acts for a contact named by the header \
+                         `Confab-Contact: <contact id>`, with exactly that contact's rights \
+                         (without the header, or with an unknown contact: 401).",
+                    ))
+                    .build(),
+            ),
+        )
         .build();
     let tags = [
         "messages",
@@ -66,6 +92,7 @@ pub fn document() -> OpenApi {
         "groups",
         "contacts",
         "events",
+        "admin",
         "health",
         "docs",
     ]
@@ -99,7 +126,7 @@ pub fn served_routes() -> Vec<(String, String)> {
 
 /// The errors every operation under `/v1` can answer, as the contract
 /// lists them; an operation's own description of a status wins.
-fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
+fn add_v1_errors(method: &HttpMethod, operation: &mut Operation, admin: bool) {
     let method = routes::http_method(method);
     let has_body = method == Method::POST || method == Method::PUT;
     let mut errors = vec![
@@ -108,7 +135,11 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
             "the request is malformed: body_invalid, parameter_missing, parameter_invalid or \
              parameter_unknown, `param` naming the parameter",
         ),
-        ("401", "no valid access token (`WWW-Authenticate: Bearer`)"),
+        (
+            "401",
+            "no valid access token or server key, or a server key without a valid \
+             `Confab-Contact` (`WWW-Authenticate: Bearer`)",
+        ),
         (
             "404",
             "nothing by that id that the caller can see (also a malformed id)",
@@ -122,7 +153,13 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation) {
         errors.push(("413", "the body is over 64 KiB"));
         errors.push(("415", "the body is neither a form nor JSON"));
     }
-    if method == Method::POST {
+    if admin {
+        errors.push((
+            "403",
+            "the server API takes a server key, not a contact's token",
+        ));
+    }
+    if method == Method::POST && !admin {
         let key = ParameterBuilder::new()
             .name(IDEMPOTENCY_KEY)
             .parameter_in(ParameterIn::Header)

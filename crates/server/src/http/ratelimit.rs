@@ -60,6 +60,10 @@ pub struct RateLimits {
     /// Per client address, for requests without a valid token
     /// (`CONFAB_RATE_LIMIT_ANON_PER_SECOND`, `CONFAB_RATE_LIMIT_ANON_BURST`).
     pub anonymous: Option<Quota>,
+    /// Per server key, also when it acts for a contact (which then spends
+    /// the key's budget, not the contact's): `CONFAB_RATE_LIMIT_KEY_PER_SECOND`,
+    /// `CONFAB_RATE_LIMIT_KEY_BURST` (API.md section 14).
+    pub per_key: Option<Quota>,
 }
 
 impl RateLimits {
@@ -67,10 +71,13 @@ impl RateLimits {
     pub const DEFAULT_BURST: u32 = 200;
     pub const DEFAULT_ANON_PER_SECOND: u32 = 20;
     pub const DEFAULT_ANON_BURST: u32 = 40;
+    pub const DEFAULT_KEY_PER_SECOND: u32 = 1000;
+    pub const DEFAULT_KEY_BURST: u32 = 2000;
 
     pub const OFF: RateLimits = RateLimits {
         per_contact: None,
         anonymous: None,
+        per_key: None,
     };
 }
 
@@ -81,6 +88,7 @@ impl Default for RateLimits {
         Self {
             per_contact: Quota::new(Self::DEFAULT_PER_SECOND, Self::DEFAULT_BURST),
             anonymous: Quota::new(Self::DEFAULT_ANON_PER_SECOND, Self::DEFAULT_ANON_BURST),
+            per_key: Quota::new(Self::DEFAULT_KEY_PER_SECOND, Self::DEFAULT_KEY_BURST),
         }
     }
 }
@@ -95,6 +103,7 @@ const SWEEP_EVERY: u64 = 4096;
 pub struct Limiter {
     per_contact: Option<(Quota, Keyed<ContactId>)>,
     anonymous: Option<(Quota, Keyed<IpAddr>)>,
+    per_key: Option<(Quota, Keyed<uuid::Uuid>)>,
     /// Addresses whose budget for failed attempts is spent, until when.
     blocked: Mutex<HashMap<IpAddr, Instant>>,
     clock: DefaultClock,
@@ -157,6 +166,9 @@ impl Limiter {
             anonymous: limits
                 .anonymous
                 .map(|q| (q, RateLimiter::keyed(q.governor()).with_middleware())),
+            per_key: limits
+                .per_key
+                .map(|q| (q, RateLimiter::keyed(q.governor()).with_middleware())),
             blocked: Mutex::new(HashMap::new()),
             clock: DefaultClock::default(),
             checks: AtomicU64::new(0),
@@ -202,6 +214,15 @@ impl Limiter {
         self.check(quota, limiter, &contact)
     }
 
+    /// One request made with this server key, on its own budget.
+    pub fn check_key(&self, key: uuid::Uuid) -> Verdict {
+        self.sweep();
+        let Some((quota, limiter)) = &self.per_key else {
+            return Verdict::Allowed(None);
+        };
+        self.check(quota, limiter, &key)
+    }
+
     fn check<K: std::hash::Hash + Eq + Clone>(
         &self,
         quota: &Quota,
@@ -238,6 +259,9 @@ impl Limiter {
         if let Some((_, limiter)) = &self.anonymous {
             limiter.retain_recent();
         }
+        if let Some((_, limiter)) = &self.per_key {
+            limiter.retain_recent();
+        }
         let now = Instant::now();
         let mut blocked = self.blocked.lock().unwrap_or_else(|e| e.into_inner());
         blocked.retain(|_, until| *until > now);
@@ -257,6 +281,7 @@ mod tests {
         let limiter = Limiter::new(RateLimits {
             per_contact: Quota::new(1, 3),
             anonymous: None,
+            per_key: Quota::new(1, 1),
         });
         let remaining: Vec<u32> = (0..3)
             .map(|_| match limiter.check_contact(contact(1)) {
@@ -274,6 +299,14 @@ mod tests {
             limiter.check_contact(contact(2)),
             Verdict::Allowed(Some(_))
         ));
+        // A server key has its own budget, apart from every contact's.
+        let key = uuid::Uuid::from_u128(1);
+        assert!(matches!(limiter.check_key(key), Verdict::Allowed(Some(_))));
+        assert!(matches!(limiter.check_key(key), Verdict::Limited(_)));
+        assert!(matches!(
+            limiter.check_key(uuid::Uuid::from_u128(2)),
+            Verdict::Allowed(Some(_))
+        ));
         // No anonymous limit configured: never limited, never blocked.
         let ip = IpAddr::from([127, 0, 0, 1]);
         assert_eq!(limiter.check_anonymous(ip), Verdict::Allowed(None));
@@ -285,6 +318,7 @@ mod tests {
         let limiter = Limiter::new(RateLimits {
             per_contact: None,
             anonymous: Quota::new(1, 2),
+            per_key: None,
         });
         let ip = IpAddr::from([10, 0, 0, 1]);
         assert!(matches!(limiter.check_anonymous(ip), Verdict::Allowed(_)));
@@ -301,6 +335,7 @@ mod tests {
         let limiter = Limiter::new(RateLimits {
             per_contact: None,
             anonymous: Quota::new(1, 1),
+            per_key: None,
         });
         let a: IpAddr = "2001:db8:0:1::1".parse().expect("ip");
         let b: IpAddr = "2001:db8:0:1:ffff::9".parse().expect("ip");

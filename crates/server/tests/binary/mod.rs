@@ -9,7 +9,10 @@ pub mod postgres;
 use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_confab");
 
@@ -42,6 +45,28 @@ pub fn accepts(port: u16) -> bool {
         (Ok(local), Ok(peer)) => local != peer,
         _ => false,
     })
+}
+
+/// `confab serve` on `db` at 127.0.0.1:`port`, its log (at `RUST_LOG`
+/// `level`) written to `log`; returns once it accepts connections.
+pub fn serve_logging(db: &Path, port: u16, level: &str, log: &Path) -> Server {
+    let server = Server(
+        Command::new(BIN)
+            .arg("serve")
+            .env("DATABASE_URL", db)
+            .env("CONFAB_LISTEN", format!("127.0.0.1:{port}"))
+            .env("RUST_LOG", level)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).expect("log file"))
+            .spawn()
+            .expect("spawn serve"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !accepts(port) {
+        assert!(Instant::now() < deadline, "confab serve did not listen");
+        sleep(Duration::from_millis(50));
+    }
+    server
 }
 
 /// `confab ARGS` on `db` (a SQLite path or a PostgreSQL URL), which must

@@ -29,16 +29,22 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
     let token = "cfb_secret";
     let hash = crate::auth::token_hash_for_tests(token);
     assert_ne!(hash, token);
+    let hash = hash.as_str().to_owned();
     assert_eq!(hash.len(), 64);
     let mut m = Mocks::new();
     let stale = last_active(alice(), Timestamp::from_secs(NOW - 61));
     m.tokens
         .expect_contact_for_token()
-        .with(eq(hash), eq(Timestamp::from_secs(NOW)))
+        .with(eq(hash.clone()), eq(Timestamp::from_secs(NOW)))
         .returning(move |_, _| Ok(Some(stale.clone())));
     m.contacts
         .expect_touch_contact()
         .with(eq(alice().id()), eq(Timestamp::from_secs(NOW)))
+        .times(1)
+        .returning(|_, _| Ok(()));
+    m.tokens
+        .expect_touch_token()
+        .with(eq(hash.clone()), eq(Timestamp::from_secs(NOW)))
         .times(1)
         .returning(|_, _| Ok(()));
     let who = m
@@ -48,12 +54,19 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
         .expect("authenticated");
     assert_eq!(who.last_active_at(), Timestamp::from_secs(NOW));
 
-    // Fresh activity: no write.
+    // Fresh activity: no contact write; the token's own use is recorded
+    // by this process once a minute.
     let mut m = Mocks::new();
     m.tokens
         .expect_contact_for_token()
         .returning(|_, _| Ok(Some(alice())));
-    assert!(m.service().authenticate(token).await.is_ok());
+    m.tokens
+        .expect_touch_token()
+        .times(1)
+        .returning(|_, _| Ok(()));
+    let svc = m.service();
+    assert!(svc.authenticate(token).await.is_ok());
+    assert!(svc.authenticate(token).await.is_ok());
 }
 
 #[tokio::test]
@@ -96,6 +109,10 @@ async fn a_revocation_in_this_process_drops_its_cached_tokens_at_once() {
         .expect_contact_by_username()
         .returning(|_| Ok(Some(alice())));
     m.tokens
+        .expect_touch_token()
+        .times(1)
+        .returning(|_, _| Ok(()));
+    m.tokens
         .expect_revoke_tokens()
         .with(eq(alice().id()), eq(Timestamp::from_secs(NOW)))
         .times(1)
@@ -124,6 +141,12 @@ fn alice_last_seen_a_minute_ago() -> Mocks {
         .expect_contact_for_token()
         .times(1)
         .returning(move |_, _| Ok(Some(stale.clone())));
+    // The token's `last_used_at`: once, by the first request that gets
+    // through.
+    m.tokens
+        .expect_touch_token()
+        .times(1)
+        .returning(|_, _| Ok(()));
     m
 }
 
@@ -191,5 +214,33 @@ async fn a_failed_activity_write_is_made_by_the_next_request() {
     ));
     let who = svc.authenticate(token).await.expect("authenticated");
     assert_eq!(who.last_active_at(), Timestamp::from_secs(NOW));
+    assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+/// A failed write of a token's `last_used_at` fails its request and is
+/// made by the next one; then not again within the minute.
+#[tokio::test]
+async fn a_failed_token_use_write_is_made_by_the_next_request() {
+    let mut m = Mocks::new();
+    m.tokens
+        .expect_contact_for_token()
+        .returning(|_, _| Ok(Some(alice())));
+    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = attempts.clone();
+    m.tokens.expect_touch_token().returning(move |_, _| {
+        if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            Err(StoreError::Unavailable("down".into()))
+        } else {
+            Ok(())
+        }
+    });
+    let svc = m.service();
+    assert!(matches!(
+        svc.authenticate("cfb_device").await,
+        Err(ServiceError::Unavailable(_))
+    ));
+    for _ in 0..3 {
+        svc.authenticate("cfb_device").await.expect("authenticated");
+    }
     assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
 }

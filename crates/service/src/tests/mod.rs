@@ -10,6 +10,7 @@ mod error;
 mod events;
 mod groups;
 mod idempotency;
+mod keys;
 mod messages;
 mod retention;
 

@@ -11,8 +11,10 @@ use confab_domain::{
 use confab_ports::{
     ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter, ConversationStore,
     GroupChange, GroupStore, HealthCheck, IdempotencyStore, KeyClaim, MessageChange, MessageStore,
-    NewGroup, NewMessage, NewToken, Outbox, StoreError, StoredResponse, TokenStore,
+    NewGroup, NewMessage, NewServerKey, NewToken, Outbox, ServerKey, StoreError, StoredResponse,
+    TokenInfo, TokenStore,
 };
+use uuid::Uuid;
 
 use crate::queries as q;
 use confab_store_sql::door::{query, write, write_alone};
@@ -128,6 +130,14 @@ impl ContactStore for Store {
     async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError> {
         write(self, move |c| q::touch_contact(c, id, at)).await
     }
+
+    async fn list_contacts(
+        &self,
+        username: Option<String>,
+        page: Page<ContactId>,
+    ) -> Result<Paged<Contact>, StoreError> {
+        query(self, move |c| q::list_contacts(c, username, page)).await
+    }
 }
 
 #[async_trait]
@@ -147,6 +157,49 @@ impl TokenStore for Store {
 
     async fn revoke_tokens(&self, contact_id: ContactId, at: Timestamp) -> Result<u64, StoreError> {
         write(self, move |c| q::revoke_tokens(c, contact_id, at)).await
+    }
+
+    async fn revoke_token(&self, id: Uuid, at: Timestamp) -> Result<Option<ContactId>, StoreError> {
+        write_alone(self, move |c| q::revoke_token(c, id, at)).await
+    }
+
+    async fn list_tokens(
+        &self,
+        contact_id: ContactId,
+        now: Timestamp,
+        page: Page<Uuid>,
+    ) -> Result<Paged<TokenInfo>, StoreError> {
+        query(self, move |c| q::list_tokens(c, contact_id, now, page)).await
+    }
+
+    async fn touch_token(&self, hash: &str, at: Timestamp) -> Result<(), StoreError> {
+        let hash = hash.to_owned();
+        write_alone(self, move |c| q::touch_token(c, &hash, at)).await
+    }
+
+    async fn insert_server_key(&self, key: NewServerKey) -> Result<(), StoreError> {
+        write(self, move |c| q::insert_server_key(c, key)).await
+    }
+
+    async fn server_key(&self, hash: &str) -> Result<Option<ServerKey>, StoreError> {
+        let hash = hash.to_owned();
+        query(self, move |c| q::server_key(c, &hash)).await
+    }
+
+    async fn list_server_keys(&self) -> Result<Vec<ServerKey>, StoreError> {
+        query(self, q::list_server_keys).await
+    }
+
+    async fn revoke_server_key(
+        &self,
+        id: Uuid,
+        at: Timestamp,
+    ) -> Result<Option<ServerKey>, StoreError> {
+        write(self, move |c| q::revoke_server_key(c, id, at)).await
+    }
+
+    async fn touch_server_key(&self, id: Uuid, at: Timestamp) -> Result<(), StoreError> {
+        write_alone(self, move |c| q::touch_server_key(c, id, at)).await
     }
 }
 

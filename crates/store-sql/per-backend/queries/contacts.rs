@@ -1,13 +1,16 @@
 //! Contacts: the users of the service.
 
-use confab_domain::{Contact, ContactId, ContactProfilePatch, Timestamp};
+use confab_domain::{Contact, ContactId, ContactProfilePatch, Page, Paged, Timestamp};
 use confab_ports::{Outbox, StoreError};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 
 use super::outbox::{self, Written};
-use super::{Conn, Result};
+use super::{Conn, Db, Result};
+use confab_store_sql::id::DbId;
+use confab_store_sql::keyset;
 use confab_store_sql::queries::not_found;
+use confab_store_sql::queries::paging::{fetch_size, finish_page, seek};
 use confab_store_sql::rows::{ContactChangeset, ContactRow, DbKey};
 use confab_store_sql::schema::contacts;
 
@@ -104,4 +107,38 @@ pub(crate) fn touch_contact(conn: &mut Conn, id: ContactId, at: Timestamp) -> Re
     .set(contacts::last_active_at.eq(at.micros()))
     .execute(conn)?;
     Ok(())
+}
+
+pub(crate) fn list_contacts(
+    conn: &mut Conn,
+    username: Option<String>,
+    page: Page<ContactId>,
+) -> Result<Paged<Contact>> {
+    // Folded exactly like `Username::folded`, which filled the column.
+    let folded = username.map(|u| u.to_ascii_lowercase());
+    let (limit, fetch) = fetch_size(&page);
+    let seek = seek(page.cursor, |id: ContactId| {
+        Ok(contacts::table
+            .find(id.db())
+            .select((contacts::created_at, contacts::id))
+            .first::<(i64, DbId)>(conn)
+            .optional()?)
+    })?;
+    let backwards = seek.backwards();
+    let mut q = contacts::table.into_boxed::<Db>();
+    if let Some(folded) = folded {
+        q = q.filter(contacts::username_folded.eq(folded));
+    }
+    let rows: Vec<ContactRow> = keyset!(q, contacts::created_at, contacts::id, seek)
+        .select(ContactRow::as_select())
+        .limit(fetch)
+        .load(conn)?;
+    let (rows, has_more) = finish_page(rows, limit, backwards);
+    Ok(Paged {
+        items: rows
+            .into_iter()
+            .map(Contact::try_from)
+            .collect::<Result<_>>()?,
+        has_more,
+    })
 }

@@ -23,7 +23,7 @@ use confab_store_sql::id::{DbId, IdSql};
 use confab_store_sql::queries::events_read::{prefix_within, size, OWNERS_PER_QUERY};
 use confab_store_sql::rows::{contact_id, ts, DbKey};
 use confab_store_sql::schema::{
-    event_groups, event_recipients, events, group_member_spans, group_members, tokens,
+    event_groups, event_recipients, events, group_member_spans, group_members, server_keys, tokens,
 };
 use confab_store_sql::SqlBackend;
 
@@ -453,8 +453,8 @@ pub(crate) fn live_token_hashes(
     if hashes.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(tokens::table
-        .filter(tokens::token_hash.eq_any(hashes))
+    let mut live: Vec<String> = tokens::table
+        .filter(tokens::token_hash.eq_any(&hashes))
         .filter(tokens::revoked_at.is_null())
         .filter(
             tokens::expires_at
@@ -462,7 +462,19 @@ pub(crate) fn live_token_hashes(
                 .or(tokens::expires_at.gt(now.micros())),
         )
         .select(tokens::token_hash)
-        .load(conn)?)
+        .load(conn)?;
+    // A stream opened by a server key acting for a contact lives as long
+    // as its key (API.md section 14).
+    if live.len() < hashes.len() {
+        live.extend(
+            server_keys::table
+                .filter(server_keys::key_hash.eq_any(&hashes))
+                .filter(server_keys::revoked_at.is_null())
+                .select(server_keys::key_hash)
+                .load::<String>(conn)?,
+        );
+    }
+    Ok(live)
 }
 
 pub(crate) fn prune_events(conn: &mut Conn, before: Timestamp, batch: u32) -> Result<u64> {

@@ -12,6 +12,7 @@
 //! from which the OpenAPI document takes the request schemas: what is
 //! documented is what is decoded.
 
+pub mod admin;
 pub mod contacts;
 pub mod conversations;
 pub mod events;
@@ -308,6 +309,15 @@ pub fn clearable_time() -> impl Field<Option<Option<Timestamp>>> {
             Ok(p.optional_clearable_int(name)?
                 .map(|at| at.map(Timestamp::from_secs)))
         },
+    )
+}
+
+/// A list of strings (`key[]=<text>`); absent is empty.
+pub fn strings() -> impl Field<Vec<String>> {
+    reader(
+        shape::strings,
+        false,
+        |p: &mut Params, name: &'static str| p.string_list(name),
     )
 }
 

@@ -147,6 +147,14 @@ pub fn clearable_time() -> Schema {
     )
 }
 
+pub fn strings() -> Schema {
+    ArrayBuilder::new()
+        .items(typed(Type::String))
+        .description(Some("strings; in a form `key[]=<text>` for each"))
+        .build()
+        .into()
+}
+
 pub fn ids() -> Schema {
     ArrayBuilder::new()
         .items(uuid())

@@ -6,6 +6,7 @@
 //! read from that description, and the OpenAPI document is built from the
 //! same list, so the two cannot drift apart.
 
+pub(crate) mod admin;
 mod contacts;
 mod conversations;
 pub(crate) mod docs;
@@ -73,6 +74,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         groups::endpoints(),
         contacts::endpoints(),
         events::endpoints(),
+        admin::endpoints(),
     ]
     .into_iter()
     .flatten()

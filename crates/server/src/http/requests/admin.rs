@@ -1,0 +1,55 @@
+//! Requests of `/v1/admin` (the server API, API.md section 14).
+
+use confab_domain::{AvatarUrl, ContactId, Page, PhoneNumber, Username};
+use uuid::Uuid;
+
+use super::{int, optional, request, strings, text, Flatten};
+
+request! {
+    /// `POST /v1/admin/contacts`.
+    pub struct CreateContactIn {
+        username: Username = text(Username::new),
+        phone_number: PhoneNumber = text(PhoneNumber::new),
+        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+    }
+}
+
+request! {
+    /// `GET /v1/admin/contacts`.
+    pub struct ListContactsIn {
+        username: Option<Username> = optional(text(Username::new)),
+        page: Page<ContactId> = Flatten,
+    }
+}
+
+request! {
+    /// `PUT /v1/admin/contacts/{id}`.
+    pub struct UpdateContactIn {
+        phone_number: Option<PhoneNumber> = optional(text(PhoneNumber::new)),
+        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+    }
+}
+
+request! {
+    /// `POST /v1/admin/contacts/{id}/tokens`: `expires_in` seconds, 60 to
+    /// 31536000 (the service judges the range).
+    pub struct MintTokenIn {
+        expires_in: Option<i64> = optional(int(Ok)),
+    }
+}
+
+request! {
+    /// `GET /v1/admin/contacts/{id}/tokens`.
+    pub struct ListTokensIn {
+        page: Page<Uuid> = Flatten,
+    }
+}
+
+request! {
+    /// `POST /v1/admin/webhooks`: `events[]` absent or empty means every
+    /// event type.
+    pub struct CreateWebhookIn {
+        url: String = text(Ok),
+        events: Vec<String> = strings(),
+    }
+}

@@ -1,0 +1,361 @@
+//! `/v1/admin`: the server API (API.md section 14). An app's backend, with
+//! a server key, provisions contacts, mints and revokes their tokens and
+//! manages webhooks. Authentication (`crate::http::auth`) lets only server
+//! keys in here; each handler takes the [`Server`] key to say so.
+
+use std::sync::Arc;
+
+use actix_web::http::header;
+use actix_web::{web, HttpResponse};
+use confab_domain::{ContactId, ContactProfilePatch, EventType};
+use confab_service::{AddressPolicy, ServiceError, WebhookError};
+use uuid::Uuid;
+
+use super::{endpoint, no_content, ok, ok_json, path_id, Endpoint};
+use crate::http::auth::Server;
+use crate::http::dto::{ContactDto, ListDto, MintedTokenDto, TokenDto, WebhookDto};
+use crate::http::error::ApiError;
+use crate::http::requests::admin::{
+    CreateContactIn, CreateWebhookIn, ListContactsIn, ListTokensIn, MintTokenIn, UpdateContactIn,
+};
+use crate::http::requests::{Input, NoParams};
+use crate::http::service::Service;
+use crate::http::wire;
+
+pub fn endpoints() -> Vec<Endpoint> {
+    vec![
+        endpoint!(create_contact, __path_create_contact),
+        endpoint!(list_contacts, __path_list_contacts),
+        endpoint!(get_contact, __path_get_contact),
+        endpoint!(update_contact, __path_update_contact),
+        endpoint!(mint_token, __path_mint_token),
+        endpoint!(list_tokens, __path_list_tokens),
+        endpoint!(revoke_tokens, __path_revoke_tokens),
+        endpoint!(revoke_token, __path_revoke_token),
+        endpoint!(create_webhook, __path_create_webhook),
+        endpoint!(list_webhooks, __path_list_webhooks),
+        endpoint!(delete_webhook, __path_delete_webhook),
+    ]
+}
+
+/// Which addresses webhooks made over HTTP may go to: the server's
+/// `CONFAB_WEBHOOK_ALLOW_PRIVATE`, as for the CLI.
+#[derive(Clone)]
+pub struct WebhookPolicy(pub AddressPolicy);
+
+impl WebhookPolicy {
+    pub fn new(allow_private: bool) -> Self {
+        Self(AddressPolicy {
+            allow_private,
+            resolver: Arc::new(crate::delivery::webhooks::SystemResolver),
+        })
+    }
+}
+
+/// A 201 with `Location` and this JSON.
+fn created(location: String, body: serde_json::Result<Vec<u8>>) -> Result<HttpResponse, ApiError> {
+    let body = body.map_err(|e| ApiError::internal(&e))?;
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, location))
+        .content_type(header::ContentType::json())
+        .body(body))
+}
+
+/// Create a contact.
+#[utoipa::path(
+    post, path = "/v1/admin/contacts", tag = "admin", operation_id = "admin_create_contact",
+    request_body(content(
+        (CreateContactIn = "application/x-www-form-urlencoded"),
+        (CreateContactIn = "application/json"),
+    )),
+    responses(
+        (
+            status = 201, description = "the contact", body = ContactDto,
+            headers(("Location" = String, description = "the contact's URL in the server API")),
+        ),
+        (status = 409, description = "the username is taken in some letter case (`param`: `username`)"),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn create_contact(
+    service: Service,
+    _: Server,
+    Input(req): Input<CreateContactIn>,
+) -> Result<HttpResponse, ApiError> {
+    let CreateContactIn {
+        username,
+        phone_number,
+        avatar_url,
+    } = req;
+    let contact = service
+        .create_contact(
+            username.as_str(),
+            phone_number.as_str(),
+            avatar_url.as_ref().map(|a| a.as_str()),
+        )
+        .await
+        .map_err(|e| match e {
+            ServiceError::Conflict(why) => ApiError::conflict(why).on("username"),
+            e => e.into(),
+        })?;
+    created(
+        format!("/v1/admin/contacts/{}", contact.id()),
+        wire::contact(&contact),
+    )
+}
+
+/// Page through every contact, newest first; `username` finds one.
+#[utoipa::path(
+    get, path = "/v1/admin/contacts", tag = "admin", operation_id = "admin_list_contacts",
+    params(ListContactsIn),
+    responses((status = 200, description = "a page of contacts", body = ListDto<ContactDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list_contacts(
+    service: Service,
+    _: Server,
+    Input(req): Input<ListContactsIn>,
+) -> Result<HttpResponse, ApiError> {
+    let ListContactsIn { username, page } = req;
+    let contacts = service
+        .list_contacts(username.as_ref().map(|u| u.as_str()), page)
+        .await?;
+    Ok(ok_json(wire::list(
+        contacts.has_more,
+        &contacts.items,
+        wire::write_contact,
+    )))
+}
+
+/// Get one contact.
+#[utoipa::path(
+    get, path = "/v1/admin/contacts/{id}", tag = "admin", operation_id = "admin_get_contact",
+    params(("id" = String, Path, description = "the contact id")),
+    responses((status = 200, description = "the contact", body = ContactDto)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn get_contact(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ContactId = path_id(&path)?;
+    let contact = service.contact_by_id(id).await?;
+    Ok(ok_json(wire::contact(&contact)))
+}
+
+/// Change a contact's phone number or avatar.
+#[utoipa::path(
+    put, path = "/v1/admin/contacts/{id}", tag = "admin", operation_id = "admin_update_contact",
+    params(("id" = String, Path, description = "the contact id")),
+    request_body(content(
+        (UpdateContactIn = "application/x-www-form-urlencoded"),
+        (UpdateContactIn = "application/json"),
+    )),
+    responses((status = 200, description = "the contact", body = ContactDto)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn update_contact(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    Input(req): Input<UpdateContactIn>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ContactId = path_id(&path)?;
+    let UpdateContactIn {
+        phone_number,
+        avatar_url,
+    } = req;
+    let patch = ContactProfilePatch {
+        phone_number,
+        avatar_url,
+    };
+    let contact = service.update_contact(id, patch).await?;
+    Ok(ok_json(wire::contact(&contact)))
+}
+
+/// Mint a token for a contact (a device's sign-in); the token is in this
+/// answer only.
+#[utoipa::path(
+    post, path = "/v1/admin/contacts/{id}/tokens", tag = "admin", operation_id = "admin_mint_token",
+    params(("id" = String, Path, description = "the contact id")),
+    request_body(content(
+        (MintTokenIn = "application/x-www-form-urlencoded"),
+        (MintTokenIn = "application/json"),
+    )),
+    responses((
+        status = 201, description = "the token, with its secret", body = MintedTokenDto,
+        headers(("Location" = String, description = "the token's URL (to revoke it)")),
+    )),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn mint_token(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    Input(req): Input<MintTokenIn>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ContactId = path_id(&path)?;
+    let MintTokenIn { expires_in } = req;
+    let minted = service.mint_token(id, expires_in).await?;
+    created(
+        format!("/v1/admin/tokens/{}", minted.id),
+        serde_json::to_vec(&MintedTokenDto::from(&minted)),
+    )
+}
+
+/// Page through a contact's live tokens, newest first, without secrets.
+#[utoipa::path(
+    get, path = "/v1/admin/contacts/{id}/tokens", tag = "admin", operation_id = "admin_list_tokens",
+    params(("id" = String, Path, description = "the contact id"), ListTokensIn),
+    responses((status = 200, description = "a page of tokens", body = ListDto<TokenDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list_tokens(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    Input(req): Input<ListTokensIn>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ContactId = path_id(&path)?;
+    let ListTokensIn { page } = req;
+    let tokens = service.list_tokens(id, page).await?;
+    Ok(ok_json(wire::list(
+        tokens.has_more,
+        &tokens.items,
+        |out, t| serde_json::to_writer(out, &TokenDto::from(t)),
+    )))
+}
+
+/// Revoke every token of a contact (signs out every device); their open
+/// event streams end within 5 s.
+#[utoipa::path(
+    delete, path = "/v1/admin/contacts/{id}/tokens", tag = "admin", operation_id = "admin_revoke_tokens",
+    params(("id" = String, Path, description = "the contact id")),
+    responses((status = 204, description = "revoked")),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn revoke_tokens(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ContactId = path_id(&path)?;
+    service.revoke_all_tokens(id).await?;
+    Ok(no_content())
+}
+
+/// Revoke one token (signs out one device); its open event streams end
+/// within 5 s.
+#[utoipa::path(
+    delete, path = "/v1/admin/tokens/{id}", tag = "admin", operation_id = "admin_revoke_token",
+    params(("id" = String, Path, description = "the token id")),
+    responses((status = 204, description = "revoked")),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn revoke_token(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: Uuid = path_id(&path)?;
+    service.revoke_token(id).await?;
+    Ok(no_content())
+}
+
+/// Create a webhook; its signing secret is in this answer only.
+#[utoipa::path(
+    post, path = "/v1/admin/webhooks", tag = "admin", operation_id = "admin_create_webhook",
+    request_body(content(
+        (CreateWebhookIn = "application/x-www-form-urlencoded"),
+        (CreateWebhookIn = "application/json"),
+    )),
+    responses((
+        status = 201, description = "the webhook, with its secret", body = WebhookDto,
+        headers(("Location" = String, description = "the webhook's URL")),
+    )),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn create_webhook(
+    service: Service,
+    _: Server,
+    policy: web::Data<WebhookPolicy>,
+    Input(req): Input<CreateWebhookIn>,
+) -> Result<HttpResponse, ApiError> {
+    let CreateWebhookIn { url, events } = req;
+    let events = parse_events(&events)?;
+    let target = crate::delivery::webhooks::parse_url(&url)
+        .map_err(|e| ApiError::invalid("url", e.to_string()))?;
+    let webhook = service
+        .create_webhook(target, events, &policy.0)
+        .await
+        .map_err(|e| match e {
+            WebhookError::Service(e) => ApiError::from(e),
+            refused => ApiError::invalid("url", refused.to_string()),
+        })?;
+    created(
+        format!("/v1/admin/webhooks/{}", webhook.id),
+        serde_json::to_vec(&WebhookDto::of(&webhook, true)),
+    )
+}
+
+/// `events[]` as event types: each known, duplicates dropped.
+fn parse_events(names: &[String]) -> Result<Vec<EventType>, ApiError> {
+    let mut types = Vec::with_capacity(names.len());
+    for name in names {
+        let t: EventType = name.trim().parse().map_err(|_| {
+            let known: Vec<&str> = EventType::ALL.iter().map(|t| t.name()).collect();
+            ApiError::invalid(
+                "events",
+                format!(
+                    "events has an unknown event type {name:?}; known: {}",
+                    known.join(", ")
+                ),
+            )
+        })?;
+        if !types.contains(&t) {
+            types.push(t);
+        }
+    }
+    Ok(types)
+}
+
+/// Every webhook, oldest first, without secrets.
+#[utoipa::path(
+    get, path = "/v1/admin/webhooks", tag = "admin", operation_id = "admin_list_webhooks",
+    responses((status = 200, description = "every webhook (`has_more` is false)", body = ListDto<WebhookDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list_webhooks(
+    service: Service,
+    _: Server,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let webhooks = service.list_webhooks().await?;
+    let data: Vec<WebhookDto> = webhooks.iter().map(|w| WebhookDto::of(w, false)).collect();
+    Ok(ok(&serde_json::json!({ "has_more": false, "data": data })))
+}
+
+/// Delete a webhook: no attempt of it starts after this.
+#[utoipa::path(
+    delete, path = "/v1/admin/webhooks/{id}", tag = "admin", operation_id = "admin_delete_webhook",
+    params(("id" = String, Path, description = "the webhook id")),
+    responses((status = 204, description = "deleted")),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn delete_webhook(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    service.delete_webhook(&path).await.map_err(|e| match e {
+        WebhookError::NotFound(_) => ApiError::not_found(None),
+        WebhookError::Service(e) => ApiError::from(e),
+        other => ApiError::internal(&other),
+    })?;
+    Ok(no_content())
+}
