@@ -253,6 +253,19 @@ pub struct ServerKey {
     pub revoked_at: Option<Timestamp>,
 }
 
+/// A member of a conversation as the server API lists it: for push
+/// notifications, whether they muted it and how many messages they have
+/// not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationMember {
+    /// The member.
+    pub contact: Contact,
+    /// Whether the member muted the conversation.
+    pub is_muted: bool,
+    /// The member's unread count, as their conversation list shows it.
+    pub unread_count: u64,
+}
+
 /// Filters of the conversation list; `None` filters nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConversationFilter {
@@ -292,6 +305,17 @@ pub trait ConversationStore: Send + Sync {
         outbox: Outbox,
         completion: Option<Completion<()>>,
     ) -> Result<(), StoreError>;
+    /// A page of the conversation's members with their mute state and
+    /// unread count (server API): a direct conversation's creator then
+    /// peer, a group conversation's members in the order they joined (a
+    /// cursor names a member); `None` when there is no such conversation.
+    /// # Errors
+    /// - MUST return `CursorNotFound` when the cursor is not a member.
+    async fn conversation_members(
+        &self,
+        id: ConversationId,
+        page: Page<ContactId>,
+    ) -> Result<Option<Paged<ConversationMember>>, StoreError>;
     /// The conversation as `viewer` sees it; `None` when it does not exist or
     /// `viewer` is not a member.
     async fn conversation_for(

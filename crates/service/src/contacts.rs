@@ -2,8 +2,14 @@
 //! listing and changing any contact.
 
 use confab_domain::{
-    contact_updated, Change, Contact, ContactId, ContactProfilePatch, Page, Paged,
+    contact_updated, Change, Contact, ContactId, ContactProfilePatch, ConversationId, Page,
+    PageLimit, Paged,
 };
+use confab_ports::ConversationMember;
+
+/// The largest conversation whose `message.created` webhook deliveries
+/// name the members to notify (`recipients`).
+pub const PUSH_RECIPIENTS_MAX: i64 = 100;
 
 use crate::error::page_error;
 use crate::{Confab, ServiceError};
@@ -66,6 +72,56 @@ impl Confab {
     ) -> Result<Contact, ServiceError> {
         let current = self.contact_by_id(id).await?;
         self.update_me(&current, patch).await
+    }
+
+    /// A page of a conversation's members with their mute state and unread
+    /// count (server API). `NotFound` when there is no such conversation.
+    pub async fn conversation_members(
+        &self,
+        id: ConversationId,
+        page: Page<ContactId>,
+    ) -> Result<Paged<ConversationMember>, ServiceError> {
+        self.ports
+            .conversations
+            .conversation_members(id, page)
+            .await
+            .map_err(|e| page_error(&page, e))?
+            .ok_or(ServiceError::not_found())
+    }
+
+    /// Whom to notify of a new message of `sender` in `conversation` (the
+    /// `recipients` of a `message.created` webhook delivery, API.md
+    /// section 14): its members but the sender and those who muted it;
+    /// `None` when it has more than [`PUSH_RECIPIENTS_MAX`] members (the
+    /// backend pages them instead); none when it is gone.
+    pub async fn push_recipients(
+        &self,
+        conversation: ConversationId,
+        sender: ContactId,
+    ) -> Result<Option<Vec<ContactId>>, ServiceError> {
+        let all = Page {
+            limit: PageLimit::new(PUSH_RECIPIENTS_MAX).map_err(ServiceError::from)?,
+            cursor: None,
+        };
+        Ok(
+            match self
+                .ports
+                .conversations
+                .conversation_members(conversation, all)
+                .await?
+            {
+                None => Some(Vec::new()),
+                Some(members) if members.has_more => None,
+                Some(members) => Some(
+                    members
+                        .items
+                        .into_iter()
+                        .filter(|m| m.contact.id() != sender && !m.is_muted)
+                        .map(|m| m.contact.id())
+                        .collect(),
+                ),
+            },
+        )
     }
 
     /// Changes the caller's own phone number and avatar.

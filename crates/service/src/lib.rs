@@ -35,8 +35,9 @@ pub use confab_ports::{
     ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
     WithBudget,
 };
+pub use confab_ports::{ConversationMember, ServerKey, TokenInfo};
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
-pub use confab_ports::{ServerKey, TokenInfo};
+pub use contacts::PUSH_RECIPIENTS_MAX;
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
 pub use events::{FanOutBatch, FanOutEvent, FanOutLimits, StreamToken};

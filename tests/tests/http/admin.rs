@@ -668,6 +668,137 @@ async fn webhooks_are_managed_over_http(backend: Backend) {
     );
 }
 
+async fn conversation_members_show_mute_and_unread(app: TestApp) {
+    let key = server_key(&app).await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let carol = app.user("carol").await;
+    let group = app
+        .json(
+            Method::POST,
+            &alice,
+            "/v1/groups",
+            &json!({"name": "trio", "contact_ids": [bob.id, carol.id]}),
+        )
+        .await;
+    let group = group.expect(201)["id"].as_str().expect("id").to_owned();
+    let conversation = app
+        .json(
+            Method::POST,
+            &alice,
+            "/v1/conversations",
+            &json!({"group_id": group}),
+        )
+        .await;
+    let conversation = conversation.expect(201)["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    app.send_message(&alice, &conversation, "one").await;
+    app.send_message(&alice, &conversation, "two").await;
+    // Bob reads them; carol mutes the conversation.
+    app.get(&bob, &format!("/v1/conversations/{conversation}"))
+        .await
+        .expect(200);
+    app.json(
+        Method::PUT,
+        &carol,
+        &format!("/v1/conversations/{conversation}"),
+        &json!({"is_muted": true}),
+    )
+    .await
+    .expect(200);
+    let path = format!("/v1/admin/conversations/{conversation}/members");
+    let listed = admin(&app, Method::GET, &path, &key, None).await;
+    let listed = listed.expect(200).clone();
+    let rows: Vec<(String, bool, i64)> = listed["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|m| {
+            (
+                m["contact"]["username"].as_str().expect("name").to_owned(),
+                m["is_muted"].as_bool().expect("muted"),
+                m["unread_count"].as_i64().expect("unread"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("alice".to_owned(), false, 0),
+            ("bob".to_owned(), false, 0),
+            ("carol".to_owned(), true, 2),
+        ]
+    );
+    assert_eq!(listed["has_more"], false);
+    // The counts are those the members see.
+    let carols = app.get(&carol, "/v1/conversations").await;
+    assert_eq!(carols.expect(200)["data"][0]["unread_count"], 2);
+    // Paged by member.
+    let first = admin(&app, Method::GET, &format!("{path}?limit=2"), &key, None).await;
+    let first = first.expect(200).clone();
+    assert_eq!(first["has_more"], true);
+    let rest = admin(
+        &app,
+        Method::GET,
+        &format!("{path}?starting_after={}", bob.id),
+        &key,
+        None,
+    )
+    .await;
+    assert_eq!(
+        rest.expect(200)["data"][0]["contact"]["id"],
+        carol.id.as_str()
+    );
+    admin(
+        &app,
+        Method::GET,
+        &format!("{path}?starting_after={UNKNOWN_ID}"),
+        &key,
+        None,
+    )
+    .await
+    .expect_error(400, "parameter_invalid", Some("starting_after"));
+    // A direct conversation: its creator, then its peer.
+    let direct = app.direct(&bob, &alice).await;
+    app.send_message(&bob, &direct, "hi").await;
+    let path = format!("/v1/admin/conversations/{direct}/members");
+    let listed = admin(&app, Method::GET, &path, &key, None).await;
+    let data = listed.expect(200)["data"].clone();
+    assert_eq!(data[0]["contact"]["id"], bob.id.as_str());
+    assert_eq!(data[1]["contact"]["id"], alice.id.as_str());
+    assert_eq!(
+        (
+            data[0]["unread_count"].clone(),
+            data[1]["unread_count"].clone()
+        ),
+        (json!(0), json!(1))
+    );
+    let before = admin(
+        &app,
+        Method::GET,
+        &format!("{path}?ending_before={}", alice.id),
+        &key,
+        None,
+    )
+    .await;
+    let before = before.expect(200).clone();
+    assert_eq!(before["data"].as_array().expect("data").len(), 1);
+    assert_eq!(before["data"][0]["contact"]["id"], bob.id.as_str());
+    for missing in [UNKNOWN_ID, "nope"] {
+        admin(
+            &app,
+            Method::GET,
+            &format!("/v1/admin/conversations/{missing}/members"),
+            &key,
+            None,
+        )
+        .await
+        .expect_error(404, "not_found", None);
+    }
+}
+
 /// Without `CONFAB_WEBHOOK_ALLOW_PRIVATE`, the server API refuses what the
 /// CLI refuses: private, loopback and link-local addresses.
 async fn webhooks_to_private_addresses_are_refused(app: TestApp) {
@@ -727,6 +858,7 @@ confab_tests::on_both_stores!(
     tokens_are_minted_listed_and_revoked_one_or_all,
     a_revoked_token_s_stream_ends_within_5_s,
     webhooks_to_private_addresses_are_refused,
+    conversation_members_show_mute_and_unread,
 );
 
 mod limits {

@@ -19,9 +19,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use confab_domain::{ContactId, ConversationId, EventType};
 use confab_service::{
     first_refused, is_public_address, webhook_target, Confab, HostResolver, LeasedRetry, ParsedUrl,
-    StoredEvent, UrlHost, Webhook, WebhookError, WebhookLease, WebhookTarget,
+    ServiceError, StoredEvent, UrlHost, Webhook, WebhookError, WebhookLease, WebhookTarget,
     DELIVERY_TIMEOUT_SECS, EVENTS_PER_BATCH,
 };
 use hmac::{Hmac, Mac};
@@ -145,12 +146,63 @@ struct Sender {
 }
 
 /// The body of a delivery: the event as the event stream shows it, its
-/// payload as the acting contact sees it.
-pub fn event_body(event: &StoredEvent) -> String {
+/// payload as the acting contact sees it; a `message.created` also names
+/// the members to notify (`recipients`, API.md section 14): their ids, or
+/// `null` above [`confab_service::PUSH_RECIPIENTS_MAX`] members.
+pub fn event_body(event: &StoredEvent, recipients: Option<Option<&[ContactId]>>) -> String {
     let mut body = Vec::with_capacity(event.payload.len() + 160);
     write_event(&mut body, event, &event.payload);
+    if let Some(recipients) = recipients {
+        body.pop(); // the closing brace
+        body.extend_from_slice(br#","recipients":"#);
+        match recipients {
+            None => body.extend_from_slice(b"null"),
+            Some(ids) => {
+                body.push(b'[');
+                for (i, id) in ids.iter().enumerate() {
+                    if i > 0 {
+                        body.push(b',');
+                    }
+                    body.extend_from_slice(format!("\"{id}\"").as_bytes());
+                }
+                body.push(b']');
+            }
+        }
+        body.push(b'}');
+    }
     // Written from text alone (ids, a type name, a number, the payload).
     String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The body to send for `event` ([`event_body`]); for a `message.created`,
+/// the members to notify are read now, as they are when it goes out. A
+/// message deleted since (its payload no longer says where it was) has no
+/// one to notify.
+async fn delivery_body(service: &Confab, event: &StoredEvent) -> Result<String, ServiceError> {
+    if event.kind != EventType::MessageCreated {
+        return Ok(event_body(event, None));
+    }
+    let Some((conversation, sender)) = message_audience(&event.payload) else {
+        return Ok(event_body(event, Some(Some(&[]))));
+    };
+    let recipients = service.push_recipients(conversation, sender).await?;
+    Ok(event_body(event, Some(recipients.as_deref())))
+}
+
+/// The conversation and the sender of a message payload.
+fn message_audience(payload: &str) -> Option<(ConversationId, ContactId)> {
+    #[derive(serde::Deserialize)]
+    struct Sender<'a> {
+        id: &'a str,
+    }
+    #[derive(serde::Deserialize)]
+    struct Message<'a> {
+        conversation_id: &'a str,
+        #[serde(borrow)]
+        contact: Sender<'a>,
+    }
+    let m: Message<'_> = serde_json::from_str(payload).ok()?;
+    Some((m.conversation_id.parse().ok()?, m.contact.id.parse().ok()?))
 }
 
 /// `Confab-Signature`: `t=<unix seconds>,v1=<hex HMAC-SHA256 of
@@ -180,7 +232,13 @@ fn unix_secs() -> i64 {
 
 impl Sender {
     /// One attempt: whether the webhook answered 2xx in time.
-    async fn attempt(&self, webhook: &Webhook, event: &StoredEvent, attempt: u32) -> bool {
+    async fn attempt(
+        &self,
+        service: &Confab,
+        webhook: &Webhook,
+        event: &StoredEvent,
+        attempt: u32,
+    ) -> bool {
         let target = match parse_url(&webhook.url) {
             Ok(target) => target,
             Err(_) => {
@@ -200,7 +258,14 @@ impl Sender {
                 return false;
             }
         }
-        let body = event_body(event);
+        let body = match delivery_body(service, event).await {
+            Ok(body) => body,
+            Err(e) => {
+                // Not sent: attempted again like a failed delivery.
+                tracing::warn!(webhook = %webhook.id, event = %event.id, error = %e, "cannot read whom a message notifies");
+                return false;
+            }
+        };
         let signature = signature(webhook.secret.expose(), unix_secs(), &body);
         let sent = self
             .client
@@ -284,7 +349,7 @@ async fn drain(service: &Confab, sender: &Sender, lease: &WebhookLease) {
         };
         let more = batch.events.len() >= usize::try_from(EVENTS_PER_BATCH).unwrap_or(usize::MAX);
         for event in &batch.events {
-            let delivered = sender.attempt(&lease.webhook, event, 1).await;
+            let delivered = sender.attempt(service, &lease.webhook, event, 1).await;
             match service.first_attempt_made(lease, event, delivered).await {
                 Ok(true) => after = event.position,
                 Ok(false) => break 'events false,
@@ -366,7 +431,7 @@ async fn retries(service: Confab, sender: Arc<Sender>) {
 
 async fn retry_once(service: &Confab, sender: &Sender, retry: &LeasedRetry) {
     let delivered = sender
-        .attempt(&retry.webhook, &retry.event, retry.attempt)
+        .attempt(service, &retry.webhook, &retry.event, retry.attempt)
         .await;
     match service.retry_made(retry, delivered).await {
         Ok(true) => {}

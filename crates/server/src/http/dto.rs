@@ -250,3 +250,17 @@ impl WebhookDto {
         }
     }
 }
+
+/// A conversation's member as the server API lists it, for push
+/// notifications.
+// Schema only (nothing reads its fields): written by
+// `routes::admin::write_conversation_member`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct ConversationMemberDto {
+    pub contact: ContactDto,
+    /// Whether the member muted the conversation (then do not notify).
+    pub is_muted: bool,
+    /// The member's unread count (a badge).
+    pub unread_count: i64,
+}

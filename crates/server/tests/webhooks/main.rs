@@ -7,6 +7,7 @@
 
 #[path = "../binary/mod.rs"]
 mod binary;
+mod push;
 mod support;
 
 use std::collections::HashSet;
@@ -108,6 +109,16 @@ fn deliveries_are_signed_retried_and_in_order(store: Store) {
         assert_eq!(d.attempt, 1);
     }
     assert_eq!(seen.len(), 4);
+}
+
+#[test]
+fn sqlite_push_recipients_name_whom_to_notify() {
+    push::recipients_name_whom_to_notify(Store::Sqlite);
+}
+
+#[test]
+fn postgres_push_recipients_name_whom_to_notify() {
+    push::recipients_name_whom_to_notify(Store::Postgres);
 }
 
 #[test]

@@ -9,10 +9,10 @@ use confab_domain::{
     ReactionName, Timestamp,
 };
 use confab_ports::{
-    ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter, ConversationStore,
-    GroupChange, GroupStore, HealthCheck, IdempotencyStore, KeyClaim, MessageChange, MessageStore,
-    NewGroup, NewMessage, NewServerKey, NewToken, Outbox, ServerKey, StoreError, StoredResponse,
-    TokenInfo, TokenStore,
+    ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter, ConversationMember,
+    ConversationStore, GroupChange, GroupStore, HealthCheck, IdempotencyStore, KeyClaim,
+    MessageChange, MessageStore, NewGroup, NewMessage, NewServerKey, NewToken, Outbox, ServerKey,
+    StoreError, StoredResponse, TokenInfo, TokenStore,
 };
 use uuid::Uuid;
 
@@ -215,6 +215,14 @@ impl ConversationStore for Store {
             q::create_conversation(c, conversation, &outbox, completion)
         })
         .await
+    }
+
+    async fn conversation_members(
+        &self,
+        id: ConversationId,
+        page: Page<ContactId>,
+    ) -> Result<Option<Paged<ConversationMember>>, StoreError> {
+        query(self, move |c| q::conversation_members(c, id, page)).await
     }
 
     async fn conversation_for(

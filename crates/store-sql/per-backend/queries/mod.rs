@@ -18,6 +18,7 @@ pub(crate) type Db = <Backend as SqlBackend>::Db;
 pub(crate) use confab_store_sql::queries::Result;
 
 mod contacts;
+mod conversation_members;
 mod conversations;
 mod events_read;
 mod groups;
@@ -32,6 +33,6 @@ mod tokens;
 mod webhooks;
 
 pub(crate) use self::{
-    contacts::*, conversations::*, events_read::*, groups::*, health::*, idempotency::*,
-    message_send::*, message_updates::*, messages::*, tokens::*, webhooks::*,
+    contacts::*, conversation_members::*, conversations::*, events_read::*, groups::*, health::*,
+    idempotency::*, message_send::*, message_updates::*, messages::*, tokens::*, webhooks::*,
 };

@@ -53,3 +53,10 @@ request! {
         events: Vec<String> = strings(),
     }
 }
+
+request! {
+    /// `GET /v1/admin/conversations/{id}/members`.
+    pub struct ListConversationMembersIn {
+        page: Page<ContactId> = Flatten,
+    }
+}

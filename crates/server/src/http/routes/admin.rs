@@ -7,16 +7,19 @@ use std::sync::Arc;
 
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
-use confab_domain::{ContactId, ContactProfilePatch, EventType};
-use confab_service::{AddressPolicy, ServiceError, WebhookError};
+use confab_domain::{ContactId, ContactProfilePatch, ConversationId, EventType};
+use confab_service::{AddressPolicy, ConversationMember, ServiceError, WebhookError};
 use uuid::Uuid;
 
 use super::{endpoint, no_content, ok, ok_json, path_id, Endpoint};
 use crate::http::auth::Server;
-use crate::http::dto::{ContactDto, ListDto, MintedTokenDto, TokenDto, WebhookDto};
+use crate::http::dto::{
+    ContactDto, ConversationMemberDto, ListDto, MintedTokenDto, TokenDto, WebhookDto,
+};
 use crate::http::error::ApiError;
 use crate::http::requests::admin::{
-    CreateContactIn, CreateWebhookIn, ListContactsIn, ListTokensIn, MintTokenIn, UpdateContactIn,
+    CreateContactIn, CreateWebhookIn, ListContactsIn, ListConversationMembersIn, ListTokensIn,
+    MintTokenIn, UpdateContactIn,
 };
 use crate::http::requests::{Input, NoParams};
 use crate::http::service::Service;
@@ -32,6 +35,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         endpoint!(list_tokens, __path_list_tokens),
         endpoint!(revoke_tokens, __path_revoke_tokens),
         endpoint!(revoke_token, __path_revoke_token),
+        endpoint!(conversation_members, __path_conversation_members),
         endpoint!(create_webhook, __path_create_webhook),
         endpoint!(list_webhooks, __path_list_webhooks),
         endpoint!(delete_webhook, __path_delete_webhook),
@@ -264,6 +268,46 @@ async fn revoke_token(
     let id: Uuid = path_id(&path)?;
     service.revoke_token(id).await?;
     Ok(no_content())
+}
+
+/// Page through a conversation's members, each with whether they muted it
+/// and their unread count: whom to notify of a message, and the badge
+/// (see "Push notifications" in docs/api.md).
+#[utoipa::path(
+    get, path = "/v1/admin/conversations/{id}/members", tag = "admin",
+    operation_id = "admin_list_conversation_members",
+    params(("id" = String, Path, description = "the conversation id"), ListConversationMembersIn),
+    responses((status = 200, description = "a page of members", body = ListDto<ConversationMemberDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn conversation_members(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    Input(req): Input<ListConversationMembersIn>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ConversationId = path_id(&path)?;
+    let ListConversationMembersIn { page } = req;
+    let members = service.conversation_members(id, page).await?;
+    Ok(ok_json(wire::list(
+        members.has_more,
+        &members.items,
+        write_conversation_member,
+    )))
+}
+
+/// `{"contact": {...}, "is_muted": bool, "unread_count": n}`.
+fn write_conversation_member(out: &mut Vec<u8>, m: &ConversationMember) -> serde_json::Result<()> {
+    out.extend_from_slice(br#"{"contact":"#);
+    wire::write_contact(out, &m.contact)?;
+    out.extend_from_slice(
+        format!(
+            r#","is_muted":{},"unread_count":{}}}"#,
+            m.is_muted, m.unread_count
+        )
+        .as_bytes(),
+    );
+    Ok(())
 }
 
 /// Create a webhook; its signing secret is in this answer only.
