@@ -11,7 +11,7 @@ use std::fmt;
 use std::net::IpAddr;
 
 use async_trait::async_trait;
-use confab_domain::{EventId, EventType, Timestamp};
+use confab_domain::{EventId, EventType, Page, Paged, Timestamp};
 use uuid::Uuid;
 
 use crate::{StoreError, StoredEvent};
@@ -110,6 +110,35 @@ pub struct NewRetry {
     pub first_attempt_at: Timestamp,
 }
 
+/// One attempt to deliver an event to a webhook, as the operator reads it
+/// (`GET /v1/admin/webhooks/:id/deliveries`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    /// Names the record (a page cursor).
+    pub id: Uuid,
+    /// The event sent.
+    pub event: EventId,
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub attempt: u32,
+    /// The receiver's answer, when there was one.
+    pub status: Option<u16>,
+    /// Why there was no answer (a timeout, a refused address, a failed
+    /// connection), when there was none.
+    pub error: Option<String>,
+    /// When the attempt ended.
+    pub at: Timestamp,
+}
+
+/// What the deliveries still owe, for the operator's metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WebhookBacklog {
+    /// Deliveries whose last attempt failed and that wait for a retry.
+    pub retrying: u64,
+    /// When the oldest event not yet delivered to some webhook was made:
+    /// waiting for its first attempt, or for a retry; `None`: none waits.
+    pub oldest_pending_at: Option<Timestamp>,
+}
+
 /// Moves a leased webhook's cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CursorMove {
@@ -124,6 +153,9 @@ pub struct CursorMove {
     /// transaction, so that an event is either still ahead of the cursor or
     /// delivered or due for a retry.
     pub retry: Option<NewRetry>,
+    /// The attempt just made, recorded with the move (none when the move
+    /// skips events the filter does not take).
+    pub attempt: Option<DeliveryAttempt>,
     /// The lease holds only while it has not run out by `now`...
     pub now: Timestamp,
     /// ... and then holds until this.
@@ -218,15 +250,31 @@ pub trait WebhookStore: Send + Sync {
         until: Timestamp,
         limit: u32,
     ) -> Result<Vec<LeasedRetry>, StoreError>;
-    /// Settles a leased retry; `false` (nothing written) when `holder` no
-    /// longer holds it.
+    /// Settles a leased retry and records its `attempt`; `false` (nothing
+    /// written) when `holder` no longer holds it.
     async fn settle_retry(
         &self,
         webhook: WebhookId,
         event: EventId,
         holder: Uuid,
         outcome: RetryOutcome,
+        attempt: DeliveryAttempt,
     ) -> Result<bool, StoreError>;
+    /// A page of the webhook's attempts, newest first; `None` when there is
+    /// no such webhook.
+    /// # Errors
+    /// - MUST return `CursorNotFound` when the cursor is not an attempt of
+    ///   this webhook.
+    async fn list_deliveries(
+        &self,
+        webhook: WebhookId,
+        page: Page<Uuid>,
+    ) -> Result<Option<Paged<DeliveryAttempt>>, StoreError>;
+    /// What the deliveries owe now (a few indexed reads).
+    async fn webhook_backlog(&self) -> Result<WebhookBacklog, StoreError>;
+    /// Deletes at most `batch` attempt records made before `before`;
+    /// returns how many.
+    async fn prune_deliveries(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError>;
 }
 
 /// Resolves host names to the addresses a connection would use (so that

@@ -1,6 +1,8 @@
 //! `GET /metrics`: Prometheus text of the requests (by route template,
 //! method and status), their latency, the requests in flight, the errors by
-//! the contract's `code`, and the store's connection pool.
+//! the contract's `code`, the store's connection pool, the event hub, and
+//! webhook deliveries (attempts, give-ups, retries pending and the age of
+//! the oldest event not yet delivered).
 //!
 //! Each server has its own recorder (not the process-wide one of the
 //! `metrics` macros), so that servers in one process (the tests) count
@@ -34,6 +36,10 @@ const EVENTS_QUEUED: &str = "confab_events_queued_total";
 const EVENTS_SENT: &str = "confab_events_sent_total";
 const STREAM_RESYNCS: &str = "confab_event_stream_resyncs_total";
 const EVENT_LAG: &str = "confab_event_lag_seconds";
+const WEBHOOK_ATTEMPTS: &str = "confab_webhook_attempts_total";
+const WEBHOOK_GIVEN_UP: &str = "confab_webhook_deliveries_given_up_total";
+const WEBHOOK_RETRYING: &str = "confab_webhook_retries_pending";
+const WEBHOOK_OLDEST: &str = "confab_webhook_oldest_pending_seconds";
 
 /// Latency buckets, in seconds: from a cached read to the 2 s store timeout
 /// and beyond.
@@ -54,7 +60,15 @@ pub struct Metrics {
     in_flight: Gauge,
     pool: [Gauge; 4],
     events: EventMetrics,
+    /// `confab_webhook_retries_pending`, `confab_webhook_oldest_pending_seconds`.
+    webhooks: [Gauge; 2],
+    /// When the webhook backlog was last read from the store: at most
+    /// every [`BACKLOG_EVERY`], however often `/metrics` is asked.
+    backlog_read: std::sync::Mutex<Option<std::time::Instant>>,
 }
+
+/// How often a scrape reads the webhook backlog from the store.
+const BACKLOG_EVERY: Duration = Duration::from_secs(5);
 
 /// The event hub's and streams' figures.
 struct EventMetrics {
@@ -78,9 +92,8 @@ impl Metrics {
             let key = KeyName::from_const_str(name);
             let help = SharedString::const_str(help);
             match name {
-                REQUESTS | ERRORS | EVENTS_READ | EVENTS_QUEUED | EVENTS_SENT | STREAM_RESYNCS => {
-                    recorder.describe_counter(key, unit, help)
-                }
+                REQUESTS | ERRORS | EVENTS_READ | EVENTS_QUEUED | EVENTS_SENT | STREAM_RESYNCS
+                | WEBHOOK_ATTEMPTS | WEBHOOK_GIVEN_UP => recorder.describe_counter(key, unit, help),
                 DURATION | EVENT_LAG => recorder.describe_histogram(key, unit, help),
                 _ => recorder.describe_gauge(key, unit, help),
             }
@@ -135,6 +148,28 @@ impl Metrics {
             Some(Unit::Seconds),
             "Time from an event's creation to the hub reading it.",
         );
+        describe(
+            WEBHOOK_ATTEMPTS,
+            None,
+            "Webhook delivery attempts this process made, by result (succeeded: a 2xx in time; \
+             failed: anything else, retried with backoff).",
+        );
+        describe(
+            WEBHOOK_GIVEN_UP,
+            None,
+            "Webhook deliveries given up: no success within 24 h of the first attempt.",
+        );
+        describe(
+            WEBHOOK_RETRYING,
+            None,
+            "Webhook deliveries whose last attempt failed, waiting for a retry (all processes).",
+        );
+        describe(
+            WEBHOOK_OLDEST,
+            Some(Unit::Seconds),
+            "Age of the oldest event not yet delivered to some webhook (first attempt or retry \
+             pending); 0 when none waits.",
+        );
         let gauge =
             |name: &'static str| recorder.register_gauge(&Key::from_static_name(name), &META);
         let counter =
@@ -154,6 +189,7 @@ impl Metrics {
             gauge(POOL_IDLE),
             gauge(POOL_WAITING),
         ];
+        let webhooks = [gauge(WEBHOOK_RETRYING), gauge(WEBHOOK_OLDEST)];
         let handle = recorder.handle();
         Arc::new(Metrics {
             recorder,
@@ -161,10 +197,24 @@ impl Metrics {
             in_flight,
             pool,
             events,
+            webhooks,
+            backlog_read: std::sync::Mutex::new(None),
         })
     }
 
     /// Counts an open stream until the guard drops.
+    /// One webhook attempt made by this process.
+    pub fn webhook_attempt(&self, succeeded: bool) {
+        let result = if succeeded { "succeeded" } else { "failed" };
+        self.counter(WEBHOOK_ATTEMPTS, vec![Label::new("result", result)])
+            .increment(1);
+    }
+
+    /// A webhook delivery given up after 24 h.
+    pub fn webhook_given_up(&self) {
+        self.counter(WEBHOOK_GIVEN_UP, Vec::new()).increment(1);
+    }
+
     pub fn stream_opened(&self) -> InFlight {
         self.events.streams.increment(1.0);
         InFlight(self.events.streams.clone())
@@ -238,6 +288,39 @@ impl Metrics {
             .register_counter(&Key::from_parts(name, labels), &META)
     }
 
+    /// Reads what webhook deliveries owe into their gauges, unless that
+    /// was done less than [`BACKLOG_EVERY`] ago. A store that cannot say
+    /// leaves the last figures.
+    async fn read_backlog(&self, service: &Confab) {
+        {
+            let mut last = self
+                .backlog_read
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if last.is_some_and(|at| at.elapsed() < BACKLOG_EVERY) {
+                return;
+            }
+            *last = Some(std::time::Instant::now());
+        }
+        match service.webhook_backlog().await {
+            Ok(backlog) => {
+                let [retrying, oldest] = &self.webhooks;
+                #[allow(clippy::cast_precision_loss)]
+                retrying.set(backlog.retrying as f64);
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+                #[allow(clippy::cast_precision_loss)]
+                oldest.set(
+                    backlog
+                        .oldest_pending_at
+                        .map_or(0.0, |at| (now - at.micros()).max(0) as f64 / 1e6),
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the webhook backlog for /metrics"),
+        }
+    }
+
     /// The text exposition, with the pool's figures as of now.
     fn render(&self, service: &Confab) -> String {
         if let Some(state) = service.pool_state() {
@@ -298,6 +381,7 @@ pub async fn scrape_route(metrics: web::Data<Metrics>, service: web::Data<Confab
 
 /// `GET /metrics` (no token).
 pub async fn scrape(metrics: web::Data<Metrics>, service: &Confab) -> HttpResponse {
+    metrics.read_backlog(service).await;
     HttpResponse::Ok()
         .insert_header((CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8"))
         .body(metrics.render(service))

@@ -13,4 +13,11 @@ impl Confab {
         let before = self.now().plus_secs(-EVENT_TTL_SECS);
         Ok(self.ports.events.prune_events(before, batch).await?)
     }
+
+    /// Deletes at most `batch` records of webhook attempts older than
+    /// [`EVENT_TTL_SECS`] (kept as long as the events); returns how many.
+    pub async fn prune_deliveries(&self, batch: u32) -> Result<u64, ServiceError> {
+        let before = self.now().plus_secs(-EVENT_TTL_SECS);
+        Ok(self.ports.webhooks.prune_deliveries(before, batch).await?)
+    }
 }

@@ -19,12 +19,13 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use confab_domain::{EventType, Timestamp};
+use confab_domain::{EventId, EventType, Page, Paged, Timestamp};
 use confab_ports::{CursorMove, NewRetry};
 pub use confab_ports::{
-    EventBatch, HostResolver, LeasedRetry, RetryOutcome, StoredEvent, Webhook, WebhookId,
-    WebhookLease, WebhookSecret,
+    DeliveryAttempt, EventBatch, HostResolver, LeasedRetry, RetryOutcome, StoredEvent, Webhook,
+    WebhookBacklog, WebhookId, WebhookLease, WebhookSecret,
 };
+use uuid::Uuid;
 
 use crate::{Confab, ServiceError};
 
@@ -345,8 +346,9 @@ impl Confab {
         &self,
         lease: &WebhookLease,
         event: &StoredEvent,
-        delivered: bool,
+        attempted: &Attempted,
     ) -> Result<bool, ServiceError> {
+        let delivered = attempted.delivered();
         let now = self.now();
         // The attempt ended a few seconds at most before now: near enough
         // for a 24 h limit.
@@ -363,7 +365,26 @@ impl Confab {
                 "webhook attempt 1 failed; retrying"
             );
         }
-        self.move_cursor(lease, event.position, retry, now).await
+        let attempt = self.attempt_record(event.id, 1, attempted, now);
+        self.move_cursor(lease, event.position, retry, Some(attempt), now)
+            .await
+    }
+
+    fn attempt_record(
+        &self,
+        event: EventId,
+        attempt: u32,
+        attempted: &Attempted,
+        at: Timestamp,
+    ) -> DeliveryAttempt {
+        DeliveryAttempt {
+            id: self.new_uuid(),
+            event,
+            attempt,
+            status: attempted.status,
+            error: attempted.error.clone(),
+            at,
+        }
     }
 
     /// Moves the cursor to `through` (events the filter skipped); `false`
@@ -373,7 +394,8 @@ impl Confab {
         lease: &WebhookLease,
         through: i64,
     ) -> Result<bool, ServiceError> {
-        self.move_cursor(lease, through, None, self.now()).await
+        self.move_cursor(lease, through, None, None, self.now())
+            .await
     }
 
     async fn move_cursor(
@@ -381,6 +403,7 @@ impl Confab {
         lease: &WebhookLease,
         to: i64,
         retry: Option<NewRetry>,
+        attempt: Option<DeliveryAttempt>,
         now: Timestamp,
     ) -> Result<bool, ServiceError> {
         Ok(self
@@ -391,6 +414,7 @@ impl Confab {
                 holder: lease.holder,
                 to,
                 retry,
+                attempt,
                 now,
                 renew_until: now.plus_secs(WEBHOOK_LEASE_SECS),
             })
@@ -423,16 +447,17 @@ impl Confab {
 
     /// Records a retry's attempt: forgotten when delivered; else due again
     /// after the backoff, or given up (with a log line) 24 h after the
-    /// first attempt. `false` when the lease was lost meanwhile.
+    /// first attempt.
     pub async fn retry_made(
         &self,
         retry: &LeasedRetry,
-        delivered: bool,
-    ) -> Result<bool, ServiceError> {
-        let outcome = if delivered {
-            RetryOutcome::Done
+        attempted: &Attempted,
+    ) -> Result<RetrySettled, ServiceError> {
+        let now = self.now();
+        let (outcome, settled) = if attempted.delivered() {
+            (RetryOutcome::Done, RetrySettled::Delivered)
         } else {
-            let outcome = after_failure(retry.attempt, retry.first_attempt_at, self.now());
+            let outcome = after_failure(retry.attempt, retry.first_attempt_at, now);
             match outcome {
                 RetryOutcome::Done => tracing::warn!(
                     webhook = %retry.webhook.id,
@@ -448,14 +473,79 @@ impl Confab {
                     "webhook attempt failed; retrying"
                 ),
             }
-            outcome
+            let settled = match outcome {
+                RetryOutcome::Done => RetrySettled::GivenUp,
+                RetryOutcome::RetryAt(_) => RetrySettled::RetryLater,
+            };
+            (outcome, settled)
         };
-        Ok(self
+        let attempt = self.attempt_record(retry.event.id, retry.attempt, attempted, now);
+        let held = self
             .ports
             .webhooks
-            .settle_retry(retry.webhook.id, retry.event.id, retry.holder, outcome)
-            .await?)
+            .settle_retry(
+                retry.webhook.id,
+                retry.event.id,
+                retry.holder,
+                outcome,
+                attempt,
+            )
+            .await?;
+        Ok(if held {
+            settled
+        } else {
+            RetrySettled::LeaseLost
+        })
     }
+
+    /// A page of a webhook's attempts, newest first (server API).
+    /// `NotFound` when there is no such webhook.
+    pub async fn list_deliveries(
+        &self,
+        webhook: WebhookId,
+        page: Page<Uuid>,
+    ) -> Result<Paged<DeliveryAttempt>, ServiceError> {
+        self.ports
+            .webhooks
+            .list_deliveries(webhook, page)
+            .await
+            .map_err(|e| crate::error::page_error(&page, e))?
+            .ok_or(ServiceError::not_found())
+    }
+
+    /// What the deliveries owe now, for the metrics.
+    pub async fn webhook_backlog(&self) -> Result<WebhookBacklog, ServiceError> {
+        Ok(self.ports.webhooks.webhook_backlog().await?)
+    }
+}
+
+/// How one attempt went, as the sender saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attempted {
+    /// The receiver's answer, when there was one.
+    pub status: Option<u16>,
+    /// Why there was none.
+    pub error: Option<String>,
+}
+
+impl Attempted {
+    /// The receiver answered 2xx.
+    pub fn delivered(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
+/// What became of a retry's attempt once recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetrySettled {
+    /// Delivered: the retry is forgotten.
+    Delivered,
+    /// Failed: due again after the backoff.
+    RetryLater,
+    /// Failed for the last time (24 h after the first attempt).
+    GivenUp,
+    /// The lease ran out meanwhile: another holder makes the attempt.
+    LeaseLost,
 }
 
 #[cfg(test)]

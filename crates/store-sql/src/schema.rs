@@ -284,6 +284,21 @@ diesel::table! {
     use diesel::sql_types::*;
     use crate::id::IdSql;
 
+    webhook_deliveries (id) {
+        id -> IdSql,
+        webhook_id -> IdSql,
+        event_id -> IdSql,
+        attempt -> Integer,
+        status -> Nullable<Integer>,
+        error -> Nullable<Text>,
+        attempted_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
     webhook_retries (webhook_id, event_id) {
         webhook_id -> IdSql,
         event_id -> IdSql,
@@ -338,6 +353,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     event_recipients,
     event_groups,
     webhooks,
+    webhook_deliveries,
     webhook_retries,
     idempotency_quota,
 );

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use confab_domain::{EventId, EventType};
 use confab_ports::{
-    CursorMove, NewRetry, RetryOutcome, StoreError, Webhook, WebhookId, WebhookSecret,
+    CursorMove, DeliveryAttempt, NewRetry, RetryOutcome, StoreError, Webhook, WebhookId,
+    WebhookSecret,
 };
 use confab_store_postgres::PgStore;
 use confab_store_sqlite::SqliteStore;
@@ -158,8 +159,21 @@ fn mv(webhook: &Webhook, holder: uuid::Uuid, to: i64, now: i64) -> CursorMove {
         holder,
         to,
         retry: None,
+        attempt: None,
         now: at(now),
         renew_until: at(now + LEASE),
+    }
+}
+
+/// The record of attempt `n` of `event`, answered `status` at `when`.
+fn attempt(event: EventId, n: u32, status: Option<u16>, when: i64) -> DeliveryAttempt {
+    DeliveryAttempt {
+        id: new_id(),
+        event,
+        attempt: n,
+        status,
+        error: status.is_none().then(|| "connection refused".to_owned()),
+        at: at(when),
     }
 }
 
@@ -416,11 +430,23 @@ async fn retries_are_due_at_their_time_and_leased_once(c: Ctx) {
     // Settled only by its holder.
     let (r, other) = (&leased[0], &leased[1]);
     assert!(!s
-        .settle_retry(hook.id, r.event.id, new_id(), RetryOutcome::Done)
+        .settle_retry(
+            hook.id,
+            r.event.id,
+            new_id(),
+            RetryOutcome::Done,
+            attempt(r.event.id, r.attempt, Some(204), 14)
+        )
         .await
         .expect("settle"));
     assert!(s
-        .settle_retry(hook.id, r.event.id, r.holder, RetryOutcome::RetryAt(at(50)))
+        .settle_retry(
+            hook.id,
+            r.event.id,
+            r.holder,
+            RetryOutcome::RetryAt(at(50)),
+            attempt(r.event.id, r.attempt, Some(500), 14)
+        )
         .await
         .expect("settle"));
     // A lease that ran out (its process died) is due again, as a new
@@ -435,7 +461,13 @@ async fn retries_are_due_at_their_time_and_leased_once(c: Ctx) {
     );
     assert_eq!(retaken[0].attempt, 3);
     assert!(!s
-        .settle_retry(hook.id, other.event.id, other.holder, RetryOutcome::Done)
+        .settle_retry(
+            hook.id,
+            other.event.id,
+            other.holder,
+            RetryOutcome::Done,
+            attempt(other.event.id, other.attempt, Some(204), 14)
+        )
         .await
         .expect("settle"));
     assert!(s
@@ -443,7 +475,8 @@ async fn retries_are_due_at_their_time_and_leased_once(c: Ctx) {
             hook.id,
             other.event.id,
             retaken[0].holder,
-            RetryOutcome::Done
+            RetryOutcome::Done,
+            attempt(other.event.id, retaken[0].attempt, None, 15)
         )
         .await
         .expect("settle"));
@@ -466,6 +499,22 @@ async fn retries_are_due_at_their_time_and_leased_once(c: Ctx) {
         [r.event.id]
     );
     assert_eq!(again[0].attempt, 3);
+    // What retrying owes: one retry due later, one leased, one pending,
+    // the oldest event among them the first.
+    let backlog = s.webhook_backlog().await.expect("backlog");
+    assert_eq!(backlog.retrying, 2);
+    assert!(backlog.oldest_pending_at.is_some());
+    // The settled attempts are recorded (not the refused settle), newest
+    // first.
+    let listed = s
+        .list_deliveries(hook.id, crate::support::page(10, None))
+        .await
+        .expect("list")
+        .expect("webhook");
+    let got: Vec<(u32, Option<u16>)> = listed.items.iter().map(|d| (d.attempt, d.status)).collect();
+    assert_eq!(got, [(3, None), (2, Some(500))]);
+    assert_eq!(listed.items[0].error.as_deref(), Some("connection refused"));
+    assert_eq!(listed.items[0].event, other.event.id);
     // Deleting the webhook takes its retries.
     s.delete_webhook(hook.id).await.expect("delete");
     assert!(s
@@ -473,6 +522,92 @@ async fn retries_are_due_at_their_time_and_leased_once(c: Ctx) {
         .await
         .expect("retries")
         .is_empty());
+    assert!(s
+        .list_deliveries(hook.id, crate::support::page(10, None))
+        .await
+        .expect("list")
+        .is_none());
+}
+
+/// Attempts are recorded with the cursor's move that ends them (not when
+/// the lease was lost), listed newest first and paged, and pruned by age.
+async fn attempts_are_recorded_listed_and_pruned(c: Ctx) {
+    let s = &c.s;
+    let hook = c.webhook("https://a.example/", &[]).await;
+    let events = c
+        .events(&[EventType::MessageCreated, EventType::MessageUpdated])
+        .await;
+    let holder = new_id();
+    let lease = s
+        .lease_webhook(holder, at(10), at(10 + LEASE))
+        .await
+        .expect("lease")
+        .expect("work");
+    let batch = s
+        .webhook_events(Vec::new(), lease.cursor, 10)
+        .await
+        .expect("events");
+    let mut first = mv(&hook, holder, batch.events[0].position, 11);
+    first.attempt = Some(attempt(events[0], 1, Some(200), 11));
+    assert!(s.move_cursor(first).await.expect("move"));
+    // Another holder's move (a lease lost) records nothing.
+    let mut stray = mv(&hook, new_id(), batch.events[1].position, 12);
+    stray.attempt = Some(attempt(events[1], 1, Some(200), 12));
+    assert!(!s.move_cursor(stray).await.expect("move"));
+    let mut second = mv(&hook, holder, batch.events[1].position, 13);
+    second.attempt = Some(attempt(events[1], 1, None, 13));
+    assert!(s.move_cursor(second).await.expect("move"));
+    let page = |limit, cursor| crate::support::page(limit, cursor);
+    let all = s
+        .list_deliveries(hook.id, page(10, None))
+        .await
+        .expect("list")
+        .expect("webhook");
+    assert_eq!(
+        all.items.iter().map(|d| d.event).collect::<Vec<_>>(),
+        [events[1], events[0]]
+    );
+    let one = s
+        .list_deliveries(hook.id, page(1, None))
+        .await
+        .expect("list")
+        .expect("webhook");
+    assert!(one.has_more);
+    let rest = s
+        .list_deliveries(
+            hook.id,
+            page(1, Some(confab_domain::Cursor::After(one.items[0].id))),
+        )
+        .await
+        .expect("list")
+        .expect("webhook");
+    assert_eq!(rest.items[0].event, events[0]);
+    assert!(!rest.has_more);
+    assert_err!(
+        s.list_deliveries(
+            hook.id,
+            page(1, Some(confab_domain::Cursor::After(new_id())))
+        )
+        .await,
+        StoreError::CursorNotFound
+    );
+    assert!(s
+        .list_deliveries(WebhookId::from_uuid(new_id()), page(1, None))
+        .await
+        .expect("list")
+        .is_none());
+    // Nothing waits: both events had their first attempt, none failed.
+    let backlog = s.webhook_backlog().await.expect("backlog");
+    assert_eq!(backlog.retrying, 0);
+    // Pruned by age, in batches.
+    assert_eq!(s.prune_deliveries(at(12), 10).await.expect("prune"), 1);
+    assert_eq!(s.prune_deliveries(at(12), 10).await.expect("prune"), 0);
+    let left = s
+        .list_deliveries(hook.id, page(10, None))
+        .await
+        .expect("list")
+        .expect("webhook");
+    assert_eq!(left.items.len(), 1);
 }
 
 async fn events_are_filtered_by_type(c: Ctx) {
@@ -548,4 +683,5 @@ confab_tests::on_both_stores!(
     the_cursor_moves_only_while_the_lease_is_held,
     retries_are_due_at_their_time_and_leased_once,
     events_are_filtered_by_type,
+    attempts_are_recorded_listed_and_pruned,
 );

@@ -26,6 +26,7 @@ pub fn spawn_pruning(service: Confab) {
                 Err(error) => tracing::warn!(%error, "could not delete expired idempotency keys"),
             }
             prune_events(&service).await;
+            prune_deliveries(&service).await;
         }
     });
 }
@@ -48,4 +49,18 @@ async fn prune_events(service: &Confab) {
         }
     }
     tracing::debug!(pruned = total, "events older than 7 days deleted");
+}
+
+/// The records of webhook attempts go with the events (7 days).
+async fn prune_deliveries(service: &Confab) {
+    loop {
+        match service.prune_deliveries(EVENT_BATCH).await {
+            Ok(pruned) if pruned < u64::from(EVENT_BATCH) => break,
+            Ok(_) => tokio::time::sleep(BETWEEN_BATCHES).await,
+            Err(error) => {
+                tracing::warn!(%error, "could not delete old webhook attempts");
+                break;
+            }
+        }
+    }
 }

@@ -192,14 +192,18 @@ impl Application {
             .context("the listener has no local address")?
             .port();
         let connections = ConnectionLimits::for_this_process(options.max_connections)?;
-        crate::delivery::webhooks::spawn_delivery(service.clone(), options.webhook_allow_private);
-        crate::app::retention::spawn_pruning(service.clone());
-        let service = web::Data::new(service);
         // One limiter and one set of metrics for all workers: a budget and a
         // count are per server, not per thread.
         let limiter = web::Data::new(Limiter::new(options.rate_limits));
         let metrics = Metrics::new();
         Metrics::spawn_upkeep(&metrics);
+        crate::delivery::webhooks::spawn_delivery(
+            service.clone(),
+            options.webhook_allow_private,
+            metrics.clone(),
+        );
+        crate::app::retention::spawn_pruning(service.clone());
+        let service = web::Data::new(service);
         // One hub per server: one reader of the events table for all its
         // streams.
         let hub = Hub::start((**service).clone(), options.events, metrics.clone());

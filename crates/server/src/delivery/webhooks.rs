@@ -21,9 +21,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use confab_domain::{ContactId, ConversationId, EventType};
 use confab_service::{
-    first_refused, is_public_address, webhook_target, Confab, HostResolver, LeasedRetry, ParsedUrl,
-    ServiceError, StoredEvent, UrlHost, Webhook, WebhookError, WebhookLease, WebhookTarget,
-    DELIVERY_TIMEOUT_SECS, EVENTS_PER_BATCH,
+    first_refused, is_public_address, webhook_target, Attempted, Confab, HostResolver, LeasedRetry,
+    ParsedUrl, RetrySettled, ServiceError, StoredEvent, UrlHost, Webhook, WebhookError,
+    WebhookLease, WebhookTarget, DELIVERY_TIMEOUT_SECS, EVENTS_PER_BATCH,
 };
 use hmac::{Hmac, Mac};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -31,6 +31,7 @@ use sha2::Sha256;
 use tokio::sync::Semaphore;
 
 use crate::delivery::events::write_event;
+use crate::metrics::Metrics;
 
 /// How often idle loops look for new events and due retries.
 pub const POLL_EVERY: Duration = Duration::from_millis(250);
@@ -45,7 +46,7 @@ const RESOLVE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Starts delivering webhooks on the current runtime, for as long as it
 /// runs. `allow_private`: `CONFAB_WEBHOOK_ALLOW_PRIVATE`.
-pub fn spawn_delivery(service: Confab, allow_private: bool) {
+pub fn spawn_delivery(service: Confab, allow_private: bool, metrics: Arc<Metrics>) {
     let client = match client(allow_private) {
         Ok(client) => client,
         Err(e) => {
@@ -56,6 +57,7 @@ pub fn spawn_delivery(service: Confab, allow_private: bool) {
     let sender = Arc::new(Sender {
         client,
         allow_private,
+        metrics,
     });
     tokio::spawn(first_attempts(service.clone(), sender.clone()));
     tokio::spawn(retries(service, sender));
@@ -143,6 +145,7 @@ fn client(allow_private: bool) -> reqwest::Result<reqwest::Client> {
 struct Sender {
     client: reqwest::Client,
     allow_private: bool,
+    metrics: Arc<Metrics>,
 }
 
 /// The body of a delivery: the event as the event stream shows it, its
@@ -231,20 +234,25 @@ fn unix_secs() -> i64 {
 }
 
 impl Sender {
-    /// One attempt: whether the webhook answered 2xx in time.
+    /// One attempt: the webhook's answer (2xx in time is delivered), or
+    /// why there was none.
     async fn attempt(
         &self,
         service: &Confab,
         webhook: &Webhook,
         event: &StoredEvent,
         attempt: u32,
-    ) -> bool {
+    ) -> Attempted {
+        let refused = |error: &str| Attempted {
+            status: None,
+            error: Some(error.to_owned()),
+        };
         let target = match parse_url(&webhook.url) {
             Ok(target) => target,
             Err(_) => {
                 // Checked at creation; the message would hold the URL.
                 tracing::warn!(webhook = %webhook.id, "stored webhook URL does not parse");
-                return false;
+                return refused("the webhook's URL does not parse");
             }
         };
         // A literal address is never resolved: checked here.
@@ -255,7 +263,7 @@ impl Sender {
                     %ip,
                     "webhook address is not public (CONFAB_WEBHOOK_ALLOW_PRIVATE)"
                 );
-                return false;
+                return refused("the address is not public (CONFAB_WEBHOOK_ALLOW_PRIVATE)");
             }
         }
         let body = match delivery_body(service, event).await {
@@ -263,7 +271,7 @@ impl Sender {
             Err(e) => {
                 // Not sent: attempted again like a failed delivery.
                 tracing::warn!(webhook = %webhook.id, event = %event.id, error = %e, "cannot read whom a message notifies");
-                return false;
+                return refused("not sent: the database could not say whom the message notifies");
             }
         };
         let signature = signature(webhook.secret.expose(), unix_secs(), &body);
@@ -277,30 +285,36 @@ impl Sender {
             .body(body)
             .send()
             .await;
-        match sent {
-            Ok(response) if response.status().is_success() => {
+        let attempted = match sent {
+            Ok(response) => Attempted {
+                status: Some(response.status().as_u16()),
+                error: None,
+            },
+            // The error's chain names the cause (timeout, refused address,
+            // connection); not the URL, which may hold credentials.
+            Err(e) => refused(&format!("{:#}", anyhow::Error::new(e.without_url()))),
+        };
+        match (&attempted.status, &attempted.error) {
+            _ if attempted.delivered() => {
                 tracing::debug!(webhook = %webhook.id, event = %event.id, attempt, "webhook delivered");
-                true
             }
-            Ok(response) => {
-                tracing::info!(
-                    webhook = %webhook.id,
-                    event = %event.id,
-                    attempt,
-                    status = response.status().as_u16(),
-                    "webhook answered without success"
-                );
-                false
-            }
-            Err(e) => {
-                // The error's chain names the cause (timeout, refused
-                // address, connection); not the URL, which may hold
-                // credentials.
-                let error = format!("{:#}", anyhow::Error::new(e.without_url()));
-                tracing::info!(webhook = %webhook.id, event = %event.id, attempt, error, "webhook attempt failed");
-                false
-            }
+            (Some(status), _) => tracing::info!(
+                webhook = %webhook.id,
+                event = %event.id,
+                attempt,
+                status,
+                "webhook answered without success"
+            ),
+            (None, error) => tracing::info!(
+                webhook = %webhook.id,
+                event = %event.id,
+                attempt,
+                error = error.as_deref().unwrap_or_default(),
+                "webhook attempt failed"
+            ),
         }
+        self.metrics.webhook_attempt(attempted.delivered());
+        attempted
     }
 }
 
@@ -349,8 +363,8 @@ async fn drain(service: &Confab, sender: &Sender, lease: &WebhookLease) {
         };
         let more = batch.events.len() >= usize::try_from(EVENTS_PER_BATCH).unwrap_or(usize::MAX);
         for event in &batch.events {
-            let delivered = sender.attempt(service, &lease.webhook, event, 1).await;
-            match service.first_attempt_made(lease, event, delivered).await {
+            let attempted = sender.attempt(service, &lease.webhook, event, 1).await;
+            match service.first_attempt_made(lease, event, &attempted).await {
                 Ok(true) => after = event.position,
                 Ok(false) => break 'events false,
                 Err(e) => {
@@ -430,12 +444,13 @@ async fn retries(service: Confab, sender: Arc<Sender>) {
 }
 
 async fn retry_once(service: &Confab, sender: &Sender, retry: &LeasedRetry) {
-    let delivered = sender
+    let attempted = sender
         .attempt(service, &retry.webhook, &retry.event, retry.attempt)
         .await;
-    match service.retry_made(retry, delivered).await {
-        Ok(true) => {}
-        Ok(false) => {
+    match service.retry_made(retry, &attempted).await {
+        Ok(RetrySettled::GivenUp) => sender.metrics.webhook_given_up(),
+        Ok(RetrySettled::Delivered | RetrySettled::RetryLater) => {}
+        Ok(RetrySettled::LeaseLost) => {
             tracing::info!(webhook = %retry.webhook.id, event = %retry.event.id, "webhook retry lease lost");
         }
         // The lease runs out and the retry is due again.

@@ -264,3 +264,32 @@ pub struct ConversationMemberDto {
     /// The member's unread count (a badge).
     pub unread_count: i64,
 }
+
+/// One attempt to deliver an event to a webhook.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryDto {
+    pub id: String,
+    /// The event sent (`Confab-Event-Id`).
+    pub event_id: String,
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub attempt: u32,
+    /// The receiver's HTTP status; `null` when there was no answer.
+    pub status: Option<u16>,
+    /// Why there was no answer (a timeout, a refused address, a failed
+    /// connection); `null` when there was one.
+    pub error: Option<String>,
+    pub attempted_at: i64,
+}
+
+impl From<&confab_service::DeliveryAttempt> for DeliveryDto {
+    fn from(d: &confab_service::DeliveryAttempt) -> Self {
+        Self {
+            id: d.id.to_string(),
+            event_id: d.event.to_string(),
+            attempt: d.attempt,
+            status: d.status,
+            error: d.error.clone(),
+            attempted_at: secs(d.at),
+        }
+    }
+}

@@ -7,6 +7,7 @@
 
 #[path = "../binary/mod.rs"]
 mod binary;
+mod deliveries;
 mod push;
 mod support;
 
@@ -109,6 +110,16 @@ fn deliveries_are_signed_retried_and_in_order(store: Store) {
         assert_eq!(d.attempt, 1);
     }
     assert_eq!(seen.len(), 4);
+}
+
+#[test]
+fn sqlite_attempts_are_listed_and_counted() {
+    deliveries::attempts_are_listed_and_counted(Store::Sqlite);
+}
+
+#[test]
+fn postgres_attempts_are_listed_and_counted() {
+    deliveries::attempts_are_listed_and_counted(Store::Postgres);
 }
 
 #[test]

@@ -102,12 +102,23 @@ async fn a_failed_first_attempt_moves_the_cursor_with_a_retry_in_one_second() {
                         next_at: Timestamp::from_secs(NOW + 1),
                         first_attempt_at: Timestamp::from_secs(NOW),
                     })
+                // The attempt is recorded with the move.
+                && m.attempt.as_ref().is_some_and(|a| {
+                    a.attempt == 1
+                        && a.status == Some(503)
+                        && a.error.is_none()
+                        && a.at == Timestamp::from_secs(NOW)
+                })
         })
         .returning(|_| Ok(true));
     store
         .expect_move_cursor()
         .times(1)
-        .withf(|m| m.to == 42 && m.retry.is_none())
+        .withf(|m| {
+            m.to == 42
+                && m.retry.is_none()
+                && m.attempt.as_ref().is_some_and(|a| a.status == Some(204))
+        })
         .returning(|_| Ok(false));
     let confab = service(store);
     let lease = WebhookLease {
@@ -117,12 +128,12 @@ async fn a_failed_first_attempt_moves_the_cursor_with_a_retry_in_one_second() {
         until: Timestamp::from_secs(NOW + WEBHOOK_LEASE_SECS),
     };
     assert!(confab
-        .first_attempt_made(&lease, &stored_event(), false)
+        .first_attempt_made(&lease, &stored_event(), &answered(503))
         .await
         .expect("recorded"));
     // Delivered: no retry; the lost lease is reported.
     assert!(!confab
-        .first_attempt_made(&lease, &stored_event(), true)
+        .first_attempt_made(&lease, &stored_event(), &answered(204))
         .await
         .expect("recorded"));
 }
@@ -141,8 +152,10 @@ async fn a_retry_is_rescheduled_with_backoff_dropped_after_24_hours_or_done() {
         store
             .expect_settle_retry()
             .times(1)
-            .withf(move |_, _, holder, o| *holder == Uuid::from_u128(6) && *o == outcome)
-            .returning(|_, _, _, _| Ok(true));
+            .withf(move |_, _, holder, o, a| {
+                *holder == Uuid::from_u128(6) && *o == outcome && a.attempt >= 2
+            })
+            .returning(|_, _, _, _, _| Ok(true));
     };
     expect(
         &mut store,
@@ -150,23 +163,44 @@ async fn a_retry_is_rescheduled_with_backoff_dropped_after_24_hours_or_done() {
     );
     expect(&mut store, RetryOutcome::Done);
     let confab = service(store);
+    let refused = Attempted {
+        status: None,
+        error: Some("connection refused".into()),
+    };
     // The fourth attempt failed: the fifth in 8 s.
-    assert!(confab
-        .retry_made(&retry(4, NOW - 20), false)
-        .await
-        .expect("settled"));
+    assert_eq!(
+        confab
+            .retry_made(&retry(4, NOW - 20), &refused)
+            .await
+            .expect("settled"),
+        RetrySettled::RetryLater
+    );
     // A failure 24 h after the first attempt: given up (Done).
-    assert!(confab
-        .retry_made(&retry(30, NOW - GIVE_UP_AFTER_SECS), false)
-        .await
-        .expect("settled"));
+    assert_eq!(
+        confab
+            .retry_made(&retry(30, NOW - GIVE_UP_AFTER_SECS), &answered(500))
+            .await
+            .expect("settled"),
+        RetrySettled::GivenUp
+    );
     let mut store = MockWebhookStore::new();
     expect(&mut store, RetryOutcome::Done);
     let confab = service(store);
-    assert!(confab
-        .retry_made(&retry(2, NOW - 5), true)
-        .await
-        .expect("settled"));
+    assert_eq!(
+        confab
+            .retry_made(&retry(2, NOW - 5), &answered(200))
+            .await
+            .expect("settled"),
+        RetrySettled::Delivered
+    );
+}
+
+/// An attempt the receiver answered with `status`.
+fn answered(status: u16) -> Attempted {
+    Attempted {
+        status: Some(status),
+        error: None,
+    }
 }
 
 fn ip(s: &str) -> IpAddr {

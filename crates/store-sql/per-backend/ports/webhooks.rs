@@ -4,10 +4,10 @@
 //! each); reading a webhook's events is one statement after the horizon's.
 
 use async_trait::async_trait;
-use confab_domain::{EventId, EventType, Timestamp};
+use confab_domain::{EventId, EventType, Page, Paged, Timestamp};
 use confab_ports::{
-    CursorMove, EventBatch, LeasedRetry, RetryOutcome, StoreError, Webhook, WebhookId,
-    WebhookLease, WebhookSecret, WebhookStore,
+    CursorMove, DeliveryAttempt, EventBatch, LeasedRetry, RetryOutcome, StoreError, Webhook,
+    WebhookBacklog, WebhookId, WebhookLease, WebhookSecret, WebhookStore,
 };
 use uuid::Uuid;
 
@@ -96,10 +96,27 @@ impl WebhookStore for Store {
         event: EventId,
         holder: Uuid,
         outcome: RetryOutcome,
+        attempt: DeliveryAttempt,
     ) -> Result<bool, StoreError> {
         write(self, move |c| {
-            q::settle_retry(c, webhook, event, holder, outcome)
+            q::settle_retry(c, webhook, event, holder, outcome, attempt)
         })
         .await
+    }
+
+    async fn list_deliveries(
+        &self,
+        webhook: WebhookId,
+        page: Page<Uuid>,
+    ) -> Result<Option<Paged<DeliveryAttempt>>, StoreError> {
+        query(self, move |c| q::list_deliveries(c, webhook, page)).await
+    }
+
+    async fn webhook_backlog(&self) -> Result<WebhookBacklog, StoreError> {
+        query(self, q::webhook_backlog).await
+    }
+
+    async fn prune_deliveries(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError> {
+        write(self, move |c| q::prune_deliveries(c, before, batch)).await
     }
 }

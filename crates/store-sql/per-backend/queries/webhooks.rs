@@ -13,10 +13,10 @@
 //! up to it may move the cursor there (SQLite's `EVENT_HORIZON_SQL`, "no
 //! limit", would let an event committed meanwhile be passed over).
 
-use confab_domain::{EventId, EventType, Timestamp};
+use confab_domain::{EventId, EventType, Page, Paged, Timestamp};
 use confab_ports::{
-    CursorMove, EventBatch, LeasedRetry, RetryOutcome, Webhook, WebhookId, WebhookLease,
-    WebhookSecret,
+    CursorMove, DeliveryAttempt, EventBatch, LeasedRetry, RetryOutcome, Webhook, WebhookBacklog,
+    WebhookId, WebhookLease, WebhookSecret,
 };
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
@@ -25,11 +25,15 @@ use uuid::Uuid;
 use super::{Backend, Conn, Db, Result};
 use confab_store_sql::error::inconsistent;
 use confab_store_sql::id::{DbId, IdSql};
+use confab_store_sql::keyset;
 use confab_store_sql::queries::not_found;
+use confab_store_sql::queries::paging::{fetch_size, finish_page, seek};
 use confab_store_sql::queries::webhooks::{
     encode_types, lease_retries_sql, lease_webhook_sql, EventRow, Position, RetryKey, WebhookRow,
 };
-use confab_store_sql::schema::{events, webhook_retries as retries, webhooks};
+use confab_store_sql::schema::{
+    events, webhook_deliveries as deliveries, webhook_retries as retries, webhooks,
+};
 use confab_store_sql::SqlBackend;
 
 /// The last position that is final now: every event up to it is
@@ -88,6 +92,7 @@ pub(crate) fn delete_webhook(conn: &mut Conn, id: WebhookId) -> Result<()> {
     // Its retries first: SQLite enforces the cascade only where
     // foreign keys are on, and this needs no such assumption.
     diesel::delete(retries::table.filter(retries::webhook_id.eq(id))).execute(conn)?;
+    diesel::delete(deliveries::table.filter(deliveries::webhook_id.eq(id))).execute(conn)?;
     let deleted = diesel::delete(webhooks::table.find(id)).execute(conn)?;
     if deleted == 0 {
         return Err(not_found());
@@ -212,7 +217,120 @@ pub(crate) fn move_cursor(conn: &mut Conn, change: CursorMove) -> Result<bool> {
             .on_conflict_do_nothing()
             .execute(conn)?;
     }
+    if let Some(attempt) = change.attempt {
+        record_attempt(conn, id, attempt)?;
+    }
     Ok(true)
+}
+
+/// Keeps the record of one attempt.
+fn record_attempt(conn: &mut Conn, webhook: DbId, a: DeliveryAttempt) -> Result<()> {
+    diesel::insert_into(deliveries::table)
+        .values((
+            deliveries::id.eq(DbId::from(a.id)),
+            deliveries::webhook_id.eq(webhook),
+            deliveries::event_id.eq(DbId::from(*a.event.as_uuid())),
+            deliveries::attempt.eq(i32::try_from(a.attempt).unwrap_or(i32::MAX)),
+            deliveries::status.eq(a.status.map(i32::from)),
+            deliveries::error.eq(a.error),
+            deliveries::attempted_at.eq(a.at.micros()),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+pub(crate) fn list_deliveries(
+    conn: &mut Conn,
+    webhook: WebhookId,
+    page: Page<Uuid>,
+) -> Result<Option<Paged<DeliveryAttempt>>> {
+    let w = DbId::from(*webhook.as_uuid());
+    if webhooks::table.find(w).count().get_result::<i64>(conn)? == 0 {
+        return Ok(None);
+    }
+    let (limit, fetch) = fetch_size(&page);
+    let seek = seek(page.cursor, |id: Uuid| {
+        Ok(deliveries::table
+            .find(DbId::from(id))
+            .filter(deliveries::webhook_id.eq(w))
+            .select((deliveries::attempted_at, deliveries::id))
+            .first::<(i64, DbId)>(conn)
+            .optional()?)
+    })?;
+    let backwards = seek.backwards();
+    let q = deliveries::table
+        .filter(deliveries::webhook_id.eq(w))
+        .into_boxed::<Db>();
+    type Row = (DbId, DbId, i32, Option<i32>, Option<String>, i64);
+    let rows: Vec<Row> = keyset!(q, deliveries::attempted_at, deliveries::id, seek)
+        .select((
+            deliveries::id,
+            deliveries::event_id,
+            deliveries::attempt,
+            deliveries::status,
+            deliveries::error,
+            deliveries::attempted_at,
+        ))
+        .limit(fetch)
+        .load(conn)?;
+    let (rows, has_more) = finish_page(rows, limit, backwards);
+    let items = rows
+        .into_iter()
+        .map(|(id, event, attempt, status, error, at)| DeliveryAttempt {
+            id: id.uuid(),
+            event: EventId::from_uuid(event.uuid()),
+            attempt: u32::try_from(attempt).unwrap_or(0),
+            status: status.and_then(|s| u16::try_from(s).ok()),
+            error,
+            at: Timestamp::from_micros(at),
+        })
+        .collect();
+    Ok(Some(Paged { items, has_more }))
+}
+
+pub(crate) fn webhook_backlog(conn: &mut Conn) -> Result<WebhookBacklog> {
+    let retrying: i64 = retries::table.count().get_result(conn)?;
+    // The first event after each webhook's cursor (one index probe per
+    // webhook), and the events waiting for a retry.
+    let first_pending: Option<i64> = diesel::sql_query(
+        "SELECT MIN((SELECT e.created_at FROM events e \
+                     WHERE e.position > w.cursor_position ORDER BY e.position LIMIT 1)) AS at \
+         FROM webhooks w",
+    )
+    .get_result::<MinAt>(conn)?
+    .at;
+    let retry_pending: Option<i64> = retries::table
+        .inner_join(events::table.on(events::id.eq(retries::event_id)))
+        .select(diesel::dsl::min(events::created_at))
+        .first(conn)?;
+    let oldest = match (first_pending, retry_pending) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Ok(WebhookBacklog {
+        retrying: u64::try_from(retrying).unwrap_or(0),
+        oldest_pending_at: oldest.map(Timestamp::from_micros),
+    })
+}
+
+#[derive(QueryableByName)]
+struct MinAt {
+    #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
+    at: Option<i64>,
+}
+
+pub(crate) fn prune_deliveries(conn: &mut Conn, before: Timestamp, batch: u32) -> Result<u64> {
+    let old: Vec<DbId> = deliveries::table
+        .filter(deliveries::attempted_at.lt(before.micros()))
+        .order(deliveries::attempted_at.asc())
+        .select(deliveries::id)
+        .limit(i64::from(batch))
+        .load(conn)?;
+    if old.is_empty() {
+        return Ok(0);
+    }
+    let n = diesel::delete(deliveries::table.filter(deliveries::id.eq_any(old))).execute(conn)?;
+    Ok(n as u64)
 }
 
 pub(crate) fn release_webhook(
@@ -286,6 +404,7 @@ pub(crate) fn settle_retry(
     event: EventId,
     holder: Uuid,
     outcome: RetryOutcome,
+    attempt: DeliveryAttempt,
 ) -> Result<bool> {
     let this = retries::table
         .filter(retries::webhook_id.eq(DbId::from(*webhook.as_uuid())))
@@ -300,5 +419,8 @@ pub(crate) fn settle_retry(
             ))
             .execute(conn)?,
     };
+    if settled == 1 {
+        record_attempt(conn, DbId::from(*webhook.as_uuid()), attempt)?;
+    }
     Ok(settled == 1)
 }

@@ -60,3 +60,10 @@ request! {
         page: Page<ContactId> = Flatten,
     }
 }
+
+request! {
+    /// `GET /v1/admin/webhooks/{id}/deliveries`.
+    pub struct ListDeliveriesIn {
+        page: Page<Uuid> = Flatten,
+    }
+}

@@ -8,18 +8,18 @@ use std::sync::Arc;
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 use confab_domain::{ContactId, ContactProfilePatch, ConversationId, EventType};
-use confab_service::{AddressPolicy, ConversationMember, ServiceError, WebhookError};
+use confab_service::{AddressPolicy, ConversationMember, ServiceError, WebhookError, WebhookId};
 use uuid::Uuid;
 
 use super::{endpoint, no_content, ok, ok_json, path_id, Endpoint};
 use crate::http::auth::Server;
 use crate::http::dto::{
-    ContactDto, ConversationMemberDto, ListDto, MintedTokenDto, TokenDto, WebhookDto,
+    ContactDto, ConversationMemberDto, DeliveryDto, ListDto, MintedTokenDto, TokenDto, WebhookDto,
 };
 use crate::http::error::ApiError;
 use crate::http::requests::admin::{
-    CreateContactIn, CreateWebhookIn, ListContactsIn, ListConversationMembersIn, ListTokensIn,
-    MintTokenIn, UpdateContactIn,
+    CreateContactIn, CreateWebhookIn, ListContactsIn, ListConversationMembersIn, ListDeliveriesIn,
+    ListTokensIn, MintTokenIn, UpdateContactIn,
 };
 use crate::http::requests::{Input, NoParams};
 use crate::http::service::Service;
@@ -39,6 +39,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         endpoint!(create_webhook, __path_create_webhook),
         endpoint!(list_webhooks, __path_list_webhooks),
         endpoint!(delete_webhook, __path_delete_webhook),
+        endpoint!(list_deliveries, __path_list_deliveries),
     ]
 }
 
@@ -402,4 +403,32 @@ async fn delete_webhook(
         other => ApiError::internal(&other),
     })?;
     Ok(no_content())
+}
+
+/// Page through a webhook's recent attempts, newest first: the event, the
+/// attempt's number, the answer's status or why there was none, and when.
+/// Kept 7 days, as events are.
+#[utoipa::path(
+    get, path = "/v1/admin/webhooks/{id}/deliveries", tag = "admin",
+    operation_id = "admin_list_webhook_deliveries",
+    params(("id" = String, Path, description = "the webhook id"), ListDeliveriesIn),
+    responses((status = 200, description = "a page of attempts", body = ListDto<DeliveryDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn list_deliveries(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    Input(req): Input<ListDeliveriesIn>,
+) -> Result<HttpResponse, ApiError> {
+    let id: Uuid = path_id(&path)?;
+    let ListDeliveriesIn { page } = req;
+    let attempts = service
+        .list_deliveries(WebhookId::from_uuid(id), page)
+        .await?;
+    Ok(ok_json(wire::list(
+        attempts.has_more,
+        &attempts.items,
+        |out, d| serde_json::to_writer(out, &DeliveryDto::from(d)),
+    )))
 }

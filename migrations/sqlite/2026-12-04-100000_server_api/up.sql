@@ -2,7 +2,7 @@
 -- on /v1/admin, and acts for a contact with `Confab-Contact`. Like tokens,
 -- only the SHA-256 of the secret is stored.
 CREATE TABLE server_keys (
-    id            UUID PRIMARY KEY,
+    id            TEXT NOT NULL PRIMARY KEY,
     name          TEXT NOT NULL,
     -- Lowercase hex SHA-256 of the secret; the secret itself is never stored.
     key_hash      TEXT NOT NULL,
@@ -22,3 +22,19 @@ ALTER TABLE tokens ADD COLUMN last_used_at BIGINT;
 CREATE INDEX contacts_created_idx ON contacts (created_at, id);
 CREATE INDEX tokens_contact_created_idx ON tokens (contact_id, created_at, id);
 DROP INDEX tokens_contact_id_idx;
+
+-- Each attempt to deliver an event to a webhook, for the operator
+-- (GET /v1/admin/webhooks/:id/deliveries): the answer's status, or why
+-- there was none. Kept as long as events are (the retention task prunes
+-- both); an event pruned first leaves its attempts readable.
+CREATE TABLE webhook_deliveries (
+    id            TEXT NOT NULL PRIMARY KEY,
+    webhook_id    TEXT NOT NULL REFERENCES webhooks (id) ON DELETE CASCADE,
+    event_id      TEXT NOT NULL,
+    attempt       INTEGER NOT NULL,
+    status        INTEGER,
+    error         TEXT,
+    attempted_at  BIGINT NOT NULL
+);
+CREATE INDEX webhook_deliveries_list_idx ON webhook_deliveries (webhook_id, attempted_at, id);
+CREATE INDEX webhook_deliveries_attempted_idx ON webhook_deliveries (attempted_at);
