@@ -307,6 +307,98 @@ fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every `table.column` of the database at `url` holding a value whose
+/// text contains one of `needles`, with how many rows: a scan of every
+/// column of every table (the migrations' own bookkeeping aside). For
+/// showing that something is gone from the database, not only from the
+/// API.
+pub fn mentions(url: &str, backend: Backend, needles: &[&str]) -> Vec<String> {
+    #[derive(QueryableByName)]
+    struct Column {
+        #[diesel(sql_type = Text)]
+        table_name: String,
+        #[diesel(sql_type = Text)]
+        column_name: String,
+    }
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let mut found = Vec::new();
+    match backend {
+        Backend::Postgres => {
+            let mut conn = PgConnection::establish(url).expect("connect");
+            let columns: Vec<Column> = diesel::sql_query(
+                "SELECT table_name::text AS table_name, column_name::text AS column_name \
+                 FROM information_schema.columns \
+                 WHERE table_schema = 'public' AND table_name <> '__diesel_schema_migrations' \
+                 ORDER BY table_name, ordinal_position",
+            )
+            .load(&mut conn)
+            .expect("columns");
+            for c in columns {
+                for needle in needles {
+                    let n: Count = diesel::sql_query(format!(
+                        "SELECT COUNT(*) AS n FROM \"{}\" WHERE \"{}\"::text LIKE $1",
+                        c.table_name, c.column_name
+                    ))
+                    .bind::<Text, _>(format!("%{needle}%"))
+                    .get_result(&mut conn)
+                    .expect("count");
+                    if n.n > 0 {
+                        found.push(format!(
+                            "{}.{} ({} rows: {needle})",
+                            c.table_name, c.column_name, n.n
+                        ));
+                    }
+                }
+            }
+        }
+        Backend::Sqlite => {
+            let mut conn = SqliteConnection::establish(url).expect("open");
+            #[derive(QueryableByName)]
+            struct Table {
+                #[diesel(sql_type = Text)]
+                name: String,
+            }
+            let tables: Vec<Table> = diesel::sql_query(
+                "SELECT name FROM sqlite_master WHERE type = 'table' \
+                 AND name NOT LIKE 'sqlite_%' AND name <> '__diesel_schema_migrations' \
+                 ORDER BY name",
+            )
+            .load(&mut conn)
+            .expect("tables");
+            for t in tables {
+                #[derive(QueryableByName)]
+                struct Info {
+                    #[diesel(sql_type = Text)]
+                    name: String,
+                }
+                let columns: Vec<Info> =
+                    diesel::sql_query(format!("SELECT name FROM pragma_table_info('{}')", t.name))
+                        .load(&mut conn)
+                        .expect("columns");
+                for c in columns {
+                    for needle in needles {
+                        let n: Count = diesel::sql_query(format!(
+                            "SELECT COUNT(*) AS n FROM \"{}\" WHERE CAST(\"{}\" AS TEXT) LIKE ?",
+                            t.name, c.name
+                        ))
+                        .bind::<Text, _>(format!("%{needle}%"))
+                        .get_result(&mut conn)
+                        .expect("count");
+                        if n.n > 0 {
+                            found.push(format!("{}.{} ({} rows: {needle})", t.name, c.name, n.n));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;

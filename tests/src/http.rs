@@ -77,6 +77,12 @@ impl Resp {
 }
 
 impl TestApp {
+    /// The test's database, as the store opened it (a `postgres://` URL or
+    /// an SQLite file path).
+    pub fn database_url(&self) -> &str {
+        &self._db.url
+    }
+
     /// Starts the application on `backend` with a fresh database.
     pub async fn spawn(backend: Backend) -> TestApp {
         // The default per-token limit stays on (the suites show it never

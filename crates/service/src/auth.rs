@@ -171,7 +171,7 @@ impl TokenCache {
     /// Forgets every token of `contact`, after its tokens were revoked:
     /// their next request asks the store. Lookups still in flight, which
     /// may have read a token before the revocation, are not remembered.
-    fn forget(&self, contact: ContactId) {
+    pub(crate) fn forget(&self, contact: ContactId) {
         let mut guard = self.lock();
         guard
             .by_hash

@@ -2,10 +2,11 @@
 //! listing and changing any contact.
 
 use confab_domain::{
-    contact_updated, Change, Contact, ContactId, ContactProfilePatch, ConversationId, Page,
-    PageLimit, Paged,
+    contact_updated, conversation_deleted, group_deleted, group_updated, message_deleted, Change,
+    Contact, ContactId, ContactProfilePatch, ConversationId, Message, MessageId, Page, PageLimit,
+    Paged,
 };
-use confab_ports::ConversationMember;
+use confab_ports::{ConversationMember, Erasure, ReactionMade};
 
 /// The largest conversation whose `message.created` webhook deliveries
 /// name the members to notify (`recipients`).
@@ -122,6 +123,88 @@ impl Confab {
                 ),
             },
         )
+    }
+
+    /// Erases a contact (the right to be forgotten, server API): its tokens
+    /// stop at once in this process (its open streams end within 5 s, as
+    /// the hub finds their tokens gone), its direct conversations are
+    /// deleted (`conversation.deleted` to the peer), its messages in groups
+    /// deleted (`message.deleted` to the members), and it leaves every
+    /// group (`group.updated`; a group it was alone in is deleted). One
+    /// transaction: all of it, or nothing. `NotFound` when there is no such
+    /// contact.
+    pub async fn erase_contact(&self, id: ContactId) -> Result<(), ServiceError> {
+        let plan = self
+            .ports
+            .contacts
+            .erase_plan(id)
+            .await?
+            .ok_or(ServiceError::not_found())?;
+        let now = self.now();
+        let change = || Change::new(id, now);
+        let mut events =
+            Vec::with_capacity(plan.direct_conversations.len() + plan.group_messages.len());
+        for c in &plan.direct_conversations {
+            events.extend(conversation_deleted(change(), self.event_ids(), *c));
+        }
+        for (m, c) in &plan.group_messages {
+            events.extend(message_deleted(change(), self.event_ids(), *m, *c));
+        }
+        let mut groups = Vec::new();
+        for g in &plan.groups_left {
+            let left = group_updated(change(), self.event_ids(), *g, &[id]);
+            groups.push((*g, self.outbox(left)));
+        }
+        for g in &plan.groups_deleted {
+            groups.push((
+                *g,
+                self.outbox(group_deleted(change(), self.event_ids(), *g)),
+            ));
+        }
+        let erasure = Erasure {
+            contact: id,
+            plan,
+            outbox: self.outbox(events),
+            groups,
+            at: now,
+        };
+        let erased = self.ports.contacts.erase_contact(erasure).await;
+        // Also when the answer was lost (it may have committed).
+        self.tokens.forget(id);
+        self.keys.forget_contact(id);
+        erased?;
+        self.committed();
+        Ok(())
+    }
+
+    /// A page of the messages `contact` sent, oldest first, after `after`
+    /// (its export; server API).
+    pub async fn export_messages(
+        &self,
+        contact: ContactId,
+        after: Option<MessageId>,
+        limit: u32,
+    ) -> Result<Vec<Message>, ServiceError> {
+        Ok(self
+            .ports
+            .contacts
+            .messages_sent(contact, after, limit)
+            .await?)
+    }
+
+    /// A page of the reactions `contact` made, in order, after the one
+    /// numbered `after` (its export; server API).
+    pub async fn export_reactions(
+        &self,
+        contact: ContactId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<ReactionMade>, ServiceError> {
+        Ok(self
+            .ports
+            .contacts
+            .reactions_made(contact, after, limit)
+            .await?)
     }
 
     /// Changes the caller's own phone number and avatar.

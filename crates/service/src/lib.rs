@@ -35,7 +35,7 @@ pub use confab_ports::{
     ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
     WithBudget,
 };
-pub use confab_ports::{ConversationMember, ServerKey, TokenInfo};
+pub use confab_ports::{ConversationMember, ReactionMade, ServerKey, TokenInfo};
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
 pub use contacts::PUSH_RECIPIENTS_MAX;
 pub use conversations::ConversationTarget;

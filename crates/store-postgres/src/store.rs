@@ -476,10 +476,16 @@ impl SqlBackend for PgStore {
     /// The transaction id, then the event's index in the transaction: the
     /// order in which transactions started, which readers turn into commit
     /// order by reading only below the oldest one still running (see the
-    /// events migration). 2^20 events per transaction at most.
+    /// events migration). 2^20 events per transaction at most. The index
+    /// counts on from the events this transaction already placed (one
+    /// probe of the position index), so that a transaction may write
+    /// events more than once (an erase: its deletions', then each group's).
     fn event_position(index: usize) -> Option<String> {
         Some(format!(
-            "pg_current_xact_id()::text::bigint * 1048576 + {index}"
+            "(SELECT COALESCE(MAX(placed.position) + 1, pg_current_xact_id()::text::bigint * 1048576) \
+              FROM events placed \
+              WHERE placed.position >= pg_current_xact_id()::text::bigint * 1048576 \
+                AND placed.position < (pg_current_xact_id()::text::bigint + 1) * 1048576) + {index}"
         ))
     }
 

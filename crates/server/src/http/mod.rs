@@ -11,6 +11,7 @@ pub mod client_addr;
 pub(crate) mod decode;
 pub(crate) mod dto;
 pub(crate) mod error;
+pub(crate) mod export;
 pub(crate) mod headers;
 pub(crate) mod idempotency;
 pub(crate) mod limits;

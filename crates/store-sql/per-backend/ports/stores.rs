@@ -10,9 +10,9 @@ use confab_domain::{
 };
 use confab_ports::{
     ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter, ConversationMember,
-    ConversationStore, GroupChange, GroupStore, HealthCheck, IdempotencyStore, KeyClaim,
-    MessageChange, MessageStore, NewGroup, NewMessage, NewServerKey, NewToken, Outbox, ServerKey,
-    StoreError, StoredResponse, TokenInfo, TokenStore,
+    ConversationStore, ErasePlan, Erasure, GroupChange, GroupStore, HealthCheck, IdempotencyStore,
+    KeyClaim, MessageChange, MessageStore, NewGroup, NewMessage, NewServerKey, NewToken, Outbox,
+    ReactionMade, ServerKey, StoreError, StoredResponse, TokenInfo, TokenStore,
 };
 use uuid::Uuid;
 
@@ -137,6 +137,32 @@ impl ContactStore for Store {
         page: Page<ContactId>,
     ) -> Result<Paged<Contact>, StoreError> {
         query(self, move |c| q::list_contacts(c, username, page)).await
+    }
+
+    async fn erase_plan(&self, id: ContactId) -> Result<Option<ErasePlan>, StoreError> {
+        query(self, move |c| q::erase_plan(c, id)).await
+    }
+
+    async fn erase_contact(&self, erasure: Erasure) -> Result<(), StoreError> {
+        write(self, move |c| q::erase_contact(c, erasure)).await
+    }
+
+    async fn messages_sent(
+        &self,
+        contact: ContactId,
+        after: Option<MessageId>,
+        limit: u32,
+    ) -> Result<Vec<Message>, StoreError> {
+        query(self, move |c| q::messages_sent(c, contact, after, limit)).await
+    }
+
+    async fn reactions_made(
+        &self,
+        contact: ContactId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<ReactionMade>, StoreError> {
+        query(self, move |c| q::reactions_made(c, contact, after, limit)).await
     }
 }
 

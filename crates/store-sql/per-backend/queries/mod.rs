@@ -20,7 +20,9 @@ pub(crate) use confab_store_sql::queries::Result;
 mod contacts;
 mod conversation_members;
 mod conversations;
+mod erase;
 mod events_read;
+mod export;
 mod groups;
 mod health;
 mod idempotency;
@@ -33,6 +35,7 @@ mod tokens;
 mod webhooks;
 
 pub(crate) use self::{
-    contacts::*, conversation_members::*, conversations::*, events_read::*, groups::*, health::*,
-    idempotency::*, message_send::*, message_updates::*, messages::*, tokens::*, webhooks::*,
+    contacts::*, conversation_members::*, conversations::*, erase::*, events_read::*, export::*,
+    groups::*, health::*, idempotency::*, message_send::*, message_updates::*, messages::*,
+    tokens::*, webhooks::*,
 };

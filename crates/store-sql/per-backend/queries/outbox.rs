@@ -589,4 +589,4 @@ pub(super) fn scrub(conn: &mut Conn, deleted: Deleted) -> Result<()> {
 
 /// A scrubbed event's payload, from its row: `{"id":"<subject
 /// id>","deleted":true}` (an id's text needs no JSON escaping).
-const SCRUBBED: &str = r#"'{"id":"' || CAST(subject_id AS TEXT) || '","deleted":true}'"#;
+pub(super) const SCRUBBED: &str = r#"'{"id":"' || CAST(subject_id AS TEXT) || '","deleted":true}'"#;

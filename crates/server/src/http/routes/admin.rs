@@ -17,6 +17,7 @@ use crate::http::dto::{
     ContactDto, ConversationMemberDto, DeliveryDto, ListDto, MintedTokenDto, TokenDto, WebhookDto,
 };
 use crate::http::error::ApiError;
+use crate::http::export::Export;
 use crate::http::requests::admin::{
     CreateContactIn, CreateWebhookIn, ListContactsIn, ListConversationMembersIn, ListDeliveriesIn,
     ListTokensIn, MintTokenIn, UpdateContactIn,
@@ -31,6 +32,8 @@ pub fn endpoints() -> Vec<Endpoint> {
         endpoint!(list_contacts, __path_list_contacts),
         endpoint!(get_contact, __path_get_contact),
         endpoint!(update_contact, __path_update_contact),
+        endpoint!(erase_contact, __path_erase_contact),
+        endpoint!(export_contact, __path_export_contact),
         endpoint!(mint_token, __path_mint_token),
         endpoint!(list_tokens, __path_list_tokens),
         endpoint!(revoke_tokens, __path_revoke_tokens),
@@ -178,6 +181,62 @@ async fn update_contact(
     };
     let contact = service.update_contact(id, patch).await?;
     Ok(ok_json(wire::contact(&contact)))
+}
+
+/// Erase a contact (the right to be forgotten): its tokens stop (open
+/// streams end within 5 s), its direct conversations are deleted, its
+/// messages in groups deleted, it leaves every group (a group it was alone
+/// in is deleted; one whose last owner it was passes to its oldest member),
+/// and nothing of it remains but what others wrote. One transaction.
+#[utoipa::path(
+    delete, path = "/v1/admin/contacts/{id}", tag = "admin", operation_id = "admin_erase_contact",
+    params(("id" = String, Path, description = "the contact id")),
+    responses((status = 204, description = "erased")),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn erase_contact(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ContactId = path_id(&path)?;
+    service.erase_contact(id).await?;
+    Ok(no_content())
+}
+
+/// Everything stored about a contact, as NDJSON (one object a line, each
+/// with a `kind`: `contact`, `token` without its secret, `conversation`
+/// with the contact's own state, `group`, `message` it sent, `reaction` it
+/// made; then `end`), streamed: the server holds one page at a time.
+#[utoipa::path(
+    get, path = "/v1/admin/contacts/{id}/export", tag = "admin", operation_id = "admin_export_contact",
+    params(("id" = String, Path, description = "the contact id")),
+    responses((
+        status = 200,
+        description = "NDJSON lines; the last is `{\"kind\":\"end\"}` (or `error` when the export stopped early)",
+        content_type = "application/x-ndjson", body = String,
+    )),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn export_contact(
+    service: Service,
+    unbudgeted: web::Data<confab_service::Confab>,
+    _: Server,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let id: ContactId = path_id(&path)?;
+    // Before the answer begins: an unknown contact is a 404.
+    let contact = service.contact_by_id(id).await?;
+    let confab = unbudgeted.get_ref().clone();
+    let lines = futures_util::stream::unfold(Export::of(contact), move |export| {
+        let confab = confab.clone();
+        async move { export.next(&confab).await }
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("application/x-ndjson")
+        .streaming(lines))
 }
 
 /// Mint a token for a contact (a device's sign-in); the token is in this
