@@ -8,7 +8,8 @@
 # against a release `confab serve`, exports each contact in turn with curl
 # (`GET /v1/admin/contacts/:id/export`, a server key made by the CLI),
 # reading the server's RSS every 20 ms meanwhile. Prints, per export: its
-# lines, bytes and time, and the server's RSS before and at its peak; PASS
+# lines, bytes and time, and the server's RSS before and at its peak
+# (CLIENT_RATE=4M reads at 4 MB/s, as a slow client would); PASS
 # when the big export's peak RSS is at most MAX_GROWTH_MB (default 20) above
 # the small export's and every message came out, else FAIL (exit 1).
 #
@@ -28,6 +29,9 @@ PORT=${PORT:-8092}
 SMALL=${SMALL:-1000}
 BIG=${BIG:-100000}
 MAX_GROWTH_MB=${MAX_GROWTH_MB:-20}
+# The client's reading speed (curl --limit-rate), e.g. 4M: a slow reader
+# shows whether the server buffers what the client has not taken yet.
+RATE=${CLIENT_RATE:+--limit-rate $CLIENT_RATE}
 IFS=', ' read -r -a STORES <<<"${BENCH_STORES:-sqlite,postgres}"
 DB=confab_bench_export_$$
 SCRATCH=$(mktemp -d)
@@ -73,8 +77,8 @@ INSERT INTO messages (id, conversation_id, sender_id, body, created_at,
 SELECT gen_random_uuid(), c.id, '$sender', '$text', i, '$sender', '$peer', i
 FROM c, generate_series(1, $n) i;
 INSERT INTO conversation_states (conversation_id, contact_id)
-SELECT id, '$sender' FROM conversations WHERE creator_id = '$sender'
-UNION ALL SELECT id, '$peer' FROM conversations WHERE creator_id = '$sender';
+SELECT id, '$sender'::uuid FROM conversations WHERE creator_id = '$sender'
+UNION ALL SELECT id, '$peer'::uuid FROM conversations WHERE creator_id = '$sender';
 ANALYZE;
 SQL
         ;;
@@ -137,7 +141,8 @@ for STORE in "${STORES[@]}"; do
         local name=$1 id=$2 want=$3 before peak=0 pid rss t lines bytes messages
         before=$(kib VmRSS)
         t=$(now_ms)
-        curl -sS --fail-with-body --max-time 600 -H "Authorization: Bearer $KEY" \
+        # shellcheck disable=SC2086 # RATE is words on purpose
+        curl -sS --fail-with-body --max-time 600 $RATE -H "Authorization: Bearer $KEY" \
             "http://127.0.0.1:$PORT/v1/admin/contacts/$id/export" -o "$SCRATCH/$name.ndjson" &
         pid=$!
         while kill -0 $pid 2>/dev/null; do
