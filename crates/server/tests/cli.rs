@@ -239,3 +239,81 @@ fn token_issue_prints_the_token_alone_and_revoke_takes_effect_on_a_running_serve
     );
     assert!(!out.status.success());
 }
+
+/// API.md section 19: without `DATABASE_URL`, a one-shot command does not
+/// create an empty `confab.db` where there is none (it refuses, naming the
+/// variable); `migrate` says which migrations it applied.
+#[test]
+fn the_cli_never_guesses_a_database_and_migrate_says_what_it_applied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for args in [
+        &["token", "issue", "--username", "alice"][..],
+        &[
+            "contact",
+            "create",
+            "--username",
+            "alice",
+            "--phone-number",
+            "+15550100",
+        ][..],
+        &["key", "list"][..],
+    ] {
+        let out = Command::new(BIN)
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("DATABASE_URL")
+            .env_remove("CONFAB_LISTEN")
+            .output()
+            .expect("run confab");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("DATABASE_URL") && stderr(&out).contains("confab.db"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(
+            !dir.path().join("confab.db").exists(),
+            "{args:?} made a database"
+        );
+    }
+    // `migrate` makes it (as `serve` does), and says what it applied; the
+    // other commands then use it.
+    let out = Command::new(BIN)
+        .arg("migrate")
+        .current_dir(dir.path())
+        .env_remove("DATABASE_URL")
+        .env_remove("CONFAB_LISTEN")
+        .output()
+        .expect("run confab");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.lines()
+            .filter(|l| l.starts_with("applied migration "))
+            .count()
+            >= 10,
+        "{said}"
+    );
+    assert!(said.contains("migrations are up to date"), "{said}");
+    let again = Command::new(BIN)
+        .arg("migrate")
+        .current_dir(dir.path())
+        .env_remove("DATABASE_URL")
+        .env_remove("CONFAB_LISTEN")
+        .output()
+        .expect("run confab");
+    assert!(
+        !stderr(&again).contains("applied migration "),
+        "{}",
+        stderr(&again)
+    );
+    let out = Command::new(BIN)
+        .args(["key", "list"])
+        .current_dir(dir.path())
+        .env_remove("DATABASE_URL")
+        .env_remove("CONFAB_LISTEN")
+        .output()
+        .expect("run confab");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "[]");
+}

@@ -8,7 +8,8 @@ mod binary;
 
 use binary::{confab_ok, free_port, raw_request, BIN};
 use std::fs::File;
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
 use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -116,6 +117,38 @@ fn a_backend_provisions_and_acts_with_a_key_made_by_the_cli() {
     assert_eq!(status, 201, "{sent}");
     assert_eq!(json(&sent)["contact"]["id"], alice.as_str());
 
+    // An event stream of hers, ended by signing her out: its end is logged
+    // with how long it lived, how many events it sent and why it ended.
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+         Accept: text/event-stream\r\n\r\n"
+    )
+    .expect("write");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(8)))
+        .expect("timeout");
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains(": connected") {
+        let n = stream.read(&mut buf).expect("read the stream");
+        assert!(n > 0, "the stream closed before it opened");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let (status, _, _) = raw_request(
+        port,
+        &format!("DELETE /v1/admin/contacts/{alice}/tokens HTTP/1.1\r\n{bearer}"),
+        "",
+    );
+    assert_eq!(status, 204);
+    while !String::from_utf8_lossy(&seen).contains("stream ended") {
+        let n = stream.read(&mut buf).expect("the stream ends within 5 s");
+        assert!(n > 0, "closed without saying why");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    drop(stream);
+
     // Its use shows in the list.
     let listed = json(&confab_ok(&db, &["key", "list"]));
     assert!(listed[0]["last_used_at"].is_i64(), "{listed}");
@@ -164,6 +197,17 @@ fn a_backend_provisions_and_acts_with_a_key_made_by_the_cli() {
         sends[0].contains(&format!("actor={key_id}")) && sends[0].contains(&alice),
         "the send's line names the key and the contact: {}",
         sends[0]
+    );
+    let closed = log
+        .lines()
+        .find(|l| l.contains("event stream closed"))
+        .unwrap_or_else(|| panic!("no line for the stream's end:\n{log}"));
+    assert!(
+        closed.contains(&alice)
+            && closed.contains("duration_ms=")
+            && closed.contains("events=")
+            && closed.contains("reason=\"the token was revoked or expired\""),
+        "{closed}"
     );
     for needle in [hex, &token[4..], "hello-from-the-backend"] {
         assert!(!log.contains(needle), "{needle:?} is in the log:\n{log}");

@@ -193,8 +193,9 @@ impl PgStore {
         confab_store_sql::door::pool_state(&self.pool, &self.gate)
     }
 
-    /// Applies the embedded migrations that have not run yet.
-    pub fn migrate(&self) -> anyhow::Result<()> {
+    /// Applies the embedded migrations that have not run yet; returns the
+    /// versions applied, oldest first (none when it was up to date).
+    pub fn migrate(&self) -> anyhow::Result<Vec<String>> {
         let mut conn = self
             .pool
             .get()
@@ -210,7 +211,7 @@ impl PgStore {
             .context("cannot take the migration lock")?;
         let applied = conn
             .run_pending_migrations(MIGRATIONS)
-            .map(|done| done.len())
+            .map(|done| done.iter().map(ToString::to_string).collect::<Vec<_>>())
             .map_err(|e| anyhow::anyhow!("migration failed: {e}"));
         let unlocked = conn
             .batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
@@ -221,10 +222,10 @@ impl PgStore {
         let applied = applied?;
         unlocked?;
         restored?;
-        if applied > 0 {
-            tracing::info!(applied, "applied PostgreSQL migrations");
+        if !applied.is_empty() {
+            tracing::info!(applied = applied.len(), "applied PostgreSQL migrations");
         }
-        Ok(())
+        Ok(applied)
     }
 }
 

@@ -186,8 +186,9 @@ impl SqliteStore {
         confab_store_sql::door::pool_state(&self.pool, &self.gate)
     }
 
-    /// Applies the embedded migrations that have not run yet.
-    pub fn migrate(&self) -> anyhow::Result<()> {
+    /// Applies the embedded migrations that have not run yet; returns the
+    /// versions applied, oldest first (none when it was up to date).
+    pub fn migrate(&self) -> anyhow::Result<Vec<String>> {
         let _turn = self.writer_turn();
         let mut conn = self
             .pool
@@ -197,11 +198,13 @@ impl SqliteStore {
         let applied = conn
             .run_pending_migrations(MIGRATIONS)
             .map_err(|e| anyhow::anyhow!("migration failed: {e}"))?
-            .len();
-        if applied > 0 {
-            tracing::info!(applied, "applied SQLite migrations");
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>();
+        if !applied.is_empty() {
+            tracing::info!(applied = applied.len(), "applied SQLite migrations");
         }
-        Ok(())
+        Ok(applied)
     }
 
     /// This process's turn to write.

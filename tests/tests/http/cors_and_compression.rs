@@ -99,13 +99,16 @@ async fn preflight_from_an_allowed_origin_is_answered_before_authentication(back
         }
     }
 
-    // Another origin gets no CORS grant (its preflight is refused, as JSON,
-    // and its requests are served without CORS headers).
+    // Another origin gets no CORS grant (its preflight is refused, 403
+    // `forbidden` as JSON, and its requests are served without CORS
+    // headers).
     let r = preflight(&app, "https://evil.example").await;
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
     assert_eq!(header(&r, "access-control-allow-origin"), None);
     assert_eq!(header(&r, "content-type"), Some("application/json"));
     assert_eq!(header(&r, "cache-control"), Some("no-store"));
+    let body: serde_json::Value = r.json().await.expect("a JSON error");
+    assert_eq!(body["code"], "forbidden", "{body}");
     let r = app
         .client
         .get(format!("{}/healthz", app.base_url))

@@ -4,6 +4,7 @@
 
 mod admin;
 mod authorization;
+mod clients;
 mod contacts;
 mod conversations;
 mod cors_and_compression;

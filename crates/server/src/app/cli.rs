@@ -20,8 +20,8 @@ use confab_service::{
 };
 use tracing_subscriber::EnvFilter;
 
-use crate::app::config::Settings;
-use crate::app::startup::{open_service_waiting, Application, ServerOptions};
+use crate::app::config::{Database, Settings};
+use crate::app::startup::{open_service_migrated, Application, ServerOptions};
 use crate::app::telemetry;
 
 /// confab: a chat service with a JSON HTTP API.
@@ -200,15 +200,21 @@ fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
             _ => Duration::ZERO,
         };
         let (pool_size, synchronous) = (settings.db_pool_size, settings.sqlite_synchronous);
-        let service = tokio::task::spawn_blocking(move || {
-            open_service_waiting(&database, wait, pool_size, synchronous)
+        if !matches!(command, Command::Serve | Command::Migrate) {
+            refuse_a_guessed_database(&database)?;
+        }
+        let (service, applied) = tokio::task::spawn_blocking(move || {
+            open_service_migrated(&database, wait, pool_size, synchronous)
         })
         .await
         .context("opening the database panicked")??;
         match command {
             Command::Serve => serve(service, &settings).await,
             Command::Migrate => {
-                eprintln!("migrations are up to date");
+                for version in &applied {
+                    eprintln!("applied migration {version}");
+                }
+                eprintln!("migrations are up to date ({} applied now)", applied.len());
                 Ok(())
             }
             Command::Contact(ContactCommand::Create {
@@ -251,6 +257,27 @@ fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
             }
         }
     })
+}
+
+/// A one-shot command (not `serve` or `migrate`) with `DATABASE_URL` unset
+/// and no `confab.db` here would create and migrate an empty database,
+/// then report what it lacks (API.md section 19): it refuses instead.
+fn refuse_a_guessed_database(database: &Database) -> anyhow::Result<()> {
+    let given = std::env::var_os("DATABASE_URL").is_some()
+        || std::env::args().any(|a| a.starts_with("--database-url"));
+    let default = Database::Sqlite(Database::DEFAULT_SQLITE_FILE.to_owned());
+    if given || *database != default || std::path::Path::new(Database::DEFAULT_SQLITE_FILE).exists()
+    {
+        return Ok(());
+    }
+    let here = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|_| "the working directory".to_owned());
+    Err(anyhow!(
+        "DATABASE_URL is not set and there is no {} in {here}: set DATABASE_URL (postgres://... \
+         or the SQLite file confab serve uses), or run this where that confab.db is",
+        Database::DEFAULT_SQLITE_FILE
+    ))
 }
 
 async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {

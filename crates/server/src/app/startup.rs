@@ -51,11 +51,23 @@ pub fn open_service_waiting(
     pool_size: Option<u32>,
     synchronous: Synchronous,
 ) -> anyhow::Result<Confab> {
+    Ok(open_service_migrated(db, wait, pool_size, synchronous)?.0)
+}
+
+/// [`open_service_waiting`], with the versions of the migrations it
+/// applied (what `confab migrate` prints).
+pub fn open_service_migrated(
+    db: &Database,
+    wait: Duration,
+    pool_size: Option<u32>,
+    synchronous: Synchronous,
+) -> anyhow::Result<(Confab, Vec<String>)> {
+    let applied;
     let service = match db {
         Database::Postgres(url) => {
             let pool_size = pool_size.unwrap_or_else(PgStore::default_pool_size);
             let store = connect_postgres(url, wait, pool_size)?;
-            store
+            applied = store
                 .migrate()
                 .context("cannot apply the PostgreSQL migrations")?;
             // LISTEN on its own connection; it opens when the hub first
@@ -75,7 +87,7 @@ pub fn open_service_waiting(
                 SqliteStore::open_with(path, pool_size, synchronous).with_context(|| {
                     format!("cannot open the SQLite database {path:?} (DATABASE_URL)")
                 })?;
-            store
+            applied = store
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
             let wakeups = Arc::new(LocalWakeups::sqlite());
@@ -85,7 +97,7 @@ pub fn open_service_waiting(
             Confab::new(ports).with_request_budgets(store)
         }
     };
-    Ok(service)
+    Ok((service, applied))
 }
 
 /// The pause between two tries of [`open_service_waiting`].
@@ -278,7 +290,16 @@ impl Application {
         })
         .on_connect({
             let budget = connections.budget;
-            move |_, ext| {
+            move |conn, ext| {
+                // A response written in two pieces (a compressed body's
+                // head and its end) must not wait for the client's
+                // delayed ACK: 40 ms per kept-alive request otherwise
+                // (Nagle's algorithm; API.md section 19).
+                if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                    if let Err(e) = tcp.set_nodelay(true) {
+                        tracing::debug!(error = %e, "TCP_NODELAY not set on a connection");
+                    }
+                }
                 let n = open.fetch_add(1, Ordering::SeqCst) + 1;
                 ext.insert(ConnectionTicket {
                     over: n > budget,
@@ -562,6 +583,19 @@ fn json_error_body<B: MessageBody + 'static>(
     let status = res.status();
     let (req, old) = res.into_parts();
     let mut error = ApiError::for_status(status);
+    // A preflight actix-cors refused (an origin, method or header not
+    // allowed): the request is forbidden, not malformed (API.md section 19).
+    let preflight = req.method() == actix_web::http::Method::OPTIONS
+        && req.headers().contains_key(header::ORIGIN)
+        && req
+            .headers()
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
+    if preflight && status == actix_web::http::StatusCode::BAD_REQUEST {
+        error = ApiError::forbidden(
+            "this cross-origin request is not allowed: its origin, method or headers \
+             are not among those CONFAB_CORS_ORIGINS allows",
+        );
+    }
     if let (true, Some(e)) = (status.is_server_error(), old.error()) {
         error = error.with_cause(e);
     }

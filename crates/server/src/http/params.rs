@@ -74,6 +74,11 @@ impl Params {
             return Ok(Self::new(Source::Form, Map::new()));
         }
         match source_of(content_type) {
+            Some(Source::Form) if is_json_document(body) => Err(ApiError::body_invalid(
+                "the body is a JSON document sent as a form \
+                 (Content-Type: application/x-www-form-urlencoded, curl -d's default): \
+                 send it with Content-Type: application/json",
+            )),
             Some(Source::Form) => Ok(Self::new(Source::Form, decode_form(body)?)),
             Some(Source::Json) => Ok(Self::new(Source::Json, decode_json(body)?)),
             None => Err(ApiError::unsupported_media_type()),
@@ -87,10 +92,10 @@ impl Params {
 
     /// The full name of `key` as the client wrote it.
     fn name(&self, key: &str) -> String {
-        match &self.prefix {
+        echo(&match &self.prefix {
             Some(prefix) => format!("{prefix}[{key}]"),
             None => key.to_owned(),
-        }
+        })
     }
 
     fn invalid(&self, key: &str, what: &str) -> ApiError {
@@ -124,18 +129,27 @@ impl Params {
             .ok_or_else(|| ApiError::missing(&self.name(key)))
     }
 
-    /// Forms: `true`, `false`, `1`, `0`. JSON: `true`, `false`.
+    /// `true` or `false` in any letter case, or `1` or `0` (API.md section
+    /// 19: Python's `requests` sends `True`): in a form or query string as
+    /// text, in JSON as a boolean or the number 1 or 0.
     pub fn optional_bool(&mut self, key: &str) -> Result<Option<bool>, ApiError> {
         let value = match self.take(key) {
             None => return Ok(None),
             Some(v) => v,
         };
-        match (self.source, &value) {
-            (Source::Json, Value::Bool(b)) => Ok(Some(*b)),
-            (Source::Form, Value::String(s)) if s == "true" || s == "1" => Ok(Some(true)),
-            (Source::Form, Value::String(s)) if s == "false" || s == "0" => Ok(Some(false)),
-            _ => Err(self.invalid(key, "must be a boolean: true or false")),
-        }
+        let parsed = match (self.source, &value) {
+            (Source::Json, Value::Bool(b)) => Some(*b),
+            (Source::Json, Value::Number(n)) => match n.as_u64() {
+                Some(1) => Some(true),
+                Some(0) => Some(false),
+                _ => None,
+            },
+            (Source::Form, Value::String(s)) => bool_text(s),
+            _ => None,
+        };
+        parsed
+            .map(Some)
+            .ok_or_else(|| self.invalid(key, "must be a boolean: true or false (or 1 or 0)"))
     }
 
     pub fn required_bool(&mut self, key: &str) -> Result<bool, ApiError> {
@@ -350,6 +364,38 @@ impl Params {
     }
 }
 
+/// Whether a body is a JSON object or array (the `curl -d '{...}'` mistake:
+/// no form has a key starting with `{` or `[` that parses whole as JSON).
+fn is_json_document(body: &[u8]) -> bool {
+    let start = body.iter().position(|b| !b.is_ascii_whitespace());
+    start.is_some_and(|i| matches!(body[i], b'{' | b'['))
+        && serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok()
+}
+
+/// A boolean written as text: `true`/`false` in any letter case, `1`/`0`.
+fn bool_text(s: &str) -> Option<bool> {
+    if s.eq_ignore_ascii_case("true") || s == "1" {
+        Some(true)
+    } else if s.eq_ignore_ascii_case("false") || s == "0" {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// At most this many characters of a client's input are echoed in an
+/// error's `param` or `message` (API.md section 19).
+pub const ECHO_MAX: usize = 100;
+
+/// `text` cut to [`ECHO_MAX`] characters (then `...`), for an error that
+/// names what the client sent.
+pub fn echo(text: &str) -> String {
+    match text.char_indices().nth(ECHO_MAX) {
+        None => text.to_owned(),
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+    }
+}
+
 /// Whether the request says a body follows: a `Content-Length` above 0, or
 /// any `Transfer-Encoding` (chunked).
 fn declares_body(req: &HttpRequest) -> bool {
@@ -546,13 +592,22 @@ mod tests {
 
     #[test]
     fn bools() {
-        for (s, want) in [("true", true), ("1", true), ("false", false), ("0", false)] {
+        // Any letter case (API.md section 19: Python's `requests` sends
+        // `True`), or 1 and 0.
+        for (s, want) in [
+            ("true", true),
+            ("1", true),
+            ("false", false),
+            ("0", false),
+            ("TRUE", true),
+            ("False", false),
+        ] {
             assert_eq!(
                 form(&format!("b={s}")).optional_bool("b").expect(s),
                 Some(want)
             );
         }
-        for s in ["yes", "TRUE", "", "2", "on"] {
+        for s in ["yes", "", "2", "on", "truee", "01"] {
             let e = form(&format!("b={s}")).optional_bool("b").expect_err(s);
             assert_eq!((e.code(), e.param()), ("parameter_invalid", Some("b")));
         }
@@ -564,7 +619,8 @@ mod tests {
             json(r#"{"b": false}"#).optional_bool("b").expect("json"),
             Some(false)
         );
-        for s in [r#""true""#, "1", "null"] {
+        // JSON has booleans: a string is refused; 1 and 0 are taken.
+        for s in [r#""true""#, "2", "null", "1.0"] {
             assert!(
                 json(&format!(r#"{{"b": {s}}}"#))
                     .optional_bool("b")
@@ -572,6 +628,14 @@ mod tests {
                 "{s}"
             );
         }
+        assert_eq!(
+            json(r#"{"b": 1}"#).optional_bool("b").expect("1"),
+            Some(true)
+        );
+        assert_eq!(
+            json(r#"{"b": 0}"#).optional_bool("b").expect("0"),
+            Some(false)
+        );
         assert_eq!(form("").optional_bool("b").expect("absent"), None);
     }
 

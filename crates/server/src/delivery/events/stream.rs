@@ -56,6 +56,7 @@ pub fn open_stream(
         token,
         position,
         tx,
+        sent: 0,
     };
     tokio::spawn(task.run(subscription));
     let body = futures_util::stream::poll_fn(move |cx| {
@@ -84,6 +85,8 @@ struct StreamTask {
     /// The position of the last event sent (or the start).
     position: i64,
     tx: mpsc::Sender<Bytes>,
+    /// Events sent so far (for the log line when it closes).
+    sent: u64,
 }
 
 /// Why a stream stops.
@@ -98,6 +101,7 @@ impl StreamTask {
     async fn run(mut self, mut subscription: Subscription) {
         let metrics = self.hub.metrics().clone();
         let _open = metrics.stream_opened();
+        let opened = std::time::Instant::now();
         if self
             .send(Bytes::from_static(OPENING.as_bytes()))
             .await
@@ -119,11 +123,24 @@ impl StreamTask {
                 Err(stop) => break stop,
             }
         };
-        if let Stop::Ended(why) = stop {
-            let _ = self
-                .send(Bytes::from(format!(": stream ended: {why}\n\n")))
-                .await;
-        }
+        let why = match stop {
+            Stop::Gone => "the client went away",
+            Stop::Ended(why) => {
+                let _ = self
+                    .send(Bytes::from(format!(": stream ended: {why}\n\n")))
+                    .await;
+                why
+            }
+        };
+        // The opening is logged with the request; its end here, so that an
+        // operator sees how long streams live and why they end.
+        tracing::info!(
+            contact = %self.contact,
+            duration_ms = u64::try_from(opened.elapsed().as_millis()).unwrap_or(u64::MAX),
+            events = self.sent,
+            reason = why,
+            "event stream closed"
+        );
     }
 
     /// Sends everything of the caller's after `position` from the table.
@@ -159,6 +176,7 @@ impl StreamTask {
             for event in &page {
                 self.send(sse_frame(event)).await?;
                 self.position = event.position;
+                self.sent += 1;
             }
             self.hub.metrics().events_sent(page.len());
             if !full {
@@ -189,6 +207,7 @@ impl StreamTask {
                     if live.position > self.position {
                         self.send(live.frame).await?;
                         self.position = live.position;
+                        self.sent += 1;
                         self.hub.metrics().events_sent(1);
                     }
                 }

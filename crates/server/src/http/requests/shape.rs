@@ -103,7 +103,7 @@ pub fn integer() -> Schema {
 pub fn boolean() -> Schema {
     described(
         typed(Type::Boolean),
-        "true or false (in a form or query string also 1 or 0)",
+        "true or false (in a form or query string also 1 or 0, in any letter case)",
     )
 }
 

@@ -415,7 +415,8 @@ fn parse_events(names: &[String]) -> Result<Vec<EventType>, ApiError> {
             ApiError::invalid(
                 "events",
                 format!(
-                    "events has an unknown event type {name:?}; known: {}",
+                    "events has an unknown event type {:?}; known: {}",
+                    crate::http::params::echo(name),
                     known.join(", ")
                 ),
             )
