@@ -392,6 +392,13 @@ pub trait ConversationStore: Send + Sync {
         id: ConversationId,
         page: Page<ContactId>,
     ) -> Result<Option<Paged<ConversationMember>>, StoreError>;
+    /// The oldest direct conversation between `a` and `b` (either of them
+    /// its creator), if any.
+    async fn direct_conversation_between(
+        &self,
+        a: ContactId,
+        b: ContactId,
+    ) -> Result<Option<ConversationId>, StoreError>;
     /// The conversation as `viewer` sees it; `None` when it does not exist or
     /// `viewer` is not a member.
     async fn conversation_for(

@@ -57,6 +57,28 @@ impl Confab {
     /// Creates a conversation with a contact or a group. With a
     /// `completion`, its answer is kept for the caller's idempotency key in
     /// the same transaction.
+    /// The caller's oldest direct conversation with `peer`, as the caller
+    /// sees it, if there is one (`distinct=true`, API.md section 19).
+    pub async fn direct_conversation_with(
+        &self,
+        caller: &Contact,
+        peer: ContactId,
+    ) -> Result<Option<ConversationView>, ServiceError> {
+        let Some(id) = self
+            .ports
+            .conversations
+            .direct_conversation_between(caller.id(), peer)
+            .await?
+        else {
+            return Ok(None);
+        };
+        Ok(self
+            .ports
+            .conversations
+            .conversation_for(caller.id(), id)
+            .await?)
+    }
+
     pub async fn create_conversation(
         &self,
         caller: &Contact,

@@ -101,8 +101,80 @@ async fn errors_echo_at_most_100_characters_of_the_input(app: TestApp) {
     assert!(r.raw.len() < 600, "an error of {} bytes", r.raw.len());
 }
 
+/// `distinct=true`: the caller's existing direct conversation (200), else
+/// a new one (201); without it, a POST makes another, as before.
+async fn distinct_returns_the_existing_direct_conversation(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let carol = app.user("carol").await;
+    let first = app
+        .post(
+            &alice,
+            "/v1/conversations",
+            &[("contact_id", &bob.id), ("distinct", "true")],
+        )
+        .await;
+    let id = first.expect(201)["id"].clone();
+    // Either of the two asks: the same conversation, 200.
+    for (who, peer) in [(&alice, &bob), (&bob, &alice)] {
+        let again = app
+            .json(
+                Method::POST,
+                who,
+                "/v1/conversations",
+                &json!({"contact_id": peer.id, "distinct": true}),
+            )
+            .await;
+        assert_eq!(again.expect(200)["id"], id, "{}", who.username);
+    }
+    // Another contact: a new one.
+    app.post(
+        &alice,
+        "/v1/conversations",
+        &[("contact_id", &carol.id), ("distinct", "1")],
+    )
+    .await
+    .expect(201);
+    // Without distinct (or false): another conversation, as before.
+    for distinct in ["false", "0"] {
+        let other = app
+            .post(
+                &alice,
+                "/v1/conversations",
+                &[("contact_id", &bob.id), ("distinct", distinct)],
+            )
+            .await;
+        assert_ne!(other.expect(201)["id"], id);
+    }
+    // With a group: refused, nothing made.
+    let group = app
+        .json(
+            Method::POST,
+            &alice,
+            "/v1/groups",
+            &json!({"name": "g", "contact_ids": [bob.id]}),
+        )
+        .await;
+    let group = group.expect(201)["id"].as_str().expect("id").to_owned();
+    app.post(
+        &alice,
+        "/v1/conversations",
+        &[("group_id", &group), ("distinct", "true")],
+    )
+    .await
+    .expect_error(400, "parameter_invalid", Some("distinct"));
+    app.post(
+        &alice,
+        "/v1/conversations",
+        &[("contact_id", &bob.id), ("distinct", "maybe")],
+    )
+    .await
+    .expect_error(400, "parameter_invalid", Some("distinct"));
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_server;
+    distinct_returns_the_existing_direct_conversation,
     booleans_in_any_letter_case_or_as_1_and_0,
     a_json_document_sent_as_a_form_says_what_to_do,
     errors_echo_at_most_100_characters_of_the_input,

@@ -386,8 +386,67 @@ fn id_str(r: &Resp) -> String {
     r.body["id"].as_str().expect("id").to_owned()
 }
 
+/// API.md section 19: a retry that serializes its body again (JSON instead
+/// of a form, another key order, other spacing) is the same request; other
+/// parameters are not.
+async fn idempotency_compares_parameters_not_bytes(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let c = app.direct(&alice, &bob).await;
+    let first = post_keyed(
+        &app,
+        &alice,
+        "/v1/messages",
+        "mobile-1",
+        &[("conversation_id", c.as_str()), ("message", "sent once")],
+    )
+    .await;
+    first.expect(201);
+    let bodies = [
+        format!(r#"{{"message":"sent once","conversation_id":"{c}"}}"#),
+        format!("{{\n  \"conversation_id\" : \"{c}\",\n  \"message\" : \"sent once\"\n}}"),
+    ];
+    for body in bodies {
+        let again = app
+            .send(
+                Method::POST,
+                "/v1/messages",
+                Some(&alice.token),
+                Some(("application/json", body.clone().into_bytes())),
+                &[("Idempotency-Key", "mobile-1")],
+            )
+            .await;
+        again.expect(201);
+        assert_eq!(again.header("idempotent-replayed"), Some("true"), "{body}");
+        assert_eq!(again.raw, first.raw);
+    }
+    // The form again, its keys in the other order.
+    let again = post_keyed(
+        &app,
+        &alice,
+        "/v1/messages",
+        "mobile-1",
+        &[("message", "sent once"), ("conversation_id", c.as_str())],
+    )
+    .await;
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(messages_in(&app, &alice, &c).await.len(), 1);
+    // Another text is another request.
+    let other = format!(r#"{{"message":"sent twice","conversation_id":"{c}"}}"#);
+    app.send(
+        Method::POST,
+        "/v1/messages",
+        Some(&alice.token),
+        Some(("application/json", other.into_bytes())),
+        &[("Idempotency-Key", "mobile-1")],
+    )
+    .await
+    .expect_error(422, "idempotency_key_reused", Some("Idempotency-Key"));
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_server;
+    idempotency_compares_parameters_not_bytes,
     idempotency_a_retry_gets_the_first_answer_again,
     idempotency_a_key_names_one_request_of_one_caller,
     idempotency_sixteen_concurrent_requests_make_one_message,

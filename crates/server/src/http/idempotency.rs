@@ -20,18 +20,69 @@ use crate::http::error::{ApiError, IDEMPOTENCY_KEY};
 /// The header on a replayed answer.
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
-/// SHA-256 of the request body, left in the request's extensions by the
-/// body reader so that the fingerprint needs no second copy of the body.
+/// SHA-256 of the request's parameters, left in the request's extensions
+/// by the body reader so that the fingerprint needs no second copy of the
+/// body.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyDigest(pub [u8; 32]);
 
 impl BodyDigest {
+    /// The digest of raw bytes (a request without a body: none).
     pub fn of(body: &[u8]) -> Self {
         Self(Sha256::digest(body).into())
     }
+
+    /// The digest of decoded parameters: the same whatever they were sent
+    /// as (a form or JSON), in whatever key order and spacing (API.md
+    /// section 19: a mobile retry that serializes its body again is the
+    /// same request). Every value counts as its text (`true`, `3600`; JSON
+    /// `null` as the empty text a form clears with); objects by sorted
+    /// key; lists in order; each piece tagged and length-prefixed, so that
+    /// no two different trees share a digest input.
+    pub fn of_params(params: &serde_json::Map<String, serde_json::Value>) -> Self {
+        let mut hash = Sha256::new();
+        canonical_object(&mut hash, params);
+        Self(hash.finalize().into())
+    }
 }
 
-/// What makes two requests "the same request": method, path and body.
+fn canonical_object(hash: &mut Sha256, map: &serde_json::Map<String, serde_json::Value>) {
+    hash.update(b"o");
+    hash.update((map.len() as u64).to_be_bytes());
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort();
+    for key in keys {
+        canonical_text(hash, key);
+        canonical(hash, &map[key.as_str()]);
+    }
+}
+
+fn canonical(hash: &mut Sha256, value: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => canonical_object(hash, map),
+        Value::Array(items) => {
+            hash.update(b"a");
+            hash.update((items.len() as u64).to_be_bytes());
+            for item in items {
+                canonical(hash, item);
+            }
+        }
+        Value::String(s) => canonical_text(hash, s),
+        Value::Bool(b) => canonical_text(hash, if *b { "true" } else { "false" }),
+        Value::Number(n) => canonical_text(hash, &n.to_string()),
+        Value::Null => canonical_text(hash, ""),
+    }
+}
+
+fn canonical_text(hash: &mut Sha256, text: &str) {
+    hash.update(b"s");
+    hash.update((text.len() as u64).to_be_bytes());
+    hash.update(text.as_bytes());
+}
+
+/// What makes two requests "the same request": method, path and
+/// parameters.
 fn fingerprint(req: &HttpRequest) -> String {
     let body = req
         .extensions()

@@ -499,9 +499,12 @@ impl Params {
             return Err(ApiError::unsupported_media_type());
         }
         let body = read_body(req, payload).await?;
-        // What an idempotency key compares a retry by.
-        req.extensions_mut().insert(BodyDigest::of(&body));
-        Params::from_body(content_type, &body)
+        let params = Params::from_body(content_type, &body)?;
+        // What an idempotency key compares a retry by: its parameters, not
+        // their bytes.
+        req.extensions_mut()
+            .insert(BodyDigest::of_params(&params.entries));
+        Ok(params)
     }
 }
 

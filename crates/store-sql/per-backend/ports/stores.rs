@@ -251,6 +251,14 @@ impl ConversationStore for Store {
         query(self, move |c| q::conversation_members(c, id, page)).await
     }
 
+    async fn direct_conversation_between(
+        &self,
+        a: ContactId,
+        b: ContactId,
+    ) -> Result<Option<ConversationId>, StoreError> {
+        query(self, move |c| q::direct_conversation_between(c, a, b)).await
+    }
+
     async fn conversation_for(
         &self,
         viewer: ContactId,

@@ -171,3 +171,26 @@ fn direct_page(
         .collect::<Result<Vec<_>>>()?;
     Ok((contacts, has_more))
 }
+
+pub(crate) fn direct_conversation_between(
+    conn: &mut Conn,
+    a: ContactId,
+    b: ContactId,
+) -> Result<Option<ConversationId>> {
+    let (a, b) = (a.db(), b.db());
+    Ok(conversations::table
+        .filter(conversations::group_id.is_null())
+        .filter(
+            conversations::creator_id
+                .eq(a)
+                .and(conversations::peer_id.eq(b))
+                .or(conversations::creator_id
+                    .eq(b)
+                    .and(conversations::peer_id.eq(a))),
+        )
+        .order((conversations::created_at.asc(), conversations::id.asc()))
+        .select(conversations::id)
+        .first::<DbId>(conn)
+        .optional()?
+        .map(confab_store_sql::rows::conversation_id))
+}

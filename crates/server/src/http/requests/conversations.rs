@@ -25,17 +25,21 @@ request! {
 /// Neither is 400 `parameter_missing` on `contact_id`, both is 400
 /// `parameter_invalid` on `group_id`. A malformed id is the same 404 as an
 /// unknown one. Written by hand: the two keys make one value.
+/// `distinct=true` (with `contact_id` only) asks for the caller's existing
+/// direct conversation with that contact, when there is one.
 #[derive(Debug)]
 pub struct CreateConversationIn {
     pub target: ConversationTarget,
+    pub distinct: bool,
 }
 
 const CONTACT_ID: &str = "contact_id";
 const GROUP_ID: &str = "group_id";
+const DISTINCT: &str = "distinct";
 
 impl FromParams for CreateConversationIn {
     fn knows(key: &str) -> bool {
-        key == CONTACT_ID || key == GROUP_ID
+        key == CONTACT_ID || key == GROUP_ID || key == DISTINCT
     }
 
     fn take(p: &mut Params) -> Result<Self, ApiError> {
@@ -57,7 +61,15 @@ impl FromParams for CreateConversationIn {
                 ConversationTarget::Group(p.required_id::<GroupId>(GROUP_ID, Malformed::NotFound)?)
             }
         };
-        Ok(Self { target })
+        let distinct = p.optional_bool(DISTINCT)?.unwrap_or(false);
+        if distinct && matches!(target, ConversationTarget::Group(_)) {
+            return Err(ApiError::invalid(
+                DISTINCT,
+                "distinct applies to a direct conversation (contact_id): a group has one \
+                 conversation per POST",
+            ));
+        }
+        Ok(Self { target, distinct })
     }
 
     fn describe(shape: &mut Shape) {
@@ -71,6 +83,7 @@ impl FromParams for CreateConversationIn {
             shape::described_id("the group of a group conversation; not with contact_id"),
             false,
         );
+        shape.add(DISTINCT, shape::boolean(), false);
     }
 }
 

@@ -3,7 +3,7 @@
 use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{ConversationId, ConversationView};
-use confab_service::{ConversationFilter, StoredResponse};
+use confab_service::{ConversationFilter, ConversationTarget, StoredResponse};
 
 use super::{created, endpoint, no_content, ok, ok_json, path_id, Endpoint};
 use crate::http::auth::Caller;
@@ -67,10 +67,17 @@ async fn list(
         (CreateConversationIn = "application/x-www-form-urlencoded"),
         (CreateConversationIn = "application/json"),
     )),
-    responses((
-        status = 201, description = "the conversation", body = ConversationDto,
-        headers(("Location" = String, description = "the conversation's URL")),
-    )),
+    responses(
+        (
+            status = 201, description = "the conversation", body = ConversationDto,
+            headers(("Location" = String, description = "the conversation's URL")),
+        ),
+        (
+            status = 200,
+            description = "with distinct=true: the caller's existing direct conversation with contact_id",
+            body = ConversationDto,
+        ),
+    ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn create(
@@ -79,7 +86,12 @@ async fn create(
     http: HttpRequest,
     Input(req): Input<CreateConversationIn>,
 ) -> Result<HttpResponse, ApiError> {
-    let CreateConversationIn { target } = req;
+    let CreateConversationIn { target, distinct } = req;
+    if let (true, ConversationTarget::Contact(peer)) = (distinct, &target) {
+        if let Some(view) = service.direct_conversation_with(&caller.0, *peer).await? {
+            return Ok(ok(&ConversationDto::from(&view)));
+        }
+    }
     idempotency::post(&service, &caller.0, &http, started, |completion| {
         service.create_conversation(&caller.0, target, completion)
     })
