@@ -37,7 +37,8 @@ pub(crate) const TOKEN_CACHE_SIZE: usize = 10_000;
 /// round trip. Unknown tokens are never remembered.
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
-    entries: Mutex<Entries>,
+    /// Live tokens by hash, with their contact.
+    by_hash: Trusted<String, Contact>,
     /// The contacts' activity writes this process made or is making.
     touches: Touches<ContactId>,
     /// The tokens' `last_used_at` writes, by token hash.
@@ -122,61 +123,110 @@ impl<K: Hash + Eq + Clone> Drop for TouchClaim<'_, K> {
     }
 }
 
-/// The cache's entries: each token's contact and when the store was asked.
-#[derive(Debug, Default)]
-struct Entries {
-    by_hash: HashMap<String, (Contact, Instant)>,
-    /// When this process last revoked tokens ([`TokenCache::forget`]): a
-    /// lookup asked before may have read a token revoked since, so its
-    /// answer is not remembered.
-    revoked_at: Option<Instant>,
+/// Credentials (or what they lead to) the store found live, each with when
+/// it was asked: trusted for [`TOKEN_TRUST`] without asking again, at most
+/// [`TOKEN_CACHE_SIZE`] of them. Tokens and server keys both use it.
+#[derive(Debug)]
+pub(crate) struct Trusted<K, V> {
+    entries: Mutex<TrustedEntries<K, V>>,
 }
 
-impl TokenCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
+#[derive(Debug)]
+struct TrustedEntries<K, V> {
+    map: HashMap<K, (V, Instant)>,
+    /// When this process last forgot entries ([`Trusted::forget`]): a
+    /// lookup asked before may have read what was revoked since, so its
+    /// answer is not remembered.
+    forgot_at: Option<Instant>,
+}
+
+impl<K, V> Default for Trusted<K, V> {
+    fn default() -> Self {
+        Self {
+            entries: Mutex::new(TrustedEntries {
+                map: HashMap::new(),
+                forgot_at: None,
+            }),
+        }
+    }
+}
+
+impl<K: Hash + Eq, V: Clone> Trusted<K, V> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, TrustedEntries<K, V>> {
         // A panic while holding the lock leaves a map that is still valid.
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn get(&self, hash: &str) -> Option<Contact> {
-        let entries = &mut self.lock().by_hash;
-        match entries.get(hash) {
-            Some((contact, checked)) if checked.elapsed() < TOKEN_TRUST => Some(contact.clone()),
+    /// The value of `key`, when the store was asked less than
+    /// [`TOKEN_TRUST`] ago.
+    pub(crate) fn get<Q>(&self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let map = &mut self.lock().map;
+        match map.get(key) {
+            Some((value, checked)) if checked.elapsed() < TOKEN_TRUST => Some(value.clone()),
             Some(_) => {
-                entries.remove(hash);
+                map.remove(key);
                 None
             }
             None => None,
         }
     }
 
+    /// Remembers that the store, `asked` at that instant, found `value`
+    /// for `key`; unless this process forgot entries since.
+    pub(crate) fn put(&self, key: K, value: V, asked: Instant) {
+        let mut guard = self.lock();
+        if guard.forgot_at.is_some_and(|forgot| asked <= forgot) {
+            return;
+        }
+        let map = &mut guard.map;
+        if map.len() >= TOKEN_CACHE_SIZE {
+            map.retain(|_, (_, checked)| checked.elapsed() < TOKEN_TRUST);
+            if map.len() >= TOKEN_CACHE_SIZE {
+                map.clear();
+            }
+        }
+        map.insert(key, (value, asked));
+    }
+
+    /// Forgets every entry whose value `gone` says was revoked or changed:
+    /// the next request asks the store. Lookups still in flight, which may
+    /// have read it before, are not remembered.
+    pub(crate) fn forget(&self, gone: impl Fn(&V) -> bool) {
+        let mut guard = self.lock();
+        guard.map.retain(|_, (value, _)| !gone(value));
+        guard.forgot_at = Some(Instant::now());
+    }
+
+    /// Changes the remembered values in place, keeping when they were
+    /// checked.
+    fn update(&self, mut change: impl FnMut(&mut V)) {
+        for (value, _) in self.lock().map.values_mut() {
+            change(value);
+        }
+    }
+}
+
+impl TokenCache {
+    fn get(&self, hash: &str) -> Option<Contact> {
+        self.by_hash.get(hash)
+    }
+
     /// Remembers that the store, `asked` at that instant, found the token
     /// of `hash` live for `contact`; unless this process revoked tokens
     /// since.
     fn put(&self, hash: String, contact: Contact, asked: Instant) {
-        let mut guard = self.lock();
-        if guard.revoked_at.is_some_and(|revoked| asked <= revoked) {
-            return;
-        }
-        let entries = &mut guard.by_hash;
-        if entries.len() >= TOKEN_CACHE_SIZE {
-            entries.retain(|_, (_, checked)| checked.elapsed() < TOKEN_TRUST);
-            if entries.len() >= TOKEN_CACHE_SIZE {
-                entries.clear();
-            }
-        }
-        entries.insert(hash, (contact, asked));
+        self.by_hash.put(hash, contact, asked);
     }
 
     /// Forgets every token of `contact`, after its tokens were revoked:
     /// their next request asks the store. Lookups still in flight, which
     /// may have read a token before the revocation, are not remembered.
     pub(crate) fn forget(&self, contact: ContactId) {
-        let mut guard = self.lock();
-        guard
-            .by_hash
-            .retain(|_, (cached, _)| cached.id() != contact);
-        guard.revoked_at = Some(Instant::now());
+        self.by_hash.forget(|cached| cached.id() == contact);
     }
 
     /// Claims the once-a-minute activity write of `contact` at `now`
@@ -192,11 +242,11 @@ impl TokenCache {
     /// Replaces the remembered copies of `contact` (after it changed), keeping
     /// when their tokens were checked.
     pub(crate) fn refresh(&self, contact: &Contact) {
-        for (cached, _) in self.lock().by_hash.values_mut() {
+        self.by_hash.update(|cached| {
             if cached.id() == contact.id() {
                 *cached = contact.clone();
             }
-        }
+        });
     }
 }
 

@@ -2,15 +2,13 @@
 //! the operator's CLI, with which an app's backend manages contacts and
 //! their tokens, and acts for a contact (`Confab-Contact`).
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use confab_domain::{Contact, ContactId, Field, Rule};
 use confab_ports::{NewServerKey, ServerKey};
 use uuid::Uuid;
 
-use crate::auth::{hash_token, random_hex, Touches, TOKEN_CACHE_SIZE, TOKEN_TRUST};
+use crate::auth::{hash_token, random_hex, Touches, Trusted};
 use crate::{Confab, ServiceError};
 
 /// Server keys start with this (and the token prefix never does: a
@@ -36,80 +34,21 @@ pub struct CreatedKey {
 }
 
 /// Live keys (by hash) and the contacts keys acted for, recently looked up:
-/// as with tokens, trusted for [`TOKEN_TRUST`] without asking the store
-/// again, so that a revocation by another process (the CLI) takes effect
-/// within it; one by this process at once.
+/// as with tokens, trusted for [`crate::auth::TOKEN_TRUST`] without asking
+/// the store again, so that a revocation by another process (the CLI)
+/// takes effect within it; one by this process at once.
 #[derive(Debug, Default)]
 pub(crate) struct KeyCache {
-    keys: Mutex<HashMap<String, (ServerKey, Instant)>>,
-    /// When this process last revoked a key: a lookup asked before is not
-    /// remembered.
-    revoked_at: Mutex<Option<Instant>>,
-    contacts: Mutex<HashMap<ContactId, (Contact, Instant)>>,
+    keys: Trusted<String, ServerKey>,
+    contacts: Trusted<ContactId, Contact>,
     touches: Touches<Uuid>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding the lock leaves a map that is still valid.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl KeyCache {
-    fn key(&self, hash: &str) -> Option<ServerKey> {
-        let mut keys = lock(&self.keys);
-        match keys.get(hash) {
-            Some((key, checked)) if checked.elapsed() < TOKEN_TRUST => Some(key.clone()),
-            Some(_) => {
-                keys.remove(hash);
-                None
-            }
-            None => None,
-        }
-    }
-
-    fn put_key(&self, hash: String, key: ServerKey, asked: Instant) {
-        if lock(&self.revoked_at).is_some_and(|revoked| asked <= revoked) {
-            return;
-        }
-        let mut keys = lock(&self.keys);
-        if keys.len() >= TOKEN_CACHE_SIZE {
-            keys.clear();
-        }
-        keys.insert(hash, (key, asked));
-    }
-
-    fn forget_key(&self, id: Uuid) {
-        *lock(&self.revoked_at) = Some(Instant::now());
-        lock(&self.keys).retain(|_, (key, _)| key.id != id);
-    }
-
-    fn contact(&self, id: ContactId) -> Option<Contact> {
-        let mut contacts = lock(&self.contacts);
-        match contacts.get(&id) {
-            Some((contact, checked)) if checked.elapsed() < TOKEN_TRUST => Some(contact.clone()),
-            Some(_) => {
-                contacts.remove(&id);
-                None
-            }
-            None => None,
-        }
-    }
-
-    fn put_contact(&self, contact: Contact) {
-        let mut contacts = lock(&self.contacts);
-        if contacts.len() >= TOKEN_CACHE_SIZE {
-            contacts.retain(|_, (_, checked)| checked.elapsed() < TOKEN_TRUST);
-            if contacts.len() >= TOKEN_CACHE_SIZE {
-                contacts.clear();
-            }
-        }
-        contacts.insert(contact.id(), (contact, Instant::now()));
-    }
-
     /// Forgets `id` (changed or erased by this process): the next request
     /// acting for it asks the store.
     pub(crate) fn forget_contact(&self, id: ContactId) {
-        lock(&self.contacts).remove(&id);
+        self.contacts.forget(|c| c.id() == id);
     }
 }
 
@@ -165,7 +104,7 @@ impl Confab {
             .parse()
             .map_err(|_| ServiceError::not_found_of(Field::KeyId))?;
         let revoked = self.ports.tokens.revoke_server_key(id, self.now()).await;
-        self.keys.forget_key(id);
+        self.keys.keys.forget(|key| key.id == id);
         revoked?.ok_or(ServiceError::not_found_of(Field::KeyId))
     }
 
@@ -177,7 +116,7 @@ impl Confab {
             return Err(ServiceError::Unauthorized);
         }
         let hash = hash_token(secret);
-        let key = match self.keys.key(&hash) {
+        let key = match self.keys.keys.get(hash.as_str()) {
             Some(key) => key,
             None => {
                 let asked = Instant::now();
@@ -187,7 +126,7 @@ impl Confab {
                     .server_key(&hash)
                     .await?
                     .ok_or(ServiceError::Unauthorized)?;
-                self.keys.put_key(hash, key.clone(), asked);
+                self.keys.keys.put(hash, key.clone(), asked);
                 key
             }
         };
@@ -203,21 +142,18 @@ impl Confab {
     /// when there is no such contact, as for an unknown token. Its
     /// `last_active_at` is left alone: it records the contact's own
     /// requests; the key's `last_used_at` records these.
-    pub async fn acting_for(
-        &self,
-        _key: &ServerKey,
-        id: ContactId,
-    ) -> Result<Contact, ServiceError> {
-        if let Some(contact) = self.keys.contact(id) {
+    pub async fn acting_for(&self, id: ContactId) -> Result<Contact, ServiceError> {
+        if let Some(contact) = self.keys.contacts.get(&id) {
             return Ok(contact);
         }
+        let asked = Instant::now();
         let contact = self
             .ports
             .contacts
             .contact(id)
             .await?
             .ok_or(ServiceError::Unauthorized)?;
-        self.keys.put_contact(contact.clone());
+        self.keys.contacts.put(id, contact.clone(), asked);
         Ok(contact)
     }
 }

@@ -154,7 +154,7 @@ async fn authenticate(
         else {
             return Err(refuse("Confab-Contact must be the id of a contact"));
         };
-        let contact = match service.acting_for(&key, id).await {
+        let contact = match service.acting_for(id).await {
             Ok(contact) => contact,
             Err(ServiceError::Unauthorized) => {
                 return Err(refuse("Confab-Contact does not name a contact"))

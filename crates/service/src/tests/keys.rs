@@ -150,15 +150,12 @@ async fn acting_for_an_unknown_contact_is_unauthorized() {
     // Looked up once, then remembered for a few seconds.
     for _ in 0..2 {
         assert_eq!(
-            svc.acting_for(&key(1), alice().id())
-                .await
-                .expect("alice")
-                .id(),
+            svc.acting_for(alice().id()).await.expect("alice").id(),
             alice().id()
         );
     }
     assert!(matches!(
-        svc.acting_for(&key(1), bob().id()).await,
+        svc.acting_for(bob().id()).await,
         Err(ServiceError::Unauthorized)
     ));
 }

@@ -11,13 +11,11 @@ use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
 
-use super::{Conn, Db, Result};
+use super::groups::members_page;
+use super::{Conn, Result};
 use confab_store_sql::id::DbId;
-use confab_store_sql::queries::paging::{fetch_size, finish_page, seek, Seek};
 use confab_store_sql::rows::{unread_sql, ContactRow, DbKey};
-use confab_store_sql::schema::{
-    contacts, conversation_states, conversations, group_members, message_gaps,
-};
+use confab_store_sql::schema::{contacts, conversation_states, conversations, message_gaps};
 
 pub(crate) fn conversation_members(
     conn: &mut Conn,
@@ -25,20 +23,27 @@ pub(crate) fn conversation_members(
     page: Page<ContactId>,
 ) -> Result<Option<Paged<ConversationMember>>> {
     let c = id.db();
-    let Some((group, creator, peer)) = conversations::table
+    type Row = (Option<DbId>, DbId, Option<DbId>, i64, i64);
+    let Some((group, creator, peer, seq, deleted)) = conversations::table
         .find(c)
         .select((
             conversations::group_id,
             conversations::creator_id,
             conversations::peer_id,
+            conversations::message_seq,
+            conversations::deleted_count,
         ))
-        .first::<(Option<DbId>, DbId, Option<DbId>)>(conn)
+        .first::<Row>(conn)
         .optional()?
     else {
         return Ok(None);
     };
     let (members, has_more) = match group {
-        Some(g) => group_page(conn, g, page)?,
+        Some(g) => {
+            let members = members_page(conn, g, page)?;
+            let contacts = members.items.into_iter().map(|m| m.contact).collect();
+            (contacts, members.has_more)
+        }
         None => direct_page(conn, [Some(creator), peer].into_iter().flatten(), page)?,
     };
     let ids: Vec<DbId> = members.iter().map(|m| m.id().db()).collect();
@@ -59,7 +64,7 @@ pub(crate) fn conversation_members(
     // The others never changed anything there: not muted, every message
     // unread but the deleted ones (`unread_sql` without a state row).
     let stateless = if states.len() < ids.len() {
-        stateless_unread(conn, c)?
+        stateless_unread(conn, c, seq, deleted)?
     } else {
         0
     };
@@ -80,13 +85,10 @@ pub(crate) fn conversation_members(
     Ok(Some(Paged { items, has_more }))
 }
 
-/// The unread count of a member without a state row: every message but
-/// the deleted ones.
-fn stateless_unread(conn: &mut Conn, c: DbId) -> Result<i64> {
-    let (seq, deleted): (i64, i64) = conversations::table
-        .find(c)
-        .select((conversations::message_seq, conversations::deleted_count))
-        .first(conn)?;
+/// The unread count of a member without a state row: every message of
+/// the conversation (`seq` numbered, `deleted` of them deleted) but the
+/// deleted ones, as [`unread_sql`] counts it.
+fn stateless_unread(conn: &mut Conn, c: DbId, seq: i64, deleted: i64) -> Result<i64> {
     if deleted == 0 {
         return Ok(seq);
     }
@@ -95,44 +97,6 @@ fn stateless_unread(conn: &mut Conn, c: DbId) -> Result<i64> {
         .count()
         .get_result(conn)?;
     Ok(seq - gaps)
-}
-
-/// A page of a group's members, in the order they joined.
-fn group_page(conn: &mut Conn, g: DbId, page: Page<ContactId>) -> Result<(Vec<Contact>, bool)> {
-    let (limit, fetch) = fetch_size(&page);
-    let seek = seek(page.cursor, |who: ContactId| {
-        Ok(group_members::table
-            .find((g, who.db()))
-            .select((group_members::seq, group_members::contact_id))
-            .first::<(i64, DbId)>(conn)
-            .optional()?)
-    })?;
-    let backwards = seek.backwards();
-    let q = group_members::table
-        .inner_join(contacts::table)
-        .filter(group_members::group_id.eq(g))
-        .select(ContactRow::as_select())
-        .limit(fetch)
-        .into_boxed::<Db>();
-    let (seq, who) = (group_members::seq, group_members::contact_id);
-    let q = match seek {
-        Seek::First => q.order((seq.asc(), who.asc())),
-        Seek::After((s, c)) => q
-            .filter(seq.ge(s))
-            .filter(seq.gt(s).or(seq.eq(s).and(who.gt(c))))
-            .order((seq.asc(), who.asc())),
-        Seek::Before((s, c)) => q
-            .filter(seq.le(s))
-            .filter(seq.lt(s).or(seq.eq(s).and(who.lt(c))))
-            .order((seq.desc(), who.desc())),
-    };
-    let (rows, has_more) = finish_page(q.load(conn)?, limit, backwards);
-    Ok((
-        rows.into_iter()
-            .map(Contact::try_from)
-            .collect::<Result<_>>()?,
-        has_more,
-    ))
 }
 
 /// A page of a direct conversation's two members (creator, then peer).

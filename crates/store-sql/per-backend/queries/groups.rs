@@ -166,6 +166,16 @@ pub(crate) fn group_members_page(
     if !visible {
         return Ok(None);
     }
+    members_page(conn, g, page).map(Some)
+}
+
+/// A page of group `g`'s members, in the order they joined (the group
+/// members list's, and the server API's conversation members').
+pub(super) fn members_page(
+    conn: &mut Conn,
+    g: DbId,
+    page: Page<ContactId>,
+) -> Result<Paged<GroupMember>> {
     let (limit, fetch) = fetch_size(&page);
     let seek = seek(page.cursor, |c: ContactId| {
         Ok(group_members::table
@@ -200,10 +210,10 @@ pub(crate) fn group_members_page(
     };
     let rows = q.load(conn)?;
     let (rows, has_more) = finish_page(rows, limit, backwards);
-    Ok(Some(Paged {
+    Ok(Paged {
         items: member_rows(rows)?,
         has_more,
-    }))
+    })
 }
 
 fn next_member_seq(conn: &mut Conn, group: DbId) -> Result<i64> {
