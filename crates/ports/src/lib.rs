@@ -263,6 +263,21 @@ pub trait TokenStore: Send + Sync {
     /// Records a request with the token of this hash: sets its
     /// `last_used_at` to `at` if that is later (no event).
     async fn touch_token(&self, hash: &str, at: Timestamp) -> Result<(), StoreError>;
+    /// Stores an event ticket for the live token with `token_hash` (neither
+    /// revoked nor expired at `created_at`).
+    /// # Errors
+    /// - MUST return `NotFound` when there is no such live token.
+    async fn insert_ticket(&self, ticket: NewTicket) -> Result<(), StoreError>;
+    /// The holder of the ticket with this hash, when the ticket has not
+    /// expired at `now` and its token is live at `now`.
+    async fn ticket_holder(
+        &self,
+        hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<TicketHolder>, StoreError>;
+    /// Deletes at most `batch` tickets that expired before `before`;
+    /// returns how many.
+    async fn prune_tickets(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError>;
     /// Stores a new, live server key.
     /// # Errors
     /// - MUST return `Conflict` when the hash is already stored.
@@ -282,6 +297,31 @@ pub trait TokenStore: Send + Sync {
     /// Records a request with the key: sets its `last_used_at` to `at` if
     /// that is later.
     async fn touch_server_key(&self, id: Uuid, at: Timestamp) -> Result<(), StoreError>;
+}
+
+/// An event ticket to store (a browser's credential for `GET
+/// /v1/events`): only the hash of its secret is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewTicket {
+    /// Lowercase hex SHA-256 of the ticket's secret.
+    pub hash: String,
+    /// The hash of the token that makes it: the ticket lives no longer
+    /// than that token.
+    pub token_hash: String,
+    /// When it was made; the token must be live then.
+    pub created_at: Timestamp,
+    /// The ticket is refused from this instant on.
+    pub expires_at: Timestamp,
+}
+
+/// Whom a live event ticket authenticates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TicketHolder {
+    /// The contact of the token that made the ticket.
+    pub contact: Contact,
+    /// That token's hash: a stream opened with the ticket ends when the
+    /// token is revoked.
+    pub token_hash: String,
 }
 
 /// A token as the server API lists it: never its secret nor its hash.

@@ -7,8 +7,8 @@ mod binary;
 
 use binary::confab_ok;
 use std::fs::File;
-use std::io::Read as _;
-use std::net::TcpListener;
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
 use std::thread::sleep;
 use std::time::Duration;
 
@@ -153,6 +153,61 @@ fn tokens_and_message_text_stay_out_of_the_log() {
     );
     assert_eq!(status, 201, "{body}");
 
+    // An event ticket: made, used to open a stream (which is then closed),
+    // refused for the list, sent as a token.
+    let (status, made) = send(
+        port,
+        &format!("POST /v1/events/tickets HTTP/1.1\r\n{bearer}"),
+        "",
+    );
+    assert_eq!(status, 201, "{made}");
+    let made: serde_json::Value = serde_json::from_str(&made).expect("json");
+    let ticket = made["ticket"].as_str().expect("ticket").to_owned();
+    {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        write!(
+            stream,
+            "GET /v1/events?ticket={ticket} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        )
+        .expect("write");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !String::from_utf8_lossy(&seen).contains(": connected") {
+            let n = stream.read(&mut buf).expect("stream read");
+            assert!(
+                n > 0,
+                "the stream ended: {}",
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&buf[..n]);
+        }
+        assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+    }
+    let statuses: Vec<u16> = [
+        send(
+            port,
+            &format!("GET /v1/events?ticket={ticket} HTTP/1.1\r\nAccept: application/json"),
+            "",
+        ),
+        send(
+            port,
+            &format!("GET /v1/contacts/me HTTP/1.1\r\nAuthorization: Bearer {ticket}"),
+            "",
+        ),
+        send(
+            port,
+            &format!("GET /v1/contacts/me?ticket={ticket} HTTP/1.1"),
+            "",
+        ),
+    ]
+    .iter()
+    .map(|(status, _)| *status)
+    .collect();
+    assert_eq!(statuses, [401, 401, 401]);
+
     // The server writes the request's log line when the response is sent;
     // give the last one a moment to reach the file.
     sleep(Duration::from_millis(300));
@@ -165,7 +220,15 @@ fn tokens_and_message_text_stay_out_of_the_log() {
         log.contains("access_token=[redacted]"),
         "the requests were not logged at all:\n{log}"
     );
-    for needle in [token.as_str(), &secret, &unknown].into_iter().chain(texts) {
+    assert!(
+        log.contains("ticket=[redacted]"),
+        "the ticket's stream was not logged:\n{log}"
+    );
+    let ticket_secret = ticket.trim_start_matches("cft_").to_owned();
+    for needle in [token.as_str(), &secret, &unknown, &ticket, &ticket_secret]
+        .into_iter()
+        .chain(texts)
+    {
         assert!(!log.contains(needle), "{needle:?} is in the log:\n{log}");
     }
 }

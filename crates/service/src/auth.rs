@@ -21,7 +21,7 @@ use crate::{Confab, ServiceError};
 
 /// Tokens start with this, so that a leaked one is easy to recognise (secret
 /// scanners, logs).
-const TOKEN_PREFIX: &str = "cfb_";
+pub(crate) const TOKEN_PREFIX: &str = "cfb_";
 
 /// How long a token found live is trusted without asking the store again.
 /// A revocation by another process (the CLI's `confab token revoke`) or an
@@ -471,7 +471,7 @@ impl Confab {
         }
         let now = self.now();
         let hash = hash_token(token);
-        let mut contact = match self.tokens.get(&hash) {
+        let contact = match self.tokens.get(&hash) {
             Some(contact) => contact,
             None => {
                 let asked = Instant::now();
@@ -485,6 +485,18 @@ impl Confab {
                 contact
             }
         };
+        self.record_use(contact, &hash, now).await
+    }
+
+    /// Records a request made with the token of this hash (directly, or
+    /// through a ticket it made): the contact's activity and the token's
+    /// `last_used_at`, each at most once a minute.
+    pub(crate) async fn record_use(
+        &self,
+        mut contact: Contact,
+        hash: &str,
+        now: Timestamp,
+    ) -> Result<Contact, ServiceError> {
         if contact.activity_is_stale(now) {
             if let Some(claim) = self.tokens.claim_touch(contact.id(), now) {
                 self.ports.contacts.touch_contact(contact.id(), now).await?;
@@ -495,8 +507,8 @@ impl Confab {
         }
         // The token's own `last_used_at` (the server API lists it), at most
         // once a minute per token and process.
-        if let Some(claim) = self.tokens.token_touches.claim(hash.as_str(), now) {
-            self.ports.tokens.touch_token(&hash, now).await?;
+        if let Some(claim) = self.tokens.token_touches.claim(hash, now) {
+            self.ports.tokens.touch_token(hash, now).await?;
             claim.done();
         }
         Ok(contact)

@@ -20,6 +20,13 @@ const BEFORE_ALL: i64 = i64::MIN;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct StreamToken(String);
 
+impl StreamToken {
+    /// The stream token of the token with this hash.
+    pub(crate) fn from_hash(hash: String) -> Self {
+        StreamToken(hash)
+    }
+}
+
 /// One event read for this process's streams, with those of its
 /// recipients who have a stream here, each with their own payload when it
 /// differs from the event's shared one.

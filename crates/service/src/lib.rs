@@ -22,6 +22,7 @@ mod messages;
 mod retention;
 #[cfg(test)]
 mod tests;
+mod tickets;
 mod webhooks;
 
 use std::sync::Arc;
@@ -49,6 +50,7 @@ pub use idempotency::{
 pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
 pub use messages::{MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;
+pub use tickets::{is_ticket, Ticket, TicketCaller, TICKET_PREFIX, TICKET_TTL_SECS};
 pub use webhooks::*;
 
 /// The ports the service runs on. Each is a separate trait object so tests

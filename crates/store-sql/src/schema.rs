@@ -322,7 +322,21 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    event_tickets (ticket_hash) {
+        ticket_hash -> Text,
+        token_id -> IdSql,
+        contact_id -> IdSql,
+        created_at -> BigInt,
+        expires_at -> BigInt,
+    }
+}
+
 diesel::joinable!(tokens -> contacts (contact_id));
+diesel::joinable!(event_tickets -> tokens (token_id));
 diesel::joinable!(idempotency_keys -> contacts (contact_id));
 diesel::joinable!(group_members -> groups (group_id));
 diesel::joinable!(group_members -> contacts (contact_id));
@@ -356,4 +370,5 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_deliveries,
     webhook_retries,
     idempotency_quota,
+    event_tickets,
 );

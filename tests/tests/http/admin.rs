@@ -950,6 +950,16 @@ async fn erase_leaves_nothing_of_the_contact(app: TestApp) {
             .expect("token")
             .to_owned(),
     };
+    // An event ticket (it names her token and her).
+    app.send(
+        Method::POST,
+        "/v1/events/tickets",
+        Some(&alice.token),
+        None,
+        &[],
+    )
+    .await
+    .expect(201);
     let bob = app.user("bob").await;
     let carol = app.user("carol").await;
     // A direct conversation, both writing; a reaction each way.

@@ -43,11 +43,24 @@ impl Sse {
     /// Opens `path` with `token` (plus `headers`) and waits for the
     /// opening comment, after which every commit is delivered.
     pub(crate) async fn open(base: &str, token: &str, path: &str, headers: &[(&str, &str)]) -> Sse {
+        Sse::open_as(base, Some(token), path, headers).await
+    }
+
+    /// [`Sse::open`], with `Authorization` only when `token` is given (a
+    /// browser's `EventSource` sends none: its path carries a ticket).
+    pub(crate) async fn open_as(
+        base: &str,
+        token: Option<&str>,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Sse {
         let client = reqwest::Client::new();
         let mut req = client
             .get(format!("{base}{path}"))
-            .bearer_auth(token)
             .header("accept", "text/event-stream");
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -110,7 +123,7 @@ impl Sse {
     }
 
     /// The next event within `within`, skipping comments.
-    async fn event(&mut self, within: Duration) -> Option<Event> {
+    pub(crate) async fn event(&mut self, within: Duration) -> Option<Event> {
         let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());

@@ -20,6 +20,7 @@ mod openapi;
 mod rate_limit;
 mod security_headers;
 mod support;
+mod tickets;
 mod token_cache;
 mod unread;
 mod wire;

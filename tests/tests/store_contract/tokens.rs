@@ -1,8 +1,8 @@
 //! Credentials: access tokens (live, expired, revoked, unknown; listed,
-//! revoked one by one, their use recorded) and server keys.
+//! revoked one by one, their use recorded), event tickets and server keys.
 
 use confab_domain::{Contact, ContactId, Cursor, Timestamp};
-use confab_ports::{NewServerKey, NewToken, StoreError};
+use confab_ports::{NewServerKey, NewTicket, NewToken, StoreError};
 use uuid::Uuid;
 
 use crate::support::{assert_err, at, at_us, contact, new_id, page, S};
@@ -230,9 +230,82 @@ async fn server_keys_are_stored_by_hash_listed_and_revoked(s: S) {
     assert_eq!(live, ["k2"]);
 }
 
+fn ticket(hash: &str, token_hash: &str, made: i64, expires: i64) -> NewTicket {
+    NewTicket {
+        hash: hash.into(),
+        token_hash: token_hash.into(),
+        created_at: at(made),
+        expires_at: at(expires),
+    }
+}
+
+/// A ticket authenticates its token's contact until it expires, and no
+/// longer than its token lives; expired tickets are pruned, live ones kept.
+async fn tickets_live_no_longer_than_their_token(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    s.insert_token(token(&alice, "aa01", None))
+        .await
+        .expect("insert");
+    s.insert_token(token(&alice, "aa02", Some(at(100))))
+        .await
+        .expect("insert");
+    s.insert_token(token(&bob, "bb01", None))
+        .await
+        .expect("insert");
+    s.insert_ticket(ticket("t1", "aa01", 10, 610))
+        .await
+        .expect("ticket");
+    s.insert_ticket(ticket("t2", "aa02", 10, 610))
+        .await
+        .expect("ticket");
+    s.insert_ticket(ticket("t3", "bb01", 10, 20))
+        .await
+        .expect("ticket");
+    // Only a live token makes one.
+    assert_err!(
+        s.insert_ticket(ticket("t4", "ffff", 10, 610)).await,
+        StoreError::NotFound
+    );
+    assert_err!(
+        s.insert_ticket(ticket("t5", "aa02", 100, 700)).await,
+        StoreError::NotFound
+    );
+    let holder = |hash: &'static str, now: i64| {
+        let s = s.clone();
+        async move {
+            s.ticket_holder(hash, at(now))
+                .await
+                .expect("lookup")
+                .map(|h| (h.contact.id(), h.token_hash))
+        }
+    };
+    assert_eq!(holder("t1", 50).await, Some((alice.id(), "aa01".into())));
+    assert_eq!(holder("t3", 15).await, Some((bob.id(), "bb01".into())));
+    assert_eq!(holder("t4", 50).await, None, "never made");
+    assert_eq!(holder("aa01", 50).await, None, "a token is not a ticket");
+    // Expired at `expires_at`.
+    assert_eq!(holder("t3", 20).await, None);
+    // Its token expired: refused although the ticket has not.
+    assert_eq!(holder("t2", 99).await, Some((alice.id(), "aa02".into())));
+    assert_eq!(holder("t2", 100).await, None);
+    // Its token revoked: refused.
+    s.revoke_tokens(alice.id(), at(60)).await.expect("revoke");
+    assert_eq!(holder("t1", 61).await, None);
+    // Pruning takes the expired ones only, in batches.
+    s.insert_ticket(ticket("t6", "bb01", 30, 630))
+        .await
+        .expect("ticket");
+    assert_eq!(s.prune_tickets(at(700), 1).await.expect("prune"), 1);
+    assert_eq!(s.prune_tickets(at(620), 10).await.expect("prune"), 2);
+    assert_eq!(s.prune_tickets(at(620), 10).await.expect("prune"), 0);
+    assert_eq!(holder("t6", 40).await, Some((bob.id(), "bb01".into())));
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_store;
     tokens_live_expired_revoked_unknown,
     tokens_are_listed_revoked_one_by_one_and_their_use_recorded,
     server_keys_are_stored_by_hash_listed_and_revoked,
+    tickets_live_no_longer_than_their_token,
 );

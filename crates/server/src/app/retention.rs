@@ -1,5 +1,5 @@
 //! The background pruning of what is kept only for a while: idempotency
-//! keys (24 h) and events (7 days).
+//! keys (24 h), events (7 days), expired event tickets (10 minutes).
 
 use std::time::Duration;
 
@@ -27,6 +27,7 @@ pub fn spawn_pruning(service: Confab) {
             }
             prune_events(&service).await;
             prune_deliveries(&service).await;
+            prune_tickets(&service).await;
         }
     });
 }
@@ -59,6 +60,20 @@ async fn prune_deliveries(service: &Confab) {
             Ok(_) => tokio::time::sleep(BETWEEN_BATCHES).await,
             Err(error) => {
                 tracing::warn!(%error, "could not delete old webhook attempts");
+                break;
+            }
+        }
+    }
+}
+
+/// Event tickets that expired (10 minutes after they were made).
+async fn prune_tickets(service: &Confab) {
+    loop {
+        match service.prune_tickets(EVENT_BATCH).await {
+            Ok(pruned) if pruned < u64::from(EVENT_BATCH) => break,
+            Ok(_) => tokio::time::sleep(BETWEEN_BATCHES).await,
+            Err(error) => {
+                tracing::warn!(%error, "could not delete expired event tickets");
                 break;
             }
         }

@@ -12,7 +12,7 @@ use actix_web::http::ConnectionType;
 use actix_web::middleware::Next;
 use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
 use confab_domain::{Contact, ContactId};
-use confab_service::{is_server_key, ServerKey, ServiceError};
+use confab_service::{is_server_key, ServerKey, ServiceError, StreamToken, TicketCaller};
 
 use crate::http::client_addr::TrustedProxies;
 use crate::http::error::ApiError;
@@ -51,6 +51,10 @@ pub async fn require_token(
                     if let Some(actor) = actor {
                         req.extensions_mut().insert(actor);
                     }
+                }
+                Authenticated::Ticket(ticket) => {
+                    req.extensions_mut().insert(Caller(ticket.contact.clone()));
+                    req.extensions_mut().insert(TicketStream(ticket.token));
                 }
                 Authenticated::Server(server) => {
                     req.extensions_mut().insert(Actor(server.0.id));
@@ -93,6 +97,26 @@ enum Authenticated {
     Contact(Caller, Option<Actor>),
     /// A server key on `/v1/admin`.
     Server(Server),
+    /// A contact, with an event ticket (on `GET /v1/events` only).
+    Ticket(TicketCaller),
+}
+
+/// The token whose ticket opened the request (`GET /v1/events?ticket=`):
+/// the stream ends when that token is revoked.
+#[derive(Debug, Clone)]
+pub struct TicketStream(pub StreamToken);
+
+/// The `ticket` query parameter of a `GET /v1/events`, the one request a
+/// ticket authenticates; `None` on every other route, so that a ticket
+/// anywhere else is a request without credentials (401).
+fn ticket_of(req: &HttpRequest) -> Option<&str> {
+    if req.method() != actix_web::http::Method::GET || req.path() != "/v1/events" {
+        return None;
+    }
+    req.query_string()
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("ticket="))
+        .filter(|ticket| !ticket.is_empty())
 }
 
 /// Whether the request is for the server API (`/v1/admin` and below).
@@ -120,7 +144,32 @@ async fn authenticate(
         anonymous_refusal(req.request()).unwrap_or_else(|| HttpResponse::from_error(refusal))
     };
     let Some(token) = bearer_token(req.headers()) else {
-        return Err(anonymous(ApiError::unauthorized()));
+        // A browser's EventSource sends no header: its stream opens with a
+        // ticket (API.md section 19), on that one route only.
+        return match ticket_of(req.request()) {
+            Some(ticket) => {
+                let caller = match service.authenticate_ticket(ticket).await {
+                    Ok(caller) => caller,
+                    Err(ServiceError::Unauthorized) => {
+                        return Err(anonymous(ApiError::unauthorized_because(
+                            "the ticket is unknown, expired, or its token was revoked: \
+                             make a new one (POST /v1/events/tickets)",
+                        )))
+                    }
+                    Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
+                };
+                tracing::Span::current()
+                    .record("caller", tracing::field::display(caller.contact.id()));
+                let limiter = req.app_data::<web::Data<Limiter>>();
+                let budget = match limiter.map(|l| l.check_contact(caller.contact.id())) {
+                    Some(Verdict::Limited(budget)) => return Err(too_many(&budget)),
+                    Some(Verdict::Allowed(budget)) => budget,
+                    None => None,
+                };
+                Ok((Authenticated::Ticket(caller), budget))
+            }
+            None => Err(anonymous(ApiError::unauthorized())),
+        };
     };
     let limiter = req.app_data::<web::Data<Limiter>>();
     let admin = is_admin(req.path());

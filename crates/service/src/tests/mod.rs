@@ -13,6 +13,7 @@ mod idempotency;
 mod keys;
 mod messages;
 mod retention;
+mod tickets;
 
 use std::sync::Arc;
 

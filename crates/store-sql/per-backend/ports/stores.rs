@@ -11,8 +11,9 @@ use confab_domain::{
 use confab_ports::{
     ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter, ConversationMember,
     ConversationStore, ErasePlan, Erasure, GroupChange, GroupStore, HealthCheck, IdempotencyStore,
-    KeyClaim, MessageChange, MessageStore, NewGroup, NewMessage, NewServerKey, NewToken, Outbox,
-    ReactionMade, ServerKey, StoreError, StoredResponse, TokenInfo, TokenStore,
+    KeyClaim, MessageChange, MessageStore, NewGroup, NewMessage, NewServerKey, NewTicket, NewToken,
+    Outbox, ReactionMade, ServerKey, StoreError, StoredResponse, TicketHolder, TokenInfo,
+    TokenStore,
 };
 use uuid::Uuid;
 
@@ -201,6 +202,23 @@ impl TokenStore for Store {
     async fn touch_token(&self, hash: &str, at: Timestamp) -> Result<(), StoreError> {
         let hash = hash.to_owned();
         write_alone(self, move |c| q::touch_token(c, &hash, at)).await
+    }
+
+    async fn insert_ticket(&self, ticket: NewTicket) -> Result<(), StoreError> {
+        write(self, move |c| q::insert_ticket(c, ticket)).await
+    }
+
+    async fn ticket_holder(
+        &self,
+        hash: &str,
+        now: Timestamp,
+    ) -> Result<Option<TicketHolder>, StoreError> {
+        let hash = hash.to_owned();
+        query(self, move |c| q::ticket_holder(c, &hash, now)).await
+    }
+
+    async fn prune_tickets(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError> {
+        write_alone(self, move |c| q::prune_tickets(c, before, batch)).await
     }
 
     async fn insert_server_key(&self, key: NewServerKey) -> Result<(), StoreError> {

@@ -265,6 +265,7 @@ fn forget(conn: &mut Conn, x: DbId, username: &str) -> Result<()> {
         "event_recipients",
         "idempotency_keys",
         "idempotency_quota",
+        "event_tickets",
         "tokens",
     ];
     for table in by_contact {

@@ -1,7 +1,9 @@
 //! Credentials, stored by hash: contacts' access tokens and server keys.
 
 use confab_domain::{Contact, ContactId, Page, Paged, Timestamp};
-use confab_ports::{NewServerKey, NewToken, ServerKey, StoreError, TokenInfo};
+use confab_ports::{
+    NewServerKey, NewTicket, NewToken, ServerKey, StoreError, TicketHolder, TokenInfo,
+};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use uuid::Uuid;
@@ -15,7 +17,7 @@ use confab_store_sql::queries::paging::{fetch_size, finish_page, seek};
 use confab_store_sql::rows::{
     contact_id, ContactRow, DbKey, NewServerKeyRow, ServerKeyRow, TokenInfoRow, TokenRow,
 };
-use confab_store_sql::schema::{contacts, server_keys, tokens};
+use confab_store_sql::schema::{contacts, event_tickets, server_keys, tokens};
 
 pub(crate) fn insert_token(conn: &mut Conn, token: NewToken) -> Result<()> {
     let owner = token.contact_id.db();
@@ -143,6 +145,75 @@ pub(crate) fn touch_token(conn: &mut Conn, hash: &str, at: Timestamp) -> Result<
     .set(tokens::last_used_at.eq(Some(at.micros())))
     .execute(conn)?;
     Ok(())
+}
+
+/// The live tokens (neither revoked nor expired at `now`).
+fn live_at(now: i64) -> tokens::BoxedQuery<'static, Db> {
+    tokens::table
+        .filter(tokens::revoked_at.is_null())
+        .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(now)))
+        .into_boxed()
+}
+
+pub(crate) fn insert_ticket(conn: &mut Conn, ticket: NewTicket) -> Result<()> {
+    let token: Option<(DbId, DbId)> = live_at(ticket.created_at.micros())
+        .filter(tokens::token_hash.eq(&ticket.token_hash))
+        .select((tokens::id, tokens::contact_id))
+        .first(conn)
+        .optional()?;
+    let Some((token_id, owner)) = token else {
+        return Err(not_found());
+    };
+    diesel::insert_into(event_tickets::table)
+        .values((
+            event_tickets::ticket_hash.eq(ticket.hash),
+            event_tickets::token_id.eq(token_id),
+            event_tickets::contact_id.eq(owner),
+            event_tickets::created_at.eq(ticket.created_at.micros()),
+            event_tickets::expires_at.eq(ticket.expires_at.micros()),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
+pub(crate) fn ticket_holder(
+    conn: &mut Conn,
+    hash: &str,
+    now: Timestamp,
+) -> Result<Option<TicketHolder>> {
+    let now = now.micros();
+    let found: Option<(ContactRow, String)> = event_tickets::table
+        .inner_join(tokens::table.inner_join(contacts::table))
+        .filter(event_tickets::ticket_hash.eq(hash))
+        .filter(event_tickets::expires_at.gt(now))
+        .filter(tokens::revoked_at.is_null())
+        .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(now)))
+        .select((ContactRow::as_select(), tokens::token_hash))
+        .first(conn)
+        .optional()?;
+    found
+        .map(|(row, token_hash)| {
+            Ok(TicketHolder {
+                contact: Contact::try_from(row)?,
+                token_hash,
+            })
+        })
+        .transpose()
+}
+
+pub(crate) fn prune_tickets(conn: &mut Conn, before: Timestamp, batch: u32) -> Result<u64> {
+    let old: Vec<String> = event_tickets::table
+        .filter(event_tickets::expires_at.lt(before.micros()))
+        .order(event_tickets::expires_at.asc())
+        .select(event_tickets::ticket_hash)
+        .limit(i64::from(batch))
+        .load(conn)?;
+    if old.is_empty() {
+        return Ok(0);
+    }
+    let n = diesel::delete(event_tickets::table.filter(event_tickets::ticket_hash.eq_any(old)))
+        .execute(conn)?;
+    Ok(n as u64)
 }
 
 pub(crate) fn insert_server_key(conn: &mut Conn, key: NewServerKey) -> Result<()> {

@@ -11,7 +11,17 @@ request! {
     pub struct EventsIn {
         after: Option<EventId> = optional(id(Malformed::Invalid)),
         limit: Option<PageLimit> = optional(limit()),
+        /// Authentication's (a browser's `EventSource` sends no header):
+        /// read there, before routing; only the stream takes it.
+        ticket: Option<String> = optional(ticket()),
     }
+}
+
+/// `ticket`: what `POST /v1/events/tickets` made.
+fn ticket() -> impl Field<String> {
+    reader(shape::ticket, true, |p: &mut Params, name: &'static str| {
+        p.required_str(name)
+    })
 }
 
 /// `limit`, 1 to 100, with the one message every list gives.

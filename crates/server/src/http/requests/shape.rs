@@ -93,6 +93,18 @@ pub fn string() -> Schema {
     typed(Type::String).build().into()
 }
 
+/// An event ticket: `cft_` and 64 lowercase hex characters.
+pub fn ticket() -> Schema {
+    typed(Type::String)
+        .pattern(Some("^cft_[0-9a-f]{64}$"))
+        .description(Some(
+            "an event ticket (`POST /v1/events/tickets`), for a browser's `EventSource`, \
+             which cannot send `Authorization`; only the stream takes it",
+        ))
+        .build()
+        .into()
+}
+
 pub fn integer() -> Schema {
     typed(Type::Integer)
         .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))

@@ -2,22 +2,26 @@
 //! with `Accept: application/json` the catch-up list.
 
 use actix_web::http::header::{self, HeaderMap};
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpMessage as _, HttpRequest, HttpResponse};
 use confab_domain::EventId;
 use confab_service::Confab;
 use utoipa::ToSchema;
 
 use super::{endpoint, ok_json, Endpoint};
 use crate::delivery::events::{open_stream, write_event, Hub, StreamSlots};
-use crate::http::auth::{bearer_token, Caller};
+use crate::http::auth::{bearer_token, Actor, Caller, TicketStream};
 use crate::http::dto::ListDto;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::requests::events::EventsIn;
-use crate::http::requests::Input;
+use crate::http::requests::{Input, NoParams};
+use crate::http::service::Service;
 use crate::http::wire;
 
 pub fn endpoints() -> Vec<Endpoint> {
-    vec![endpoint!(events, __path_events)]
+    vec![
+        endpoint!(events, __path_events),
+        endpoint!(create_ticket, __path_create_ticket),
+    ]
 }
 
 /// An event as the list and the stream's `data:` lines carry it.
@@ -58,6 +62,8 @@ pub struct EventDto {
                 (String = "text/event-stream"),
                 (ListDto<EventDto> = "application/json"),
             )),
+        (status = 401, description = "no token, or `ticket` is unknown, expired or its token \
+            was revoked; or a ticket asked for the list", body = ErrorBody),
         (status = 400, description = "`after` (or `Last-Event-ID`) is malformed, unknown or \
             older than the events kept (7 days): resync, then stream without it; or `limit` \
             given to a stream", body = ErrorBody),
@@ -74,13 +80,25 @@ async fn events(
     caller: Caller,
     Input(query): Input<EventsIn>,
 ) -> Result<HttpResponse, ApiError> {
-    let EventsIn { after, limit } = query;
+    // A ticket authenticated the request already (`auth`); it opens a
+    // stream, never the list.
+    let EventsIn {
+        after,
+        limit,
+        ticket: ticket_given,
+    } = query;
+    let ticket = req.extensions().get::<TicketStream>().cloned();
     let after = match last_event_id(req.headers())? {
         Some(id) => Some(id),
         None => after,
     };
     let service: &Confab = hub.service();
     if wants_json(req.headers()) {
+        if ticket.is_some() || ticket_given.is_some() {
+            return Err(ApiError::unauthorized_because(
+                "a ticket opens the event stream only: read the list with your token",
+            ));
+        }
         let limit = limit.unwrap_or_default();
         let page = service.list_events(&caller.0, after, limit).await?;
         return Ok(ok_json(wire::list(page.has_more, &page.items, |out, e| {
@@ -96,9 +114,13 @@ async fn events(
     }
     // Authentication already checked the header; this is its hash, so that
     // the hub can end the stream when the token is revoked.
-    let token = bearer_token(req.headers())
-        .map(Confab::stream_token)
-        .ok_or_else(ApiError::unauthorized)?;
+    // With a ticket, the token that made it.
+    let token = match ticket {
+        Some(TicketStream(token)) => token,
+        None => bearer_token(req.headers())
+            .map(Confab::stream_token)
+            .ok_or_else(ApiError::unauthorized)?,
+    };
     let slot = slots
         .take(caller.0.id())
         .ok_or_else(|| ApiError::too_many_streams(slots.max()))?;
@@ -114,6 +136,58 @@ async fn events(
         subscription,
         slot,
     ))
+}
+
+/// A new event ticket.
+#[derive(Debug, serde::Serialize, ToSchema)]
+pub struct TicketDto {
+    /// `cft_` and 64 hex characters: pass it as `GET /v1/events?ticket=...`.
+    /// Shown this once; only its SHA-256 is stored.
+    #[schema(pattern = "^cft_[0-9a-f]{64}$")]
+    pub ticket: String,
+    /// Unix seconds: after this the ticket opens no stream (one it opened
+    /// stays open).
+    pub expires_at: i64,
+}
+
+/// Make an event ticket: a credential for a browser's `EventSource`, which
+/// cannot send `Authorization`. It opens the caller's event stream (`GET
+/// /v1/events?ticket=...`, reconnects with `Last-Event-ID` included) for 10
+/// minutes, and nothing else; revoking the token that made it refuses it
+/// and ends the streams it opened. Made with a contact's token only (not a
+/// server key). `Idempotency-Key` is not taken: a ticket's secret is never
+/// stored, and a retry that makes a second ticket costs nothing.
+#[utoipa::path(
+    post, path = "/v1/events/tickets", tag = "events", operation_id = "create_event_ticket",
+    request_body(description = "no parameters (an empty body)", content(
+        (NoParams = "application/x-www-form-urlencoded"),
+        (NoParams = "application/json"),
+    )),
+    responses(
+        (status = 201, description = "the ticket", body = TicketDto),
+        (status = 403, description = "`forbidden`: made with a server key (tickets hang on a \
+            contact's token)", body = ErrorBody),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn create_ticket(
+    req: HttpRequest,
+    service: Service,
+    _: Caller,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    if req.extensions().get::<Actor>().is_some() {
+        return Err(ApiError::forbidden(
+            "a ticket is made with a contact's token (it ends with that token), \
+             not with a server key: mint the contact a token first",
+        ));
+    }
+    let token = bearer_token(req.headers()).ok_or_else(ApiError::unauthorized)?;
+    let ticket = service.issue_ticket(token).await?;
+    Ok(HttpResponse::Created().json(TicketDto {
+        ticket: ticket.ticket,
+        expires_at: ticket.expires_at.secs(),
+    }))
 }
 
 /// `Last-Event-ID`, the header a reconnecting client sends; empty means
