@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use confab_server::startup::{Database, DatabaseConfig, Pooler};
 use confab_store_postgres::PgStore;
 use confab_store_sqlite::SqliteStore;
 use diesel::connection::SimpleConnection as _;
@@ -107,6 +108,25 @@ impl TestDb {
     }
 }
 
+/// How the application reaches the test's database: directly, or, with
+/// `CONFAB_TEST_POOLER_URL` set (e.g. `postgres://postgres@127.0.0.1:6432`,
+/// a PgBouncer in transaction mode in front of the test server, as
+/// `tests/pgbouncer/start.sh` starts it), a PostgreSQL database through
+/// that pooler, with the direct URL for LISTEN (API.md section 19).
+pub fn app_database(db: &TestDb) -> DatabaseConfig {
+    match (db.backend, std::env::var("CONFAB_TEST_POOLER_URL")) {
+        (Backend::Postgres, Ok(pooler)) if !pooler.is_empty() => DatabaseConfig {
+            database: Database::Postgres(with_database(
+                &pooler,
+                db.postgres_name().expect("a PostgreSQL database"),
+            )),
+            pooler: Pooler::Transaction,
+            listen_url: Some(db.url.clone()),
+        },
+        _ => DatabaseConfig::direct(Database::from_env_value(Some(&db.url)).expect("database url")),
+    }
+}
+
 /// The PostgreSQL server the tests use, as a superuser connection URL:
 /// `CONFAB_TEST_DATABASE_URL`, by default
 /// `postgres://postgres@127.0.0.1:5432/postgres`.
@@ -114,9 +134,48 @@ pub fn postgres_admin_url() -> String {
     std::env::var("CONFAB_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_ADMIN_URL.to_owned())
 }
 
+/// Behind the test pooler, the database's pool is disabled and its
+/// connections closed on PgBouncer's console before the database goes:
+/// otherwise a statement the test's server still has in flight (a poll of
+/// the event hub) waits in the pooler for a server connection to a
+/// database that no longer exists, up to its `query_wait_timeout`, and the
+/// test's runtime waits for that statement's thread.
+fn close_pooled(name: &str) {
+    let Ok(pooler) = std::env::var("CONFAB_TEST_POOLER_URL") else {
+        return;
+    };
+    if pooler.is_empty() {
+        return;
+    }
+    // The console speaks only the simple query protocol, which diesel's
+    // connection does not use to set itself up: psql does.
+    let closed = std::process::Command::new("psql")
+        .arg(with_database(&pooler, "pgbouncer"))
+        .args(["-qX", "-v", "ON_ERROR_STOP=1"])
+        .args([
+            "-c",
+            &format!("DISABLE {name}"),
+            "-c",
+            &format!("KILL {name}"),
+        ])
+        .output()
+        .map_err(|e| e.to_string())
+        .and_then(|out| {
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(&out.stderr).into_owned())
+            }
+        });
+    if let Err(e) = closed {
+        eprintln!("warning: cannot close the pooler's connections to {name}: {e}");
+    }
+}
+
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Cleanup::Postgres { admin_url, name } = &self.cleanup {
+            close_pooled(name);
             let dropped = PgConnection::establish(admin_url)
                 .map_err(|e| e.to_string())
                 .and_then(|mut admin| {

@@ -5,7 +5,9 @@
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use confab_server::startup::{open_service, Application, Database, RateLimits, ServerOptions};
+use confab_server::startup::{
+    open_service_waiting, Application, RateLimits, ServerOptions, Synchronous,
+};
 use confab_service::Confab;
 use reqwest::header::{HeaderMap, CONTENT_TYPE};
 use reqwest::{Method, StatusCode};
@@ -157,10 +159,11 @@ impl TestApp {
             Backend::Postgres => TestDb::postgres(),
             Backend::Sqlite => TestDb::sqlite(),
         };
-        let url = db.url.clone();
+        let config = crate::db::app_database(&db);
         let service = tokio::task::spawn_blocking(move || {
-            let database = Database::from_env_value(Some(&url)).expect("database url");
-            shape(open_service(&database).expect("open store"))
+            let opened =
+                open_service_waiting(&config, Duration::ZERO, None, Synchronous::default());
+            shape(opened.expect("open store"))
         })
         .await
         .expect("join");

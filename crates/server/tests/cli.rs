@@ -317,3 +317,100 @@ fn the_cli_never_guesses_a_database_and_migrate_says_what_it_applied() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "[]");
 }
+
+/// Each command's `--help` lists its own options and the ones every command
+/// takes (the database, logging), never `serve`'s; `serve --help` and
+/// `confab --help` (serve is the default) list `serve`'s.
+#[test]
+fn each_command_s_help_lists_only_its_own_options() {
+    let help = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .arg("--help")
+            .env_remove("DATABASE_URL")
+            .output()
+            .expect("run");
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let common = [
+        "DATABASE_URL",
+        "CONFAB_DB_POOLER",
+        "CONFAB_LISTEN_DATABASE_URL",
+        "RUST_LOG",
+    ];
+    let serve_only = [
+        "CONFAB_LISTEN]",
+        "CONFAB_RATE_LIMIT_PER_SECOND",
+        "CONFAB_CORS_ORIGINS",
+        "CONFAB_DB_POOL_SIZE",
+        "CONFAB_MAX_CONNECTIONS",
+        "CONFAB_TRUSTED_PROXIES",
+    ];
+    for args in [
+        &["contact", "create"][..],
+        &["token", "issue"][..],
+        &["token", "revoke"][..],
+        &["key", "create"][..],
+        &["key", "list"][..],
+        &["webhook", "create"][..],
+        &["webhook", "list"][..],
+        &["migrate"][..],
+    ] {
+        let text = help(args);
+        for var in common {
+            assert!(
+                text.contains(&format!("[env: {var}")),
+                "{args:?} lacks {var}:\n{text}"
+            );
+        }
+        for var in serve_only {
+            let var = var.trim_end_matches(']');
+            assert!(
+                !text.contains(&format!("[env: {var}]"))
+                    && !text.contains(&format!("[env: {var}=")),
+                "{args:?} lists serve's {var}:\n{text}"
+            );
+        }
+        let options = text.matches("[env: ").count();
+        assert!(
+            options <= common.len() + 2,
+            "{args:?}: {options} options:\n{text}"
+        );
+    }
+    assert!(help(&["migrate"]).contains("CONFAB_DB_WAIT_SECS"));
+    assert!(help(&["webhook", "create"]).contains("CONFAB_WEBHOOK_ALLOW_PRIVATE"));
+    for args in [&[][..], &["serve"][..]] {
+        let text = help(args);
+        for var in serve_only.iter().chain(&common) {
+            let var = var.trim_end_matches(']');
+            assert!(
+                text.contains(&format!("[env: {var}")),
+                "{args:?} lacks {var}"
+            );
+        }
+    }
+}
+
+/// `serve`'s options go after `serve`: before a command (or with another)
+/// they are refused, naming the option, rather than silently ignored.
+#[test]
+fn serve_options_before_a_command_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("c.db");
+    let out = confab(&db, &["--rate-limit-burst", "5", "key", "list"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--rate-limit-burst is an option of serve"),
+        "{}",
+        stderr(&out)
+    );
+    // From the environment they are read whatever the command.
+    let out = Command::new(BIN)
+        .args(["key", "list"])
+        .env("DATABASE_URL", &db)
+        .env("CONFAB_RATE_LIMIT_BURST", "5")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+}

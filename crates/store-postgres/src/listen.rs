@@ -59,7 +59,8 @@ pub struct PgWakeups {
     /// This process committed events: the listening task sends one
     /// `NOTIFY` (a stored permit, so commits during a send make one more).
     outgoing: Arc<Notify>,
-    config: Config,
+    /// Where to LISTEN; `None`: nowhere ([`PgWakeups::polling`]).
+    config: Option<Config>,
     task: OnceLock<JoinHandle<()>>,
 }
 
@@ -81,9 +82,24 @@ impl PgWakeups {
         Ok(Self {
             local: LocalWakeups::new(POLL_EVERY),
             outgoing: Arc::new(Notify::new()),
-            config,
+            config: Some(config),
             task: OnceLock::new(),
         })
+    }
+
+    /// No LISTEN at all: this process's own commits wake its hub at once,
+    /// other processes' are found by the hub's poll (every second). For a
+    /// server behind a pooler in transaction mode without a direct
+    /// connection to listen on: a LISTEN through such a pooler would hold
+    /// on to a server connection it is lent for one statement, and hear
+    /// nothing.
+    pub fn polling() -> Self {
+        Self {
+            local: LocalWakeups::new(POLL_EVERY),
+            outgoing: Arc::new(Notify::new()),
+            config: None,
+            task: OnceLock::new(),
+        }
     }
 }
 
@@ -91,9 +107,12 @@ impl PgWakeups {
     /// Starts the listening connection's task in the caller's runtime,
     /// once.
     fn start(&self, notify: &Arc<Notify>) {
+        let Some(config) = &self.config else {
+            return;
+        };
         self.task.get_or_init(|| {
             tokio::spawn(listen_forever(
-                self.config.clone(),
+                config.clone(),
                 notify.clone(),
                 self.outgoing.clone(),
             ))

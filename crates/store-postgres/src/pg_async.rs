@@ -151,6 +151,14 @@ impl AsyncConns {
         }
     }
 
+    /// None of these: every call takes the door (behind a pooler in
+    /// transaction mode, whose server connections cannot keep the named
+    /// statements that diesel-async prepares).
+    pub(crate) fn off(mut self) -> Self {
+        self.config = None;
+        self
+    }
+
     /// The time on PostgreSQL's clock (microseconds since the Unix epoch)
     /// by which a send's statement given up on at `until` here must be done
     /// to commit: [`SETTLE_MARGIN`] before it. Without a reading of the

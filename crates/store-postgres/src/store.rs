@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use diesel::connection::SimpleConnection as _;
+use diesel::connection::{CacheSize, SimpleConnection as _};
 
 use diesel::pg::{Pg, PgConnection};
 use diesel::prelude::*;
@@ -95,6 +95,8 @@ pub struct PgStore {
     /// The hot calls' own connections, awaited on the HTTP workers
     /// (`pg_async`).
     conns: Arc<crate::pg_async::AsyncConns>,
+    /// Behind a pooler in transaction mode ([`PgStore::connect_pooled`]).
+    pooled: bool,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -137,6 +139,30 @@ impl PgStore {
     /// at most that many calls reach PostgreSQL at once, the others wait
     /// their turn at the gate (`door`).
     pub fn connect_with(database_url: &str, pool_size: u32) -> anyhow::Result<Self> {
+        Self::open(database_url, pool_size, false)
+    }
+
+    /// [`PgStore::connect_with`] through a pooler in transaction mode
+    /// (PgBouncer's `pool_mode = transaction`), which hands each
+    /// transaction, or each statement outside one, to whichever server
+    /// connection is free:
+    /// - no named prepared statements: diesel's statement cache is off, so
+    ///   each statement is sent with its parameters in one message
+    ///   (libpq's `PQsendQueryParams`, the unnamed statement), and the
+    ///   asynchronous connections of `pg_async` (whose statements are
+    ///   named) are not used: every call takes the door;
+    /// - no session settings: a `SET` would stay on a server connection
+    ///   that the pooler then lends to other clients, and would not follow
+    ///   this process's next statement. The operator sets them on the role
+    ///   instead (`docs/deployment.md`, "Behind PgBouncer");
+    /// - migrations run in one transaction under a transaction-scoped lock
+    ///   ([`PgStore::migrate`]); LISTEN is not here at all (`PgWakeups`,
+    ///   given a direct connection).
+    pub fn connect_pooled(database_url: &str, pool_size: u32) -> anyhow::Result<Self> {
+        Self::open(database_url, pool_size, true)
+    }
+
+    fn open(database_url: &str, pool_size: u32, pooled: bool) -> anyhow::Result<Self> {
         let pool_size = pool_size.max(1);
         let suspect_until = Arc::new(AtomicU64::new(0));
         let manager = Manager {
@@ -150,15 +176,21 @@ impl PgStore {
             .connection_timeout(CHECKOUT_TIMEOUT)
             .test_on_check_out(true)
             .error_handler(Box::new(LogErrors("PostgreSQL")))
-            .connection_customizer(Box::new(Setup(statements.clone())))
+            .connection_customizer(Box::new(Setup {
+                statements: statements.clone(),
+                pooled,
+            }))
             .build(manager)
             .context("cannot connect to PostgreSQL")?;
-        let conns = crate::pg_async::AsyncConns::new(
+        let mut conns = crate::pg_async::AsyncConns::new(
             database_url,
             async_per_thread(pool_size),
             statements.clone(),
             SESSION_SETTINGS,
         );
+        if pooled {
+            conns = conns.off();
+        }
         Ok(Self {
             pool,
             suspect_until,
@@ -167,6 +199,7 @@ impl PgStore {
             deadline: confab_store_sql::door::DEFAULT_DEADLINE,
             budget: None,
             conns: Arc::new(conns),
+            pooled,
         })
     }
 
@@ -195,12 +228,34 @@ impl PgStore {
 
     /// Applies the embedded migrations that have not run yet; returns the
     /// versions applied, oldest first (none when it was up to date).
+    ///
+    /// Behind a pooler in transaction mode every migration runs in one
+    /// transaction, under a transaction-scoped lock: the pooler may give
+    /// each statement outside a transaction to another server connection,
+    /// so a session's lock could be taken on one and released on none.
     pub fn migrate(&self) -> anyhow::Result<Vec<String>> {
         let mut conn = self
             .pool
             .get()
             .context("cannot connect to PostgreSQL to migrate")?;
         let conn: &mut PgConnection = &mut conn;
+        if self.pooled {
+            let applied = conn.transaction(|conn| -> anyhow::Result<Vec<String>> {
+                conn.batch_execute(&format!(
+                    "SET LOCAL statement_timeout = 0; \
+                     SET LOCAL idle_in_transaction_session_timeout = 0; \
+                     SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"
+                ))
+                .context("cannot take the migration lock")?;
+                conn.run_pending_migrations(MIGRATIONS)
+                    .map(|done| done.iter().map(ToString::to_string).collect())
+                    .map_err(|e| anyhow::anyhow!("migration failed: {e}"))
+            })?;
+            if !applied.is_empty() {
+                tracing::info!(applied = applied.len(), "applied PostgreSQL migrations");
+            }
+            return Ok(applied);
+        }
         // Migrations and the wait for another migrator may take longer
         // than a request's statement: no server-side limits meanwhile.
         conn.batch_execute(
@@ -669,13 +724,21 @@ fn unix_millis() -> u64 {
 /// Sets up every pooled connection: the server-side limits
 /// ([`SESSION_SETTINGS`], not counted), then the statement counter.
 #[derive(Debug)]
-struct Setup(Arc<AtomicU64>);
+struct Setup {
+    statements: Arc<AtomicU64>,
+    /// Behind a pooler in transaction mode ([`PgStore::connect_pooled`]).
+    pooled: bool,
+}
 
 impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for Setup {
     fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
-        conn.batch_execute(SESSION_SETTINGS)
-            .map_err(diesel::r2d2::Error::QueryError)?;
-        count_statements(conn, self.0.clone());
+        if self.pooled {
+            conn.set_prepared_statement_cache_size(CacheSize::Disabled);
+        } else {
+            conn.batch_execute(SESSION_SETTINGS)
+                .map_err(diesel::r2d2::Error::QueryError)?;
+        }
+        count_statements(conn, self.statements.clone());
         Ok(())
     }
 }

@@ -20,7 +20,9 @@ use confab_service::{
 };
 use tracing_subscriber::EnvFilter;
 
-use crate::app::config::{Database, Settings};
+use crate::app::config::{
+    parse_allow_private, Common, Database, DatabaseConfig, MigrateSettings, Settings,
+};
 use crate::app::startup::{open_service_migrated, Application, ServerOptions};
 use crate::app::telemetry;
 
@@ -32,6 +34,10 @@ use crate::app::telemetry;
 #[command(name = "confab", version)]
 pub struct Cli {
     #[command(flatten)]
+    common: Common,
+    /// `serve`'s settings, for `confab` without a command (which serves):
+    /// with a command, the command's own options.
+    #[command(flatten)]
     settings: Settings,
     #[command(subcommand)]
     command: Option<Command>,
@@ -40,9 +46,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Apply pending migrations and serve the HTTP API (the default).
-    Serve,
+    Serve(Box<Settings>),
     /// Apply pending migrations and exit.
-    Migrate,
+    Migrate(MigrateSettings),
     /// Manage contacts (the users of the service).
     #[command(subcommand)]
     Contact(ContactCommand),
@@ -89,6 +95,17 @@ enum WebhookCommand {
         /// e.g. message.created,message.updated.
         #[arg(long, default_value = "")]
         events: String,
+        /// Let the URL be a private, loopback or link-local address (true
+        /// or false).
+        #[arg(
+            long = "webhook-allow-private",
+            env = "CONFAB_WEBHOOK_ALLOW_PRIVATE",
+            default_value = "false",
+            value_name = "BOOL",
+            action = clap::ArgAction::Set,
+            value_parser = parse_allow_private
+        )]
+        allow_private: bool,
     },
     /// List the webhooks as a JSON array (without their secrets).
     List,
@@ -159,25 +176,56 @@ fn parse_duration(raw: &str) -> Result<i64, String> {
         .ok_or_else(|| format!("{raw:?}: the duration must be at most 100 years"))
 }
 
+/// The command line, with `serve`'s options (read before any command, for
+/// `confab` alone) refused on the command line ahead of a command: they
+/// belong after `serve` (`confab serve --listen ...`), and no other command
+/// takes them. From the environment they are read whatever the command.
+fn parse_command_line(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some((name, _)) = matches.subcommand() {
+        let serve_only = <Settings as clap::Args>::augment_args(clap::Command::new("serve"));
+        for arg in serve_only.get_arguments() {
+            let id = arg.get_id().as_str();
+            if matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+                let flag = arg.get_long().unwrap_or(id);
+                return Err(command.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!(
+                        "--{flag} is an option of serve: give it after the command \
+                         (confab serve --{flag} ...); `{name}` does not take it"
+                    ),
+                ));
+            }
+        }
+    }
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let settings = cli.settings;
-    let command = cli.command.unwrap_or(Command::Serve);
+    let cli = parse_command_line(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let common = cli.common;
+    let command = cli
+        .command
+        .unwrap_or_else(|| Command::Serve(Box::new(cli.settings)));
     // The operator's one-shot commands keep stderr quiet unless asked.
     let default_filter = match command {
-        Command::Serve => "info",
+        Command::Serve(_) => "info",
         _ => "warn",
     };
-    let filter = settings
+    let filter = common
         .log_filter
         .as_deref()
         .filter(|f| !f.trim().is_empty())
         .unwrap_or(default_filter);
     // Checked when parsed: only an empty filter could fail here.
     let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new(default_filter));
-    telemetry::init(filter, settings.log_format);
-    match run(command, settings) {
+    telemetry::init(filter, common.log_format);
+    match run(command, &common) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -186,31 +234,46 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
+fn run(command: Command, common: &Common) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let database: DatabaseConfig = common.database()?;
     runtime.block_on(async move {
-        let database = settings.database.clone();
         // A server (and its migration step) may start before its database:
         // they wait for it; the one-shot commands fail at once.
-        let wait = match command {
-            Command::Serve | Command::Migrate => settings.db_wait(),
-            _ => Duration::ZERO,
+        let (wait, pool_size, synchronous) = match &command {
+            Command::Serve(settings) => (
+                settings.db_wait(),
+                settings.db_pool_size,
+                settings.sqlite_synchronous,
+            ),
+            Command::Migrate(settings) => (settings.db_wait(), None, Default::default()),
+            _ => {
+                refuse_a_guessed_database(&database.database)?;
+                (Duration::ZERO, None, Default::default())
+            }
         };
-        let (pool_size, synchronous) = (settings.db_pool_size, settings.sqlite_synchronous);
-        if !matches!(command, Command::Serve | Command::Migrate) {
-            refuse_a_guessed_database(&database)?;
-        }
         let (service, applied) = tokio::task::spawn_blocking(move || {
             open_service_migrated(&database, wait, pool_size, synchronous)
         })
         .await
         .context("opening the database panicked")??;
         match command {
-            Command::Serve => serve(service, &settings).await,
-            Command::Migrate => {
+            Command::Serve(settings) => {
+                if common.db_pooler == crate::app::config::Pooler::Transaction
+                    && common.listen_database_url.is_none()
+                {
+                    tracing::warn!(
+                        "CONFAB_DB_POOLER=transaction without CONFAB_LISTEN_DATABASE_URL: \
+                         events of other instances reach this one's streams by polling \
+                         (within 1 s), not at once"
+                    );
+                }
+                serve(service, &settings).await
+            }
+            Command::Migrate(_) => {
                 for version in &applied {
                     eprintln!("applied migration {version}");
                 }
@@ -243,9 +306,7 @@ fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
                 println!("{token}");
                 Ok(())
             }
-            Command::Webhook(command) => {
-                webhook(&service, command, settings.webhook_allow_private).await
-            }
+            Command::Webhook(command) => webhook(&service, command).await,
             Command::Key(command) => key(&service, command).await,
             Command::Token(TokenCommand::Revoke { username }) => {
                 let count = service
@@ -380,13 +441,13 @@ fn webhook_json(webhook: &Webhook, with_secret: bool) -> serde_json::Value {
     object
 }
 
-async fn webhook(
-    service: &Confab,
-    command: WebhookCommand,
-    allow_private: bool,
-) -> anyhow::Result<()> {
+async fn webhook(service: &Confab, command: WebhookCommand) -> anyhow::Result<()> {
     match command {
-        WebhookCommand::Create { url, events } => {
+        WebhookCommand::Create {
+            url,
+            events,
+            allow_private,
+        } => {
             let events = parse_event_types(&events).map_err(|e| match e {
                 WebhookError::UnknownEventTypes(_) => {
                     let known: Vec<&str> = EventType::ALL.iter().map(|t| t.name()).collect();
@@ -471,16 +532,51 @@ mod tests {
     #[test]
     fn command_line_forms() {
         Cli::command().debug_assert();
-        let parse = |args: &[&str]| Cli::try_parse_from(args).map(|c| c.command);
+        let parse =
+            |args: &[&str]| parse_command_line(args.iter().map(Into::into)).map(|c| c.command);
         assert!(matches!(parse(&["confab"]), Ok(None)));
         assert!(matches!(
             parse(&["confab", "serve"]),
-            Ok(Some(Command::Serve))
+            Ok(Some(Command::Serve(_)))
         ));
         assert!(matches!(
             parse(&["confab", "migrate"]),
-            Ok(Some(Command::Migrate))
+            Ok(Some(Command::Migrate(_)))
         ));
+        // A command's options are its own: serve's after `serve`, none of
+        // them before a command nor with another.
+        match parse(&["confab", "serve", "--listen", "127.0.0.1:9"]) {
+            Ok(Some(Command::Serve(settings))) => assert_eq!(settings.listen.given, "127.0.0.1:9"),
+            other => panic!("{other:?}"),
+        }
+        match parse(&["confab", "migrate", "--db-wait-secs", "0"]) {
+            Ok(Some(Command::Migrate(settings))) => assert_eq!(settings.db_wait_secs, 0),
+            other => panic!("{other:?}"),
+        }
+        for wrong in [
+            &["confab", "--listen", "127.0.0.1:9", "serve"][..],
+            &["confab", "migrate", "--listen", "127.0.0.1:9"][..],
+            &["confab", "key", "list", "--rate-limit-burst", "5"][..],
+            &["confab", "contact", "create", "--db-pool-size", "5"][..],
+        ] {
+            assert!(parse(wrong).is_err(), "{wrong:?}");
+        }
+        // Every command takes the database and logging options.
+        for args in [
+            &[
+                "confab",
+                "key",
+                "list",
+                "--database-url",
+                "x.db",
+                "--log",
+                "debug",
+            ][..],
+            &["confab", "migrate", "--db-pooler", "transaction"][..],
+            &["confab", "--log-format", "json", "serve"][..],
+        ] {
+            assert!(parse(args).is_ok(), "{args:?}");
+        }
         assert!(matches!(
             parse(&[
                 "confab",

@@ -88,15 +88,14 @@ impl fmt::Debug for Database {
     }
 }
 
-/// Everything the binary reads from its environment (or the same options
-/// on its command line): `confab --help` lists each variable and its
-/// default. A bad value stops the program with a message naming the
-/// variable.
+/// What every command reads from its environment (or the same options on
+/// its command line): where the data lives, how to reach it, and logging.
+/// Every subcommand's `--help` lists these and its own options only.
 #[derive(Debug, Clone, clap::Args)]
 #[command(
     next_help_heading = "Configuration (each option also read from its environment variable)"
 )]
-pub struct Settings {
+pub struct Common {
     /// Where the data lives: postgres://... (PostgreSQL), or an SQLite file
     /// (a path, sqlite:<path>).
     #[arg(
@@ -110,16 +109,33 @@ pub struct Settings {
     )]
     pub database: Database,
 
-    /// Address `serve` listens on: host:port (a host name is resolved).
+    /// What sits between confab and PostgreSQL: none (a direct connection,
+    /// the default) or transaction (a pooler such as PgBouncer with
+    /// pool_mode=transaction: no named prepared statements, no session
+    /// settings, LISTEN and migrations over CONFAB_LISTEN_DATABASE_URL).
     #[arg(
         long,
-        env = "CONFAB_LISTEN",
+        env = "CONFAB_DB_POOLER",
         global = true,
-        default_value = Settings::DEFAULT_LISTEN,
-        value_name = "HOST:PORT",
-        value_parser = parse_listen
+        default_value = "none",
+        value_name = "none|transaction",
+        value_parser = parse_pooler
     )]
-    pub listen: Listen,
+    pub db_pooler: Pooler,
+
+    /// A direct connection to the same PostgreSQL database (not through a
+    /// pooler), for LISTEN (other instances' events at once) and, behind a
+    /// pooler, for migrations. Unset: DATABASE_URL's; behind a pooler,
+    /// other instances' events then arrive by polling (within 1 s).
+    #[arg(
+        long,
+        env = "CONFAB_LISTEN_DATABASE_URL",
+        global = true,
+        hide_env_values = true,
+        value_name = "URL",
+        value_parser = parse_listen_database
+    )]
+    pub listen_database_url: Option<ListenUrl>,
 
     /// Log filter, e.g. info, warn, confab_server=debug [default: info for
     /// serve, warn for the other commands].
@@ -142,13 +158,124 @@ pub struct Settings {
         ignore_case = true
     )]
     pub log_format: LogFormat,
+}
+
+impl Common {
+    /// How to reach the database: `DATABASE_URL` and the pooler settings.
+    pub fn database(&self) -> anyhow::Result<DatabaseConfig> {
+        if self.listen_database_url.is_some() && !matches!(self.database, Database::Postgres(_)) {
+            bail!("CONFAB_LISTEN_DATABASE_URL is set, but DATABASE_URL is not a postgres:// URL");
+        }
+        if self.db_pooler == Pooler::Transaction && !matches!(self.database, Database::Postgres(_))
+        {
+            bail!("CONFAB_DB_POOLER=transaction is for PostgreSQL, but DATABASE_URL is not a postgres:// URL");
+        }
+        Ok(DatabaseConfig {
+            database: self.database.clone(),
+            pooler: self.db_pooler,
+            listen_url: self.listen_database_url.clone().map(|u| u.0),
+        })
+    }
+}
+
+/// Where the data lives and how to reach it.
+#[derive(Clone)]
+pub struct DatabaseConfig {
+    /// `DATABASE_URL`.
+    pub database: Database,
+    /// `CONFAB_DB_POOLER`.
+    pub pooler: Pooler,
+    /// `CONFAB_LISTEN_DATABASE_URL` (may hold a password: never printed).
+    pub listen_url: Option<String>,
+}
+
+impl fmt::Debug for DatabaseConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URLs may carry passwords.
+        f.debug_struct("DatabaseConfig")
+            .field("database", &self.database)
+            .field("pooler", &self.pooler)
+            .field(
+                "listen_url",
+                &self.listen_url.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl DatabaseConfig {
+    /// `DATABASE_URL` alone: no pooler, LISTEN over the same URL.
+    pub fn direct(database: Database) -> Self {
+        DatabaseConfig {
+            database,
+            pooler: Pooler::None,
+            listen_url: None,
+        }
+    }
+}
+
+/// What sits between confab and PostgreSQL (`CONFAB_DB_POOLER`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Pooler {
+    /// A direct connection (or a pooler in session mode).
+    #[default]
+    None,
+    /// A pooler in transaction mode (PgBouncer's `pool_mode = transaction`).
+    Transaction,
+}
+
+fn parse_pooler(raw: &str) -> Result<Pooler, String> {
+    match raw.trim().to_ascii_lowercase().as_str() {
+        "none" | "" => Ok(Pooler::None),
+        "transaction" => Ok(Pooler::Transaction),
+        _ => Err(format!(
+            "CONFAB_DB_POOLER {raw:?} is neither none (a direct connection) nor transaction (PgBouncer's pool_mode=transaction)"
+        )),
+    }
+}
+
+/// `CONFAB_LISTEN_DATABASE_URL`: a `postgres://` URL.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ListenUrl(String);
+
+impl fmt::Debug for ListenUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The URL may carry a password.
+        f.write_str("ListenUrl(<redacted>)")
+    }
+}
+
+fn parse_listen_database(raw: &str) -> Result<ListenUrl, String> {
+    match Database::from_env_value(Some(raw)) {
+        Ok(Database::Postgres(url)) => Ok(ListenUrl(url)),
+        _ => Err("CONFAB_LISTEN_DATABASE_URL is not a postgres:// URL".to_owned()),
+    }
+}
+
+/// What `serve` reads from its environment (or the same options on its
+/// command line): `confab serve --help` (and `confab --help`, serve being
+/// the default command) lists each variable and its default. A bad value
+/// stops the program with a message naming the variable.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    next_help_heading = "Configuration (each option also read from its environment variable)"
+)]
+pub struct Settings {
+    /// Address `serve` listens on: host:port (a host name is resolved).
+    #[arg(
+        long,
+        env = "CONFAB_LISTEN",
+        default_value = Settings::DEFAULT_LISTEN,
+        value_name = "HOST:PORT",
+        value_parser = parse_listen
+    )]
+    pub listen: Listen,
 
     /// Requests a second per contact (all its tokens together), on average
     /// (0: no per-contact limit).
     #[arg(
         long,
         env = "CONFAB_RATE_LIMIT_PER_SECOND",
-        global = true,
         default_value_t = RateLimits::DEFAULT_PER_SECOND,
         value_name = "N",
         value_parser = limit_parser("CONFAB_RATE_LIMIT_PER_SECOND")
@@ -160,7 +287,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_RATE_LIMIT_BURST",
-        global = true,
         default_value_t = RateLimits::DEFAULT_BURST,
         value_name = "N",
         value_parser = limit_parser("CONFAB_RATE_LIMIT_BURST")
@@ -172,7 +298,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_RATE_LIMIT_ANON_PER_SECOND",
-        global = true,
         default_value_t = RateLimits::DEFAULT_ANON_PER_SECOND,
         value_name = "N",
         value_parser = limit_parser("CONFAB_RATE_LIMIT_ANON_PER_SECOND")
@@ -184,7 +309,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_RATE_LIMIT_ANON_BURST",
-        global = true,
         default_value_t = RateLimits::DEFAULT_ANON_BURST,
         value_name = "N",
         value_parser = limit_parser("CONFAB_RATE_LIMIT_ANON_BURST")
@@ -196,7 +320,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_RATE_LIMIT_KEY_PER_SECOND",
-        global = true,
         default_value_t = RateLimits::DEFAULT_KEY_PER_SECOND,
         value_name = "N",
         value_parser = limit_parser("CONFAB_RATE_LIMIT_KEY_PER_SECOND")
@@ -207,7 +330,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_RATE_LIMIT_KEY_BURST",
-        global = true,
         default_value_t = RateLimits::DEFAULT_KEY_BURST,
         value_name = "N",
         value_parser = limit_parser("CONFAB_RATE_LIMIT_KEY_BURST")
@@ -220,7 +342,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_CORS_ORIGINS",
-        global = true,
         default_value = "",
         hide_default_value = true,
         value_name = "ORIGINS",
@@ -234,7 +355,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_DB_WAIT_SECS",
-        global = true,
         default_value_t = Settings::DEFAULT_DB_WAIT_SECS,
         value_name = "SECONDS",
         value_parser = seconds_parser("CONFAB_DB_WAIT_SECS")
@@ -248,7 +368,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_DB_POOL_SIZE",
-        global = true,
         value_name = "CONNECTIONS",
         value_parser = parse_pool_size
     )]
@@ -262,7 +381,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_SQLITE_SYNCHRONOUS",
-        global = true,
         value_name = "full|normal",
         default_value = "full",
         value_parser = parse_synchronous
@@ -275,7 +393,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_WEBHOOK_ALLOW_PRIVATE",
-        global = true,
         default_value = "false",
         value_name = "BOOL",
         action = clap::ArgAction::Set,
@@ -287,7 +404,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_EVENTS_HEARTBEAT_SECS",
-        global = true,
         default_value_t = Settings::DEFAULT_EVENTS_HEARTBEAT_SECS,
         value_name = "SECONDS",
         value_parser = seconds_parser("CONFAB_EVENTS_HEARTBEAT_SECS")
@@ -299,7 +415,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_MAX_STREAMS_PER_CONTACT",
-        global = true,
         default_value_t = StreamSlots::DEFAULT_MAX,
         value_name = "N",
         value_parser = parse_max_streams
@@ -311,7 +426,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
-        global = true,
         default_value_t = confab_service::DEFAULT_KEYS_PER_DAY,
         value_name = "N",
         value_parser = limit_parser("CONFAB_IDEMPOTENCY_KEYS_PER_DAY")
@@ -323,7 +437,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_MAX_GROUP_MEMBERS",
-        global = true,
         default_value_t = confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
         value_name = "N",
         value_parser = parse_max_group_members
@@ -337,7 +450,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_TRUSTED_PROXIES",
-        global = true,
         default_value = "",
         hide_default_value = true,
         value_name = "CIDRS",
@@ -352,7 +464,6 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_METRICS_LISTEN",
-        global = true,
         value_name = "HOST:PORT",
         value_parser = parse_metrics_listen
     )]
@@ -365,11 +476,35 @@ pub struct Settings {
     #[arg(
         long,
         env = "CONFAB_MAX_CONNECTIONS",
-        global = true,
         value_name = "N",
         value_parser = parse_max_connections
     )]
     pub max_connections: Option<usize>,
+}
+
+/// What `migrate` reads besides [`Common`].
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    next_help_heading = "Configuration (each option also read from its environment variable)"
+)]
+pub struct MigrateSettings {
+    /// Seconds to keep trying to reach PostgreSQL when it is down at start
+    /// (each try logged), before giving up; 0: fail at once.
+    #[arg(
+        long,
+        env = "CONFAB_DB_WAIT_SECS",
+        default_value_t = Settings::DEFAULT_DB_WAIT_SECS,
+        value_name = "SECONDS",
+        value_parser = seconds_parser("CONFAB_DB_WAIT_SECS")
+    )]
+    pub db_wait_secs: u32,
+}
+
+impl MigrateSettings {
+    /// How long `migrate` waits for the database at start.
+    pub fn db_wait(&self) -> Duration {
+        Duration::from_secs(self.db_wait_secs.into())
+    }
 }
 
 impl Settings {
@@ -430,7 +565,7 @@ fn parse_metrics_listen(raw: &str) -> Result<Listen, String> {
     parse_listen(raw).map_err(|e| e.replacen("CONFAB_LISTEN", "CONFAB_METRICS_LISTEN", 1))
 }
 
-fn parse_allow_private(raw: &str) -> Result<bool, String> {
+pub(crate) fn parse_allow_private(raw: &str) -> Result<bool, String> {
     match raw.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" => Ok(true),
         "false" | "0" | "no" | "" => Ok(false),
@@ -634,15 +769,71 @@ mod tests {
         }
     }
 
-    fn settings(args: &[&str]) -> Result<Settings, clap::Error> {
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            settings: Settings,
-        }
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        settings: Settings,
+    }
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         let mut argv = vec!["confab"];
         argv.extend_from_slice(args);
-        <Cli as clap::Parser>::try_parse_from(argv).map(|c| c.settings)
+        <Cli as clap::Parser>::try_parse_from(argv)
+    }
+
+    fn settings(args: &[&str]) -> Result<Settings, clap::Error> {
+        parse(args).map(|c| c.settings)
+    }
+
+    fn common(args: &[&str]) -> Result<Common, clap::Error> {
+        parse(args).map(|c| c.common)
+    }
+
+    #[test]
+    fn the_pooler_and_the_direct_url() {
+        let c = common(&[]).expect("defaults");
+        assert_eq!(c.db_pooler, Pooler::None);
+        assert!(c.listen_database_url.is_none());
+        let pg = "postgres://u:secret@127.0.0.1:6432/db";
+        let c = common(&[
+            "--database-url",
+            pg,
+            "--db-pooler",
+            " Transaction ",
+            "--listen-database-url",
+            "postgresql://u:secret@127.0.0.1:5432/db",
+        ])
+        .expect("pooled");
+        let db = c.database().expect("config");
+        assert_eq!(db.pooler, Pooler::Transaction);
+        assert_eq!(
+            db.listen_url.as_deref(),
+            Some("postgresql://u:secret@127.0.0.1:5432/db")
+        );
+        assert!(!format!("{c:?} {db:?}").contains("secret"));
+        for (args, name) in [
+            (&["--db-pooler", "session"][..], "CONFAB_DB_POOLER"),
+            (
+                &["--listen-database-url", "sqlite:x.db"][..],
+                "CONFAB_LISTEN_DATABASE_URL",
+            ),
+        ] {
+            let e = common(args).expect_err(name);
+            assert!(e.to_string().contains(name), "{name}: {e}");
+        }
+        // Both are for PostgreSQL.
+        for args in [
+            &["--db-pooler", "transaction"][..],
+            &["--listen-database-url", pg][..],
+        ] {
+            let e = common(args)
+                .expect("parsed")
+                .database()
+                .expect_err("sqlite");
+            assert!(e.to_string().contains("DATABASE_URL"), "{e}");
+        }
     }
 
     #[test]
@@ -651,7 +842,7 @@ mod tests {
         assert_eq!(s.listen.given, "127.0.0.1:8080");
         assert_eq!(s.listen.addrs, ["127.0.0.1:8080".parse().expect("addr")]);
         assert_eq!(s.cors_origins, CorsOrigins::Off);
-        assert_eq!(s.log_format, LogFormat::Text);
+        assert_eq!(common(&[]).expect("defaults").log_format, LogFormat::Text);
         assert_eq!(s.db_wait(), Duration::from_secs(30));
         assert_eq!(s.db_pool_size, None);
         assert_eq!(s.sqlite_synchronous, Synchronous::Full);
@@ -699,15 +890,13 @@ mod tests {
                 "CONFAB_WEBHOOK_ALLOW_PRIVATE",
             ),
         ] {
-            let e = settings(&[arg]).expect_err(name);
+            let e = parse(&[arg]).err().expect(name);
             assert!(e.to_string().contains(name), "{name}: {e}");
         }
-        let e = settings(&["--log-format", "xml"]).expect_err("format");
+        let e = common(&["--log-format", "xml"]).expect_err("format");
         assert!(e.to_string().contains("xml"), "{e}");
         assert_eq!(
-            settings(&["--log-format", "JSON"])
-                .expect("json")
-                .log_format,
+            common(&["--log-format", "JSON"]).expect("json").log_format,
             LogFormat::Json
         );
     }

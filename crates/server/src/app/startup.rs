@@ -21,7 +21,7 @@ use confab_service::{Confab, Ports};
 use confab_store_postgres::{PgStore, PgWakeups};
 use confab_store_sqlite::{LocalWakeups, SqliteStore};
 
-pub use crate::app::config::{CorsOrigins, Database};
+pub use crate::app::config::{CorsOrigins, Database, DatabaseConfig, Pooler};
 use crate::app::telemetry;
 pub use crate::delivery::events::HubOptions;
 use crate::delivery::events::{Hub, StreamSlots};
@@ -36,7 +36,12 @@ use crate::metrics::Metrics;
 /// Connects to the store, applies pending migrations, returns the service.
 /// Blocking: call it outside async code (or in `spawn_blocking`).
 pub fn open_service(db: &Database) -> anyhow::Result<Confab> {
-    open_service_waiting(db, Duration::ZERO, None, Synchronous::default())
+    open_service_waiting(
+        &DatabaseConfig::direct(db.clone()),
+        Duration::ZERO,
+        None,
+        Synchronous::default(),
+    )
 }
 
 /// As [`open_service`], but while PostgreSQL cannot be reached, tries again
@@ -46,7 +51,7 @@ pub fn open_service(db: &Database) -> anyhow::Result<Confab> {
 /// store's default, and on SQLite commits that wait for the disk or not
 /// (`synchronous`, `CONFAB_SQLITE_SYNCHRONOUS`). Blocking.
 pub fn open_service_waiting(
-    db: &Database,
+    db: &DatabaseConfig,
     wait: Duration,
     pool_size: Option<u32>,
     synchronous: Synchronous,
@@ -57,22 +62,34 @@ pub fn open_service_waiting(
 /// [`open_service_waiting`], with the versions of the migrations it
 /// applied (what `confab migrate` prints).
 pub fn open_service_migrated(
-    db: &Database,
+    db: &DatabaseConfig,
     wait: Duration,
     pool_size: Option<u32>,
     synchronous: Synchronous,
 ) -> anyhow::Result<(Confab, Vec<String>)> {
     let applied;
-    let service = match db {
+    let service = match &db.database {
         Database::Postgres(url) => {
             let pool_size = pool_size.unwrap_or_else(PgStore::default_pool_size);
-            let store = connect_postgres(url, wait, pool_size)?;
-            applied = store
-                .migrate()
-                .context("cannot apply the PostgreSQL migrations")?;
+            let pooled = db.pooler == Pooler::Transaction;
+            let store = connect_postgres(url, wait, pool_size, pooled)?;
+            applied = match (&db.listen_url, pooled) {
+                // Behind a pooler, over the direct connection when there
+                // is one (a session of its own, as without a pooler).
+                (Some(direct), true) => connect_postgres(direct, wait, 1, false)
+                    .context("cannot connect to PostgreSQL directly (CONFAB_LISTEN_DATABASE_URL)")?
+                    .migrate(),
+                _ => store.migrate(),
+            }
+            .context("cannot apply the PostgreSQL migrations")?;
             // LISTEN on its own connection; it opens when the hub first
             // waits. The same object is told of this process's commits.
-            let wakeups = Arc::new(PgWakeups::new(url)?);
+            let wakeups = Arc::new(match (&db.listen_url, pooled) {
+                (Some(direct), _) => PgWakeups::new(direct)?,
+                (None, false) => PgWakeups::new(url)?,
+                // `serve` says so (`cli`).
+                (None, true) => PgWakeups::polling(),
+            });
             let mut ports =
                 Ports::from_store(store.clone(), Arc::new(WirePayloads), wakeups.clone());
             ports.wakeups = wakeups;
@@ -103,11 +120,21 @@ pub fn open_service_migrated(
 /// The pause between two tries of [`open_service_waiting`].
 pub const RETRY_EVERY: Duration = Duration::from_secs(1);
 
-fn connect_postgres(url: &str, wait: Duration, pool_size: u32) -> anyhow::Result<PgStore> {
+fn connect_postgres(
+    url: &str,
+    wait: Duration,
+    pool_size: u32,
+    pooled: bool,
+) -> anyhow::Result<PgStore> {
     let started = Instant::now();
     let mut attempt = 1u32;
     loop {
-        let error = match PgStore::connect_with(url, pool_size) {
+        let connected = if pooled {
+            PgStore::connect_pooled(url, pool_size)
+        } else {
+            PgStore::connect_with(url, pool_size)
+        };
+        let error = match connected {
             Ok(store) => {
                 if attempt > 1 {
                     tracing::info!(attempt, "PostgreSQL answers");

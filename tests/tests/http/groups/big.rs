@@ -334,6 +334,32 @@ async fn unread_counts_stay_exact_in_groups(app: TestApp) {
     assert_eq!(unread(&app, &carol, &cid).await, 2);
 }
 
+/// [`catch_up`], read again until `ready` holds of it (at most 5 s; then
+/// as last read, for the assertions to show). An event is listed once
+/// every transaction that began before its own has ended (the events'
+/// horizon, API.md section 11): a read right after a send may come before
+/// a concurrent test's longer transaction ends.
+async fn catch_up_until(
+    app: &TestApp,
+    who: &User,
+    after: Option<&str>,
+    ready: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let events = catch_up(app, who, after).await;
+        if ready(&events) || std::time::Instant::now() > deadline {
+            return events;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Whether `events` hold a `message.created` with this text.
+fn has_message(events: &[Value], text: &str) -> bool {
+    message_texts(events).iter().any(|t| t == text)
+}
+
 /// The JSON catch-up of `who` after `after` (every event, oldest first).
 async fn catch_up(app: &TestApp, who: &User, after: Option<&str>) -> Vec<Value> {
     let path = match after {
@@ -367,7 +393,7 @@ async fn members_see_group_events_while_members(app: TestApp) {
     let gid = new_group(&app, &alice, "Team", &[&bob]).await;
     let cid = group_conversation(&app, &alice, &gid).await;
     app.send_message(&alice, &cid, "before carol").await;
-    let bob_mark = catch_up(&app, &bob, None).await;
+    let bob_mark = catch_up_until(&app, &bob, None, |e| has_message(e, "before carol")).await;
     let bob_mark = bob_mark.last().expect("an event")["id"]
         .as_str()
         .expect("id")
@@ -377,7 +403,7 @@ async fn members_see_group_events_while_members(app: TestApp) {
     app.send_message(&alice, &cid, "with carol").await;
     // Carol sees the group from her joining on: the change that added
     // her, then what followed; nothing from before.
-    let carols = catch_up(&app, &carol, None).await;
+    let carols = catch_up_until(&app, &carol, None, |e| has_message(e, "with carol")).await;
     assert_eq!(message_texts(&carols), vec!["with carol"]);
     // (Her own contact.created comes first.)
     assert_eq!(carols[0]["type"], "contact.created", "{carols:?}");
@@ -389,13 +415,15 @@ async fn members_see_group_events_while_members(app: TestApp) {
         .await
         .expect(200);
     app.send_message(&alice, &cid, "after bob").await;
+    // Once carol (a member) can read it, bob must not.
+    let carols = catch_up_until(&app, &carol, None, |e| has_message(e, "after bob")).await;
+    assert!(has_message(&carols, "after bob"), "{carols:?}");
     let bobs = catch_up(&app, &bob, Some(&bob_mark)).await;
     assert_eq!(message_texts(&bobs), vec!["with carol"]);
     let last = bobs.last().expect("events");
     assert_eq!(last["type"], "group.updated", "{bobs:?}");
     assert_eq!(last["payload"]["member_count"], 2);
     // Carol saw it all, each event once.
-    let carols = catch_up(&app, &carol, None).await;
     assert_eq!(message_texts(&carols), vec!["with carol", "after bob"]);
     let mut ids: Vec<&str> = carols
         .iter()
@@ -416,7 +444,10 @@ async fn members_see_group_events_while_members(app: TestApp) {
     )
     .await
     .expect(200);
-    let carols = catch_up(&app, &carol, None).await;
+    let carols = catch_up_until(&app, &carol, None, |e| {
+        e.iter().any(|e| e["type"] == "contact.updated")
+    })
+    .await;
     let updates = carols
         .iter()
         .filter(|e| e["type"] == "contact.updated")
@@ -425,7 +456,10 @@ async fn members_see_group_events_while_members(app: TestApp) {
 
     // When the group goes, its last members hear of it.
     app.delete(&alice, &path).await.expect(204);
-    let carols = catch_up(&app, &carol, None).await;
+    let carols = catch_up_until(&app, &carol, None, |e| {
+        e.iter().any(|e| e["type"] == "group.deleted")
+    })
+    .await;
     assert_eq!(carols.last().expect("events")["type"], "group.deleted");
 }
 
