@@ -22,8 +22,29 @@ const SERVER_KEY: &str = "server_key";
 /// The server API's prefix (API.md section 14).
 const ADMIN: &str = "/v1/admin";
 
-/// The whole document.
+mod refine;
+
+/// The whole document, with the rules the route descriptions do not state
+/// (`refine`).
 pub fn document() -> OpenApi {
+    let doc = described();
+    let refined = serde_json::to_value(&doc).and_then(|mut json| {
+        refine::refine(&mut json);
+        serde_json::from_value(json)
+    });
+    match refined {
+        Ok(refined) => refined,
+        Err(error) => {
+            // Cannot happen (the document is plain data); the unrefined one
+            // is still true, only less precise.
+            tracing::error!(%error, "cannot refine the OpenAPI document");
+            doc
+        }
+    }
+}
+
+/// The document as the route descriptions give it.
+fn described() -> OpenApi {
     let mut paths = Paths::new();
     let mut schemas = vec![(ErrorBody::name().into_owned(), ErrorBody::schema())];
     for endpoint in routes::endpoints() {

@@ -3,21 +3,21 @@
 use confab_domain::{AvatarUrl, ContactId, Page, PhoneNumber, Username};
 use uuid::Uuid;
 
-use super::{int, optional, request, strings, text, Flatten};
+use super::{int, optional, request, shape, strings, text, Flatten};
 
 request! {
     /// `POST /v1/admin/contacts`.
     pub struct CreateContactIn {
-        username: Username = text(Username::new),
-        phone_number: PhoneNumber = text(PhoneNumber::new),
-        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+        username: Username = text(shape::username, Username::new),
+        phone_number: PhoneNumber = text(shape::phone_number, PhoneNumber::new),
+        avatar_url: Option<AvatarUrl> = optional(text(shape::avatar_url, AvatarUrl::new)),
     }
 }
 
 request! {
     /// `GET /v1/admin/contacts`.
     pub struct ListContactsIn {
-        username: Option<Username> = optional(text(Username::new)),
+        username: Option<Username> = optional(text(shape::username, Username::new)),
         page: Page<ContactId> = Flatten,
     }
 }
@@ -25,8 +25,8 @@ request! {
 request! {
     /// `PUT /v1/admin/contacts/{id}`.
     pub struct UpdateContactIn {
-        phone_number: Option<PhoneNumber> = optional(text(PhoneNumber::new)),
-        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+        phone_number: Option<PhoneNumber> = optional(text(shape::phone_number, PhoneNumber::new)),
+        avatar_url: Option<AvatarUrl> = optional(text(shape::avatar_url, AvatarUrl::new)),
     }
 }
 
@@ -34,7 +34,7 @@ request! {
     /// `POST /v1/admin/contacts/{id}/tokens`: `expires_in` seconds, 60 to
     /// 31536000 (the service judges the range).
     pub struct MintTokenIn {
-        expires_in: Option<i64> = optional(int(Ok)),
+        expires_in: Option<i64> = optional(int(shape::expires_in, Ok)),
     }
 }
 
@@ -49,7 +49,7 @@ request! {
     /// `POST /v1/admin/webhooks`: `events[]` absent or empty means every
     /// event type.
     pub struct CreateWebhookIn {
-        url: String = text(Ok),
+        url: String = text(shape::http_url, Ok),
         events: Vec<String> = strings(),
     }
 }

@@ -2,19 +2,19 @@
 
 use confab_domain::{AvatarUrl, PhoneNumber, Username};
 
-use super::{optional, request, text};
+use super::{optional, request, shape, text};
 
 request! {
     /// `GET /v1/contacts?username=<name>`.
     pub struct FindContactsIn {
-        username: Username = text(Username::new),
+        username: Username = text(shape::username, Username::new),
     }
 }
 
 request! {
     /// `PUT /v1/contacts/me`.
     pub struct UpdateMeIn {
-        phone_number: Option<PhoneNumber> = optional(text(PhoneNumber::new)),
-        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+        phone_number: Option<PhoneNumber> = optional(text(shape::phone_number, PhoneNumber::new)),
+        avatar_url: Option<AvatarUrl> = optional(text(shape::avatar_url, AvatarUrl::new)),
     }
 }

@@ -2,7 +2,7 @@
 
 use confab_domain::{AvatarUrl, ContactId, GroupDescription, GroupId, GroupName, Page};
 
-use super::{ids, optional, request, text, Flatten};
+use super::{ids, optional, request, shape, text, Flatten};
 
 request! {
     /// `GET /v1/groups`.
@@ -21,9 +21,9 @@ request! {
 request! {
     /// `POST /v1/groups`.
     pub struct CreateGroupIn {
-        name: GroupName = text(GroupName::new),
-        description: Option<GroupDescription> = optional(text(GroupDescription::new)),
-        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+        name: GroupName = text(shape::group_name, GroupName::new),
+        description: Option<GroupDescription> = optional(text(shape::group_description, GroupDescription::new)),
+        avatar_url: Option<AvatarUrl> = optional(text(shape::avatar_url, AvatarUrl::new)),
         contact_ids: Vec<ContactId> = ids(),
     }
 }
@@ -31,9 +31,9 @@ request! {
 request! {
     /// `PUT /v1/groups/{id}`.
     pub struct UpdateGroupIn {
-        name: Option<GroupName> = optional(text(GroupName::new)),
-        description: Option<GroupDescription> = optional(text(GroupDescription::new)),
-        avatar_url: Option<AvatarUrl> = optional(text(AvatarUrl::new)),
+        name: Option<GroupName> = optional(text(shape::group_name, GroupName::new)),
+        description: Option<GroupDescription> = optional(text(shape::group_description, GroupDescription::new)),
+        avatar_url: Option<AvatarUrl> = optional(text(shape::avatar_url, AvatarUrl::new)),
         add_contact_ids: Vec<ContactId> = ids(),
         remove_contact_ids: Vec<ContactId> = ids(),
     }

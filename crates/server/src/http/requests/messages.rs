@@ -21,7 +21,7 @@ request! {
     /// `POST /v1/messages`.
     pub struct SendMessageIn {
         conversation_id: ConversationId = id(Malformed::NotFound),
-        message: MessageText = text(MessageText::new),
+        message: MessageText = text(shape::message_text, MessageText::new),
         attachments: Vec<NewAttachment> = attachments(),
     }
 }
@@ -29,7 +29,7 @@ request! {
 request! {
     /// `PUT /v1/messages/{id}`: edit, react, attach.
     pub struct UpdateMessageIn {
-        message: Option<MessageText> = optional(text(MessageText::new)),
+        message: Option<MessageText> = optional(text(shape::message_text, MessageText::new)),
         reactions: Vec<(ReactionName, Vec<String>)> = reactions(),
         attachments: Vec<NewAttachment> = attachments(),
     }
@@ -38,11 +38,11 @@ request! {
 request! {
     /// One of `attachments[i]`, its params named `attachments[i][<key>]`.
     pub struct AttachmentIn {
-        file_url: FileUrl = text(FileUrl::new),
-        filename: Filename = text(Filename::new),
+        file_url: FileUrl = text(shape::http_url, FileUrl::new),
+        filename: Filename = text(shape::filename, Filename::new),
         /// Absent: `application/octet-stream`.
-        file_type: Option<FileType> = optional(text(FileType::new)),
-        file_size: Option<FileSize> = optional(int(FileSize::new)),
+        file_type: Option<FileType> = optional(text(shape::file_type, FileType::new)),
+        file_size: Option<FileSize> = optional(int(shape::file_size, FileSize::new)),
     }
 }
 

@@ -244,28 +244,28 @@ impl<R: FromParams + 'static> FromRequest for Input<R> {
 
 // ------------------------------------------------------------------ readers
 
-/// A required string, parsed by a domain constructor.
-pub fn text<T>(parse: impl FnOnce(String) -> Result<T, DomainError>) -> impl Field<T> {
-    reader(
-        shape::string,
-        true,
-        move |p: &mut Params, name: &'static str| {
-            let raw = p.required_str(name)?;
-            parse(raw).map_err(|e| p.domain(e))
-        },
-    )
+/// A required string whose wire rules `wire` states, parsed by a domain
+/// constructor (which enforces them).
+pub fn text<T>(
+    wire: fn() -> Schema,
+    parse: impl FnOnce(String) -> Result<T, DomainError>,
+) -> impl Field<T> {
+    reader(wire, true, move |p: &mut Params, name: &'static str| {
+        let raw = p.required_str(name)?;
+        parse(raw).map_err(|e| p.domain(e))
+    })
 }
 
-/// A required integer, parsed by a domain constructor.
-pub fn int<T>(parse: impl FnOnce(i64) -> Result<T, DomainError>) -> impl Field<T> {
-    reader(
-        shape::integer,
-        true,
-        move |p: &mut Params, name: &'static str| {
-            let n = p.required_int(name)?;
-            parse(n).map_err(|e| p.domain(e))
-        },
-    )
+/// A required integer whose wire rules `wire` states, parsed by a domain
+/// constructor (or the service, which enforces them).
+pub fn int<T>(
+    wire: fn() -> Schema,
+    parse: impl FnOnce(i64) -> Result<T, DomainError>,
+) -> impl Field<T> {
+    reader(wire, true, move |p: &mut Params, name: &'static str| {
+        let n = p.required_int(name)?;
+        parse(n).map_err(|e| p.domain(e))
+    })
 }
 
 /// A required boolean.
@@ -380,7 +380,7 @@ mod tests {
     request! {
         /// Three keys, judged in this order.
         pub struct Sample {
-            name: String = text(Ok),
+            name: String = text(shape::string, Ok),
             page: Page<MessageId> = Flatten,
             muted: Option<bool> = optional(boolean()),
         }

@@ -4,10 +4,10 @@
 
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{
-    AdditionalProperties, ArrayBuilder, KnownFormat, Object, ObjectBuilder, Schema, SchemaFormat,
-    SchemaType, Type,
+    AdditionalProperties, ArrayBuilder, Object, ObjectBuilder, Schema, SchemaFormat, SchemaType,
+    Type,
 };
-use utoipa::openapi::Required;
+use utoipa::openapi::{RefOr, Required};
 
 use super::FromParams;
 
@@ -89,8 +89,131 @@ fn described(object: ObjectBuilder, description: &str) -> Schema {
     object.description(Some(description)).build().into()
 }
 
+#[cfg(test)]
 pub fn string() -> Schema {
     typed(Type::String).build().into()
+}
+
+/// A string with these bounds, in characters (JSON Schema counts code
+/// points, as the rules here do), and a description.
+fn bounded(min: Option<usize>, max: usize, description: &str) -> ObjectBuilder {
+    typed(Type::String)
+        .min_length(min)
+        .max_length(Some(max))
+        .description(Some(description))
+}
+
+/// `Username` (domain): 1 to 32 of `A-Z a-z 0-9 _ . -`.
+pub fn username() -> Schema {
+    bounded(
+        Some(1),
+        32,
+        "1 to 32 of A-Z a-z 0-9 _ . - (unique in any letter case)",
+    )
+    .pattern(Some("^[A-Za-z0-9_.-]{1,32}$"))
+    .build()
+    .into()
+}
+
+/// `PhoneNumber` (domain): E.164.
+pub fn phone_number() -> Schema {
+    typed(Type::String)
+        .pattern(Some("^\\+[0-9]{2,15}$"))
+        .max_length(Some(16))
+        .description(Some("E.164: + then 2 to 15 digits"))
+        .build()
+        .into()
+}
+
+/// `AvatarUrl` (domain): empty, or an http(s) URL.
+pub fn avatar_url() -> Schema {
+    bounded(
+        None,
+        2048,
+        "an http or https URL of at most 2048 characters; empty: no avatar",
+    )
+    .pattern(Some("^$|^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$"))
+    .build()
+    .into()
+}
+
+/// `FileUrl` (domain), and a webhook's URL: an http(s) URL.
+pub fn http_url() -> Schema {
+    bounded(
+        Some(8),
+        2048,
+        "an http or https URL of at most 2048 characters",
+    )
+    .pattern(Some("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s]+$"))
+    .build()
+    .into()
+}
+
+/// `MessageText` (domain).
+pub fn message_text() -> Schema {
+    bounded(
+        Some(1),
+        4096,
+        "1 to 4096 characters, at least one of them visible (not white space or \
+         an invisible format character)",
+    )
+    .build()
+    .into()
+}
+
+/// `Filename` (domain).
+pub fn filename() -> Schema {
+    bounded(
+        Some(1),
+        255,
+        "1 to 255 characters without / or control characters",
+    )
+    .pattern(Some("^[^/\\x00-\\x1f\\x7f]+$"))
+    .build()
+    .into()
+}
+
+/// `FileType` (domain): a MIME type.
+pub fn file_type() -> Schema {
+    bounded(
+        Some(3),
+        255,
+        "a MIME type type/subtype; default application/octet-stream",
+    )
+    .pattern(Some(
+        "^[!#$%&'*+.^_`|~0-9A-Za-z-]+/[!#$%&'*+.^_`|~0-9A-Za-z-]+$",
+    ))
+    .build()
+    .into()
+}
+
+/// `GroupName` (domain).
+pub fn group_name() -> Schema {
+    bounded(Some(1), 100, "1 to 100 characters, not only white space")
+        .build()
+        .into()
+}
+
+/// `GroupDescription` (domain).
+pub fn group_description() -> Schema {
+    bounded(None, 1000, "at most 1000 characters, no NUL")
+        .build()
+        .into()
+}
+
+/// A token's lifetime when minted.
+pub fn expires_in() -> Schema {
+    described(
+        typed(Type::Integer)
+            .minimum(Some(60))
+            .maximum(Some(31_536_000)),
+        "seconds, 60 to 31536000 (a year); absent: the token never expires",
+    )
+}
+
+/// A file's size.
+pub fn file_size() -> Schema {
+    described(typed(Type::Integer).minimum(Some(0)), "bytes")
 }
 
 /// An event ticket: `cft_` and 64 lowercase hex characters.
@@ -101,13 +224,6 @@ pub fn ticket() -> Schema {
             "an event ticket (`POST /v1/events/tickets`), for a browser's `EventSource`, \
              which cannot send `Authorization`; only the stream takes it",
         ))
-        .build()
-        .into()
-}
-
-pub fn integer() -> Schema {
-    typed(Type::Integer)
-        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
         .build()
         .into()
 }
@@ -179,35 +295,12 @@ pub fn ids() -> Schema {
 pub fn attachments() -> Schema {
     let item: Object = ObjectBuilder::new()
         .schema_type(Type::Object)
-        .property(
-            "file_url",
-            described(
-                typed(Type::String).max_length(Some(2048)),
-                "an http or https URL",
-            ),
-        )
+        .property("file_url", http_url())
         .required("file_url")
-        .property(
-            "filename",
-            described(
-                typed(Type::String)
-                    .min_length(Some(1))
-                    .max_length(Some(255)),
-                "no `/` or control characters",
-            ),
-        )
+        .property("filename", filename())
         .required("filename")
-        .property(
-            "file_type",
-            described(
-                typed(Type::String),
-                "a MIME type `type/subtype`; default application/octet-stream",
-            ),
-        )
-        .property(
-            "file_size",
-            described(typed(Type::Integer).minimum(Some(0)), "bytes"),
-        )
+        .property("file_type", file_type())
+        .property("file_size", file_size())
         .additional_properties(Some(AdditionalProperties::FreeForm(false)))
         .build();
     ArrayBuilder::new()
@@ -222,7 +315,7 @@ pub fn attachments() -> Schema {
 
 /// `reactions[<name>][]=<username>`.
 pub fn reactions() -> Schema {
-    let usernames = ArrayBuilder::new().items(typed(Type::String));
+    let usernames = ArrayBuilder::new().items(RefOr::T(username()));
     described(
         typed(Type::Object).additional_properties(Some(usernames)),
         "reactions to add: a reaction name (1 to 64 of a-z 0-9 _ + -) to the caller's own \
