@@ -552,7 +552,16 @@ async fn a_revoked_token_s_stream_ends_within_5_s(app: TestApp) {
     .await
     .expect(204);
     while let Some(frame) = sse.frame(Duration::from_secs(6)).await {
-        assert!(matches!(frame, Frame::Comment(_)), "{frame:?}");
+        // Comments; or the contact's own `contact.created`, made before
+        // the stream opened but listed once older transactions (of other
+        // tests too) ended, so delivered live.
+        assert!(
+            match &frame {
+                Frame::Comment(_) => true,
+                Frame::Event(e) => e.kind == "contact.created",
+            },
+            "{frame:?}"
+        );
     }
     assert!(sse.ended, "the stream must end, not stall");
     assert!(

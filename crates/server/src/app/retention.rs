@@ -1,15 +1,17 @@
 //! The background pruning of what is kept only for a while: idempotency
-//! keys (24 h), events (7 days), expired event tickets (10 minutes).
+//! keys (24 h), events and the records of webhook attempts (7 days),
+//! expired event tickets (10 minutes).
 
+use std::future::Future;
 use std::time::Duration;
 
-use confab_service::Confab;
+use confab_service::{Confab, ServiceError};
 
 /// How often expired rows are looked for.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
-/// Events deleted per transaction: small enough that a write never waits
-/// on pruning for long.
-const EVENT_BATCH: u32 = 1000;
+/// Rows deleted per transaction: small enough that a write never waits on
+/// pruning for long.
+const BATCH: u32 = 1000;
 /// The pause between two batches, which lets writes through.
 const BETWEEN_BATCHES: Duration = Duration::from_millis(50);
 
@@ -25,57 +27,39 @@ pub fn spawn_pruning(service: Confab) {
                 Ok(pruned) => tracing::debug!(pruned, "expired idempotency keys deleted"),
                 Err(error) => tracing::warn!(%error, "could not delete expired idempotency keys"),
             }
-            prune_events(&service).await;
-            prune_deliveries(&service).await;
-            prune_tickets(&service).await;
+            in_batches("events older than 7 days", || service.prune_events(BATCH)).await;
+            in_batches("webhook attempts older than 7 days", || {
+                service.prune_deliveries(BATCH)
+            })
+            .await;
+            in_batches("expired event tickets", || service.prune_tickets(BATCH)).await;
         }
     });
 }
 
-async fn prune_events(service: &Confab) {
+/// Runs `batch` (which deletes at most [`BATCH`] rows of `what`) until
+/// fewer than that go, pausing between batches; logs the total, or why it
+/// stopped.
+async fn in_batches<F, Fut>(what: &str, mut batch: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<u64, ServiceError>>,
+{
     let mut total = 0;
     loop {
-        match service.prune_events(EVENT_BATCH).await {
+        match batch().await {
             Ok(pruned) => {
                 total += pruned;
-                if pruned < u64::from(EVENT_BATCH) {
+                if pruned < u64::from(BATCH) {
                     break;
                 }
                 tokio::time::sleep(BETWEEN_BATCHES).await;
             }
             Err(error) => {
-                tracing::warn!(%error, "could not delete old events");
+                tracing::warn!(%error, "could not delete {what}");
                 break;
             }
         }
     }
-    tracing::debug!(pruned = total, "events older than 7 days deleted");
-}
-
-/// The records of webhook attempts go with the events (7 days).
-async fn prune_deliveries(service: &Confab) {
-    loop {
-        match service.prune_deliveries(EVENT_BATCH).await {
-            Ok(pruned) if pruned < u64::from(EVENT_BATCH) => break,
-            Ok(_) => tokio::time::sleep(BETWEEN_BATCHES).await,
-            Err(error) => {
-                tracing::warn!(%error, "could not delete old webhook attempts");
-                break;
-            }
-        }
-    }
-}
-
-/// Event tickets that expired (10 minutes after they were made).
-async fn prune_tickets(service: &Confab) {
-    loop {
-        match service.prune_tickets(EVENT_BATCH).await {
-            Ok(pruned) if pruned < u64::from(EVENT_BATCH) => break,
-            Ok(_) => tokio::time::sleep(BETWEEN_BATCHES).await,
-            Err(error) => {
-                tracing::warn!(%error, "could not delete expired event tickets");
-                break;
-            }
-        }
-    }
+    tracing::debug!(pruned = total, "{what} deleted");
 }

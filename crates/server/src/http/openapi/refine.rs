@@ -25,28 +25,33 @@ fn uuid() -> Value {
     json!("uuid")
 }
 
-/// `{id}` in a path names an object by its id: a UUID.
-fn uuid_path_ids(doc: &mut Value) {
+/// Calls `f` with every operation of the document.
+fn for_each_operation(doc: &mut Value, mut f: impl FnMut(&mut Value)) {
     let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
         return;
     };
     for item in paths.values_mut().filter_map(Value::as_object_mut) {
-        for operation in item.values_mut() {
-            let Some(params) = operation
-                .get_mut("parameters")
-                .and_then(Value::as_array_mut)
-            else {
-                continue;
-            };
-            for param in params {
-                if param["in"] == "path" && param["name"] == "id" {
-                    if let Some(schema) = param.get_mut("schema").and_then(Value::as_object_mut) {
-                        schema.insert("format".to_owned(), uuid());
-                    }
+        item.values_mut().for_each(&mut f);
+    }
+}
+
+/// `{id}` in a path names an object by its id: a UUID.
+fn uuid_path_ids(doc: &mut Value) {
+    for_each_operation(doc, |operation| {
+        let Some(params) = operation
+            .get_mut("parameters")
+            .and_then(Value::as_array_mut)
+        else {
+            return;
+        };
+        for param in params {
+            if param["in"] == "path" && param["name"] == "id" {
+                if let Some(schema) = param.get_mut("schema").and_then(Value::as_object_mut) {
+                    schema.insert("format".to_owned(), uuid());
                 }
             }
         }
-    }
+    });
 }
 
 /// Whether a property of this name holds an id (or, `*_ids`, a list of
@@ -102,52 +107,48 @@ fn split_form_bodies(doc: &mut Value) {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
-        for item in paths.values_mut().filter_map(Value::as_object_mut) {
-            for operation in item.values_mut() {
-                let Some(content) = operation
-                    .pointer_mut("/requestBody/content")
-                    .and_then(Value::as_object_mut)
-                else {
-                    continue;
-                };
-                let schema_ref = |kind: &str| content.get(kind)?.pointer("/schema/$ref").cloned();
-                let (Some(json_ref), Some(form_ref)) = (schema_ref(JSON), schema_ref(FORM)) else {
-                    continue;
-                };
-                if json_ref != form_ref {
-                    continue;
-                }
-                let Some(name) = json_ref
-                    .as_str()
-                    .and_then(|r| r.strip_prefix("#/components/schemas/"))
-                    .map(str::to_owned)
-                else {
-                    continue;
-                };
-                let Some(schema) = components.get(&name) else {
-                    continue;
-                };
-                let form_name = format!("{name}Form");
-                forms
-                    .entry(form_name.clone())
-                    .or_insert_with(|| form_schema(schema));
-                // JSON first: a generator that offers one of the two picks
-                // the first, and JSON carries every parameter.
-                let json_body = content.remove(JSON);
-                content.remove(FORM);
-                let mut ordered = Map::new();
-                if let Some(json_body) = json_body {
-                    ordered.insert(JSON.to_owned(), json_body);
-                }
-                ordered.insert(
-                    FORM.to_owned(),
-                    json!({ "schema": { "$ref": format!("#/components/schemas/{form_name}") } }),
-                );
-                *content = ordered;
-            }
+    for_each_operation(doc, |operation| {
+        let Some(content) = operation
+            .pointer_mut("/requestBody/content")
+            .and_then(Value::as_object_mut)
+        else {
+            return;
+        };
+        let schema_ref = |kind: &str| content.get(kind)?.pointer("/schema/$ref").cloned();
+        let (Some(json_ref), Some(form_ref)) = (schema_ref(JSON), schema_ref(FORM)) else {
+            return;
+        };
+        if json_ref != form_ref {
+            return;
         }
-    }
+        let Some(name) = json_ref
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .map(str::to_owned)
+        else {
+            return;
+        };
+        let Some(schema) = components.get(&name) else {
+            return;
+        };
+        let form_name = format!("{name}Form");
+        forms
+            .entry(form_name.clone())
+            .or_insert_with(|| form_schema(schema));
+        // JSON first: a generator that offers one of the two picks
+        // the first, and JSON carries every parameter.
+        let json_body = content.remove(JSON);
+        content.remove(FORM);
+        let mut ordered = Map::new();
+        if let Some(json_body) = json_body {
+            ordered.insert(JSON.to_owned(), json_body);
+        }
+        ordered.insert(
+            FORM.to_owned(),
+            json!({ "schema": { "$ref": format!("#/components/schemas/{form_name}") } }),
+        );
+        *content = ordered;
+    });
     if let Some(schemas) = doc
         .pointer_mut("/components/schemas")
         .and_then(Value::as_object_mut)
