@@ -153,7 +153,7 @@ impl From<&ConversationView> for ConversationDto {
 #[derive(Debug, ToSchema)]
 pub struct GroupMemberDto {
     pub contact: ContactDto,
-    /// `owner`, `admin` or `member`.
+    /// `owner` or `member`.
     #[schema(value_type = String)]
     pub role: String,
     /// When the contact joined the group (Unix seconds).

@@ -7,8 +7,11 @@
 //!   with lists under their bracketed keys (`contact_ids[]`) and without the
 //!   nested objects a flat form cannot name (`reactions`, `attachments`:
 //!   JSON only, as its description says). A generator then sends JSON with
-//!   the JSON model, and a form that this server reads with the form model.
+//!   the JSON model, and a form that this server reads with the form model;
+//! - the strings that take one of a few values list them (`enum`): event
+//!   types, a member's role.
 
+use confab_domain::{EventType, GroupRole};
 use serde_json::{json, Map, Value};
 
 const JSON: &str = "application/json";
@@ -18,7 +21,38 @@ const FORM: &str = "application/x-www-form-urlencoded";
 pub(super) fn refine(doc: &mut Value) {
     uuid_path_ids(doc);
     uuid_object_ids(doc);
+    enums(doc);
     split_form_bodies(doc);
+}
+
+/// The strings that take one of a few values say which (before the form
+/// schemas are derived, which keep them).
+fn enums(doc: &mut Value) {
+    let event_types: Vec<Value> = EventType::ALL
+        .iter()
+        .map(|t| Value::String(t.name().to_owned()))
+        .collect();
+    let roles: Vec<Value> = [GroupRole::Owner, GroupRole::Member]
+        .iter()
+        .map(|r| Value::String(r.as_str().to_owned()))
+        .collect();
+    let targets = [
+        ("/components/schemas/EventDto/properties/type", &event_types),
+        (
+            "/components/schemas/WebhookDto/properties/events/items",
+            &event_types,
+        ),
+        (
+            "/components/schemas/CreateWebhookIn/properties/events/items",
+            &event_types,
+        ),
+        ("/components/schemas/GroupMemberDto/properties/role", &roles),
+    ];
+    for (pointer, values) in targets {
+        if let Some(schema) = doc.pointer_mut(pointer).and_then(Value::as_object_mut) {
+            schema.insert("enum".to_owned(), Value::Array(values.clone()));
+        }
+    }
 }
 
 fn uuid() -> Value {
@@ -257,6 +291,30 @@ mod tests {
             .as_str()
             .expect("description")
             .contains("reactions only in JSON"));
+    }
+
+    #[test]
+    fn event_types_and_roles_are_enums() {
+        let mut doc = json!({"components": {"schemas": {
+            "EventDto": {"properties": {"type": {"type": "string"}}},
+            "CreateWebhookIn": {"properties": {"events": {"type": "array", "items": {"type": "string"}}}},
+            "GroupMemberDto": {"properties": {"role": {"type": "string"}}},
+        }}});
+        refine(&mut doc);
+        let schemas = &doc["components"]["schemas"];
+        let types = schemas["EventDto"]["properties"]["type"]["enum"]
+            .as_array()
+            .expect("enum");
+        assert_eq!(types.len(), EventType::ALL.len());
+        assert!(types.contains(&json!("message.created")));
+        assert_eq!(
+            schemas["CreateWebhookIn"]["properties"]["events"]["items"]["enum"],
+            schemas["EventDto"]["properties"]["type"]["enum"]
+        );
+        assert_eq!(
+            schemas["GroupMemberDto"]["properties"]["role"]["enum"],
+            json!(["owner", "member"])
+        );
     }
 
     #[test]
