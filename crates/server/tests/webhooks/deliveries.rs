@@ -52,14 +52,24 @@ pub(crate) fn attempts_are_listed_and_counted(store: Store) {
     });
     let delivered_event = receiver.got()[0].event_id.clone();
 
-    let (status, listed) = call(
-        port,
-        "GET",
-        &format!("/v1/admin/webhooks/{answered}/deliveries"),
-        &key,
-        &Value::Null,
-    );
-    assert_eq!(status, 200, "{listed}");
+    // The sender records an attempt once its answer is in: the receiver
+    // may have the delivery a moment before the record is committed.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let listed = loop {
+        let (status, listed) = call(
+            port,
+            "GET",
+            &format!("/v1/admin/webhooks/{answered}/deliveries"),
+            &key,
+            &Value::Null,
+        );
+        assert_eq!(status, 200, "{listed}");
+        let n = listed["data"].as_array().map_or(0, Vec::len);
+        if n >= 2 || std::time::Instant::now() > deadline {
+            break listed;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let rows: Vec<(u64, Value, Value)> = listed["data"]
         .as_array()
         .expect("data")
