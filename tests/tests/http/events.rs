@@ -122,6 +122,28 @@ impl Sse {
         }
     }
 
+    /// Asserts the stream ends (the server closes it) within `within` of
+    /// `since`, sending only comments meanwhile, or the contact's own
+    /// `contact.created`: made before the stream opened, but listed once
+    /// older transactions (of other tests too) ended, so delivered live.
+    pub(crate) async fn expect_end_within(&mut self, since: Instant, within: Duration) {
+        while let Some(frame) = self.frame(within + Duration::from_secs(1)).await {
+            assert!(
+                match &frame {
+                    Frame::Comment(_) => true,
+                    Frame::Event(e) => e.kind == "contact.created",
+                },
+                "{frame:?}"
+            );
+        }
+        assert!(self.ended, "the stream must end, not stall");
+        assert!(
+            since.elapsed() < within,
+            "ended {:?} after {within:?}",
+            since.elapsed()
+        );
+    }
+
     /// The next event within `within`, skipping comments.
     pub(crate) async fn event(&mut self, within: Duration) -> Option<Event> {
         let deadline = Instant::now() + within;

@@ -94,7 +94,8 @@ async fn events(
     };
     let service: &Confab = hub.service();
     if wants_json(req.headers()) {
-        if ticket.is_some() || ticket_given.is_some() {
+        // (A ticket that authenticated the request is this parameter.)
+        if ticket_given.is_some() {
             return Err(ApiError::unauthorized_because(
                 "a ticket opens the event stream only: read the list with your token",
             ));
