@@ -458,6 +458,22 @@ pub fn mentions(url: &str, backend: Backend, needles: &[&str]) -> Vec<String> {
     found
 }
 
+/// Runs `sql` (statements without results) on the database at `url`: for a
+/// test that moves the clock of stored rows (a deadline passed), which the
+/// API cannot.
+pub fn execute(url: &str, backend: Backend, sql: &str) {
+    match backend {
+        Backend::Postgres => PgConnection::establish(url)
+            .expect("connect")
+            .batch_execute(sql)
+            .expect("execute"),
+        Backend::Sqlite => SqliteConnection::establish(url)
+            .expect("open")
+            .batch_execute(sql)
+            .expect("execute"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::with_database;

@@ -21,7 +21,55 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub service: Confab,
     pub backend: Backend,
+    /// Where this server keeps uploaded files: a folder of its own, or
+    /// (with `CONFAB_TEST_STORAGE_URL`, e.g. `s3://bucket/prefix`) a
+    /// prefix of its own under that URL.
+    pub files: TestFiles,
     _db: TestDb,
+}
+
+/// A test server's file storage.
+pub struct TestFiles {
+    /// The `CONFAB_STORAGE_URL` it was opened with.
+    pub url: String,
+    /// The folder, when local (removed with it).
+    pub dir: Option<tempfile::TempDir>,
+}
+
+impl TestFiles {
+    /// A folder of its own, or a prefix of its own under
+    /// `CONFAB_TEST_STORAGE_URL`.
+    pub fn new() -> Self {
+        match std::env::var("CONFAB_TEST_STORAGE_URL") {
+            Ok(url) if !url.is_empty() => Self {
+                url: format!(
+                    "{}/{}",
+                    url.trim_end_matches('/'),
+                    uuid::Uuid::now_v7().simple()
+                ),
+                dir: None,
+            },
+            _ => {
+                let dir = tempfile::tempdir().expect("a folder for the files");
+                Self {
+                    url: dir.path().display().to_string(),
+                    dir: Some(dir),
+                }
+            }
+        }
+    }
+
+    /// The storage, opened as `confab serve` opens it.
+    pub fn open(&self) -> confab_files::ObjectFiles {
+        confab_files::ObjectFiles::from_url(&self.url, std::path::Path::new("confab-files"))
+            .expect("open the file storage")
+    }
+}
+
+impl Default for TestFiles {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// A contact with a live token.
@@ -160,10 +208,14 @@ impl TestApp {
             Backend::Sqlite => TestDb::sqlite(),
         };
         let config = crate::db::app_database(&db);
+        let files = TestFiles::new();
+        let storage = std::sync::Arc::new(files.open());
         let service = tokio::task::spawn_blocking(move || {
             let opened =
-                open_service_waiting(&config, Duration::ZERO, None, Synchronous::default());
-            shape(opened.expect("open store"))
+                open_service_waiting(&config, Duration::ZERO, None, Synchronous::default())
+                    .expect("open store")
+                    .with_files(storage, confab_service::DEFAULT_MAX_UPLOAD_BYTES);
+            shape(opened)
         })
         .await
         .expect("join");
@@ -182,6 +234,7 @@ impl TestApp {
                 .expect("client"),
             service,
             backend,
+            files,
             _db: db,
         };
         (app, metrics_port)
@@ -400,4 +453,78 @@ pub fn encode_form(pairs: &[(&str, &str)]) -> String {
         .map(|(k, v)| format!("{}={}", enc(k, true), enc(v, false)))
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// One part of a `multipart/form-data` body: its name, its filename, its
+/// declared type, its bytes.
+pub type Part<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
+
+/// The boundary [`multipart`] separates parts with.
+pub const BOUNDARY: &str = "confab-test-boundary-7d1f";
+
+/// A `multipart/form-data` body of `parts`, and its content type.
+pub fn multipart(parts: &[Part<'_>]) -> (String, Vec<u8>) {
+    let mut body = Vec::new();
+    for (name, filename, content_type, bytes) in parts {
+        body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
+        let mut disposition = format!("Content-Disposition: form-data; name=\"{name}\"");
+        if let Some(f) = filename {
+            disposition.push_str(&format!("; filename=\"{f}\""));
+        }
+        body.extend_from_slice(disposition.as_bytes());
+        body.extend_from_slice(b"\r\n");
+        if let Some(t) = content_type {
+            body.extend_from_slice(format!("Content-Type: {t}\r\n").as_bytes());
+        }
+        body.extend_from_slice(b"\r\n");
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={BOUNDARY}"), body)
+}
+
+impl TestApp {
+    /// Uploads `bytes` as `filename` (`POST /v1/attachments`).
+    pub async fn upload(&self, user: &User, filename: &str, bytes: &[u8]) -> Resp {
+        let (content_type, body) = multipart(&[(
+            "file",
+            Some(filename),
+            Some("application/octet-stream"),
+            bytes,
+        )]);
+        self.send(
+            Method::POST,
+            "/v1/attachments",
+            Some(&user.token),
+            Some((&content_type, body)),
+            &[],
+        )
+        .await
+    }
+
+    /// Whether the storage holds the file of attachment `id`.
+    pub async fn file_exists(&self, id: &str) -> bool {
+        use confab_ports::FileStorage as _;
+        let id: confab_domain::AttachmentId = id.parse().expect("an attachment id");
+        match self.files.open().open(id, None).await {
+            Ok(_) => true,
+            Err(confab_ports::StoreError::NotFound) => false,
+            Err(e) => panic!("the storage failed: {e}"),
+        }
+    }
+
+    /// The names in the storage's folder, when it is local (every file,
+    /// also one half-written).
+    pub fn stored_files(&self) -> Vec<String> {
+        let Some(dir) = &self.files.dir else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("read the files folder")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
 }

@@ -50,6 +50,11 @@ pub enum Field {
     FileType,
     /// An attachment's size in bytes.
     FileSize,
+    /// An uploaded file's bytes.
+    File,
+    /// The upload attached as the message's attachment at this place
+    /// (counting from 0 in the order given).
+    Upload(usize),
     /// Reactions to a message: their names and who reacted.
     Reactions,
     /// A contact's username.
@@ -107,6 +112,8 @@ impl fmt::Display for Field {
             Self::Filename => "attachment filename",
             Self::FileType => "attachment file type",
             Self::FileSize => "attachment file size",
+            Self::File => "file",
+            Self::Upload(_) => "upload to attach",
             Self::Reactions => "reactions",
             Self::Username => "username",
             Self::PhoneNumber => "phone number",
@@ -192,6 +199,13 @@ pub enum Rule {
     CursorNotInList,
     /// An event id that is unknown or older than the events kept.
     EventNotKept,
+    /// An upload that is not the caller's own, or already attached.
+    NotAttachable,
+    /// A URL whose host is a private, loopback, link-local or otherwise
+    /// reserved address.
+    PrivateAddress,
+    /// A message with neither text nor attachments.
+    NoContent,
 }
 
 impl fmt::Display for Rule {
@@ -239,6 +253,13 @@ impl fmt::Display for Rule {
             Self::EventNotKept => {
                 f.write_str("must be a known event, not older than the events kept")
             }
+            Self::NotAttachable => {
+                f.write_str("must be the id of an upload of your own that is not attached yet")
+            }
+            Self::PrivateAddress => f.write_str(
+                "must not name a private, loopback, link-local or otherwise reserved address",
+            ),
+            Self::NoContent => f.write_str("is required unless the message has attachments"),
         }
     }
 }

@@ -72,8 +72,14 @@ pub enum EventType {
     GroupUpdated,
     /// `group.deleted`: a group is gone.
     GroupDeleted,
-    /// `attachment.created`: an attachment was added to a message.
+    /// `attachment.created`: a file was uploaded, or an attachment was
+    /// added to a message.
     AttachmentCreated,
+    /// `attachment.updated`: an attachment was renamed.
+    AttachmentUpdated,
+    /// `attachment.deleted`: an attachment is gone (deleted, or an upload
+    /// never attached expired).
+    AttachmentDeleted,
 }
 
 impl EventType {
@@ -89,7 +95,7 @@ impl EventType {
     /// assert_eq!("message.created".parse(), Ok(EventType::MessageCreated));
     /// assert!("Message.Created".parse::<EventType>().is_err());
     /// ```
-    pub const ALL: [EventType; 12] = [
+    pub const ALL: [EventType; 14] = [
         Self::ContactCreated,
         Self::ContactUpdated,
         Self::ConversationCreated,
@@ -102,6 +108,8 @@ impl EventType {
         Self::GroupUpdated,
         Self::GroupDeleted,
         Self::AttachmentCreated,
+        Self::AttachmentUpdated,
+        Self::AttachmentDeleted,
     ];
 
     /// The event's name, `<object>.<change>`.
@@ -119,6 +127,8 @@ impl EventType {
             Self::GroupUpdated => "group.updated",
             Self::GroupDeleted => "group.deleted",
             Self::AttachmentCreated => "attachment.created",
+            Self::AttachmentUpdated => "attachment.updated",
+            Self::AttachmentDeleted => "attachment.deleted",
         }
     }
 
@@ -126,7 +136,10 @@ impl EventType {
     pub const fn is_deletion(self) -> bool {
         matches!(
             self,
-            Self::ConversationDeleted | Self::MessageDeleted | Self::GroupDeleted
+            Self::ConversationDeleted
+                | Self::MessageDeleted
+                | Self::GroupDeleted
+                | Self::AttachmentDeleted
         )
     }
 }
@@ -300,6 +313,22 @@ pub fn message_updated(
         )
     }));
     events
+}
+
+/// An attachment uploaded, renamed or deleted (`kind`): one event for
+/// whoever can see it: its conversation's members once it is attached,
+/// else its uploader alone. For a deletion, the audience just before it.
+pub fn attachment_changed(
+    change: Change,
+    mut ids: impl FnMut() -> EventId,
+    kind: EventType,
+    attachment: &crate::Attachment,
+) -> Vec<Event> {
+    let audience = match attachment.conversation_id {
+        Some(c) => Audience::ConversationMembers(c),
+        None => Audience::Contact(attachment.uploader),
+    };
+    vec![change.event(ids(), kind, Subject::Attachment(attachment.id), audience)]
 }
 
 /// A message deleted: `message.deleted` (`{"id"}`) for the members it had.

@@ -21,18 +21,19 @@ pub use conversation::{
 };
 pub use error::{DomainError, Field, Rule};
 pub use event::{
-    contact_created, contact_updated, conversation_created, conversation_deleted,
-    conversation_opened, conversation_updated, group_created, group_deleted, group_updated,
-    message_deleted, message_sent, message_updated, Audience, Change, Event, EventId, EventType,
-    ParseEventTypeError, Subject,
+    attachment_changed, contact_created, contact_updated, conversation_created,
+    conversation_deleted, conversation_opened, conversation_updated, group_created, group_deleted,
+    group_updated, message_deleted, message_sent, message_updated, Audience, Change, Event,
+    EventId, EventType, ParseEventTypeError, Subject,
 };
 pub use group::{
     check_list, Group, GroupMember, GroupParts, GroupRole, DEFAULT_MAX_GROUP_MEMBERS, FIRST_MEMBERS,
 };
 pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId, ParseIdError};
 pub use message::{
-    check_attachment_count, check_reaction_name_count, Attachment, Message, MessageParts,
-    NewAttachment, Reaction, Reactor, MAX_ATTACHMENTS, MAX_REACTION_NAMES,
+    check_attachment_count, check_message_content, check_reaction_name_count, AddAttachment,
+    Attachment, ContentDigest, FileSource, Message, MessageParts, NewAttachment, Reaction, Reactor,
+    MAX_ATTACHMENTS, MAX_REACTION_NAMES,
 };
 pub use page::{Cursor, Page, PageLimit, Paged};
 pub use time::Timestamp;

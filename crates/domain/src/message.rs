@@ -8,7 +8,62 @@ pub const MAX_ATTACHMENTS: usize = 10;
 /// At most this many distinct reaction names on one message.
 pub const MAX_REACTION_NAMES: usize = 32;
 
-/// A file attached to a message (the bytes live at `file_url`).
+/// Where an attachment's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileSource {
+    /// At a URL the sender gave; confab never fetches it.
+    Link(FileUrl),
+    /// Uploaded to confab, which keeps the bytes under the attachment's id
+    /// and knows their SHA-256.
+    Stored(ContentDigest),
+}
+
+/// The SHA-256 of a stored file's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ContentDigest([u8; 32]);
+
+impl ContentDigest {
+    /// The digest whose bytes are `bytes`.
+    pub const fn new(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The digest written as 64 lower-case hex digits, if `hex` is one.
+    ///
+    /// ```
+    /// use confab_domain::ContentDigest;
+    ///
+    /// let d = ContentDigest::new([0xab; 32]);
+    /// assert_eq!(ContentDigest::from_hex(&d.to_hex()), Some(d));
+    /// assert_eq!(ContentDigest::from_hex("ab"), None);
+    /// ```
+    pub fn from_hex(hex: &str) -> Option<Self> {
+        if hex.len() != 64 || !hex.is_ascii() {
+            return None;
+        }
+        let mut out = [0_u8; 32];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+        }
+        Some(Self(out))
+    }
+
+    /// 64 lower-case hex digits.
+    pub fn to_hex(&self) -> String {
+        use std::fmt::Write as _;
+        self.0.iter().fold(String::with_capacity(64), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    }
+
+    /// The digest's bytes.
+    pub const fn bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+/// A file: attached to a message, or uploaded and not attached yet.
 ///
 /// Its fields are public: each is a validated value or an id, and no rule
 /// ties them to each other. That it belongs to the message carrying it is
@@ -17,18 +72,32 @@ pub const MAX_REACTION_NAMES: usize = 32;
 pub struct Attachment {
     /// Never changes.
     pub id: AttachmentId,
-    /// The message it belongs to.
-    pub message_id: MessageId,
+    /// The message it belongs to; `None` for an upload not attached yet.
+    pub message_id: Option<MessageId>,
+    /// The conversation of that message; `None` with it.
+    pub conversation_id: Option<ConversationId>,
+    /// Who added it: the uploader, or the sender who attached it by URL.
+    /// Only they may rename or delete it.
+    pub uploader: ContactId,
     /// The file's name, as the sender gave it.
     pub filename: Filename,
-    /// Where the bytes live; confab never fetches them.
-    pub file_url: FileUrl,
-    /// The file's MIME type.
+    /// Where the bytes are.
+    pub source: FileSource,
+    /// The file's MIME type: as the sender gave it for a link, detected
+    /// from the bytes for an upload.
     pub file_type: FileType,
-    /// The file's size, when the sender gave it.
+    /// The file's size: when the sender gave it for a link, always for an
+    /// upload.
     pub file_size: Option<FileSize>,
     /// When it was added.
     pub created_at: Timestamp,
+}
+
+impl Attachment {
+    /// Whether confab stores its bytes (an upload).
+    pub fn is_stored(&self) -> bool {
+        matches!(self.source, FileSource::Stored(_))
+    }
 }
 
 /// An attachment as submitted, before it has an id.
@@ -39,7 +108,7 @@ pub struct Attachment {
 pub struct NewAttachment {
     /// See [`Attachment::filename`].
     pub filename: Filename,
-    /// See [`Attachment::file_url`].
+    /// Where the bytes live; confab never fetches them.
     pub file_url: FileUrl,
     /// See [`Attachment::file_type`].
     pub file_type: FileType,
@@ -48,18 +117,44 @@ pub struct NewAttachment {
 }
 
 impl NewAttachment {
-    /// The attachment this becomes once attached to message `message_id`
-    /// as `id`, at `at`.
+    /// The attachment this becomes once `sender` attaches it to message
+    /// `message_id` of `conversation_id` as `id`, at `at`.
     #[must_use]
-    pub fn attach(self, id: AttachmentId, message_id: MessageId, at: Timestamp) -> Attachment {
+    pub fn attach(
+        self,
+        id: AttachmentId,
+        (message_id, conversation_id): (MessageId, ConversationId),
+        sender: ContactId,
+        at: Timestamp,
+    ) -> Attachment {
         Attachment {
             id,
-            message_id,
+            message_id: Some(message_id),
+            conversation_id: Some(conversation_id),
+            uploader: sender,
             filename: self.filename,
-            file_url: self.file_url,
+            source: FileSource::Link(self.file_url),
             file_type: self.file_type,
             file_size: self.file_size,
             created_at: at,
+        }
+    }
+}
+
+/// One of the attachments a send or an edit adds, in the order given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddAttachment {
+    /// A new attachment by URL, with the id it gets.
+    Link(AttachmentId, NewAttachment),
+    /// The caller's own upload, not attached yet.
+    Upload(AttachmentId),
+}
+
+impl AddAttachment {
+    /// The attachment's id.
+    pub fn id(&self) -> AttachmentId {
+        match self {
+            Self::Link(id, _) | Self::Upload(id) => *id,
         }
     }
 }
@@ -193,7 +288,7 @@ impl Message {
     ///
     /// ```
     /// use confab_domain::{
-    ///     Attachment, AttachmentId, AvatarUrl, Contact, ContactParts, DomainError, Field,
+    ///     Attachment, AttachmentId, AvatarUrl, Contact, ContactParts, DomainError, Field, FileSource,
     ///     FileType, FileUrl, Filename, Message, MessageParts, MessageText, PhoneNumber, Rule,
     ///     Timestamp, Username,
     /// };
@@ -214,9 +309,11 @@ impl Message {
     ///     let page = |n: u128| -> Result<Attachment, DomainError> {
     ///         Ok(Attachment {
     ///             id: AttachmentId::from_uuid(uuid::Uuid::from_u128(n)),
-    ///             message_id: id,
+    ///             message_id: Some(id),
+    ///             conversation_id: Some(chat),
+    ///             uploader: alice.id(),
     ///             filename: Filename::new(format!("page-{n}.png"))?,
-    ///             file_url: FileUrl::new(format!("https://files.example/{n}"))?,
+    ///             source: FileSource::Link(FileUrl::new(format!("https://files.example/{n}"))?),
     ///             file_type: FileType::new("image/png".into())?,
     ///             file_size: None,
     ///             created_at: now,
@@ -246,7 +343,9 @@ impl Message {
     /// ```
     pub fn new(parts: MessageParts) -> Result<Self, DomainError> {
         check_attachment_count(parts.attachments.len())?;
-        if parts.attachments.iter().any(|a| a.message_id != parts.id) {
+        if parts.attachments.iter().any(|a| {
+            a.message_id != Some(parts.id) || a.conversation_id != Some(parts.conversation_id)
+        }) {
             return Err(DomainError::breaks(
                 Field::Attachments,
                 Rule::OfAnotherMessage,
@@ -470,6 +569,28 @@ pub fn check_attachment_count(total: usize) -> Result<(), DomainError> {
     Ok(())
 }
 
+/// The rule on a new message's content: text, attachments, or both. A
+/// message without text ([`MessageText::none`]) needs at least one
+/// attachment.
+///
+/// # Errors
+///
+/// [`DomainError::Invalid`] on [`Field::MessageText`] with
+/// [`Rule::NoContent`] when `text` is none and `attachments` is 0.
+///
+/// ```
+/// use confab_domain::{check_message_content, MessageText};
+///
+/// assert!(check_message_content(&MessageText::none(), 1).is_ok());
+/// assert!(check_message_content(&MessageText::none(), 0).is_err());
+/// ```
+pub fn check_message_content(text: &MessageText, attachments: usize) -> Result<(), DomainError> {
+    if text.is_none() && attachments == 0 {
+        return Err(DomainError::breaks(Field::MessageText, Rule::NoContent));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,9 +641,11 @@ mod tests {
     fn attachment(n: u128) -> Attachment {
         Attachment {
             id: AttachmentId::from_uuid(Uuid::from_u128(n)),
-            message_id: MessageId::from_uuid(Uuid::from_u128(77)),
+            message_id: Some(MessageId::from_uuid(Uuid::from_u128(77))),
+            conversation_id: Some(ConversationId::from_uuid(Uuid::from_u128(9))),
+            uploader: ContactId::from_uuid(Uuid::from_u128(1)),
             filename: Filename::new("a".into()).expect("valid"),
-            file_url: FileUrl::new("https://x.example/a".into()).expect("valid"),
+            source: FileSource::Link(FileUrl::new("https://x.example/a".into()).expect("valid")),
             file_type: FileType::octet_stream(),
             file_size: None,
             created_at: Timestamp::from_secs(0),
@@ -632,7 +755,7 @@ mod tests {
             breaks(Field::Attachments, Rule::TooManyAttachments { max: 10 })
         );
         let mut elsewhere = attachment(1);
-        elsewhere.message_id = MessageId::from_uuid(Uuid::from_u128(78));
+        elsewhere.message_id = Some(MessageId::from_uuid(Uuid::from_u128(78)));
         assert_eq!(
             Message::new(MessageParts {
                 attachments: vec![attachment(0), elsewhere],

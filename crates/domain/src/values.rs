@@ -132,6 +132,20 @@ impl MessageText {
         }
         Ok(Self(raw))
     }
+
+    /// No text: the text of a message that is only its attachments (a
+    /// photo without a caption), written `""`. [`check_message_content`]
+    /// says when a message may have it.
+    ///
+    /// [`check_message_content`]: crate::check_message_content
+    pub fn none() -> Self {
+        Self(String::new())
+    }
+
+    /// Whether this is [`Self::none`].
+    pub fn is_none(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 string_value!(
@@ -262,6 +276,13 @@ string_value!(
     Filename
 );
 impl Filename {
+    /// Whether the name holds a `\\`, which names a folder on some systems:
+    /// an upload's name may not ([`Filename::new`] allows it for a link's
+    /// name, as it always did).
+    pub fn has_backslash(&self) -> bool {
+        self.0.contains('\\')
+    }
+
     /// Checks `raw`; no `/`, so that it can never name a path.
     ///
     /// # Errors

@@ -18,10 +18,10 @@
 
 use async_trait::async_trait;
 use confab_domain::{
-    AttachmentId, AvatarUrl, Contact, ContactId, ContactProfilePatch, Conversation, ConversationId,
-    ConversationView, DomainError, Group, GroupDescription, GroupId, GroupMember, GroupName,
-    MemberStatePatch, Message, MessageId, MessageText, NewAttachment, Page, Paged,
-    PinnedMessageChange, ReactionName, Timestamp,
+    AddAttachment, AvatarUrl, Contact, ContactId, ContactProfilePatch, Conversation,
+    ConversationId, ConversationView, DomainError, Group, GroupDescription, GroupId, GroupMember,
+    GroupName, MemberStatePatch, Message, MessageId, MessageText, Page, Paged, PinnedMessageChange,
+    ReactionName, Timestamp,
 };
 use uuid::Uuid;
 
@@ -34,6 +34,14 @@ pub use events::{
 };
 #[cfg(feature = "mocks")]
 pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};
+mod attachments;
+#[cfg(feature = "mocks")]
+pub use attachments::MockAttachmentStore;
+pub use attachments::{AttachmentFilter, AttachmentStore};
+mod files;
+pub use files::{ByteRange, FileReader, FileStorage, FileWriter};
+#[cfg(feature = "mocks")]
+pub use files::{MockFileReader, MockFileStorage, MockFileWriter};
 mod webhooks;
 pub use webhooks::*;
 mod wakeups;
@@ -519,9 +527,12 @@ pub struct NewMessage {
     pub sender: Contact,
     /// What the message says.
     pub text: MessageText,
-    /// Its attachments with their new ids, kept in this order; at most
+    /// Its attachments, kept in this order: new ones by URL with their
+    /// new ids, and the sender's own uploads, which the store attaches
+    /// (refusing, as `Rule` on `Field::Upload(i)`, one that is not the
+    /// sender's or is attached already); at most
     /// [`confab_domain::MAX_ATTACHMENTS`].
-    pub attachments: Vec<(AttachmentId, NewAttachment)>,
+    pub attachments: Vec<AddAttachment>,
     /// When it was sent: the message's and its attachments' `created_at`,
     /// and the conversation's new `last_active_at`.
     pub created_at: Timestamp,
@@ -538,8 +549,9 @@ pub struct MessageChange {
     /// The caller: it reacts, and it must (still) be a member of the
     /// message's conversation.
     pub reactor: ContactId,
-    /// Appended after the existing attachments, in this order.
-    pub add_attachments: Vec<(AttachmentId, NewAttachment)>,
+    /// Appended after the existing attachments, in this order (uploads as
+    /// in [`NewMessage::attachments`]).
+    pub add_attachments: Vec<AddAttachment>,
     /// Becomes `updated_at` if anything actually changed.
     pub at: Timestamp,
 }
@@ -996,6 +1008,7 @@ pub trait Store:
     + TokenStore
     + ConversationStore
     + MessageStore
+    + AttachmentStore
     + GroupStore
     + IdempotencyStore
     + WebhookStore
@@ -1008,6 +1021,7 @@ impl<T> Store for T where
         + TokenStore
         + ConversationStore
         + MessageStore
+        + AttachmentStore
         + GroupStore
         + IdempotencyStore
         + WebhookStore

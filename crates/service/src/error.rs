@@ -38,6 +38,10 @@ pub enum ServiceError {
     /// request did not run; without a key it would.
     #[error("at most {max} new idempotency keys a day")]
     IdempotencyQuota { max: u32, retry_after_secs: u64 },
+    /// An upload passed the largest size allowed, `max` bytes; nothing of
+    /// it was kept.
+    #[error("the file is larger than {max} bytes")]
+    TooLarge { max: u64 },
     /// The store cannot be reached; trying again later may succeed.
     #[error("the store is unavailable")]
     Unavailable(#[source] StoreError),

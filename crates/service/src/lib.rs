@@ -15,6 +15,8 @@ mod contacts;
 mod conversations;
 mod error;
 mod events;
+pub mod file_type;
+mod files;
 mod groups;
 mod idempotency;
 mod keys;
@@ -32,6 +34,7 @@ use confab_ports::{Clock, IdGenerator, Outbox, Store};
 use uuid::Uuid;
 
 pub use auth::MintedToken;
+pub use confab_ports::{AttachmentFilter, ByteRange, FileReader, FileStorage, FileWriter};
 pub use confab_ports::{
     ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
     WithBudget,
@@ -42,13 +45,14 @@ pub use contacts::PUSH_RECIPIENTS_MAX;
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
 pub use events::{FanOutBatch, FanOutEvent, FanOutLimits, StreamToken};
+pub use files::{Upload, DEFAULT_MAX_UPLOAD_BYTES, UPLOAD_TTL_SECS};
 pub use groups::{GroupUpdate, NewGroupRequest};
 pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, DEFAULT_KEYS_PER_DAY, KEY_TTL_SECS,
     LEASE_SECS,
 };
 pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
-pub use messages::{MessageUpdate, SendMessage};
+pub use messages::{AttachmentInput, MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;
 pub use tickets::{is_ticket, Ticket, TicketCaller, TICKET_PREFIX, TICKET_TTL_SECS};
 pub use webhooks::*;
@@ -61,6 +65,7 @@ pub struct Ports {
     pub tokens: Arc<dyn confab_ports::TokenStore>,
     pub conversations: Arc<dyn confab_ports::ConversationStore>,
     pub messages: Arc<dyn confab_ports::MessageStore>,
+    pub attachments: Arc<dyn confab_ports::AttachmentStore>,
     pub groups: Arc<dyn confab_ports::GroupStore>,
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub webhooks: Arc<dyn confab_ports::WebhookStore>,
@@ -122,6 +127,7 @@ impl Ports {
             tokens: store.clone(),
             conversations: store.clone(),
             messages: store.clone(),
+            attachments: store.clone(),
             groups: store.clone(),
             idempotency: store.clone(),
             webhooks: store.clone(),
@@ -149,6 +155,10 @@ pub struct Confab {
     /// The most members a group may have (see
     /// [`Confab::with_max_group_members`]).
     max_group_members: u64,
+    /// Where uploaded files' bytes are (see [`Confab::with_files`]).
+    files: Arc<dyn FileStorage>,
+    /// The largest upload, in bytes.
+    max_upload_bytes: u64,
     /// The storage ports again, on handles of the store that share a
     /// request's budget (see [`Confab::within`]); `None`: no budgets.
     budgeted: Option<Arc<BudgetedPorts>>,
@@ -167,8 +177,38 @@ impl Confab {
             keys: Arc::default(),
             keys_per_day: Some(DEFAULT_KEYS_PER_DAY),
             max_group_members: confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
+            files: Arc::new(files::NoFiles),
+            max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
             budgeted: None,
         }
+    }
+
+    /// Keeps uploaded files in `files`, each at most `max_upload_bytes`
+    /// (API.md section 15, `CONFAB_STORAGE_URL`,
+    /// `CONFAB_MAX_UPLOAD_BYTES`). Without it, uploads are refused as
+    /// unavailable.
+    #[must_use]
+    pub fn with_files(mut self, files: Arc<dyn FileStorage>, max_upload_bytes: u64) -> Self {
+        self.files = files;
+        self.max_upload_bytes = max_upload_bytes;
+        self
+    }
+
+    /// Uploads of at most `max` bytes (the storage kept).
+    #[must_use]
+    pub fn with_max_upload_bytes(mut self, max: u64) -> Self {
+        self.max_upload_bytes = max;
+        self
+    }
+
+    /// The service with event payloads rendered by `render` (the server
+    /// renders per request: a file's link names the host it was asked
+    /// on).
+    #[must_use]
+    pub fn rendering(&self, render: Arc<dyn PayloadRenderer>) -> Self {
+        let mut service = self.clone();
+        service.ports.render = render;
+        service
     }
 
     /// Lets each request's store calls share a budget ([`Confab::within`]):

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use confab_domain::{
-    message_deleted, message_sent, message_updated, AttachmentId, Change, Contact, ConversationId,
-    Field, Message, MessageId, MessageText, NewAttachment, Page, Paged, ReactionName,
+    check_message_content, message_deleted, message_sent, message_updated, AddAttachment,
+    AttachmentId, Change, Contact, ConversationId, Field, Message, MessageId, MessageText,
+    NewAttachment, Page, Paged, ReactionName,
 };
 use confab_ports::{Completion, MessageChange, NewMessage, Outbox, PayloadRenderer, StoreError};
 
@@ -15,8 +16,18 @@ use crate::{Confab, ServiceError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendMessage {
     pub conversation_id: ConversationId,
+    /// [`MessageText::none`] for a message that is only its attachments.
     pub text: MessageText,
-    pub attachments: Vec<NewAttachment>,
+    pub attachments: Vec<AttachmentInput>,
+}
+
+/// One attachment of a send or an edit, as the caller gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttachmentInput {
+    /// A file at a URL.
+    Link(NewAttachment),
+    /// The caller's own upload, not attached yet.
+    Upload(AttachmentId),
 }
 
 /// The attributes of a message update; empty fields change nothing.
@@ -26,7 +37,7 @@ pub struct MessageUpdate {
     /// Reaction names, each with the usernames asked to react with it, in
     /// the order submitted.
     pub reactions: Vec<(ReactionName, Vec<String>)>,
-    pub attachments: Vec<NewAttachment>,
+    pub attachments: Vec<AttachmentInput>,
 }
 
 impl MessageUpdate {
@@ -36,10 +47,15 @@ impl MessageUpdate {
 }
 
 impl Confab {
-    fn with_ids(&self, attachments: Vec<NewAttachment>) -> Vec<(AttachmentId, NewAttachment)> {
+    fn with_ids(&self, attachments: Vec<AttachmentInput>) -> Vec<AddAttachment> {
         attachments
             .into_iter()
-            .map(|a| (AttachmentId::from_uuid(self.new_uuid()), a))
+            .map(|a| match a {
+                AttachmentInput::Link(a) => {
+                    AddAttachment::Link(AttachmentId::from_uuid(self.new_uuid()), a)
+                }
+                AttachmentInput::Upload(id) => AddAttachment::Upload(id),
+            })
             .collect()
     }
 
@@ -88,6 +104,7 @@ impl Confab {
         // No read first: the store checks membership inside the write, so a
         // member removed meanwhile cannot post, and the send is one
         // transaction.
+        check_message_content(&send.text, send.attachments.len())?;
         let now = self.now();
         let message = NewMessage {
             id: MessageId::from_uuid(self.new_uuid()),
@@ -184,7 +201,11 @@ impl Confab {
             add_attachments: self.with_ids(update.attachments),
             at: now,
         };
-        let appended: Vec<AttachmentId> = change.add_attachments.iter().map(|(a, _)| *a).collect();
+        let appended: Vec<AttachmentId> = change
+            .add_attachments
+            .iter()
+            .map(AddAttachment::id)
+            .collect();
         // The store writes them only if it finds something to change (a
         // racing request may have added the same reaction first).
         let events = message_updated(

@@ -8,10 +8,10 @@
 //! into an entity.
 
 use confab_domain::{
-    Attachment, AttachmentId, AvatarUrl, Contact, ContactId, ContactParts, Conversation,
-    ConversationId, ConversationKind, ConversationParts, FileSize, FileType, FileUrl, Filename,
-    GroupId, MemberState, Message, MessageId, MessageParts, MessageText, PhoneNumber, Reaction,
-    ReactionName, Reactor, Timestamp, Username,
+    Attachment, AttachmentId, AvatarUrl, Contact, ContactId, ContactParts, ContentDigest,
+    Conversation, ConversationId, ConversationKind, ConversationParts, FileSize, FileSource,
+    FileType, FileUrl, Filename, GroupId, MemberState, Message, MessageId, MessageParts,
+    MessageText, PhoneNumber, Reaction, ReactionName, Reactor, Timestamp, Username,
 };
 use diesel::backend::Backend;
 use diesel::expression::{
@@ -533,23 +533,68 @@ pub struct NewReactionRow {
 #[cfg_attr(feature = "sqlite", diesel(check_for_backend(diesel::sqlite::Sqlite)))]
 pub struct AttachmentRow {
     pub id: DbId,
-    pub message_id: DbId,
+    pub message_id: Option<DbId>,
     pub seq: i32,
     pub filename: String,
-    pub file_url: String,
+    pub file_url: Option<String>,
     pub file_type: String,
     pub file_size: Option<i64>,
     pub created_at: i64,
+    pub uploader_id: DbId,
+    pub conversation_id: Option<DbId>,
+    pub content_sha256: Option<String>,
+}
+
+impl AttachmentRow {
+    /// The row of `a`, at place `seq` of its message (0 for an upload not
+    /// attached).
+    pub fn of(a: &Attachment, seq: i32) -> Self {
+        let (file_url, content_sha256) = match &a.source {
+            FileSource::Link(url) => (Some(url.as_str().to_owned()), None),
+            FileSource::Stored(digest) => (None, Some(digest.to_hex())),
+        };
+        Self {
+            id: a.id.db(),
+            message_id: a.message_id.map(|m| m.db()),
+            seq,
+            filename: a.filename.as_str().to_owned(),
+            file_url,
+            file_type: a.file_type.as_str().to_owned(),
+            file_size: a.file_size.map(FileSize::bytes),
+            created_at: a.created_at.micros(),
+            uploader_id: a.uploader.db(),
+            conversation_id: a.conversation_id.map(|c| c.db()),
+            content_sha256,
+        }
+    }
 }
 
 impl TryFrom<AttachmentRow> for Attachment {
     type Error = Error;
     fn try_from(r: AttachmentRow) -> Result<Self, Error> {
+        let id = AttachmentId::from_uuid(r.id.uuid());
+        let source = match (r.file_url, r.content_sha256) {
+            (Some(url), None) => {
+                FileSource::Link(FileUrl::new(url).map_err(|e| corrupt("file_url", e))?)
+            }
+            (None, Some(hex)) => {
+                FileSource::Stored(ContentDigest::from_hex(&hex).ok_or_else(|| {
+                    inconsistent(format!("attachment {id} has an unreadable digest"))
+                })?)
+            }
+            _ => {
+                return Err(inconsistent(format!(
+                    "attachment {id} has not exactly one of a URL and stored bytes"
+                )))
+            }
+        };
         Ok(Self {
-            id: AttachmentId::from_uuid(r.id.uuid()),
-            message_id: message_id(r.message_id),
+            id,
+            message_id: r.message_id.map(message_id),
+            conversation_id: r.conversation_id.map(conversation_id),
+            uploader: contact_id(r.uploader_id),
             filename: Filename::new(r.filename).map_err(|e| corrupt("filename", e))?,
-            file_url: FileUrl::new(r.file_url).map_err(|e| corrupt("file_url", e))?,
+            source,
             file_type: FileType::new(r.file_type).map_err(|e| corrupt("file_type", e))?,
             file_size: r
                 .file_size
@@ -605,7 +650,13 @@ pub fn message(
         id,
         conversation_id: conversation_id(row.conversation_id),
         sender: Contact::try_from(sender)?,
-        text: MessageText::new(row.body).map_err(|e| corrupt("message text", e))?,
+        // A message that is only its attachments has no text (API.md
+        // section 15).
+        text: if row.body.is_empty() {
+            MessageText::none()
+        } else {
+            MessageText::new(row.body).map_err(|e| corrupt("message text", e))?
+        },
         reactions,
         attachments,
         read_at: row.read_at.map(ts),
@@ -626,8 +677,17 @@ pub struct RelationsJson {
 /// A reaction in [`RelationsJson`]: name, reactor's id, reactor's username.
 type ReactionJson = (String, String, String);
 /// An attachment in [`RelationsJson`]: id, filename, file URL, file type,
-/// size, creation time.
-type AttachmentJson = (String, String, String, String, Option<i64>, i64);
+/// size, creation time, uploader, stored bytes' digest.
+type AttachmentJson = (
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<i64>,
+    i64,
+    String,
+    Option<String>,
+);
 
 /// The two select columns of [`RelationsJson`] for the message whose id is
 /// the SQL expression `message` (e.g. `"messages"."id"`): its reactions in
@@ -654,12 +714,12 @@ pub fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, JsonColumn
         )),
         JsonColumn(S::json_rows(
             "attachment.id, attachment.filename, attachment.file_url, attachment.file_type, \
-             attachment.file_size, attachment.created_at",
+             attachment.file_size, attachment.created_at, attachment.uploader_id, \
+             attachment.content_sha256",
             ("attachments", "attachment"),
             &format!("attachment.message_id = {message}"),
-            // SQLite's name for the index of `attachments_message_id_seq_key`
-            // (the table's second unique constraint).
-            ("attachment.seq", "sqlite_autoindex_attachments_2"),
+            // On SQLite a named unique index since migration `files`.
+            ("attachment.seq", "attachments_message_id_seq_key"),
         )),
     )
 }
@@ -698,18 +758,23 @@ pub fn message_with(
     if let Some(json) = relations.attachments {
         let list: Vec<AttachmentJson> =
             serde_json::from_str(&json).map_err(|e| unreadable("attachments", e))?;
-        for (seq, (attachment, filename, file_url, file_type, file_size, created_at)) in
-            (0..).zip(list)
+        for (
+            seq,
+            (attachment, filename, file_url, file_type, file_size, created_at, uploader, digest),
+        ) in (0..).zip(list)
         {
             attachments.push(Attachment::try_from(AttachmentRow {
                 id: id(&attachment)?,
-                message_id: row.id,
+                message_id: Some(row.id),
                 seq,
                 filename,
                 file_url,
                 file_type,
                 file_size,
                 created_at,
+                uploader_id: id(&uploader)?,
+                conversation_id: Some(row.conversation_id),
+                content_sha256: digest,
             })?);
         }
     }

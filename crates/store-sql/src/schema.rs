@@ -186,13 +186,33 @@ diesel::table! {
 
     attachments (id) {
         id -> IdSql,
-        message_id -> IdSql,
+        message_id -> Nullable<IdSql>,
         seq -> Integer,
         filename -> Text,
-        file_url -> Text,
+        file_url -> Nullable<Text>,
         file_type -> Text,
         file_size -> Nullable<BigInt>,
         created_at -> BigInt,
+        uploader_id -> IdSql,
+        conversation_id -> Nullable<IdSql>,
+        content_sha256 -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    file_deletions (attachment_id) {
+        attachment_id -> IdSql,
+        due_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    server_secrets (name) {
+        name -> Text,
+        value -> Text,
     }
 }
 
@@ -362,6 +382,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     messages,
     reactions,
     attachments,
+    file_deletions,
+    server_secrets,
     idempotency_keys,
     events,
     event_recipients,

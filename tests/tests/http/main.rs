@@ -3,6 +3,7 @@
 //! One test binary (modules below) keeps link time down.
 
 mod admin;
+mod attachments;
 mod authorization;
 mod clients;
 mod contacts;

@@ -211,10 +211,16 @@ async fn the_live_server_answers_as_documented() {
             assert!(op.get("security").is_none(), "{method} {path}");
         }
 
-        // Bodies: both encodings, and only on POST and PUT.
+        // Bodies: both encodings (an upload: multipart), and only on POST
+        // and PUT.
         let content = &op["requestBody"]["content"];
+        let encodings: &[&str] = if method == "POST" && path == "/v1/attachments" {
+            &["multipart/form-data"]
+        } else {
+            &["application/x-www-form-urlencoded", "application/json"]
+        };
         if method == "POST" || method == "PUT" {
-            for ct in ["application/x-www-form-urlencoded", "application/json"] {
+            for ct in encodings {
                 assert!(
                     content.get(ct).is_some(),
                     "{method} {path} lacks a {ct} body"

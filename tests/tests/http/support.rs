@@ -230,3 +230,21 @@ pub(crate) async fn conversation_created(app: &TestApp, user: &User) -> String {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Polls `check` until it holds, for up to 5 s (events are listed once
+/// every older transaction has ended: a read right after a write may come
+/// too early); fails the test if it never does.
+pub(crate) async fn eventually<F, Fut>(mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(Instant::now() < deadline, "still not so after 5 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -16,8 +16,8 @@ use confab_ports::FanOutLimits;
 
 use crate::event_log::{by, ids, Events};
 use crate::support::{
-    at, attachment, change, contact, direct, group, group_conversation, new_id, new_message, rn,
-    text, S,
+    at, attachment, change, contact, direct, group, group_conversation, link_url, new_id,
+    new_message, rn, text, S,
 };
 
 /// Every payload each of `who` reads for each event: by catch-up
@@ -102,7 +102,7 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
     // file, edited, read (each an event of it); and one that stays.
     let mut doomed = new_message(&c, &alice, "the secret plan", at(2));
     doomed.attachments = vec![attachment(7)];
-    let first_file = doomed.attachments[0].1.file_url.as_str().to_owned();
+    let first_file = link_url(&doomed.attachments[0]);
     let e = message_sent(by(&alice, at(2)), ids(), doomed.id, c.id());
     let m = s
         .append_message(doomed, ev.out(e), None)
@@ -118,8 +118,8 @@ async fn a_deleted_messages_earlier_events_keep_only_its_id(s: S) {
     let mut edit = change(&alice, at(5));
     edit.text = Some(text("the secret plan, revised"));
     edit.add_attachments = vec![attachment(8)];
-    let added = edit.add_attachments[0].0;
-    let second_file = edit.add_attachments[0].1.file_url.as_str().to_owned();
+    let added = edit.add_attachments[0].id();
+    let second_file = link_url(&edit.add_attachments[0]);
     let e = message_updated(by(&alice, at(5)), ids(), m.id(), c.id(), &[added]);
     s.update_message(m.id(), edit, ev.out(e))
         .await
@@ -222,7 +222,7 @@ async fn a_deleted_conversations_earlier_events_keep_only_ids(s: S) {
     // before the conversation (its deletion keeps its `{"id"}`).
     let mut first = new_message(&c, &alice, "confidential one", at(3));
     first.attachments = vec![attachment(3)];
-    let file = first.attachments[0].1.file_url.as_str().to_owned();
+    let file = link_url(&first.attachments[0]);
     let e = message_sent(by(&alice, at(3)), ids(), first.id, c.id());
     let m1 = s
         .append_message(first, ev.out(e), None)

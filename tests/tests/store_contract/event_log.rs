@@ -51,7 +51,7 @@ impl Events {
         if let Some(e) = events.first() {
             *self.last.lock().expect("lock") = Some(e.id);
         }
-        Outbox::new(events, Arc::new(WirePayloads))
+        Outbox::new(events, Arc::new(WirePayloads::default()))
     }
 
     /// Waits until the first event of the latest write, if it committed, is

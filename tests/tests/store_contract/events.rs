@@ -24,7 +24,7 @@ use crate::support::{
     new_message, no_events, rn, text, S,
 };
 
-const WIRE: WirePayloads = WirePayloads;
+static WIRE: std::sync::LazyLock<WirePayloads> = std::sync::LazyLock::new(WirePayloads::default);
 
 async fn message_as(s: &S, who: &Contact, m: &Message) -> String {
     WIRE.message(
@@ -137,7 +137,7 @@ async fn refused_or_rolled_back_writes_leave_no_event(s: S) {
         ids(),
         full.id(),
         c.id(),
-        &[more.add_attachments[0].0],
+        &[more.add_attachments[0].id()],
     );
     assert_err!(
         s.update_message(full.id(), more, ev.out(e)).await,
@@ -210,7 +210,7 @@ async fn message_changes_are_events_only_when_something_changed(s: S) {
     let mut edit = change(&alice, at(3));
     edit.text = Some(text("edited"));
     edit.add_attachments = vec![attachment(1)];
-    let added = edit.add_attachments[0].0;
+    let added = edit.add_attachments[0].id();
     let e = message_updated(by(&alice, at(3)), ids(), m.id(), c.id(), &[added]);
     let edited = s
         .update_message(m.id(), edit, ev.out(e))
@@ -671,7 +671,7 @@ async fn concurrent_writes_each_get_their_own_positions(s: S) {
         tasks.push(tokio::spawn(async move {
             let m = new_message(&c, &alice, &format!("m{i}"), at(2 + i));
             let e = message_sent(by(&alice, at(2 + i)), ids(), m.id, c.id());
-            s.append_message(m, Outbox::new(e, Arc::new(WirePayloads)), None)
+            s.append_message(m, Outbox::new(e, Arc::new(WirePayloads::default())), None)
                 .await
                 .expect("append")
                 .id()
@@ -742,8 +742,11 @@ mod wire {
     async fn app(backend: Backend) -> App {
         let (db, service, store) = tokio::task::spawn_blocking(move || {
             fn wire<St: Store + Clone + 'static>(st: St) -> (Confab, Arc<dyn Store>) {
-                let ports =
-                    Ports::from_store(st.clone(), Arc::new(WirePayloads), Arc::new(NoSignal));
+                let ports = Ports::from_store(
+                    st.clone(),
+                    Arc::new(WirePayloads::default()),
+                    Arc::new(NoSignal),
+                );
                 (Confab::new(ports), Arc::new(st))
             }
             let db = TestDb::new(backend);

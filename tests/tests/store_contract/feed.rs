@@ -38,7 +38,7 @@ async fn post(
             m.id,
             conv.id(),
         );
-        Outbox::new(events, Arc::new(WirePayloads))
+        Outbox::new(events, Arc::new(WirePayloads::default()))
     } else {
         no_events()
     };

@@ -14,6 +14,7 @@ mod event_log;
 mod events;
 mod events_read;
 mod feed;
+mod files;
 mod groups;
 mod idempotency;
 mod membership_in_writes;

@@ -276,7 +276,10 @@ fn with_event(m: &confab_ports::NewMessage) -> confab_ports::Outbox {
     let change = confab_domain::Change::new(m.sender.id(), m.created_at);
     let id = || confab_domain::EventId::from_uuid(uuid::Uuid::now_v7());
     let events = confab_domain::message_sent(change, id, m.id, m.conversation_id);
-    confab_ports::Outbox::new(events, Arc::new(confab_server::payloads::WirePayloads))
+    confab_ports::Outbox::new(
+        events,
+        Arc::new(confab_server::payloads::WirePayloads::default()),
+    )
 }
 
 /// The viewer's events once at least one is readable (an event becomes

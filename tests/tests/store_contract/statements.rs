@@ -283,7 +283,10 @@ mod per_endpoint {
                 SendMessage {
                     conversation_id: conv.id(),
                     text: text("files"),
-                    attachments: vec![file(1), file(2)],
+                    attachments: vec![
+                        confab_service::AttachmentInput::Link(file(1)),
+                        confab_service::AttachmentInput::Link(file(2)),
+                    ],
                 },
                 None,
             ),
@@ -425,7 +428,7 @@ mod per_endpoint {
                 &alice,
                 sent.id(),
                 MessageUpdate {
-                    attachments: vec![file(3)],
+                    attachments: vec![confab_service::AttachmentInput::Link(file(3))],
                     ..Default::default()
                 },
             ),
@@ -507,7 +510,7 @@ mod per_endpoint {
     pub(super) fn service<St: confab_ports::Store + 'static>(store: St) -> Confab {
         Confab::new(Ports::from_store(
             store,
-            std::sync::Arc::new(confab_server::payloads::WirePayloads),
+            std::sync::Arc::new(confab_server::payloads::WirePayloads::default()),
             std::sync::Arc::new(confab_service::NoSignal),
         ))
     }

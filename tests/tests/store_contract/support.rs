@@ -5,10 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 
 use confab_domain::{
-    AttachmentId, AvatarUrl, Contact, ContactId, ContactParts, Conversation, ConversationId,
-    ConversationView, Cursor, FileSize, FileType, FileUrl, Filename, Group, GroupDescription,
-    GroupId, GroupName, Message, MessageId, MessageText, NewAttachment, Page, PageLimit, Paged,
-    PhoneNumber, ReactionName, Timestamp, Username,
+    AddAttachment, AttachmentId, AvatarUrl, Contact, ContactId, ContactParts, Conversation,
+    ConversationId, ConversationView, Cursor, FileSize, FileType, FileUrl, Filename, Group,
+    GroupDescription, GroupId, GroupName, Message, MessageId, MessageText, NewAttachment, Page,
+    PageLimit, Paged, PhoneNumber, ReactionName, Timestamp, Username,
 };
 use confab_ports::{ConversationFilter, MessageChange, NewGroup, NewMessage, Outbox, Store};
 use confab_server::payloads::WirePayloads;
@@ -61,7 +61,7 @@ pub(crate) use assert_err;
 
 /// An outbox without events, for writes whose events a test does not look at.
 pub(crate) fn no_events() -> Outbox {
-    Outbox::new(Vec::new(), Arc::new(WirePayloads))
+    Outbox::new(Vec::new(), Arc::new(WirePayloads::default()))
 }
 
 pub(crate) const T0: i64 = 1_700_000_000;
@@ -202,8 +202,8 @@ pub(crate) async fn send(
         .expect("append message")
 }
 
-pub(crate) fn attachment(n: i64) -> (AttachmentId, NewAttachment) {
-    (
+pub(crate) fn attachment(n: i64) -> AddAttachment {
+    AddAttachment::Link(
         AttachmentId::from_uuid(new_id()),
         NewAttachment {
             filename: Filename::new(format!("file{n}.txt")).expect("filename"),
@@ -212,6 +212,27 @@ pub(crate) fn attachment(n: i64) -> (AttachmentId, NewAttachment) {
             file_size: Some(FileSize::new(n).expect("size")),
         },
     )
+}
+
+/// A new attachment by URL taken apart.
+pub(crate) fn pair(a: &AddAttachment) -> (AttachmentId, NewAttachment) {
+    match a {
+        AddAttachment::Link(id, a) => (*id, a.clone()),
+        AddAttachment::Upload(_) => panic!("an upload is not a new attachment by URL"),
+    }
+}
+
+/// A new attachment by URL put together.
+pub(crate) fn link((id, a): (AttachmentId, NewAttachment)) -> AddAttachment {
+    AddAttachment::Link(id, a)
+}
+
+/// The URL of a new attachment by URL.
+pub(crate) fn link_url(a: &AddAttachment) -> String {
+    match a {
+        AddAttachment::Link(_, a) => a.file_url.as_str().to_owned(),
+        AddAttachment::Upload(_) => panic!("an upload has no URL of its own"),
+    }
 }
 
 pub(crate) fn rn(name: &str) -> ReactionName {

@@ -271,7 +271,7 @@ fn run(command: Command, common: &Common) -> anyhow::Result<()> {
                          (within 1 s), not at once"
                     );
                 }
-                serve(service, &settings).await
+                serve(service, &settings, &common.database()?.database).await
             }
             Command::Migrate(_) => {
                 for version in &applied {
@@ -341,7 +341,29 @@ fn refuse_a_guessed_database(database: &Database) -> anyhow::Result<()> {
     ))
 }
 
-async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
+/// The file storage of `CONFAB_STORAGE_URL`; empty: the folder
+/// `confab-files` beside the SQLite file, or in the working directory.
+pub fn open_files(
+    storage_url: &str,
+    database: &crate::app::config::Database,
+) -> anyhow::Result<confab_files::ObjectFiles> {
+    let beside = match database {
+        crate::app::config::Database::Sqlite(path) => std::path::Path::new(path)
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default(),
+        crate::app::config::Database::Postgres(_) => std::path::PathBuf::new(),
+    };
+    let default_dir = beside.join("confab-files");
+    confab_files::ObjectFiles::from_url(storage_url, &default_dir)
+        .context("cannot open the file storage (CONFAB_STORAGE_URL)")
+}
+
+async fn serve(
+    service: Confab,
+    settings: &Settings,
+    database: &crate::app::config::Database,
+) -> anyhow::Result<()> {
     let listen = &settings.listen;
     let listener = TcpListener::bind(&listen.addrs[..])
         .with_context(|| format!("cannot listen on {} (CONFAB_LISTEN)", listen.given))?;
@@ -357,10 +379,14 @@ async fn serve(service: Confab, settings: &Settings) -> anyhow::Result<()> {
         trusted_proxies: settings.trusted_proxies.clone(),
         metrics_listen: settings.metrics_listen.as_ref().map(|l| l.addrs.clone()),
         max_connections: settings.max_connections,
+        public_url: settings.public_url.clone(),
     };
+    let files = open_files(&settings.storage_url, database)?;
+    tracing::info!(storage = %files.describe(), "uploaded files are kept here");
     let service = service
         .with_idempotency_quota(settings.idempotency_keys_per_day)
-        .with_max_group_members(settings.max_group_members);
+        .with_max_group_members(settings.max_group_members)
+        .with_files(std::sync::Arc::new(files), settings.max_upload_bytes);
     let app = Application::build_with_options(service, listener, options).await?;
     let limits = app.connection_limits();
     tracing::info!(

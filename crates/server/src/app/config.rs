@@ -457,6 +457,43 @@ pub struct Settings {
     )]
     pub trusted_proxies: TrustedProxies,
 
+    /// Where uploaded files are kept: a folder path (`file:///path` or a
+    /// plain path), or `s3://bucket/prefix` for any S3-compatible store
+    /// (endpoint, region and credentials from the standard `AWS_*`
+    /// variables: AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID,
+    /// AWS_SECRET_ACCESS_KEY, AWS_ALLOW_HTTP). Empty: the folder
+    /// `confab-files` beside the SQLite file (with PostgreSQL, in the
+    /// working directory).
+    #[arg(
+        long,
+        env = "CONFAB_STORAGE_URL",
+        default_value = "",
+        hide_default_value = true,
+        value_name = "URL"
+    )]
+    pub storage_url: String,
+
+    /// The largest upload, in bytes (POST /v1/attachments); past it 413.
+    #[arg(
+        long,
+        env = "CONFAB_MAX_UPLOAD_BYTES",
+        default_value_t = confab_service::DEFAULT_MAX_UPLOAD_BYTES,
+        value_name = "BYTES",
+        value_parser = parse_max_upload_bytes
+    )]
+    pub max_upload_bytes: u64,
+
+    /// The URL clients reach this service at (https://chat.example.com):
+    /// the base of uploaded files' links. Unset: the scheme and host each
+    /// request was made to (set it behind a proxy).
+    #[arg(
+        long,
+        env = "CONFAB_PUBLIC_URL",
+        value_name = "URL",
+        value_parser = parse_public_url
+    )]
+    pub public_url: Option<String>,
+
     /// A second address serving only `GET /metrics` (host:port), for
     /// Prometheus on a private network; the main listener then answers 404
     /// there. Unset: `/metrics` is on the main listener, within the
@@ -613,6 +650,28 @@ fn parse_log_filter(raw: &str) -> Result<String, String> {
         .map_err(|e| {
             format!("RUST_LOG {raw:?} is not a log filter such as info or confab_server=debug: {e}")
         })
+}
+
+fn parse_max_upload_bytes(raw: &str) -> Result<u64, String> {
+    match raw.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "CONFAB_MAX_UPLOAD_BYTES {raw:?} is not a whole number of bytes of at least 1"
+        )),
+    }
+}
+
+fn parse_public_url(raw: &str) -> Result<String, String> {
+    let url = raw.trim().trim_end_matches('/');
+    let ok = (url.starts_with("http://") || url.starts_with("https://"))
+        && reqwest::Url::parse(url).is_ok_and(|u| u.host_str().is_some() && u.query().is_none());
+    if ok {
+        Ok(url.to_owned())
+    } else {
+        Err(format!(
+            "CONFAB_PUBLIC_URL {raw:?} is not an http:// or https:// URL with a host (e.g. https://chat.example.com)"
+        ))
+    }
 }
 
 fn parse_max_group_members(raw: &str) -> Result<u64, String> {

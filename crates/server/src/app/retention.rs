@@ -37,6 +37,29 @@ pub fn spawn_pruning(service: Confab) {
     });
 }
 
+/// How often the files whose deletion is due are deleted.
+const SWEEP_FILES_EVERY: Duration = Duration::from_secs(30);
+
+/// Deletes the files whose deletion is due (API.md section 15): uploads
+/// never attached after 24 h, and those of deleted attachments, messages,
+/// conversations, groups and contacts, every
+/// [`SWEEP_FILES_EVERY`]; a deletion that fails stays due and is tried
+/// again.
+pub fn spawn_file_sweeper(service: Confab) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(SWEEP_FILES_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            match service.sweep_files().await {
+                Ok(0) => {}
+                Ok(deleted) => tracing::debug!(deleted, "stored files deleted"),
+                Err(error) => tracing::warn!(%error, "could not delete the stored files due"),
+            }
+        }
+    });
+}
+
 /// Runs `batch` (which deletes at most [`BATCH`] rows of `what`) until
 /// fewer than that go, pausing between batches; logs the total, or why it
 /// stopped.

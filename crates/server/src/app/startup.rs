@@ -27,6 +27,7 @@ pub use crate::delivery::events::HubOptions;
 use crate::delivery::events::{Hub, StreamSlots};
 pub use crate::http::client_addr::TrustedProxies;
 use crate::http::error::ApiError;
+use crate::http::links::LinkConfig;
 use crate::http::payloads::WirePayloads;
 use crate::http::ratelimit::Limiter;
 pub use crate::http::ratelimit::{Quota, RateLimits};
@@ -90,8 +91,11 @@ pub fn open_service_migrated(
                 // `serve` says so (`cli`).
                 (None, true) => PgWakeups::polling(),
             });
-            let mut ports =
-                Ports::from_store(store.clone(), Arc::new(WirePayloads), wakeups.clone());
+            let mut ports = Ports::from_store(
+                store.clone(),
+                Arc::new(WirePayloads::default()),
+                wakeups.clone(),
+            );
             ports.wakeups = wakeups;
             Confab::new(ports).with_request_budgets(store)
         }
@@ -108,8 +112,11 @@ pub fn open_service_migrated(
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
             let wakeups = Arc::new(LocalWakeups::sqlite());
-            let mut ports =
-                Ports::from_store(store.clone(), Arc::new(WirePayloads), wakeups.clone());
+            let mut ports = Ports::from_store(
+                store.clone(),
+                Arc::new(WirePayloads::default()),
+                wakeups.clone(),
+            );
             ports.wakeups = wakeups;
             Confab::new(ports).with_request_budgets(store)
         }
@@ -188,6 +195,9 @@ pub struct ServerOptions {
     /// Connections served at once (`CONFAB_MAX_CONNECTIONS`); `None`: from
     /// the open-file limit (see [`ConnectionLimits`]).
     pub max_connections: Option<usize>,
+    /// The base of the links to uploaded files (`CONFAB_PUBLIC_URL`);
+    /// `None`: each request's own scheme and host.
+    pub public_url: Option<String>,
 }
 
 /// The HTTP server, bound and ready to run.
@@ -242,6 +252,17 @@ impl Application {
             metrics.clone(),
         );
         crate::app::retention::spawn_pruning(service.clone());
+        crate::app::retention::spawn_file_sweeper(service.clone());
+        // The key that signs file links, shared by every instance on the
+        // database (made by the first).
+        let link_key = service
+            .file_link_key()
+            .await
+            .context("cannot read the file link key from the database")?;
+        let links = web::Data::new(LinkConfig::new(
+            link_key.into_bytes(),
+            options.public_url.as_deref(),
+        ));
         let service = web::Data::new(service);
         // One hub per server: one reader of the events table for all its
         // streams.
@@ -300,6 +321,7 @@ impl Application {
                 .app_data(slots.clone())
                 .app_data(proxies.clone())
                 .app_data(webhook_policy.clone())
+                .app_data(links.clone())
                 .app_data(web::Data::new(routes::MetricsElsewhere(metrics_private)))
                 .configure(routes::configure)
                 .default_service(web::to(routes::route_not_found))

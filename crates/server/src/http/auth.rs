@@ -60,6 +60,8 @@ pub async fn require_token(
                     req.extensions_mut().insert(Actor(server.0.id));
                     req.extensions_mut().insert(server);
                 }
+                // The handler checks the link's signature.
+                Authenticated::SignedLink => {}
             }
             let mut res = next.call(req).await?;
             if let Some(budget) = budget {
@@ -99,6 +101,29 @@ enum Authenticated {
     Server(Server),
     /// A contact, with an event ticket (on `GET /v1/events` only).
     Ticket(TicketCaller),
+    /// Nobody yet: a signed link to a file's content, whose signature its
+    /// handler checks (404 when it does not hold).
+    SignedLink,
+}
+
+/// Whether the request is a signed link to an attachment's content
+/// (`GET /v1/attachments/{id}/content?...&signature=...`, API.md section
+/// 15): the one route a request without a token may reach.
+fn is_signed_link(req: &HttpRequest) -> bool {
+    let method = req.method();
+    if method != actix_web::http::Method::GET && method != actix_web::http::Method::HEAD {
+        return false;
+    }
+    let in_attachments = req
+        .path()
+        .strip_prefix("/v1/attachments/")
+        .and_then(|rest| rest.strip_suffix("/content"))
+        .is_some_and(|id| !id.is_empty() && !id.contains('/'));
+    in_attachments
+        && req
+            .query_string()
+            .split('&')
+            .any(|pair| pair.starts_with("signature="))
 }
 
 /// The token whose ticket opened the request (`GET /v1/events?ticket=`):
@@ -146,6 +171,14 @@ async fn authenticate(
     let Some(token) = bearer_token(req.headers()) else {
         // A browser's EventSource sends no header: its stream opens with a
         // ticket (API.md section 19), on that one route only.
+        if is_signed_link(req.request()) {
+            // Within the address's anonymous allowance, like any request
+            // without a token.
+            return match anonymous_refusal(req.request()) {
+                Some(refusal) => Err(refusal),
+                None => Ok((Authenticated::SignedLink, None)),
+            };
+        }
         return match ticket_of(req.request()) {
             Some(ticket) => {
                 let caller = match service.authenticate_ticket(ticket).await {

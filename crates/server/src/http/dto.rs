@@ -54,13 +54,29 @@ pub struct ContactDto {
 #[derive(Debug, ToSchema)]
 pub struct AttachmentDto {
     pub id: String,
-    pub message_id: String,
+    /// `null` for an upload not attached yet.
+    #[schema(required = true)]
+    pub message_id: Option<String>,
     pub filename: String,
     pub file_url: String,
     pub file_type: String,
     #[schema(required = true)]
     pub file_size: Option<i64>,
     pub created_at: i64,
+}
+
+/// `POST /v1/attachments`: the multipart form of an upload.
+// Schema only: the handler reads the parts as they stream in.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct UploadForm {
+    /// The file; its part's filename is the attachment's name unless
+    /// `filename` is given. At most CONFAB_MAX_UPLOAD_BYTES.
+    #[schema(value_type = String, format = Binary)]
+    pub file: Vec<u8>,
+    /// The attachment's name: 1 to 255 characters without `/`, `\` or
+    /// control characters.
+    pub filename: Option<String>,
 }
 
 /// One reaction name with its reactors' usernames: the single-key object

@@ -57,6 +57,7 @@ pub const CODES: &[&str] = &[
     "too_many_streams",
     "idempotency_quota",
     "request_timeout",
+    "range_not_satisfiable",
     "internal_error",
     "unavailable",
     // What `for_status` gives a 4xx status the contract does not list.
@@ -201,6 +202,25 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "conflict", message)
     }
 
+    /// 416: a `Range` that starts past the end of a file of `size` bytes.
+    pub fn range_not_satisfiable(size: u64) -> Self {
+        Self::new(
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            "range_not_satisfiable",
+            format!("the range lies beyond the file's {size} bytes"),
+        )
+    }
+
+    /// 413: an upload past `CONFAB_MAX_UPLOAD_BYTES`.
+    pub fn upload_too_large(max: u64) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the file must be at most {max} bytes"),
+        )
+        .with_param("file")
+    }
+
     pub fn payload_too_large(limit: usize) -> Self {
         Self::new(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -280,7 +300,7 @@ impl ApiError {
             ),
             rule => format!("{param} {rule}"),
         };
-        Self::invalid(param, message)
+        Self::invalid(&param, message)
     }
 
     /// The same shape for a status produced outside our handlers (actix's
@@ -491,8 +511,10 @@ impl fmt::Display for Chain<'_> {
 /// The request parameter a domain input is read from. Attributes of an
 /// attachment are named as inside one; [`ApiError::nested_in`] adds the
 /// `attachments[i]` prefix where the handler knows it.
-pub fn param(field: Field) -> &'static str {
-    match field {
+pub fn param(field: Field) -> std::borrow::Cow<'static, str> {
+    std::borrow::Cow::Borrowed(match field {
+        Field::Upload(i) => return std::borrow::Cow::Owned(format!("attachments[{i}][id]")),
+        Field::File => "file",
         Field::MessageText => "message",
         Field::Attachments => "attachments",
         Field::FileUrl => "file_url",
@@ -523,7 +545,7 @@ pub fn param(field: Field) -> &'static str {
         Field::EventsAfter => "after",
         Field::KeyName => "name",
         Field::KeyId => "id",
-    }
+    })
 }
 
 impl From<ServiceError> for ApiError {
@@ -532,7 +554,8 @@ impl From<ServiceError> for ApiError {
             ServiceError::Invalid { field, rule } => Self::breaks(field, rule),
             ServiceError::Unauthorized => Self::unauthorized(),
             ServiceError::Forbidden(why) => Self::forbidden(why),
-            ServiceError::NotFound { of } => Self::not_found(of.map(param)),
+            ServiceError::NotFound { of } => Self::not_found(of.map(param).as_deref()),
+            ServiceError::TooLarge { max } => Self::upload_too_large(max),
             ServiceError::Conflict(what) => Self::conflict(what),
             ServiceError::IdempotencyInFlight => Self::idempotency_in_flight(),
             ServiceError::IdempotencyKeyReused => Self::idempotency_key_reused(),

@@ -146,7 +146,14 @@ impl Export {
                     .export_messages(contact.id(), after, MESSAGES_PER_PAGE)
                     .await?;
                 for m in &sent {
-                    line(out, "message", &wire::message(m).map_err(json)?);
+                    // An upload's `file_url` is its content's path, unsigned:
+                    // an export outlives any signed link, and the server
+                    // key that exports reads the content with its token.
+                    line(
+                        out,
+                        "message",
+                        &wire::message(m, &wire::FileLinks::default()).map_err(json)?,
+                    );
                 }
                 match sent.last() {
                     Some(last) if sent.len() == MESSAGES_PER_PAGE as usize => {

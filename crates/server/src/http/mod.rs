@@ -8,6 +8,7 @@
 
 pub(crate) mod auth;
 pub mod client_addr;
+pub(crate) mod content;
 pub(crate) mod decode;
 pub(crate) mod dto;
 pub(crate) mod error;
@@ -15,6 +16,7 @@ pub(crate) mod export;
 pub(crate) mod headers;
 pub(crate) mod idempotency;
 pub(crate) mod limits;
+pub mod links;
 pub mod openapi;
 pub(crate) mod params;
 pub mod payloads;

@@ -63,7 +63,10 @@ fn described() -> OpenApi {
             }
             let admin = path == ADMIN || path.starts_with("/v1/admin/");
             if path.starts_with(V1) {
-                add_v1_errors(&method, &mut operation, admin);
+                // An upload is a stream read once: no Idempotency-Key
+                // (docs/api.md, Files), and its own size limit.
+                let upload = path == "/v1/attachments" && method == HttpMethod::Post;
+                add_v1_errors(&method, &mut operation, admin, upload);
                 let requirement = |scheme| SecurityRequirement::new(scheme, Vec::<String>::new());
                 operation.security = Some(if admin {
                     vec![requirement(SERVER_KEY)]
@@ -109,6 +112,7 @@ fn described() -> OpenApi {
         .build();
     let tags = [
         "messages",
+        "attachments",
         "conversations",
         "groups",
         "contacts",
@@ -147,7 +151,7 @@ pub fn served_routes() -> Vec<(String, String)> {
 
 /// The errors every operation under `/v1` can answer, as the contract
 /// lists them; an operation's own description of a status wins.
-fn add_v1_errors(method: &HttpMethod, operation: &mut Operation, admin: bool) {
+fn add_v1_errors(method: &HttpMethod, operation: &mut Operation, admin: bool, upload: bool) {
     let method = routes::http_method(method);
     let has_body = method == Method::POST || method == Method::PUT;
     let mut errors = vec![
@@ -171,8 +175,10 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation, admin: bool) {
             "408",
             "the body did not arrive within 10 s (`request_timeout`)",
         ));
-        errors.push(("413", "the body is over 64 KiB"));
-        errors.push(("415", "the body is neither a form nor JSON"));
+        if !upload {
+            errors.push(("413", "the body is over 64 KiB"));
+            errors.push(("415", "the body is neither a form nor JSON"));
+        }
     }
     if admin {
         errors.push((
@@ -180,7 +186,7 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation, admin: bool) {
             "the server API takes a server key, not a contact's token",
         ));
     }
-    if method == Method::POST && !admin {
+    if method == Method::POST && !admin && !upload {
         let key = ParameterBuilder::new()
             .name(IDEMPOTENCY_KEY)
             .parameter_in(ParameterIn::Header)

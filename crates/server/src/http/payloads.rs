@@ -11,11 +11,21 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::http::dto::ConversationDto;
-use crate::http::wire;
+use crate::http::wire::{self, FileLinks};
 
-/// Renders payloads as the JSON the API answers with.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct WirePayloads;
+/// Renders payloads as the JSON the API answers with, uploads' links made
+/// by its [`FileLinks`] (the writing request's).
+#[derive(Debug, Clone, Default)]
+pub struct WirePayloads {
+    links: FileLinks,
+}
+
+impl WirePayloads {
+    /// Payloads whose uploads' links `links` makes.
+    pub fn new(links: FileLinks) -> Self {
+        Self { links }
+    }
+}
 
 /// Written JSON as a payload. Writing plain data cannot fail; if it ever
 /// did, `{}` beats a panic inside a write's transaction.
@@ -38,7 +48,7 @@ impl PayloadRenderer for WirePayloads {
     }
 
     fn message(&self, message: &Message) -> String {
-        payload(wire::message(message))
+        payload(wire::message(message, &self.links))
     }
 
     fn group(&self, group: &Group) -> String {
@@ -46,7 +56,7 @@ impl PayloadRenderer for WirePayloads {
     }
 
     fn attachment(&self, attachment: &Attachment) -> String {
-        payload(wire::attachment(attachment))
+        payload(wire::attachment(attachment, &self.links))
     }
 
     fn deleted(&self, id: Uuid) -> String {
@@ -65,9 +75,19 @@ impl PayloadRenderer for WirePayloads {
 pub struct RenderedOnce {
     /// The message whose JSON was written, and that JSON.
     message: Mutex<Option<(MessageId, String)>>,
+    /// Every other payload's writer.
+    payloads: WirePayloads,
 }
 
 impl RenderedOnce {
+    /// A renderer for one write of the request whose links are `links`.
+    pub fn new(links: FileLinks) -> Self {
+        Self {
+            message: Mutex::default(),
+            payloads: WirePayloads::new(links),
+        }
+    }
+
     /// The JSON of `message`: the text already written for a message with
     /// its id, else written now and kept. A store renders the event of a
     /// write from the message as written, which is what the write returns,
@@ -76,11 +96,11 @@ impl RenderedOnce {
         let mut kept = self.message.lock().unwrap_or_else(PoisonError::into_inner);
         match &*kept {
             Some((id, json)) if *id == message.id() => {
-                debug_assert_eq!(*json, WirePayloads.message(message), "another message");
+                debug_assert_eq!(*json, self.payloads.message(message), "another message");
                 json.clone()
             }
             _ => {
-                let json = WirePayloads.message(message);
+                let json = self.payloads.message(message);
                 *kept = Some((message.id(), json.clone()));
                 json
             }
@@ -90,11 +110,11 @@ impl RenderedOnce {
 
 impl PayloadRenderer for RenderedOnce {
     fn contact(&self, contact: &Contact) -> String {
-        WirePayloads.contact(contact)
+        self.payloads.contact(contact)
     }
 
     fn conversation(&self, conversation: &ConversationView) -> String {
-        WirePayloads.conversation(conversation)
+        self.payloads.conversation(conversation)
     }
 
     fn message(&self, message: &Message) -> String {
@@ -102,15 +122,15 @@ impl PayloadRenderer for RenderedOnce {
     }
 
     fn group(&self, group: &Group) -> String {
-        WirePayloads.group(group)
+        self.payloads.group(group)
     }
 
     fn attachment(&self, attachment: &Attachment) -> String {
-        WirePayloads.attachment(attachment)
+        self.payloads.attachment(attachment)
     }
 
     fn deleted(&self, id: Uuid) -> String {
-        WirePayloads.deleted(id)
+        self.payloads.deleted(id)
     }
 }
 
@@ -165,7 +185,7 @@ mod tests {
     #[test]
     fn a_group_event_embeds_its_first_100_members_and_counts_them_all() {
         let big = group(100, 2_000);
-        let payload = WirePayloads.group(&big);
+        let payload = WirePayloads::default().group(&big);
         let v: serde_json::Value = serde_json::from_str(&payload).expect("json");
         assert_eq!(v["member_count"], 2_000);
         let embedded: Vec<&str> = v["contacts"]
@@ -181,10 +201,10 @@ mod tests {
             .collect();
         assert_eq!(embedded, first);
         // The size of a 100-member group's event, not of a 2,000-member one.
-        let hundred = WirePayloads.group(&group(100, 100)).len();
+        let hundred = WirePayloads::default().group(&group(100, 100)).len();
         assert!(payload.len() <= hundred + 16, "{} bytes", payload.len());
 
-        let small = WirePayloads.group(&group(3, 3));
+        let small = WirePayloads::default().group(&group(3, 3));
         let v: serde_json::Value = serde_json::from_str(&small).expect("json");
         assert_eq!(v["member_count"], 3);
         assert_eq!(v["contacts"].as_array().map(Vec::len), Some(3));
@@ -194,7 +214,7 @@ mod tests {
     fn a_deletion_is_its_id_alone() {
         let id = Uuid::from_u128(7);
         assert_eq!(
-            WirePayloads.deleted(id),
+            WirePayloads::default().deleted(id),
             r#"{"id":"00000000-0000-0000-0000-000000000007"}"#
         );
     }
@@ -210,7 +230,8 @@ mod tests {
             created_at: Timestamp::from_secs(1),
         })
         .expect("valid");
-        let v: serde_json::Value = serde_json::from_str(&WirePayloads.contact(&c)).expect("json");
+        let v: serde_json::Value =
+            serde_json::from_str(&WirePayloads::default().contact(&c)).expect("json");
         assert_eq!(
             v,
             json!({"id": "00000000-0000-0000-0000-000000000001", "username": "alice",
@@ -239,16 +260,19 @@ mod tests {
         let once = RenderedOnce::default();
         let sent = message(1, "hi");
         let event = once.message(&sent);
-        assert_eq!(event, WirePayloads.message(&sent));
+        assert_eq!(event, WirePayloads::default().message(&sent));
         assert_eq!(once.message_json(&sent), event);
         // Another message has JSON of its own.
         let other = message(2, "other");
-        assert_eq!(once.message_json(&other), WirePayloads.message(&other));
+        assert_eq!(
+            once.message_json(&other),
+            WirePayloads::default().message(&other)
+        );
         // A write without an event (nothing changed) writes it for the
         // answer.
         assert_eq!(
             RenderedOnce::default().message_json(&sent),
-            WirePayloads.message(&sent)
+            WirePayloads::default().message(&sent)
         );
     }
 

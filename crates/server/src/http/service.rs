@@ -64,7 +64,14 @@ pub(crate) async fn with_db_budget(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     if let Some(app) = req.app_data::<web::Data<Confab>>() {
-        let service = app.within(DbBudget::new(REQUEST_DB_BUDGET));
+        // Payloads rendered with this request's file links (an upload's
+        // `file_url` names the host it was asked on).
+        let links = crate::http::links::links_of(req.request());
+        let service = app
+            .within(DbBudget::new(REQUEST_DB_BUDGET))
+            .rendering(std::sync::Arc::new(
+                crate::http::payloads::WirePayloads::new(links),
+            ));
         req.extensions_mut()
             .insert(Service(web::Data::new(service)));
     }

@@ -17,7 +17,12 @@
 //! serde_json's escaping. The tests below hold each object to JSON built by
 //! hand from the same entity.
 
-use confab_domain::{Attachment, Contact, Group, GroupMember, Message, Paged, Reaction, Timestamp};
+use confab_domain::{
+    Attachment, Contact, FileSource, Group, GroupMember, Message, Paged, Reaction, Timestamp,
+};
+
+use crate::http::links::unix_now;
+pub use crate::http::links::FileLinks;
 use serde::{Serialize, Serializer as _};
 use uuid::Uuid;
 
@@ -36,9 +41,21 @@ pub fn text(json: serde_json::Result<Vec<u8>>) -> Option<String> {
     json.ok().and_then(|bytes| String::from_utf8(bytes).ok())
 }
 
-/// `{"has_more": ..., "data": [message, ...]}`.
-pub fn message_page(page: &Paged<Message>) -> serde_json::Result<Vec<u8>> {
-    list(page.has_more, &page.items, write_message)
+/// `{"has_more": ..., "data": [message, ...]}`, uploads' links made by
+/// `links`.
+pub fn message_page(page: &Paged<Message>, links: &FileLinks) -> serde_json::Result<Vec<u8>> {
+    let now = unix_now();
+    list(page.has_more, &page.items, |out, m| {
+        write_message(out, m, links, now)
+    })
+}
+
+/// `{"has_more": ..., "data": [attachment, ...]}`.
+pub fn attachment_page(page: &Paged<Attachment>, links: &FileLinks) -> serde_json::Result<Vec<u8>> {
+    let now = unix_now();
+    list(page.has_more, &page.items, |out, a| {
+        write_attachment(out, a, links, now)
+    })
 }
 
 /// `{"has_more": ..., "data": [item, ...]}`, each item written by `write`:
@@ -60,8 +77,9 @@ pub fn list<T>(
 }
 
 /// One message, as `GET /v1/messages/{id}` answers it.
-pub fn message(m: &Message) -> serde_json::Result<Vec<u8>> {
-    one(BUFFER / 4, m, write_message)
+pub fn message(m: &Message, links: &FileLinks) -> serde_json::Result<Vec<u8>> {
+    let now = unix_now();
+    one(BUFFER / 4, m, |out, m| write_message(out, m, links, now))
 }
 
 /// One contact, as `GET /v1/contacts/{id}` answers it.
@@ -69,9 +87,10 @@ pub fn contact(c: &Contact) -> serde_json::Result<Vec<u8>> {
     one(256, c, write_contact)
 }
 
-/// One attachment (the payload of `attachment.created`).
-pub fn attachment(a: &Attachment) -> serde_json::Result<Vec<u8>> {
-    one(512, a, write_attachment)
+/// One attachment, as `GET /v1/attachments/{id}` answers it.
+pub fn attachment(a: &Attachment, links: &FileLinks) -> serde_json::Result<Vec<u8>> {
+    let now = unix_now();
+    one(512, a, |out, a| write_attachment(out, a, links, now))
 }
 
 /// One group, as `GET /v1/groups/{id}` answers it.
@@ -96,7 +115,12 @@ pub fn write_serialized<T: Serialize>(out: &mut Vec<u8>, value: &T) -> serde_jso
     value.serialize(&mut serde_json::Serializer::new(out))
 }
 
-fn write_message(out: &mut Vec<u8>, m: &Message) -> serde_json::Result<()> {
+fn write_message(
+    out: &mut Vec<u8>,
+    m: &Message,
+    links: &FileLinks,
+    now: i64,
+) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
     id(out, m.id().as_uuid());
     out.extend_from_slice(br#","conversation_id":"#);
@@ -108,7 +132,9 @@ fn write_message(out: &mut Vec<u8>, m: &Message) -> serde_json::Result<()> {
     out.extend_from_slice(br#","reactions":"#);
     array(out, m.reactions(), write_reaction)?;
     out.extend_from_slice(br#","attachments":"#);
-    array(out, m.attachments(), write_attachment)?;
+    array(out, m.attachments(), |out, a| {
+        write_attachment(out, a, links, now)
+    })?;
     out.extend_from_slice(br#","read_at":"#);
     opt_secs(out, m.read_at())?;
     out.extend_from_slice(br#","created_at":"#);
@@ -148,15 +174,28 @@ fn write_reaction(out: &mut Vec<u8>, r: &Reaction) -> serde_json::Result<()> {
     Ok(())
 }
 
-fn write_attachment(out: &mut Vec<u8>, a: &Attachment) -> serde_json::Result<()> {
+/// An attachment; an upload's `file_url` is a fresh signed link to its
+/// content ([`FileLinks`]).
+fn write_attachment(
+    out: &mut Vec<u8>,
+    a: &Attachment,
+    links: &FileLinks,
+    now: i64,
+) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
     id(out, a.id.as_uuid());
     out.extend_from_slice(br#","message_id":"#);
-    id(out, a.message_id.as_uuid());
+    match a.message_id {
+        Some(m) => id(out, m.as_uuid()),
+        None => out.extend_from_slice(b"null"),
+    }
     out.extend_from_slice(br#","filename":"#);
     string(out, a.filename.as_str())?;
     out.extend_from_slice(br#","file_url":"#);
-    string(out, a.file_url.as_str())?;
+    match &a.source {
+        FileSource::Link(url) => string(out, url.as_str())?,
+        FileSource::Stored(_) => string(out, &links.content_url(a.id.as_uuid(), now))?,
+    }
     out.extend_from_slice(br#","file_type":"#);
     string(out, a.file_type.as_str())?;
     out.extend_from_slice(br#","file_size":"#);
@@ -306,9 +345,13 @@ mod tests {
     fn attachment_json(a: &Attachment) -> Value {
         json!({
             "id": id_json(a.id.as_uuid()),
-            "message_id": id_json(a.message_id.as_uuid()),
+            "message_id": a.message_id.map(|m| id_json(m.as_uuid())),
             "filename": a.filename.as_str(),
-            "file_url": a.file_url.as_str(),
+            "file_url": match &a.source {
+                FileSource::Link(url) => url.as_str().to_owned(),
+                // Unsigned links: `FileLinks::default()`.
+                FileSource::Stored(_) => format!("/v1/attachments/{}/content", a.id),
+            },
             "file_type": a.file_type.as_str(),
             "file_size": a.file_size.map(FileSize::bytes),
             "created_at": a.created_at.secs(),
@@ -414,21 +457,27 @@ mod tests {
 
     fn any_attachment() -> impl Strategy<Value = Attachment> {
         (
-            any::<(u128, u128)>(),
+            any::<(u128, u128, u128)>(),
             "[^/\\x00-\\x1f]{1,30}",
-            "https://files\\.example/[a-z0-9\"]{1,20}",
+            prop::option::of("https://files\\.example/[a-z0-9\"]{1,20}"),
             prop_oneof!["image/png", "application/x-\"odd\""],
             prop::option::of(0..i64::MAX),
             any::<i64>(),
         )
             .prop_filter_map(
                 "a valid attachment",
-                |((id, message), name, url, kind, size, made)| {
+                |((id, message, uploader), name, url, kind, size, made)| {
+                    let source = match url {
+                        Some(url) => FileSource::Link(FileUrl::new(url).ok()?),
+                        None => FileSource::Stored(confab_domain::ContentDigest::new([7; 32])),
+                    };
                     Some(Attachment {
                         id: AttachmentId::from_uuid(Uuid::from_u128(id)),
-                        message_id: MessageId::from_uuid(Uuid::from_u128(message)),
+                        message_id: Some(MessageId::from_uuid(Uuid::from_u128(message))),
+                        conversation_id: None,
+                        uploader: ContactId::from_uuid(Uuid::from_u128(uploader)),
                         filename: Filename::new(name).ok()?,
-                        file_url: FileUrl::new(url).ok()?,
+                        source,
                         file_type: FileType::new(kind).ok()?,
                         file_size: match size {
                             Some(bytes) => Some(FileSize::new(bytes).ok()?),
@@ -505,7 +554,11 @@ mod tests {
                 // A message's attachments are its own.
                 attachments: attachments
                     .into_iter()
-                    .map(|a| Attachment { message_id: id, ..a })
+                    .map(|a| Attachment {
+                        message_id: Some(id),
+                        conversation_id: Some(ConversationId::from_uuid(Uuid::from_u128(ids.1))),
+                        ..a
+                    })
                     .collect(),
                 read_at: read_at.map(Timestamp::from_micros),
                 created_at: Timestamp::from_micros(created_at),
@@ -521,7 +574,7 @@ mod tests {
     proptest! {
         #[test]
         fn a_message_is_its_object(m in any_message()) {
-            same(message(&m), &message_json(&m))?;
+            same(message(&m, &FileLinks::default()), &message_json(&m))?;
         }
 
         #[test]
@@ -530,7 +583,7 @@ mod tests {
             has_more in any::<bool>(),
         ) {
             let expected = page_json(has_more, items.iter().map(message_json).collect());
-            same(message_page(&Paged { items, has_more }), &expected)?;
+            same(message_page(&Paged { items, has_more }, &FileLinks::default()), &expected)?;
         }
 
         #[test]
@@ -549,7 +602,7 @@ mod tests {
 
         #[test]
         fn an_attachment_is_its_object(a in any_attachment()) {
-            same(attachment(&a), &attachment_json(&a))?;
+            same(attachment(&a, &FileLinks::default()), &attachment_json(&a))?;
         }
 
         #[test]
@@ -596,9 +649,13 @@ mod tests {
             ],
             attachments: vec![Attachment {
                 id: AttachmentId::from_uuid(Uuid::from_u128(5)),
-                message_id: MessageId::from_uuid(Uuid::from_u128(3)),
+                message_id: Some(MessageId::from_uuid(Uuid::from_u128(3))),
+                conversation_id: Some(ConversationId::from_uuid(Uuid::from_u128(4))),
+                uploader: ContactId::from_uuid(Uuid::from_u128(1)),
                 filename: Filename::new("a.png".into()).expect("valid"),
-                file_url: FileUrl::new("https://files.example/a".into()).expect("valid"),
+                source: FileSource::Link(
+                    FileUrl::new("https://files.example/a".into()).expect("valid"),
+                ),
                 file_type: FileType::new("image/png".into()).expect("valid"),
                 file_size: None,
                 created_at: Timestamp::from_secs(1_700_000_001),
@@ -608,7 +665,8 @@ mod tests {
             updated_at: Some(Timestamp::from_secs(1_700_000_002)),
         })
         .expect("valid");
-        let written = String::from_utf8(message(&m).expect("json")).expect("utf-8");
+        let written =
+            String::from_utf8(message(&m, &FileLinks::default()).expect("json")).expect("utf-8");
         assert_eq!(
             written,
             concat!(

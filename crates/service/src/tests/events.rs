@@ -62,7 +62,7 @@ async fn a_send_hands_message_created_for_the_members_and_signals_once() {
     let send = SendMessage {
         conversation_id: conv_id(),
         text: text("hi"),
-        attachments: vec![file()],
+        attachments: vec![crate::AttachmentInput::Link(file())],
     };
     m.service()
         .send_message(&bob(), send, None)
@@ -92,7 +92,11 @@ async fn an_edit_with_files_hands_message_updated_and_each_attachment() {
     m.messages
         .expect_update_message()
         .withf(|id, change, outbox| {
-            let files: Vec<AttachmentId> = change.add_attachments.iter().map(|(a, _)| *a).collect();
+            let files: Vec<AttachmentId> = change
+                .add_attachments
+                .iter()
+                .map(confab_domain::AddAttachment::id)
+                .collect();
             summary(outbox, &alice())
                 == [
                     (EventType::MessageUpdated, Subject::Message(*id), members()),
@@ -108,7 +112,7 @@ async fn an_edit_with_files_hands_message_updated_and_each_attachment() {
     signalled(&mut m, 1);
     let update = MessageUpdate {
         text: Some(text("edited")),
-        attachments: vec![file()],
+        attachments: vec![crate::AttachmentInput::Link(file())],
         ..Default::default()
     };
     m.service()

@@ -203,12 +203,12 @@ async fn only_the_sender_attaches() {
     let mut m = Mocks::new();
     visible_message(&mut m, alice(), &bob());
     let update = MessageUpdate {
-        attachments: vec![confab_domain::NewAttachment {
+        attachments: vec![crate::AttachmentInput::Link(confab_domain::NewAttachment {
             filename: confab_domain::Filename::new("a.txt".into()).expect("valid"),
             file_url: confab_domain::FileUrl::new("https://x.example/a".into()).expect("valid"),
             file_type: confab_domain::FileType::octet_stream(),
             file_size: None,
-        }],
+        })],
         ..Default::default()
     };
     assert!(matches!(

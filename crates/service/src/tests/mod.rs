@@ -8,6 +8,7 @@ mod contacts;
 mod conversations;
 mod error;
 mod events;
+mod files;
 mod groups;
 mod idempotency;
 mod keys;
@@ -60,6 +61,7 @@ pub(crate) fn mocked_ports(now_secs: i64) -> Ports {
         tokens: Arc::new(MockTokenStore::new()),
         conversations: Arc::new(MockConversationStore::new()),
         messages: Arc::new(MockMessageStore::new()),
+        attachments: Arc::new(confab_ports::MockAttachmentStore::new()),
         groups: Arc::new(MockGroupStore::new()),
         idempotency: Arc::new(MockIdempotencyStore::new()),
         webhooks: Arc::new(MockWebhookStore::new()),
@@ -98,6 +100,7 @@ impl Mocks {
             tokens: Arc::new(self.tokens),
             conversations: Arc::new(self.conversations),
             messages: Arc::new(self.messages),
+            attachments: Arc::new(confab_ports::MockAttachmentStore::new()),
             groups: Arc::new(self.groups),
             idempotency: Arc::new(self.idempotency),
             webhooks: Arc::new(self.webhooks),

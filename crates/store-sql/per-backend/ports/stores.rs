@@ -4,16 +4,16 @@
 
 use async_trait::async_trait;
 use confab_domain::{
-    Contact, ContactId, ContactProfilePatch, Conversation, ConversationId, ConversationView, Group,
-    GroupId, GroupMember, MemberStatePatch, Message, MessageId, Page, Paged, PinnedMessageChange,
-    ReactionName, Timestamp,
+    Attachment, AttachmentId, Contact, ContactId, ContactProfilePatch, Conversation,
+    ConversationId, ConversationView, Filename, Group, GroupId, GroupMember, MemberStatePatch,
+    Message, MessageId, Page, Paged, PinnedMessageChange, ReactionName, Timestamp,
 };
 use confab_ports::{
-    ClaimOutcome, ClaimRequest, Completion, ContactStore, ConversationFilter, ConversationMember,
-    ConversationStore, ErasePlan, Erasure, GroupChange, GroupStore, HealthCheck, IdempotencyStore,
-    KeyClaim, MessageChange, MessageStore, NewGroup, NewMessage, NewServerKey, NewTicket, NewToken,
-    Outbox, ReactionMade, ServerKey, StoreError, StoredResponse, TicketHolder, TokenInfo,
-    TokenStore,
+    AttachmentFilter, AttachmentStore, ClaimOutcome, ClaimRequest, Completion, ContactStore,
+    ConversationFilter, ConversationMember, ConversationStore, ErasePlan, Erasure, GroupChange,
+    GroupStore, HealthCheck, IdempotencyStore, KeyClaim, MessageChange, MessageStore, NewGroup,
+    NewMessage, NewServerKey, NewTicket, NewToken, Outbox, ReactionMade, ServerKey, StoreError,
+    StoredResponse, TicketHolder, TokenInfo, TokenStore,
 };
 use uuid::Uuid;
 
@@ -446,5 +446,84 @@ impl GroupStore for Store {
 
     async fn delete_group(&self, id: GroupId, outbox: Outbox) -> Result<(), StoreError> {
         write(self, move |c| q::delete_group(c, id, &outbox)).await
+    }
+}
+
+#[async_trait]
+impl AttachmentStore for Store {
+    async fn expect_file(&self, id: AttachmentId, due: Timestamp) -> Result<(), StoreError> {
+        write_alone(self, move |c| q::expect_file(c, id, due)).await
+    }
+
+    async fn insert_upload(
+        &self,
+        upload: Attachment,
+        outbox: Outbox,
+    ) -> Result<Attachment, StoreError> {
+        write(self, move |c| q::insert_upload(c, upload, &outbox)).await
+    }
+
+    async fn attachment_for(
+        &self,
+        viewer: ContactId,
+        id: AttachmentId,
+    ) -> Result<Option<Attachment>, StoreError> {
+        query(self, move |c| q::attachment_for(c, viewer, id)).await
+    }
+
+    async fn attachment(&self, id: AttachmentId) -> Result<Option<Attachment>, StoreError> {
+        query(self, move |c| q::attachment(c, id)).await
+    }
+
+    async fn list_attachments(
+        &self,
+        viewer: ContactId,
+        filter: AttachmentFilter,
+        page: Page<AttachmentId>,
+    ) -> Result<Paged<Attachment>, StoreError> {
+        query(self, move |c| q::list_attachments(c, viewer, filter, page)).await
+    }
+
+    async fn rename_attachment(
+        &self,
+        id: AttachmentId,
+        by: ContactId,
+        filename: Filename,
+        outbox: Outbox,
+    ) -> Result<Attachment, StoreError> {
+        write(self, move |c| {
+            q::rename_attachment(c, id, by, filename, &outbox)
+        })
+        .await
+    }
+
+    async fn delete_attachment(
+        &self,
+        id: AttachmentId,
+        by: ContactId,
+        outbox: Outbox,
+    ) -> Result<(), StoreError> {
+        write(self, move |c| q::delete_attachment(c, id, by, &outbox)).await
+    }
+
+    async fn due_file_deletions(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<AttachmentId>, StoreError> {
+        query(self, move |c| q::due_file_deletions(c, now, limit)).await
+    }
+
+    async fn release_file(&self, id: AttachmentId, outbox: Outbox) -> Result<bool, StoreError> {
+        write(self, move |c| q::release_file(c, id, &outbox)).await
+    }
+
+    async fn forget_file_deletion(&self, id: AttachmentId) -> Result<(), StoreError> {
+        write_alone(self, move |c| q::forget_file_deletion(c, id)).await
+    }
+
+    async fn shared_secret(&self, name: &str, fresh: String) -> Result<String, StoreError> {
+        let name = name.to_owned();
+        write_alone(self, move |c| q::shared_secret(c, &name, fresh)).await
     }
 }

@@ -3,18 +3,19 @@
 //! event and (with a key) its kept answer, in one transaction; on
 //! PostgreSQL one data-modifying statement.
 
-use confab_domain::{Message, MessageParts};
+use confab_domain::{AddAttachment, Attachment, FileSource, Message, MessageParts};
 use confab_ports::{Completion, NewMessage, Outbox, StoreError};
 use diesel::dsl::case_when;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 
+use super::attachments::attach_uploads;
 use super::idempotency::complete;
-use super::message_updates::insert_attachments;
+use super::message_updates::{insert_attachment_rows, insert_attachments};
 use super::messages::member_of;
 use super::outbox::{self, Written};
 use super::{Backend, Conn, Db, Result};
-use confab_store_sql::error::Error;
+use confab_store_sql::error::{inconsistent, Error};
 use confab_store_sql::id::DbId;
 use confab_store_sql::queries::not_found;
 use confab_store_sql::rows::DbKey;
@@ -24,30 +25,52 @@ use confab_store_sql::SqlBackend as _;
 /// The message as a reader would load it after `message` was
 /// appended, built through the domain's constructor before anything is
 /// written: a message that breaks a rule of messages (more than
-/// `MAX_ATTACHMENTS` attachments) is refused here, as `Rule`.
-fn as_written(message: NewMessage) -> Result<Message> {
+/// `MAX_ATTACHMENTS` attachments) is refused here, as `Rule`. Its
+/// attachments are `attachments` when given (uploads among them, as the
+/// store attached them), else the new ones by URL.
+fn as_written(message: NewMessage, attachments: Option<Vec<Attachment>>) -> Result<Message> {
     let NewMessage {
         id,
         conversation_id,
         sender,
         text,
-        attachments,
+        attachments: added,
         created_at,
     } = message;
+    let attachments = match attachments {
+        Some(list) => list,
+        None => added
+            .into_iter()
+            .map(|a| match a {
+                AddAttachment::Link(attachment, a) => {
+                    Ok(a.attach(attachment, (id, conversation_id), sender.id(), created_at))
+                }
+                AddAttachment::Upload(_) => Err(inconsistent(
+                    "an upload to attach reached a send that writes none".into(),
+                )),
+            })
+            .collect::<Result<_>>()?,
+    };
     Ok(Message::new(MessageParts {
         id,
         conversation_id,
         sender,
         text,
         reactions: Vec::new(),
-        attachments: attachments
-            .into_iter()
-            .map(|(attachment, a)| a.attach(attachment, id, created_at))
-            .collect(),
+        attachments,
         read_at: None,
         created_at,
         updated_at: None,
     })?)
+}
+
+/// Whether a send attaches uploads (written by [`append_message`]'s
+/// statements, never by the single statement).
+fn has_uploads(message: &NewMessage) -> bool {
+    message
+        .attachments
+        .iter()
+        .any(|a| matches!(a, AddAttachment::Upload(_)))
 }
 
 /// The outbox's one event when it is what a send normally makes: a
@@ -57,6 +80,9 @@ pub(crate) fn lone_message_created<'o>(
     outbox: &'o Outbox,
     message: &NewMessage,
 ) -> Option<&'o confab_domain::Event> {
+    if has_uploads(message) {
+        return None;
+    }
     match outbox.events.as_slice() {
         [e] if e.kind == confab_domain::EventType::MessageCreated
             && e.subject == confab_domain::Subject::Message(message.id)
@@ -149,7 +175,7 @@ pub(crate) fn append_statement(
     static SHAPES: [[OnceLock<Shape>; 2]; confab_domain::MAX_ATTACHMENTS + 1] =
         [const { [const { OnceLock::new() }; 2] }; confab_domain::MAX_ATTACHMENTS + 1];
     // First: nothing is sent for a message the domain refuses.
-    let written = as_written(message)?;
+    let written = as_written(message, None)?;
     // At most `MAX_ATTACHMENTS` (a rule of `Message`): a shape for each
     // count.
     let attachments = written.attachments().len();
@@ -169,7 +195,10 @@ pub(crate) fn append_statement(
             Bind::Id(a.id.db()),
             Bind::Int(seq),
             Bind::Text(a.filename.as_str().to_owned()),
-            Bind::Text(a.file_url.as_str().to_owned()),
+            Bind::MaybeText(match &a.source {
+                FileSource::Link(url) => Some(url.as_str().to_owned()),
+                FileSource::Stored(_) => None,
+            }),
             Bind::Text(a.file_type.as_str().to_owned()),
             Bind::MaybeInt(a.file_size.map(confab_domain::FileSize::bytes)),
         ]);
@@ -237,8 +266,9 @@ fn append_text(attachments: usize, completion: bool) -> String {
             .collect();
         text.push_str(&format!(
             ", att AS ( \
-                 INSERT INTO attachments (id, message_id, seq, filename, file_url, file_type, file_size, created_at) \
-                 SELECT v.id, msg.id, v.seq, v.filename, v.file_url, v.file_type, v.file_size, {at} \
+                 INSERT INTO attachments (id, message_id, seq, filename, file_url, file_type, file_size, created_at, \
+                     uploader_id, conversation_id) \
+                 SELECT v.id, msg.id, v.seq, v.filename, v.file_url, v.file_type, v.file_size, {at}, {s}, {c} \
                  FROM msg CROSS JOIN (VALUES {}) AS v (id, seq, filename, file_url, file_type, file_size) \
                  RETURNING 1 \
              )",
@@ -414,16 +444,29 @@ pub(crate) fn append_message(
             return append_in_one_statement(conn, message, (event, &*outbox.render), completion);
         }
     }
+    if has_uploads(&message) {
+        return append_with_uploads(conn, message, outbox, completion);
+    }
     // What is written is what a reader would load (no read back), built
     // first: the domain refuses a message that breaks its rules before
     // anything is written.
-    let written = as_written(message)?;
+    let written = as_written(message, None)?;
     let c = written.conversation_id().db();
     let sender = written.sender().id().db();
     let at = written.created_at().micros();
-    // The conversation's activity, where the sender is a member
-    // (see `advance_conversation`); raw SQL, since diesel prepares
-    // no `UPDATE` once for all.
+    advance(conn, c, sender, at)?;
+    // With its audience copied from the conversation (the feed's
+    // index ranges), in the same statement.
+    let id = written.id().db();
+    insert_from_conversation(conn, id, c, sender, written.text().as_str(), at)?;
+    insert_attachments(conn, written.attachments())?;
+    finish_append(conn, written, outbox, completion)
+}
+
+/// The conversation's activity, where the sender is a member (see
+/// `advance_conversation`); raw SQL, since diesel prepares no `UPDATE`
+/// once for all. `NotFound` when the sender is not a member.
+fn advance(conn: &mut Conn, c: DbId, sender: DbId, at: i64) -> Result<()> {
     let mut sql = confab_store_sql::raw::Sql::default();
     let (cm, sm) = (sql.id(c), sql.id(sender));
     let atm = sql.bind(confab_store_sql::raw::Bind::Int(at));
@@ -432,11 +475,69 @@ pub(crate) fn append_message(
     if moved == 0 {
         return Err(not_found());
     }
-    // With its audience copied from the conversation (the feed's
-    // index ranges), in the same statement.
-    let id = written.id().db();
-    insert_from_conversation(conn, id, c, sender, written.text().as_str(), at)?;
-    insert_attachments(conn, id, 0, written.attachments())?;
+    Ok(())
+}
+
+/// A send that attaches uploads: the message's row first (the uploads'
+/// rows then point at it), then each attachment in its place, the
+/// uploads as the store attached them (`attach_uploads`), and the
+/// message built from what was written.
+fn append_with_uploads(
+    conn: &mut Conn,
+    message: NewMessage,
+    outbox: &Outbox,
+    completion: Option<Completion<Message>>,
+) -> Result<Message> {
+    confab_domain::check_attachment_count(message.attachments.len())?;
+    let (m, conversation) = (message.id, message.conversation_id);
+    let sender = message.sender.id();
+    let at = message.created_at;
+    advance(conn, conversation.db(), sender.db(), at.micros())?;
+    insert_from_conversation(
+        conn,
+        m.db(),
+        conversation.db(),
+        sender.db(),
+        message.text.as_str(),
+        at.micros(),
+    )?;
+    let mut links = Vec::new();
+    let mut uploads = Vec::new();
+    for (place, a) in message.attachments.iter().enumerate() {
+        let seq = i32::try_from(place).unwrap_or(i32::MAX);
+        match a {
+            AddAttachment::Link(id, a) => {
+                links.push((place, a.clone().attach(*id, (m, conversation), sender, at)))
+            }
+            AddAttachment::Upload(id) => uploads.push((place, *id, seq)),
+        }
+    }
+    let attached = attach_uploads(conn, (m, conversation), sender, &uploads)?;
+    let mut all: Vec<(usize, Attachment)> = links;
+    all.extend(uploads.iter().map(|u| u.0).zip(attached));
+    all.sort_by_key(|(place, _)| *place);
+    let attachments: Vec<Attachment> = all.into_iter().map(|(_, a)| a).collect();
+    let links: Vec<(Attachment, i32)> = attachments
+        .iter()
+        .zip(0..)
+        .filter(|(a, _)| !a.is_stored())
+        .map(|(a, seq)| (a.clone(), seq))
+        .collect();
+    insert_attachment_rows(conn, &links)?;
+    let written = as_written(message, Some(attachments))?;
+    finish_append(conn, written, outbox, completion)
+}
+
+/// What every send path does last: one more message of the sender's
+/// own, the events, the kept answer.
+fn finish_append(
+    conn: &mut Conn,
+    written: Message,
+    outbox: &Outbox,
+    completion: Option<Completion<Message>>,
+) -> Result<Message> {
+    let c = written.conversation_id().db();
+    let sender = written.sender().id().db();
     // One more message of the sender's own.
     let mut sql = confab_store_sql::raw::Sql::default();
     let (cm, sm) = (sql.id(c), sql.id(sender));

@@ -3,44 +3,38 @@
 //! reaction names and attachments hold under concurrency.
 
 use confab_domain::{
-    check_attachment_count, check_reaction_name_count, Attachment, ContactId, FileSize, Message,
-    MessageId, MessageText, ReactionName, Timestamp,
+    check_attachment_count, check_reaction_name_count, AddAttachment, Attachment, ContactId,
+    Message, MessageId, MessageText, ReactionName, Timestamp,
 };
 use confab_ports::{MessageChange, Outbox};
 use diesel::prelude::*;
 
+use super::attachments::attach_uploads;
 use super::messages::load_message;
 use super::outbox::{self, Written};
 use super::{Backend, Conn, Result};
 use confab_store_sql::id::DbId;
 use confab_store_sql::queries::not_found;
-use confab_store_sql::rows::{AttachmentRow, DbKey, MessageChangeset, NewReactionRow};
+use confab_store_sql::rows::{
+    conversation_id, AttachmentRow, DbKey, MessageChangeset, NewReactionRow,
+};
 use confab_store_sql::schema::{attachments, messages, reactions};
 use confab_store_sql::SqlBackend as _;
 
-/// Inserts `list`, attachments of `message`, from place `first_seq` on.
-pub(super) fn insert_attachments(
-    conn: &mut Conn,
-    message: DbId,
-    first_seq: i32,
-    list: &[Attachment],
-) -> Result<()> {
+/// Inserts `list`, a new message's attachments, in places 0, 1, ...
+pub(super) fn insert_attachments(conn: &mut Conn, list: &[Attachment]) -> Result<()> {
+    let rows: Vec<(Attachment, i32)> = list.iter().cloned().zip(0..).collect();
+    insert_attachment_rows(conn, &rows)
+}
+
+/// Inserts attachments, each at its place.
+pub(super) fn insert_attachment_rows(conn: &mut Conn, list: &[(Attachment, i32)]) -> Result<()> {
     if list.is_empty() {
         return Ok(());
     }
     let rows: Vec<AttachmentRow> = list
         .iter()
-        .zip(first_seq..)
-        .map(|(a, seq)| AttachmentRow {
-            id: a.id.db(),
-            message_id: message,
-            seq,
-            filename: a.filename.as_str().to_owned(),
-            file_url: a.file_url.as_str().to_owned(),
-            file_type: a.file_type.as_str().to_owned(),
-            file_size: a.file_size.map(FileSize::bytes),
-            created_at: a.created_at.micros(),
-        })
+        .map(|(a, seq)| AttachmentRow::of(a, *seq))
         .collect();
     diesel::insert_into(attachments::table)
         .values(&rows)
@@ -120,12 +114,20 @@ pub(crate) fn update_message(
         // concurrent change may have outdated.
         check_attachment_count(seqs.len() + change.add_attachments.len())?;
         let next = seqs.iter().max().map_or(0, |s| s + 1);
-        let added: Vec<Attachment> = change
-            .add_attachments
-            .into_iter()
-            .map(|(attachment, a)| a.attach(attachment, id, change.at))
-            .collect();
-        insert_attachments(conn, m, next, &added)?;
+        let conversation = conversation_id(current.conversation_id);
+        let mut links = Vec::new();
+        let mut uploads = Vec::new();
+        for ((place, a), seq) in change.add_attachments.into_iter().enumerate().zip(next..) {
+            match a {
+                AddAttachment::Link(attachment, a) => links.push((
+                    a.attach(attachment, (id, conversation), change.reactor, change.at),
+                    seq,
+                )),
+                AddAttachment::Upload(upload) => uploads.push((place, upload, seq)),
+            }
+        }
+        insert_attachment_rows(conn, &links)?;
+        attach_uploads(conn, (id, conversation), change.reactor, &uploads)?;
         changed = true;
     }
 

@@ -17,6 +17,7 @@ pub(crate) type Conn = <Backend as SqlBackend>::Conn;
 pub(crate) type Db = <Backend as SqlBackend>::Db;
 pub(crate) use confab_store_sql::queries::Result;
 
+mod attachments;
 mod contacts;
 mod conversation_members;
 mod conversations;
@@ -35,7 +36,7 @@ mod tokens;
 mod webhooks;
 
 pub(crate) use self::{
-    contacts::*, conversation_members::*, conversations::*, erase::*, events_read::*, export::*,
-    groups::*, health::*, idempotency::*, message_send::*, message_updates::*, messages::*,
-    tokens::*, webhooks::*,
+    attachments::*, contacts::*, conversation_members::*, conversations::*, erase::*,
+    events_read::*, export::*, groups::*, health::*, idempotency::*, message_send::*,
+    message_updates::*, messages::*, tokens::*, webhooks::*,
 };

@@ -27,8 +27,8 @@
 use std::collections::HashMap;
 
 use confab_domain::{
-    Audience, Contact, ConversationView, Event, EventId, EventType, Group, Message, MessageId,
-    Subject,
+    Attachment, Audience, Contact, ConversationView, Event, EventId, EventType, Group, Message,
+    MessageId, Subject,
 };
 use confab_ports::{Outbox, PayloadRenderer};
 use diesel::prelude::*;
@@ -54,6 +54,9 @@ const MAX_BINDS: usize = 30_000;
 pub(super) struct Written<'a> {
     /// The messages written (a message's attachments are found in it).
     pub(super) messages: &'a [Message],
+    /// Attachments written on their own (an upload, a rename, a
+    /// deletion).
+    pub(super) attachments: &'a [Attachment],
     pub(super) group: Option<&'a Group>,
     pub(super) contact: Option<&'a Contact>,
     /// The conversation as the actor sees it.
@@ -117,9 +120,16 @@ fn about(event: &Event, w: &Written<'_>) -> About {
         },
         Subject::Attachment(id) => {
             let of = |m: &&Message| m.attachments().iter().any(|a| a.id == id);
-            match w.messages.iter().find(of) {
-                Some(m) => (Some(m.conversation_id().db()), Some(m.id().db())),
-                None => (None, None),
+            match (
+                w.attachments.iter().find(|a| a.id == id),
+                w.messages.iter().find(of),
+            ) {
+                (Some(a), _) => (
+                    a.conversation_id.map(|c| c.db()),
+                    a.message_id.map(|m| m.db()),
+                ),
+                (None, Some(m)) => (Some(m.conversation_id().db()), Some(m.id().db())),
+                (None, None) => (None, None),
             }
         }
         Subject::Conversation(id) => (Some(id.db()), None),
@@ -152,9 +162,9 @@ fn payload(render: &dyn PayloadRenderer, event: &Event, w: &Written<'_>) -> Resu
                 .ok_or_else(missing)?,
         ),
         Subject::Attachment(id) => render.attachment(
-            w.messages
+            w.attachments
                 .iter()
-                .flat_map(|m| m.attachments())
+                .chain(w.messages.iter().flat_map(|m| m.attachments()))
                 .find(|a| a.id == id)
                 .ok_or_else(missing)?,
         ),
@@ -589,4 +599,4 @@ pub(super) fn scrub(conn: &mut Conn, deleted: Deleted) -> Result<()> {
 
 /// A scrubbed event's payload, from its row: `{"id":"<subject
 /// id>","deleted":true}` (an id's text needs no JSON escaping).
-pub(super) const SCRUBBED: &str = r#"'{"id":"' || CAST(subject_id AS TEXT) || '","deleted":true}'"#;
+pub(crate) const SCRUBBED: &str = r#"'{"id":"' || CAST(subject_id AS TEXT) || '","deleted":true}'"#;

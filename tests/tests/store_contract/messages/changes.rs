@@ -151,7 +151,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
         .await
         .expect("attach and edit");
     let ids: Vec<AttachmentId> = r.attachments().iter().map(|a| a.id).collect();
-    assert_eq!(ids, vec![a1.0, a2.0, a3.0]);
+    assert_eq!(ids, vec![a1.id(), a2.id(), a3.id()]);
     assert_eq!(r.attachments()[2].created_at, at(10));
     assert_eq!(r.text().as_str(), "third");
     assert_eq!(r.updated_at(), Some(at(10)));
@@ -277,7 +277,7 @@ async fn messages_attachment_limit(s: S) {
         .await
         .expect("the 10th");
     assert_eq!(r.attachments().len(), 10);
-    assert_eq!(r.attachments()[9].id, tenth.0);
+    assert_eq!(r.attachments()[9].id, tenth.id());
 
     assert_err!(
         s.update_message(

@@ -2,8 +2,8 @@
 //! whole relations (reactions, attachments) everywhere.
 
 use confab_domain::{
-    AttachmentId, ContactId, Conversation, ConversationId, Cursor, DomainError, Field, FileType,
-    FileUrl, Filename, MessageId, NewAttachment,
+    AddAttachment, AttachmentId, ContactId, Conversation, ConversationId, Cursor, DomainError,
+    Field, FileSource, FileType, FileUrl, Filename, MessageId, NewAttachment,
 };
 use confab_ports::{GroupChange, MessageChange, StoreError};
 use uuid::Uuid;
@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::support::no_events;
 use crate::support::{
     all_messages, assert_err, at, at_us, attachment, change, contact, direct, group,
-    group_conversation, msg_ids, new_id, new_message, page, reactions_of, rn, send, S,
+    group_conversation, link, msg_ids, new_id, new_message, page, pair, reactions_of, rn, send, S,
 };
 
 async fn messages_append_and_get(s: S) {
@@ -20,7 +20,7 @@ async fn messages_append_and_get(s: S) {
     let c = direct(&s, &alice, &bob, at(1)).await;
     let mut new = new_message(&c, &alice, "hello\nworld", at_us(2, 123_456));
     new.attachments = vec![attachment(1), attachment(2), attachment(3)];
-    let wanted: Vec<(AttachmentId, NewAttachment)> = new.attachments.clone();
+    let wanted: Vec<(AttachmentId, NewAttachment)> = new.attachments.iter().map(pair).collect();
     let m = s
         .append_message(new.clone(), no_events(), None)
         .await
@@ -37,9 +37,9 @@ async fn messages_append_and_get(s: S) {
     assert_eq!(m.attachments().len(), 3);
     for (got, (id, a)) in m.attachments().iter().zip(&wanted) {
         assert_eq!(got.id, *id);
-        assert_eq!(got.message_id, m.id());
+        assert_eq!(got.message_id, Some(m.id()));
         assert_eq!(got.filename, a.filename);
-        assert_eq!(got.file_url, a.file_url);
+        assert_eq!(got.source, FileSource::Link(a.file_url.clone()));
         assert_eq!(got.file_type, a.file_type);
         assert_eq!(got.file_size, a.file_size);
         assert_eq!(got.created_at, m.created_at());
@@ -57,7 +57,7 @@ async fn messages_append_and_get(s: S) {
 
     // A file without type and size.
     let mut plain = new_message(&c, &bob, "file", at(3));
-    plain.attachments = vec![(
+    plain.attachments = vec![AddAttachment::Link(
         AttachmentId::from_uuid(new_id()),
         NewAttachment {
             filename: Filename::new("blob".into()).expect("filename"),
@@ -484,11 +484,11 @@ async fn messages_relations_read_whole_everywhere(s: S) {
             file_size: Some(FileSize::new(9_007_199_254_740_993).expect("size")),
         },
     );
-    let one = attachment(1);
-    let mut no_size = attachment(7);
+    let one = pair(&attachment(1));
+    let mut no_size = pair(&attachment(7));
     no_size.1.file_size = None;
     let mut new = new_message(&c, &bob, "rich", at_us(3, 7));
-    new.attachments = vec![odd.clone(), one.clone(), no_size.clone()];
+    new.attachments = vec![link(odd.clone()), link(one.clone()), link(no_size.clone())];
     let rich = s
         .append_message(new, no_events(), None)
         .await
@@ -511,11 +511,11 @@ async fn messages_relations_read_whole_everywhere(s: S) {
     react(&alice, mid.id(), &["+1"], 9).await;
     react(&carol, rich.id(), &["like"], 10).await;
     react(&bob, rich.id(), &["heart"], 11).await;
-    let extra = attachment(2);
+    let extra = pair(&attachment(2));
     s.update_message(
         rich.id(),
         MessageChange {
-            add_attachments: vec![extra.clone()],
+            add_attachments: vec![link(extra.clone())],
             ..change(&bob, at(12))
         },
         no_events(),
@@ -581,9 +581,17 @@ async fn messages_relations_read_whole_everywhere(s: S) {
         );
         for (got, ((id, a), created)) in m.attachments().iter().zip(&attachments) {
             assert_eq!(got.id, *id, "{label}: attachment id");
-            assert_eq!(got.message_id, m.id(), "{label}: attachment's message");
+            assert_eq!(
+                got.message_id,
+                Some(m.id()),
+                "{label}: attachment's message"
+            );
             assert_eq!(got.filename, a.filename, "{label}: filename");
-            assert_eq!(got.file_url, a.file_url, "{label}: file_url");
+            assert_eq!(
+                got.source,
+                FileSource::Link(a.file_url.clone()),
+                "{label}: file_url"
+            );
             assert_eq!(got.file_type, a.file_type, "{label}: file_type");
             assert_eq!(got.file_size, a.file_size, "{label}: file_size");
             assert_eq!(got.created_at, *created, "{label}: attachment created_at");

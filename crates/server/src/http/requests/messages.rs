@@ -1,9 +1,10 @@
 //! Requests of `/v1/messages`.
 
 use confab_domain::{
-    check_attachment_count, ConversationId, FileSize, FileType, FileUrl, Filename, MessageId,
-    MessageText, NewAttachment, Page, ReactionName,
+    check_attachment_count, AttachmentId, ConversationId, DomainError, FileSize, FileType, FileUrl,
+    Filename, MessageId, MessageText, NewAttachment, Page, ReactionName,
 };
+use confab_service::{is_public_address, AttachmentInput};
 
 use super::{id, int, optional, reader, request, shape, text, Field, Flatten};
 use crate::http::error::ApiError;
@@ -21,8 +22,9 @@ request! {
     /// `POST /v1/messages`.
     pub struct SendMessageIn {
         conversation_id: ConversationId = id(Malformed::NotFound),
-        message: MessageText = text(shape::message_text, MessageText::new),
-        attachments: Vec<NewAttachment> = attachments(),
+        /// Absent: a message that is only its attachments (at least one).
+        message: Option<MessageText> = optional(text(shape::message_text, MessageText::new)),
+        attachments: Vec<AttachmentInput> = attachments(),
     }
 }
 
@@ -31,14 +33,21 @@ request! {
     pub struct UpdateMessageIn {
         message: Option<MessageText> = optional(text(shape::message_text, MessageText::new)),
         reactions: Vec<(ReactionName, Vec<String>)> = reactions(),
-        attachments: Vec<NewAttachment> = attachments(),
+        attachments: Vec<AttachmentInput> = attachments(),
+    }
+}
+
+request! {
+    /// One of `attachments[i]` naming an upload: `attachments[i][id]`.
+    pub struct AttachUploadIn {
+        id: AttachmentId = id(Malformed::Invalid),
     }
 }
 
 request! {
     /// One of `attachments[i]`, its params named `attachments[i][<key>]`.
     pub struct AttachmentIn {
-        file_url: FileUrl = text(shape::http_url, FileUrl::new),
+        file_url: FileUrl = text(shape::http_url, public_file_url),
         filename: Filename = text(shape::filename, Filename::new),
         /// Absent: `application/octet-stream`.
         file_type: Option<FileType> = optional(text(shape::file_type, FileType::new)),
@@ -58,22 +67,66 @@ impl From<AttachmentIn> for NewAttachment {
 }
 
 /// `attachments[i][...]`; absent is none.
-fn attachments() -> impl Field<Vec<NewAttachment>> {
+fn attachments() -> impl Field<Vec<AttachmentInput>> {
     reader(shape::attachments, false, read_attachments)
+}
+
+/// A file URL whose host is not a private, loopback, link-local or
+/// otherwise reserved address literal (API.md section 15; the rule of
+/// webhooks, `confab_service::is_public_address`), as a browser's URL
+/// parser reads it (`http://2130706433/` is 127.0.0.1). A name is not
+/// resolved: it may point anywhere later.
+fn public_file_url(raw: String) -> Result<FileUrl, DomainError> {
+    let url = FileUrl::new(raw)?;
+    // The parser writes an address host in its one normal form (IPv6 in
+    // brackets), whatever spelling the URL used.
+    let host = reqwest::Url::parse(url.as_str())
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+    let private = match host {
+        None => true,
+        Some(host) => match host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+        {
+            Ok(ip) => !is_public_address(ip),
+            Err(_) => {
+                let name = host.trim_end_matches('.');
+                name == "localhost" || name.ends_with(".localhost")
+            }
+        },
+    };
+    if private {
+        return Err(DomainError::breaks(
+            confab_domain::Field::FileUrl,
+            confab_domain::Rule::PrivateAddress,
+        ));
+    }
+    Ok(url)
 }
 
 /// At most `MAX_ATTACHMENTS`, counted by the domain's rule before any item
 /// is judged (a long list costs nothing, and is refused before the message
 /// is looked up); each item refuses its own unknown keys before its values
 /// are judged.
-fn read_attachments(p: &mut Params, name: &'static str) -> Result<Vec<NewAttachment>, ApiError> {
+fn read_attachments(p: &mut Params, name: &'static str) -> Result<Vec<AttachmentInput>, ApiError> {
     let Some(items) = p.optional_objects(name)? else {
         return Ok(Vec::new());
     };
     check_attachment_count(items.len()).map_err(|e| p.domain(e))?;
     items
         .into_iter()
-        .map(|item| item.into_request::<AttachmentIn>().map(NewAttachment::from))
+        .map(|item| {
+            // An upload by id, or a file at a URL: `id` says which.
+            if item.has("id") {
+                item.into_request::<AttachUploadIn>()
+                    .map(|a| AttachmentInput::Upload(a.id))
+            } else {
+                item.into_request::<AttachmentIn>()
+                    .map(|a| AttachmentInput::Link(a.into()))
+            }
+        })
         .collect()
 }
 
@@ -116,8 +169,19 @@ mod tests {
         ))
         .expect("ok");
         assert_eq!(req.attachments.len(), 1);
-        assert_eq!(req.attachments[0].file_type, FileType::octet_stream());
-        assert_eq!(req.attachments[0].file_size, None);
+        let AttachmentInput::Link(a) = &req.attachments[0] else {
+            panic!("a link");
+        };
+        assert_eq!(a.file_type, FileType::octet_stream());
+        assert_eq!(a.file_size, None);
+        // An upload by id.
+        let req = send(&format!(
+            "conversation_id={ID}&attachments[0][id]={ID}&attachments[1][file_url]=https://x.test/a&attachments[1][filename]=a"
+        ))
+        .expect("ok");
+        assert_eq!(req.message, None);
+        assert!(matches!(req.attachments[0], AttachmentInput::Upload(_)));
+        assert!(matches!(req.attachments[1], AttachmentInput::Link(_)));
     }
 
     #[test]

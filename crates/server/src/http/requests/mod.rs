@@ -13,6 +13,7 @@
 //! documented is what is decoded.
 
 pub mod admin;
+pub mod attachments;
 pub mod contacts;
 pub mod conversations;
 pub mod events;

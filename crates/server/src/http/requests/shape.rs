@@ -293,7 +293,7 @@ pub fn ids() -> Schema {
 
 /// `attachments[i][...]`: the objects of [`crate::http::requests::messages`].
 pub fn attachments() -> Schema {
-    let item: Object = ObjectBuilder::new()
+    let link: Object = ObjectBuilder::new()
         .schema_type(Type::Object)
         .property("file_url", http_url())
         .required("file_url")
@@ -303,11 +303,26 @@ pub fn attachments() -> Schema {
         .property("file_size", file_size())
         .additional_properties(Some(AdditionalProperties::FreeForm(false)))
         .build();
+    let upload: Object = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property(
+            "id",
+            described_id("an upload of the caller's not attached yet (POST /v1/attachments)"),
+        )
+        .required("id")
+        .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+        .build();
+    let item: Schema = utoipa::openapi::schema::OneOfBuilder::new()
+        .item(upload)
+        .item(link)
+        .build()
+        .into();
     ArrayBuilder::new()
-        .items(item)
+        .items(RefOr::T(item))
         .max_items(Some(10))
         .description(Some(
-            "attachments to add; in a form `attachments[0][file_url]=...`",
+            "attachments to add: an upload by id, or a file at a URL; in a form \
+             `attachments[0][id]=...` or `attachments[0][file_url]=...`",
         ))
         .build()
         .into()

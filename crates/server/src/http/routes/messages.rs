@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
-use confab_domain::{Message, MessageId, ReactionName};
+use confab_domain::{Message, MessageId, MessageText, ReactionName};
 use confab_service::{MessageUpdate, SendMessage, StoredResponse};
 
 use super::{created_text, endpoint, no_content, ok_json, ok_text, path_id, Endpoint};
@@ -11,6 +11,7 @@ use crate::http::auth::Caller;
 use crate::http::dto::{ListDto, MessageDto};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::idempotency;
+use crate::http::links::{links_of, FileLinks};
 use crate::http::payloads::RenderedOnce;
 use crate::http::requests::messages::{ListMessagesIn, SendMessageIn, UpdateMessageIn};
 use crate::http::requests::{Input, NoParams};
@@ -38,6 +39,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 async fn list(
     service: Service,
     caller: Caller,
+    links: FileLinks,
     Input(req): Input<ListMessagesIn>,
 ) -> Result<HttpResponse, ApiError> {
     let ListMessagesIn {
@@ -47,7 +49,7 @@ async fn list(
     let messages = service
         .list_messages(&caller.0, conversation_id, page)
         .await?;
-    Ok(ok_json(crate::http::wire::message_page(&messages)))
+    Ok(ok_json(crate::http::wire::message_page(&messages, &links)))
 }
 
 /// Send a message to a conversation; the caller is the sender.
@@ -74,6 +76,13 @@ async fn send(
         message: text,
         attachments,
     } = req;
+    // A message without text needs an attachment (API.md section 15):
+    // without either, the text is what is missing.
+    let text = match text {
+        Some(text) => text,
+        None if attachments.is_empty() => return Err(ApiError::missing("message")),
+        None => MessageText::none(),
+    };
     let send = SendMessage {
         conversation_id,
         text,
@@ -81,7 +90,7 @@ async fn send(
     };
     // The message's JSON is written once, for its event, and is also the
     // answer (kept for the idempotency key, and sent).
-    let once = Arc::new(RenderedOnce::default());
+    let once = Arc::new(RenderedOnce::new(links_of(&http)));
     let answer = {
         let once = once.clone();
         move |message: &Message| sent(message, once.message_json(message))
@@ -107,12 +116,13 @@ fn sent(message: &Message, json: String) -> StoredResponse {
 async fn get(
     service: Service,
     caller: Caller,
+    links: FileLinks,
     path: web::Path<String>,
     _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
     let id: MessageId = path_id(&path)?;
     let message = service.message(&caller.0, id).await?;
-    Ok(ok_json(crate::http::wire::message(&message)))
+    Ok(ok_json(crate::http::wire::message(&message, &links)))
 }
 
 /// Edit the text (sender only), add the caller's reactions, append
@@ -134,6 +144,7 @@ async fn get(
 async fn update(
     service: Service,
     caller: Caller,
+    links: FileLinks,
     path: web::Path<String>,
     Input(req): Input<UpdateMessageIn>,
 ) -> Result<HttpResponse, ApiError> {
@@ -149,7 +160,7 @@ async fn update(
         attachments,
     };
     // Written once, for the event (if anything changed) and the answer.
-    let once = Arc::new(RenderedOnce::default());
+    let once = Arc::new(RenderedOnce::new(links));
     let message = service
         .update_message_rendered_by(&caller.0, id, update, once.clone())
         .await?;
@@ -193,6 +204,7 @@ async fn delete(
 async fn unreact(
     service: Service,
     caller: Caller,
+    links: FileLinks,
     path: web::Path<(String, String)>,
     _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
@@ -200,7 +212,7 @@ async fn unreact(
     let id: MessageId = path_id(&id)?;
     let name = ReactionName::new(name).map_err(|_| ApiError::not_found(None))?;
     // Written once, for the event (if anything changed) and the answer.
-    let once = Arc::new(RenderedOnce::default());
+    let once = Arc::new(RenderedOnce::new(links));
     let message = service
         .remove_reaction_rendered_by(&caller.0, id, name, once.clone())
         .await?;

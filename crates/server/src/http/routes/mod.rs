@@ -7,6 +7,7 @@
 //! same list, so the two cannot drift apart.
 
 pub(crate) mod admin;
+mod attachments;
 mod contacts;
 mod conversations;
 pub(crate) mod docs;
@@ -70,6 +71,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         health::endpoints(),
         docs::endpoints(),
         messages::endpoints(),
+        attachments::endpoints(),
         conversations::endpoints(),
         groups::endpoints(),
         contacts::endpoints(),

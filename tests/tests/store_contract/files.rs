@@ -1,0 +1,222 @@
+//! Attachments on their own and the stored files' scheduled deletions
+//! (`AttachmentStore`, migration `files`): the same answers on both stores.
+
+use confab_domain::{
+    AddAttachment, Attachment, AttachmentId, ContentDigest, DomainError, Field, FileSize,
+    FileSource, FileType, Filename, Rule,
+};
+use confab_ports::{AttachmentFilter, StoreError};
+
+use crate::support::{assert_err, at, contact, direct, new_id, new_message, no_events, page, S};
+
+fn upload(by: &confab_domain::Contact, t: i64) -> Attachment {
+    Attachment {
+        id: AttachmentId::from_uuid(new_id()),
+        message_id: None,
+        conversation_id: None,
+        uploader: by.id(),
+        filename: Filename::new("cat.png".into()).expect("name"),
+        source: FileSource::Stored(ContentDigest::new([9; 32])),
+        file_type: FileType::new("image/png".into()).expect("type"),
+        file_size: Some(FileSize::new(42).expect("size")),
+        created_at: at(t),
+    }
+}
+
+/// An upload stored as `POST /v1/attachments` stores it: its deletion
+/// scheduled a day on, then its row.
+async fn stored_upload(s: &S, by: &confab_domain::Contact, t: i64) -> Attachment {
+    let u = upload(by, t);
+    s.expect_file(u.id, at(t + 86_400)).await.expect("schedule");
+    s.insert_upload(u, no_events()).await.expect("insert")
+}
+
+async fn due(s: &S, t: i64) -> Vec<AttachmentId> {
+    s.due_file_deletions(at(t), 100).await.expect("due")
+}
+
+async fn an_upload_is_its_uploader_s_until_attached(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let carol = contact(&s, "carol").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let u = stored_upload(&s, &alice, 2).await;
+    assert_eq!(
+        s.attachment_for(alice.id(), u.id).await.expect("get"),
+        Some(u.clone())
+    );
+    assert_eq!(s.attachment_for(bob.id(), u.id).await.expect("get"), None);
+    assert_eq!(s.attachment(u.id).await.expect("get"), Some(u.clone()));
+    // Due a day on, not before.
+    assert_eq!(due(&s, 86_000).await, vec![]);
+    assert_eq!(due(&s, 86_402).await, vec![u.id]);
+
+    // Someone else cannot attach it; its uploader can, once.
+    let mut theirs = new_message(&c, &bob, "x", at(3));
+    theirs.attachments = vec![AddAttachment::Upload(u.id)];
+    assert_err!(
+        s.append_message(theirs, no_events(), None).await,
+        StoreError::Rule(DomainError::Invalid {
+            field: Field::Upload(0),
+            rule: Rule::NotAttachable
+        })
+    );
+    let mut mine = new_message(&c, &alice, "look", at(4));
+    mine.attachments = vec![AddAttachment::Upload(u.id)];
+    let m = s
+        .append_message(mine, no_events(), None)
+        .await
+        .expect("attach");
+    assert_eq!(m.attachments().len(), 1);
+    let attached = &m.attachments()[0];
+    assert_eq!(attached.message_id, Some(m.id()));
+    assert_eq!(attached.conversation_id, Some(c.id()));
+    assert_eq!(attached.filename, u.filename);
+    assert_eq!(attached.source, u.source);
+    // Attached, it is no longer due, and the members see it.
+    assert_eq!(due(&s, 86_402).await, vec![]);
+    assert!(s
+        .attachment_for(bob.id(), u.id)
+        .await
+        .expect("get")
+        .is_some());
+    assert_eq!(s.attachment_for(carol.id(), u.id).await.expect("get"), None);
+    let mut again = new_message(&c, &alice, "again", at(5));
+    again.attachments = vec![AddAttachment::Upload(u.id)];
+    assert_err!(
+        s.append_message(again, no_events(), None).await,
+        StoreError::Rule(DomainError::Invalid {
+            field: Field::Upload(0),
+            ..
+        })
+    );
+    // The refused send wrote nothing.
+    let list = s
+        .list_messages(alice.id(), Some(c.id()), page(10, None))
+        .await
+        .expect("list");
+    assert_eq!(list.items.len(), 1);
+    // A member's list, narrowed by conversation or message.
+    let by_conv = s
+        .list_attachments(
+            bob.id(),
+            AttachmentFilter {
+                conversation: Some(c.id()),
+                message: None,
+            },
+            page(10, None),
+        )
+        .await
+        .expect("list");
+    assert_eq!(by_conv.items.len(), 1);
+    assert_err!(
+        s.list_attachments(
+            carol.id(),
+            AttachmentFilter {
+                conversation: Some(c.id()),
+                message: None,
+            },
+            page(10, None),
+        )
+        .await,
+        StoreError::NotFound
+    );
+}
+
+async fn every_way_a_stored_file_s_row_goes_schedules_its_deletion(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let attach = |u: &Attachment, t: i64| {
+        let mut m = new_message(&c, &alice, "f", at(t));
+        m.attachments = vec![AddAttachment::Upload(u.id)];
+        let s = s.clone();
+        async move {
+            s.append_message(m, no_events(), None)
+                .await
+                .expect("attach")
+        }
+    };
+    // Deleted itself.
+    let own = stored_upload(&s, &alice, 2).await;
+    attach(&own, 3).await;
+    // With its message.
+    let in_message = stored_upload(&s, &alice, 4).await;
+    let m = attach(&in_message, 5).await;
+    // With its conversation.
+    let in_conversation = stored_upload(&s, &alice, 6).await;
+    attach(&in_conversation, 7).await;
+    // A by-URL attachment has no file: nothing is scheduled for it.
+    let mut linked = new_message(&c, &alice, "l", at(8));
+    linked.attachments = vec![crate::support::attachment(1)];
+    s.append_message(linked, no_events(), None)
+        .await
+        .expect("link");
+    assert_eq!(due(&s, 9).await, vec![]);
+
+    s.delete_attachment(own.id, bob.id(), no_events())
+        .await
+        .expect_err("not bob's");
+    s.delete_attachment(own.id, alice.id(), no_events())
+        .await
+        .expect("delete");
+    s.delete_message(m.id(), alice.id(), no_events())
+        .await
+        .expect("delete message");
+    s.delete_conversation(c.id(), alice.id(), no_events())
+        .await
+        .expect("delete conversation");
+    let mut got = due(&s, 10).await;
+    got.sort();
+    let mut want = vec![own.id, in_message.id, in_conversation.id];
+    want.sort();
+    assert_eq!(got, want);
+    // Released (no row any more), then forgotten.
+    for id in want {
+        assert!(s.release_file(id, no_events()).await.expect("release"));
+        s.forget_file_deletion(id).await.expect("forget");
+    }
+    assert_eq!(due(&s, 10).await, vec![]);
+}
+
+async fn releasing_an_expired_upload_removes_it_unless_attached(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let expired = stored_upload(&s, &alice, 2).await;
+    let kept = stored_upload(&s, &alice, 3).await;
+    // `kept` is attached after the sweeper listed it as due.
+    let listed = due(&s, 90_000).await;
+    assert_eq!(listed.len(), 2);
+    let mut m = new_message(&c, &alice, "x", at(4));
+    m.attachments = vec![AddAttachment::Upload(kept.id)];
+    s.append_message(m, no_events(), None)
+        .await
+        .expect("attach");
+    assert!(s
+        .release_file(expired.id, no_events())
+        .await
+        .expect("release"));
+    assert_eq!(s.attachment(expired.id).await.expect("get"), None);
+    // Attached meanwhile: its file stays, its row too.
+    assert!(!s.release_file(kept.id, no_events()).await.expect("release"));
+    assert!(s.attachment(kept.id).await.expect("get").is_some());
+    // The key that signs links: made once, then always the same.
+    let first = s
+        .shared_secret("file_links", "a".repeat(64))
+        .await
+        .expect("secret");
+    let second = s
+        .shared_secret("file_links", "b".repeat(64))
+        .await
+        .expect("secret");
+    assert_eq!(first, "a".repeat(64));
+    assert_eq!(second, first);
+}
+
+confab_tests::on_both_stores!(
+    crate::support::on_store;
+    an_upload_is_its_uploader_s_until_attached,
+    every_way_a_stored_file_s_row_goes_schedules_its_deletion,
+    releasing_an_expired_upload_removes_it_unless_attached,
+);
