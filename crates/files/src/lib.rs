@@ -53,8 +53,8 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::prefix::PrefixStore;
 use object_store::{
-    ClientConfigKey, GetOptions, GetRange, GetResultPayload, ObjectStore, ObjectStoreExt as _,
-    PutPayload, WriteMultipart,
+    BackoffConfig, ClientConfigKey, GetOptions, GetRange, GetResultPayload, ObjectStore,
+    ObjectStoreExt as _, PutPayload, RetryConfig, WriteMultipart,
 };
 use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
 
@@ -194,7 +194,17 @@ impl ObjectFiles {
             })?)
         };
 
-        let builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        // A store that is down fails a request within seconds (a 503),
+        // instead of object_store's default of 10 retries over 3 minutes:
+        // a user waits on an upload or a download. The sweeper retries on
+        // its own every 30 s.
+        let builder = AmazonS3Builder::from_env()
+            .with_bucket_name(bucket)
+            .with_retry(RetryConfig {
+                backoff: BackoffConfig::default(),
+                max_retries: 3,
+                retry_timeout: std::time::Duration::from_secs(15),
+            });
         let endpoint = builder
             .get_config_value(&AmazonS3ConfigKey::S3Endpoint)
             .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint));

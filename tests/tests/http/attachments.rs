@@ -731,8 +731,62 @@ async fn uploads_make_events_for_whoever_sees_them(app: TestApp) {
     assert_eq!(renamed["payload"]["id"], id.as_str());
 }
 
+async fn files_go_with_their_group_and_their_contact(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let carol = app.user("carol").await;
+    let group = crate::support::new_group(&app, &alice, "team", &[&bob]).await;
+    let conversation = crate::support::group_conversation(&app, &alice, &group).await;
+    let in_group = id_of(&upload(&app, &alice, "g.png", PNG).await);
+    app.json(
+        Method::POST,
+        &alice,
+        "/v1/messages",
+        &json!({"conversation_id": conversation, "attachments": [{"id": in_group}]}),
+    )
+    .await
+    .expect(201);
+    // Carol's files: one sent to Bob, one never attached.
+    let direct = app.direct(&carol, &bob).await;
+    let sent = id_of(&upload(&app, &carol, "c.png", PNG).await);
+    app.json(
+        Method::POST,
+        &carol,
+        "/v1/messages",
+        &json!({"conversation_id": direct, "attachments": [{"id": sent}]}),
+    )
+    .await
+    .expect(201);
+    let kept_aside = id_of(&upload(&app, &carol, "k.png", PNG).await);
+
+    app.delete(&alice, &format!("/v1/groups/{group}"))
+        .await
+        .expect(204);
+    // Carol erased through the server API (the right to be forgotten).
+    let key = app
+        .service
+        .create_server_key("files test")
+        .await
+        .expect("key")
+        .secret;
+    app.send(
+        Method::DELETE,
+        &format!("/v1/admin/contacts/{}", carol.id),
+        Some(&key),
+        None,
+        &[],
+    )
+    .await
+    .expect(204);
+    app.service.sweep_files().await.expect("sweep");
+    for gone in [&in_group, &sent, &kept_aside] {
+        assert!(!app.file_exists(gone).await, "{gone} still stored");
+    }
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_server;
+    files_go_with_their_group_and_their_contact,
     an_upload_is_its_uploader_s_with_its_type_from_its_bytes,
     a_signed_link_serves_the_bytes_safely,
     a_bearer_member_reads_ranges_and_etags,
