@@ -214,8 +214,82 @@ async fn releasing_an_expired_upload_removes_it_unless_attached(s: S) {
     assert_eq!(second, first);
 }
 
+async fn the_unfiltered_list_pages_through_what_the_viewer_sees(s: S) {
+    use confab_domain::Cursor;
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let carol = contact(&s, "carol").await;
+    let with_bob = direct(&s, &alice, &bob, at(1)).await;
+    let elsewhere = direct(&s, &bob, &carol, at(1)).await;
+    let mut seen = Vec::new();
+    // Alice's own (one attached to her conversation with Bob), Bob's in
+    // that conversation; Bob's and Carol's elsewhere are not hers to see.
+    for t in 2..5 {
+        seen.push(stored_upload(&s, &alice, t).await.id);
+    }
+    for t in 5..8 {
+        let u = stored_upload(&s, &bob, t).await;
+        let mut m = new_message(&with_bob, &bob, "b", at(t));
+        m.attachments = vec![AddAttachment::Upload(u.id)];
+        s.append_message(m, no_events(), None)
+            .await
+            .expect("attach");
+        seen.push(u.id);
+        let hidden = stored_upload(&s, &carol, t).await;
+        let mut m = new_message(&elsewhere, &carol, "c", at(t));
+        m.attachments = vec![AddAttachment::Upload(hidden.id)];
+        s.append_message(m, no_events(), None)
+            .await
+            .expect("attach");
+    }
+    // Newest first (ids are time-ordered).
+    seen.sort();
+    seen.reverse();
+    let all = AttachmentFilter::default();
+    let mut walked = Vec::new();
+    let mut cursor = None;
+    loop {
+        let p = s
+            .list_attachments(alice.id(), all, page(2, cursor))
+            .await
+            .expect("page");
+        walked.extend(p.items.iter().map(|a| a.id));
+        if !p.has_more {
+            break;
+        }
+        cursor = Some(Cursor::After(walked[walked.len() - 1]));
+    }
+    assert_eq!(walked, seen);
+    // Back from the last: the two before it, in list order.
+    let back = s
+        .list_attachments(alice.id(), all, page(2, Some(Cursor::Before(seen[5]))))
+        .await
+        .expect("page");
+    assert_eq!(
+        back.items.iter().map(|a| a.id).collect::<Vec<_>>(),
+        vec![seen[3], seen[4]]
+    );
+    assert!(back.has_more);
+    // A cursor Alice cannot see is not in her list.
+    let carols = s
+        .list_attachments(carol.id(), all, page(10, None))
+        .await
+        .expect("carol's");
+    let hidden = carols
+        .items
+        .iter()
+        .find(|a| !seen.contains(&a.id))
+        .expect("one of carol's");
+    assert_err!(
+        s.list_attachments(alice.id(), all, page(2, Some(Cursor::After(hidden.id))))
+            .await,
+        StoreError::CursorNotFound
+    );
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_store;
+    the_unfiltered_list_pages_through_what_the_viewer_sees,
     an_upload_is_its_uploader_s_until_attached,
     every_way_a_stored_file_s_row_goes_schedules_its_deletion,
     releasing_an_expired_upload_removes_it_unless_attached,

@@ -13,6 +13,7 @@ use diesel::prelude::*;
 
 use super::membership::is_member;
 use super::outbox::{self, Written, SCRUBBED};
+use super::Backend;
 use super::{Conn, Db, Result};
 use confab_store_sql::error::Error;
 use confab_store_sql::id::DbId;
@@ -24,6 +25,7 @@ use confab_store_sql::schema::{
     attachments, conversations, file_deletions, messages, server_secrets,
 };
 use confab_store_sql::visible_to;
+use confab_store_sql::SqlBackend as _;
 
 /// Schedules the deletion of `id`'s file at `due` (kept if one is
 /// scheduled already).
@@ -132,61 +134,60 @@ pub(crate) fn list_attachments(
             _ => return Err(message_not_found()),
         }
     }
+    let (limit, fetch) = fetch_size(&page);
+    let backwards = matches!(page.cursor, Some(Cursor::Before(_)));
+    let filtered = in_conversation.is_some() || of_message.is_some();
+    // The filtered list: one index range (`attachments_conversation_idx`,
+    // or the message's own), its visibility checked above.
     let list = || {
         let mut q = attachments::table
             .select(AttachmentRow::as_select())
             .into_boxed::<Db>();
-        q = match (in_conversation, of_message) {
-            (None, None) => q.filter(
-                attachments::uploader_id
-                    .eq(v)
-                    .or(attachments::conversation_id.eq_any(
-                        conversations::table
-                            .filter(visible_to!(v))
-                            .select(conversations::id.nullable()),
-                    )),
-            ),
-            (c, m) => {
-                if let Some(c) = c {
-                    q = q.filter(attachments::conversation_id.eq(c));
-                }
-                if let Some(m) = m {
-                    q = q.filter(attachments::message_id.eq(m));
-                }
-                q
-            }
-        };
+        if let Some(c) = in_conversation {
+            q = q.filter(attachments::conversation_id.eq(c));
+        }
+        if let Some(m) = of_message {
+            q = q.filter(attachments::message_id.eq(m));
+        }
         q
     };
-    let (limit, fetch) = fetch_size(&page);
-    let (q, backwards) = match page.cursor {
-        None => (list().order(attachments::id.desc()), false),
-        Some(cursor) => {
-            let (Cursor::After(at) | Cursor::Before(at)) = cursor;
-            let there: i64 = list()
-                .filter(attachments::id.eq(at.db()))
-                .count()
-                .get_result(conn)?;
-            if there == 0 {
-                return Err(Error::Store(StoreError::CursorNotFound));
+    if let Some(cursor) = page.cursor {
+        let (Cursor::After(at) | Cursor::Before(at)) = cursor;
+        let there = match filtered {
+            true => {
+                list()
+                    .filter(attachments::id.eq(at.db()))
+                    .count()
+                    .get_result::<i64>(conn)?
+                    > 0
             }
-            match cursor {
-                Cursor::After(at) => (
-                    list()
-                        .filter(attachments::id.lt(at.db()))
-                        .order(attachments::id.desc()),
-                    false,
-                ),
-                Cursor::Before(at) => (
-                    list()
-                        .filter(attachments::id.gt(at.db()))
-                        .order(attachments::id.asc()),
-                    true,
-                ),
-            }
+            false => attachment_for(conn, viewer, at)?.is_some(),
+        };
+        if !there {
+            return Err(Error::Store(StoreError::CursorNotFound));
         }
+    }
+    let rows: Vec<AttachmentRow> = if filtered {
+        let q = match page.cursor {
+            None => list().order(attachments::id.desc()),
+            Some(Cursor::After(at)) => list()
+                .filter(attachments::id.lt(at.db()))
+                .order(attachments::id.desc()),
+            Some(Cursor::Before(at)) => list()
+                .filter(attachments::id.gt(at.db()))
+                .order(attachments::id.asc()),
+        };
+        q.limit(fetch).load(conn)?
+    } else {
+        let ids = visible_ids(conn, v, page.cursor, fetch)?;
+        let mut rows: Vec<AttachmentRow> = attachments::table
+            .filter(attachments::id.eq_any(&ids))
+            .select(AttachmentRow::as_select())
+            .load(conn)?;
+        // In the order of travel, as the ids came.
+        rows.sort_by_key(|r| ids.iter().position(|id| *id == r.id));
+        rows
     };
-    let rows: Vec<AttachmentRow> = q.limit(fetch).load(conn)?;
     let (rows, has_more) = finish_page(rows, limit, backwards);
     Ok(Paged {
         items: rows
@@ -195,6 +196,68 @@ pub(crate) fn list_attachments(
             .collect::<std::result::Result<_, _>>()?,
         has_more,
     })
+}
+
+/// An id, as a raw statement returns it.
+#[derive(QueryableByName)]
+struct IdRow {
+    #[diesel(sql_type = confab_store_sql::id::IdSql)]
+    id: DbId,
+}
+
+/// The ids of a page of everything `v` may see, in the order of travel:
+/// their own uploads (`attachments_uploader_idx`) and, for each of their
+/// conversations (found by the conversations' own indexes: created,
+/// joined as the peer, through a group), that conversation's newest
+/// (`attachments_conversation_idx`). On PostgreSQL each range stops at
+/// the page (`LATERAL ... LIMIT`): a page reads at most a page per
+/// conversation of the viewer's, whatever the table holds; on SQLite the
+/// visible attachments are sorted. Never a walk of the whole table's id
+/// order filtered by visibility, whose cost grows with what the viewer
+/// cannot see (1M rows of others: 49,333 rows read for a first page).
+fn visible_ids(
+    conn: &mut Conn,
+    v: DbId,
+    cursor: Option<Cursor<AttachmentId>>,
+    fetch: i64,
+) -> Result<Vec<DbId>> {
+    use confab_store_sql::raw::Bind;
+    let mut sql = Sql::default();
+    let viewer = sql.id(v);
+    let (seek, order) = match cursor {
+        None => (String::new(), "DESC"),
+        Some(Cursor::After(at)) => (format!(" AND id < {}", sql.id(at.db())), "DESC"),
+        Some(Cursor::Before(at)) => (format!(" AND id > {}", sql.id(at.db())), "ASC"),
+    };
+    let n = sql.bind(Bind::Int(fetch));
+    let mine = format!(
+        "SELECT id FROM conversations WHERE creator_id = {viewer} AND group_id IS NULL \
+         UNION ALL SELECT id FROM conversations WHERE peer_id = {viewer} \
+         UNION ALL SELECT c.id FROM group_members gm \
+             JOIN conversations c ON c.group_id = gm.group_id WHERE gm.contact_id = {viewer}"
+    );
+    let text = if Backend::LATERAL {
+        format!(
+            "SELECT id FROM ( \
+                 (SELECT id FROM attachments WHERE uploader_id = {viewer}{seek} \
+                  ORDER BY id {order} LIMIT {n}) \
+                 UNION \
+                 (SELECT a.id FROM ({mine}) m CROSS JOIN LATERAL ( \
+                     SELECT id FROM attachments WHERE conversation_id = m.id{seek} \
+                     ORDER BY id {order} LIMIT {n}) a) \
+             ) u ORDER BY id {order} LIMIT {n}"
+        )
+    } else {
+        format!(
+            "SELECT id FROM attachments WHERE uploader_id = {viewer}{seek} \
+             UNION \
+             SELECT id FROM attachments WHERE conversation_id IN ({mine}){seek} \
+             ORDER BY id {order} LIMIT {n}"
+        )
+    };
+    sql.push(&text);
+    let ids: Vec<IdRow> = sql.query::<Db>().load(conn)?;
+    Ok(ids.into_iter().map(|r| r.id).collect())
 }
 
 fn message_not_found() -> Error {
