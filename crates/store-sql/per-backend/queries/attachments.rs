@@ -21,10 +21,7 @@ use confab_store_sql::queries::not_found;
 use confab_store_sql::queries::paging::{fetch_size, finish_page};
 use confab_store_sql::raw::Sql;
 use confab_store_sql::rows::{AttachmentRow, DbKey};
-use confab_store_sql::schema::{
-    attachments, conversations, file_deletions, messages, server_secrets,
-};
-use confab_store_sql::visible_to;
+use confab_store_sql::schema::{attachments, file_deletions, messages, server_secrets};
 use confab_store_sql::SqlBackend as _;
 
 /// Schedules the deletion of `id`'s file at `due` (kept if one is
