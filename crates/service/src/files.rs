@@ -49,6 +49,18 @@ impl FileStorage for NoFiles {
     }
 }
 
+/// An upload's name also refuses `\\` (a by-URL name keeps the rule it
+/// always had): no name of a stored file reads as a path anywhere.
+fn check_upload_name(filename: &Filename) -> Result<(), ServiceError> {
+    if filename.has_backslash() {
+        return Err(ServiceError::invalid(
+            Field::Filename,
+            Rule::Invariant("must not contain / or \\ or control characters"),
+        ));
+    }
+    Ok(())
+}
+
 /// An upload under way: feed it the bytes in order ([`Upload::write`]),
 /// then [`Upload::finish`] it with its name, or [`Upload::abort`] it.
 /// Dropped unfinished, it leaves no attachment, and its file (if any part
@@ -106,12 +118,9 @@ impl Upload {
     /// `Invalid` on [`Field::Filename`] for a name with a `\`; the file
     /// is then given up.
     pub async fn finish(self, filename: Filename) -> Result<Attachment, ServiceError> {
-        if filename.has_backslash() {
+        if let Err(e) = check_upload_name(&filename) {
             self.abort().await;
-            return Err(ServiceError::invalid(
-                Field::Filename,
-                Rule::Invariant("must not contain / or \\ or control characters"),
-            ));
+            return Err(e);
         }
         let Upload {
             service,
@@ -256,11 +265,8 @@ impl Confab {
         let current = self
             .own_attachment(caller, id, "only the uploader may rename an attachment")
             .await?;
-        if current.is_stored() && filename.has_backslash() {
-            return Err(ServiceError::invalid(
-                Field::Filename,
-                Rule::Invariant("must not contain / or \\ or control characters"),
-            ));
+        if current.is_stored() {
+            check_upload_name(&filename)?;
         }
         if current.filename == filename {
             return Ok(current);

@@ -4,7 +4,7 @@ use confab_domain::{
     check_attachment_count, AttachmentId, ConversationId, DomainError, FileSize, FileType, FileUrl,
     Filename, MessageId, MessageText, NewAttachment, Page, ReactionName,
 };
-use confab_service::{is_public_address, AttachmentInput};
+use confab_service::{is_public_address, AttachmentInput, UrlHost};
 
 use super::{id, int, optional, reader, request, shape, text, Field, Flatten};
 use crate::http::error::ApiError;
@@ -78,24 +78,15 @@ fn attachments() -> impl Field<Vec<AttachmentInput>> {
 /// resolved: it may point anywhere later.
 fn public_file_url(raw: String) -> Result<FileUrl, DomainError> {
     let url = FileUrl::new(raw)?;
-    // The parser writes an address host in its one normal form (IPv6 in
-    // brackets), whatever spelling the URL used.
-    let host = reqwest::Url::parse(url.as_str())
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
-    let private = match host {
-        None => true,
-        Some(host) => match host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-        {
-            Ok(ip) => !is_public_address(ip),
-            Err(_) => {
-                let name = host.trim_end_matches('.');
-                name == "localhost" || name.ends_with(".localhost")
-            }
-        },
+    // The webhooks' parse: the address in its one normal form, whatever
+    // spelling the URL used.
+    let private = match crate::delivery::webhooks::parse_url(url.as_str()).map(|t| t.host) {
+        Ok(UrlHost::Address(ip)) => !is_public_address(ip),
+        Ok(UrlHost::Name(name)) => {
+            let name = name.trim_end_matches('.').to_ascii_lowercase();
+            name == "localhost" || name.ends_with(".localhost")
+        }
+        Err(_) => true,
     };
     if private {
         return Err(DomainError::breaks(
