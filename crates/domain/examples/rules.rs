@@ -7,10 +7,10 @@
 use std::error::Error;
 
 use confab_domain::{
-    conversation_updated, AvatarUrl, Change, Contact, ContactParts, Conversation, ConversationId,
-    DomainError, EventId, Group, GroupDescription, GroupId, GroupMember, GroupName, GroupParts,
-    GroupRole, MemberState, MemberStatePatch, Message, MessageId, MessageParts, MessageText,
-    PhoneNumber, ReactionName, Timestamp, Username,
+    conversation_updated, AvatarUrl, Change, Contact, ContactId, ContactParts, Conversation,
+    ConversationId, DomainError, EventId, Group, GroupDescription, GroupEdit, GroupId, GroupMember,
+    GroupName, GroupParts, GroupRole, MemberState, MemberStatePatch, Message, MessageId,
+    MessageParts, MessageText, PhoneNumber, ReactionName, Timestamp, Username,
 };
 
 fn contact(id: &str, name: &str, now: Timestamp) -> Result<Contact, Box<dyn Error>> {
@@ -164,17 +164,42 @@ fn main() -> Result<(), Box<dyn Error>> {
         member_count: 2,
         owners: vec![alice.id()],
     })?;
+    // Each member's role, as a store would read it for the change.
+    let role_of = |id| {
+        group
+            .first_members()
+            .iter()
+            .find(|m| m.contact.id() == id)
+            .map(|m| m.role)
+    };
+    fn removing(who: &[ContactId]) -> GroupEdit<'_> {
+        GroupEdit {
+            removes: who,
+            ..GroupEdit::default()
+        }
+    }
     show(
         "bob leaves the group",
-        group.check_update(bob.id(), false, &[], &[bob.id()]),
+        group.check_update(bob.id(), &removing(&[bob.id()]), role_of),
     );
     show(
         "bob removes alice",
-        group.check_update(bob.id(), false, &[], &[alice.id()]),
+        group.check_update(bob.id(), &removing(&[alice.id()]), role_of),
+    );
+    show(
+        "alice makes bob an admin",
+        group.check_update(
+            alice.id(),
+            &GroupEdit {
+                add_admins: &[bob.id()],
+                ..GroupEdit::default()
+            },
+            role_of,
+        ),
     );
     show(
         "alice, the last owner, leaves",
-        group.check_update(alice.id(), false, &[], &[alice.id()]),
+        group.check_update(alice.id(), &removing(&[alice.id()]), role_of),
     );
 
     // Ids have one spelling.

@@ -124,9 +124,42 @@ impl Contact {
         &self.username
     }
 
-    /// The contact's own phone number; they may change it.
+    /// The contact's own phone number; they may change it. Private: who
+    /// may read it is [`Contact::phone_number_for`]'s rule.
     pub fn phone_number(&self) -> &PhoneNumber {
         &self.phone_number
+    }
+
+    /// The phone number as `viewer` may see it: only the contact themself
+    /// and the operator's own software ([`Viewer::Operator`]) do.
+    ///
+    /// ```
+    /// use confab_domain::{
+    ///     AvatarUrl, Contact, ContactId, ContactParts, PhoneNumber, Timestamp, Username, Viewer,
+    /// };
+    ///
+    /// let at = Timestamp::from_secs(1_700_000_000);
+    /// let alice = Contact::new(ContactParts {
+    ///     id: "0190a1b2-0000-7000-8000-00000000000a".parse()?,
+    ///     username: Username::new("alice".into())?,
+    ///     phone_number: PhoneNumber::new("+15550100".into())?,
+    ///     avatar_url: AvatarUrl::none(),
+    ///     last_active_at: at,
+    ///     created_at: at,
+    /// })?;
+    /// let bob: ContactId = "0190a1b2-0000-7000-8000-00000000000b".parse()?;
+    /// assert!(alice.phone_number_for(Viewer::Contact(alice.id())).is_some());
+    /// assert!(alice.phone_number_for(Viewer::Operator).is_some());
+    /// assert_eq!(alice.phone_number_for(Viewer::Contact(bob)), None);
+    /// assert_eq!(alice.phone_number_for(Viewer::Anyone), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn phone_number_for(&self, viewer: Viewer) -> Option<&PhoneNumber> {
+        match viewer {
+            Viewer::Operator => Some(&self.phone_number),
+            Viewer::Contact(id) if id == self.id => Some(&self.phone_number),
+            Viewer::Contact(_) | Viewer::Anyone => None,
+        }
     }
 
     /// Empty when the contact has none; they may change it.
@@ -180,4 +213,48 @@ impl ContactProfilePatch {
     pub fn is_empty(&self) -> bool {
         self.phone_number.is_none() && self.avatar_url.is_none()
     }
+}
+
+/// Who is shown an object: what they may see of it depends on who they are
+/// (a contact's phone number: [`Contact::phone_number_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Viewer {
+    /// A contact, seeing the service as themself.
+    Contact(ContactId),
+    /// The operator's own software (a server key on the operator's
+    /// routes): sees everything stored.
+    Operator,
+    /// Whoever may receive a copy made once for many (an event, a
+    /// webhook): sees what every contact may see of anyone.
+    Anyone,
+}
+
+/// One contact's block of another ([`DomainError::Blocked`]): neither
+/// writes to the other in their direct conversations, and the blocked may
+/// not add the blocker to a group.
+///
+/// A plain pair (public fields): any contact may block any other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Block {
+    /// The contact blocked.
+    pub contact: Contact,
+    /// When the block was made.
+    pub created_at: Timestamp,
+}
+
+/// Checks that `by` may block (or report) `other`: another contact than
+/// themself.
+///
+/// # Errors
+///
+/// [`DomainError::Invalid`] on `field` with [`Rule::IsSelf`].
+pub fn check_other_contact(
+    by: ContactId,
+    other: ContactId,
+    field: Field,
+) -> Result<(), DomainError> {
+    if by == other {
+        return Err(DomainError::breaks(field, Rule::IsSelf));
+    }
+    Ok(())
 }

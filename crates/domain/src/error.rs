@@ -16,6 +16,21 @@ pub enum DomainError {
     /// The actor may see the thing but may not do this to it.
     #[error("{0}")]
     Forbidden(&'static str),
+    /// A block between the actor and another contact refused it
+    /// ([`crate::Block`]): a write in their direct conversation, or
+    /// adding to a group someone who blocked the actor. `field` names the
+    /// input that brought the other contact in, when one did.
+    #[error("{}", if *.by_actor {
+        "you blocked this contact; unblock them first"
+    } else {
+        "this contact does not accept this from you"
+    })]
+    Blocked {
+        /// The input naming the other contact (or their conversation).
+        field: Option<Field>,
+        /// Whether the actor is the one who blocked.
+        by_actor: bool,
+    },
 }
 
 impl DomainError {
@@ -101,6 +116,22 @@ pub enum Field {
     KeyName,
     /// A server key, by id.
     KeyId,
+    /// The contacts to make admins of a group.
+    AddedAdmins,
+    /// The admins of a group to make plain members again.
+    RemovedAdmins,
+    /// The contact a block is about.
+    BlockedContact,
+    /// The message a report is about.
+    ReportedMessage,
+    /// The contact a report is about.
+    ReportedContact,
+    /// Why a report was made.
+    ReportReason,
+    /// What a reporter wrote about it.
+    ReportDescription,
+    /// Where a report stands.
+    ReportStatus,
 }
 
 impl fmt::Display for Field {
@@ -137,6 +168,14 @@ impl fmt::Display for Field {
             Self::EventsAfter => "event to resume after",
             Self::KeyName => "server key name",
             Self::KeyId => "server key",
+            Self::AddedAdmins => "admins to add",
+            Self::RemovedAdmins => "admins to remove",
+            Self::BlockedContact => "contact to block",
+            Self::ReportedMessage => "reported message",
+            Self::ReportedContact => "reported contact",
+            Self::ReportReason => "report reason",
+            Self::ReportDescription => "report description",
+            Self::ReportStatus => "report status",
         })
     }
 }
@@ -206,6 +245,14 @@ pub enum Rule {
     PrivateAddress,
     /// A message with neither text nor attachments.
     NoContent,
+    /// A contact who is not a member of the group (after the change).
+    NotMember,
+    /// The group's owner, whose role no change of admins touches.
+    IsOwner,
+    /// The actor themself, where only another contact makes sense.
+    IsSelf,
+    /// A message the actor sent themself.
+    OwnMessage,
 }
 
 impl fmt::Display for Rule {
@@ -260,6 +307,10 @@ impl fmt::Display for Rule {
                 "must not name a private, loopback, link-local or otherwise reserved address",
             ),
             Self::NoContent => f.write_str("is required unless the message has attachments"),
+            Self::NotMember => f.write_str("must be members of the group"),
+            Self::IsOwner => f.write_str("must not name the group's owner"),
+            Self::IsSelf => f.write_str("must be another contact than yourself"),
+            Self::OwnMessage => f.write_str("must be a message someone else sent"),
         }
     }
 }

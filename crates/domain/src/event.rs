@@ -10,6 +10,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::ids::parse_canonical;
+use crate::ids::ReportId;
 use crate::ParseIdError;
 use crate::{AttachmentId, ContactId, ConversationId, GroupId, MessageId, Timestamp};
 
@@ -80,6 +81,9 @@ pub enum EventType {
     /// `attachment.deleted`: an attachment is gone (deleted, or an upload
     /// never attached expired).
     AttachmentDeleted,
+    /// `report.created`: a contact reported a message or a contact (for
+    /// the operator: webhooks only).
+    ReportCreated,
 }
 
 impl EventType {
@@ -95,7 +99,7 @@ impl EventType {
     /// assert_eq!("message.created".parse(), Ok(EventType::MessageCreated));
     /// assert!("Message.Created".parse::<EventType>().is_err());
     /// ```
-    pub const ALL: [EventType; 14] = [
+    pub const ALL: [EventType; 15] = [
         Self::ContactCreated,
         Self::ContactUpdated,
         Self::ConversationCreated,
@@ -110,6 +114,7 @@ impl EventType {
         Self::AttachmentCreated,
         Self::AttachmentUpdated,
         Self::AttachmentDeleted,
+        Self::ReportCreated,
     ];
 
     /// The event's name, `<object>.<change>`.
@@ -129,6 +134,7 @@ impl EventType {
             Self::AttachmentCreated => "attachment.created",
             Self::AttachmentUpdated => "attachment.updated",
             Self::AttachmentDeleted => "attachment.deleted",
+            Self::ReportCreated => "report.created",
         }
     }
 
@@ -184,6 +190,8 @@ pub enum Subject {
     Group(GroupId),
     /// An attachment.
     Attachment(AttachmentId),
+    /// A report.
+    Report(ReportId),
     /// Every message of the conversation that the change marked read: one
     /// `message.updated` event each (opening a conversation). Only the
     /// store knows which they are, so it makes one event per message, each
@@ -214,6 +222,8 @@ pub enum Audience {
     /// The contact and everyone sharing a conversation with them (direct,
     /// or through a group that has a conversation).
     ContactCircle(ContactId),
+    /// No contact: the operator alone, through webhooks.
+    Operator,
 }
 
 /// One event a change makes. Its payload is the subject as each recipient
@@ -512,6 +522,21 @@ pub fn contact_updated(
         EventType::ContactUpdated,
         Subject::Contact(contact),
         Audience::ContactCircle(contact),
+    )]
+}
+
+/// A report filed: `report.created` for the operator alone (webhooks);
+/// no contact's stream or event list shows it.
+pub fn report_created(
+    change: Change,
+    mut ids: impl FnMut() -> EventId,
+    report: ReportId,
+) -> Vec<Event> {
+    vec![change.event(
+        ids(),
+        EventType::ReportCreated,
+        Subject::Report(report),
+        Audience::Operator,
     )]
 }
 

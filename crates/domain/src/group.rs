@@ -15,8 +15,12 @@ pub const DEFAULT_MAX_GROUP_MEMBERS: u64 = 10_000;
 /// A member's role in a group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupRole {
-    /// May change the group and delete it; a group always keeps one.
+    /// May change the group and delete it, and makes and unmakes its
+    /// admins; a group always keeps one.
     Owner,
+    /// Adds and removes plain members and deletes any message of the
+    /// group's conversations; made by the owner.
+    Admin,
     /// Shares the group's conversations; may change the group only by
     /// leaving it.
     Member,
@@ -27,13 +31,20 @@ impl GroupRole {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Owner => "owner",
+            Self::Admin => "admin",
             Self::Member => "member",
         }
+    }
+    /// Whether the role may delete any message of the group's
+    /// conversations (the owner and admins).
+    pub const fn moderates(self) -> bool {
+        matches!(self, Self::Owner | Self::Admin)
     }
     /// The role [`GroupRole::as_str`] names; `None` for any other string.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "owner" => Some(Self::Owner),
+            "admin" => Some(Self::Admin),
             "member" => Some(Self::Member),
             _ => None,
         }
@@ -217,31 +228,94 @@ impl Group {
         self.owners.contains(&contact)
     }
 
-    /// Checks a change of the group by `by`: an owner may change anything;
-    /// any other member may only remove themself. The last owner cannot
-    /// leave (they delete the group instead).
+    /// Checks a change of the group by `by`, `role_of` giving the current
+    /// role of each member it names (`None`: not a member):
+    ///
+    /// - the owner may change anything, and alone changes the details and
+    ///   the admins;
+    /// - an admin may add contacts, and remove plain members and themself;
+    /// - any other member may only remove themself;
+    /// - admins made or unmade must be members after the change, never the
+    ///   owner; nobody is both added and removed;
+    /// - the last owner cannot leave (they delete the group instead).
+    ///
+    /// # Errors
+    ///
+    /// [`DomainError::Forbidden`] when `by`'s role does not allow the
+    /// change; [`DomainError::Invalid`] on the list that breaks a rule.
     pub fn check_update(
         &self,
         by: ContactId,
-        changes_details: bool,
-        adds: &[ContactId],
-        removes: &[ContactId],
+        edit: &GroupEdit<'_>,
+        role_of: impl Fn(ContactId) -> Option<GroupRole>,
     ) -> Result<(), DomainError> {
-        check_list(Field::AddedMembers, adds)?;
-        check_list(Field::RemovedMembers, removes)?;
-        if removes.iter().any(|r| adds.contains(r)) {
+        check_list(Field::AddedMembers, edit.adds)?;
+        check_list(Field::RemovedMembers, edit.removes)?;
+        check_list(Field::AddedAdmins, edit.add_admins)?;
+        check_list(Field::RemovedAdmins, edit.remove_admins)?;
+        let both = |a: &[ContactId], b: &[ContactId]| b.iter().any(|x| a.contains(x));
+        if both(edit.adds, edit.removes) {
             return Err(DomainError::breaks(
                 Field::RemovedMembers,
                 Rule::AddedAndRemoved,
             ));
         }
-        let owner = self.is_owner(by);
-        if !owner && (changes_details || !adds.is_empty() || removes.iter().any(|c| *c != by)) {
-            return Err(DomainError::Forbidden(
-                "only a group owner may change the group; a member may only remove themself",
+        if both(edit.add_admins, edit.remove_admins) {
+            return Err(DomainError::breaks(
+                Field::RemovedAdmins,
+                Rule::AddedAndRemoved,
             ));
         }
-        let owners_left = self.owners.iter().filter(|o| !removes.contains(o)).count();
+        let changes_admins = !edit.add_admins.is_empty() || !edit.remove_admins.is_empty();
+        match role_of(by) {
+            Some(GroupRole::Owner) => {}
+            Some(GroupRole::Admin) => {
+                if edit.changes_details || changes_admins {
+                    return Err(DomainError::Forbidden(
+                        "only the group's owner may change its details or its admins",
+                    ));
+                }
+                let above = |c: &ContactId| {
+                    *c != by && matches!(role_of(*c), Some(GroupRole::Owner | GroupRole::Admin))
+                };
+                if edit.removes.iter().any(above) {
+                    return Err(DomainError::Forbidden(
+                        "an admin may remove members, not the owner or other admins",
+                    ));
+                }
+            }
+            Some(GroupRole::Member) | None => {
+                if edit.changes_details
+                    || changes_admins
+                    || !edit.adds.is_empty()
+                    || edit.removes.iter().any(|c| *c != by)
+                {
+                    return Err(DomainError::Forbidden(
+                        "only the group's owner or an admin may change the group; a member \
+                         may only remove themself",
+                    ));
+                }
+            }
+        }
+        let member_after = |c: &ContactId| {
+            edit.adds.contains(c) || (role_of(*c).is_some() && !edit.removes.contains(c))
+        };
+        for (field, list) in [
+            (Field::AddedAdmins, edit.add_admins),
+            (Field::RemovedAdmins, edit.remove_admins),
+        ] {
+            if list.iter().any(|c| role_of(*c) == Some(GroupRole::Owner)) {
+                return Err(DomainError::breaks(field, Rule::IsOwner));
+            }
+            if !list.iter().all(member_after) {
+                return Err(DomainError::breaks(field, Rule::NotMember));
+            }
+        }
+        let owners_left = self
+            .owners
+            .iter()
+            .filter(|o| !edit.removes.contains(o))
+            .count();
         if owners_left == 0 {
             return Err(DomainError::breaks(
                 Field::RemovedMembers,
@@ -278,6 +352,36 @@ impl Group {
                 "only a group owner may delete the group",
             ))
         }
+    }
+}
+
+/// A change of a group's members and admins, as [`Group::check_update`]
+/// checks it.
+///
+/// A plain carrier (public fields): the rules are between its lists and the
+/// group, checked there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupEdit<'a> {
+    /// Whether the name, description or avatar changes.
+    pub changes_details: bool,
+    /// Contacts to add as members.
+    pub adds: &'a [ContactId],
+    /// Members to remove.
+    pub removes: &'a [ContactId],
+    /// Members to make admins.
+    pub add_admins: &'a [ContactId],
+    /// Admins to make plain members again.
+    pub remove_admins: &'a [ContactId],
+}
+
+impl GroupEdit<'_> {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        !self.changes_details
+            && self.adds.is_empty()
+            && self.removes.is_empty()
+            && self.add_admins.is_empty()
+            && self.remove_admins.is_empty()
     }
 }
 
@@ -380,31 +484,132 @@ mod tests {
         ContactId::from_uuid(Uuid::from_u128(n))
     }
 
+    /// 1 is the owner, 2 a member, 4 an admin, 5 another admin.
+    fn role_of(id: ContactId) -> Option<GroupRole> {
+        match id.as_uuid().as_u128() {
+            1 => Some(GroupRole::Owner),
+            2 => Some(GroupRole::Member),
+            4 | 5 => Some(GroupRole::Admin),
+            _ => None,
+        }
+    }
+
+    fn edit<'a>(details: bool, adds: &'a [ContactId], removes: &'a [ContactId]) -> GroupEdit<'a> {
+        GroupEdit {
+            changes_details: details,
+            adds,
+            removes,
+            ..GroupEdit::default()
+        }
+    }
+
+    fn admins<'a>(add: &'a [ContactId], remove: &'a [ContactId]) -> GroupEdit<'a> {
+        GroupEdit {
+            add_admins: add,
+            remove_admins: remove,
+            ..GroupEdit::default()
+        }
+    }
+
+    fn forbidden(r: Result<(), DomainError>) -> bool {
+        matches!(r, Err(DomainError::Forbidden(_)))
+    }
+
     #[test]
     fn owner_may_change_everything() {
         let g = group();
-        assert!(g.check_update(c(1), true, &[c(3)], &[c(2)]).is_ok());
+        assert!(g
+            .check_update(c(1), &edit(true, &[c(3)], &[c(2), c(4)]), role_of)
+            .is_ok());
+        assert!(g
+            .check_update(c(1), &admins(&[c(2)], &[c(4)]), role_of)
+            .is_ok());
+        // Made an admin in the change that adds them.
+        let add = [c(3)];
+        let both = GroupEdit {
+            adds: &add,
+            add_admins: &add,
+            ..GroupEdit::default()
+        };
+        assert!(g.check_update(c(1), &both, role_of).is_ok());
         assert!(g.check_delete(c(1)).is_ok());
+    }
+
+    #[test]
+    fn admins_add_and_remove_plain_members_only() {
+        let g = group();
+        assert!(g
+            .check_update(c(4), &edit(false, &[c(3)], &[c(2)]), role_of)
+            .is_ok());
+        assert!(g
+            .check_update(c(4), &edit(false, &[], &[c(4)]), role_of)
+            .is_ok());
+        for e in [
+            edit(true, &[], &[]),
+            edit(false, &[], &[c(1)]),
+            edit(false, &[], &[c(5)]),
+            admins(&[c(2)], &[]),
+            admins(&[], &[c(5)]),
+        ] {
+            assert!(forbidden(g.check_update(c(4), &e, role_of)), "{e:?}");
+        }
+        assert!(forbidden(g.check_delete(c(4))));
+    }
+
+    #[test]
+    fn admins_made_and_unmade_are_members_not_the_owner() {
+        let g = group();
+        for (e, field, rule) in [
+            (admins(&[c(3)], &[]), Field::AddedAdmins, Rule::NotMember),
+            (admins(&[], &[c(9)]), Field::RemovedAdmins, Rule::NotMember),
+            (admins(&[c(1)], &[]), Field::AddedAdmins, Rule::IsOwner),
+            (admins(&[], &[c(1)]), Field::RemovedAdmins, Rule::IsOwner),
+            (
+                admins(&[c(2)], &[c(2)]),
+                Field::RemovedAdmins,
+                Rule::AddedAndRemoved,
+            ),
+            (
+                admins(&[c(2), c(2)], &[]),
+                Field::AddedAdmins,
+                Rule::DuplicateMember,
+            ),
+        ] {
+            assert_eq!(
+                g.check_update(c(1), &e, role_of),
+                Err(DomainError::breaks(field, rule))
+            );
+        }
+        // Removed by the same change: no longer a member to promote.
+        let gone = [c(2)];
+        let e = GroupEdit {
+            removes: &gone,
+            add_admins: &gone,
+            ..GroupEdit::default()
+        };
+        assert_eq!(
+            g.check_update(c(1), &e, role_of),
+            Err(DomainError::breaks(Field::AddedAdmins, Rule::NotMember))
+        );
     }
 
     #[test]
     fn member_may_only_leave() {
         let g = group();
-        assert!(g.check_update(c(2), false, &[], &[c(2)]).is_ok());
-        for (details, adds, removes) in [
-            (true, vec![], vec![]),
-            (false, vec![c(3)], vec![]),
-            (false, vec![], vec![c(1)]),
+        assert!(g
+            .check_update(c(2), &edit(false, &[], &[c(2)]), role_of)
+            .is_ok());
+        for e in [
+            edit(true, &[], &[]),
+            edit(false, &[c(3)], &[]),
+            edit(false, &[], &[c(1)]),
+            admins(&[c(2)], &[]),
         ] {
-            assert!(matches!(
-                g.check_update(c(2), details, &adds, &removes),
-                Err(DomainError::Forbidden(_))
-            ));
+            assert!(forbidden(g.check_update(c(2), &e, role_of)), "{e:?}");
         }
-        assert!(matches!(
-            g.check_delete(c(2)),
-            Err(DomainError::Forbidden(_))
-        ));
+        assert!(forbidden(g.check_delete(c(2))));
+        assert!(GroupRole::Owner.moderates() && GroupRole::Admin.moderates());
+        assert!(!GroupRole::Member.moderates());
     }
 
     #[test]
@@ -431,7 +636,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                g.check_update(c(1), false, &adds, &removes),
+                g.check_update(c(1), &edit(false, &adds, &removes), role_of),
                 Err(DomainError::breaks(field, rule))
             );
         }
@@ -449,7 +654,7 @@ mod tests {
     fn last_owner_cannot_leave() {
         let g = group();
         assert!(matches!(
-            g.check_update(c(1), false, &[], &[c(1)]),
+            g.check_update(c(1), &edit(false, &[], &[c(1)]), role_of),
             Err(DomainError::Invalid {
                 field: Field::RemovedMembers,
                 rule: Rule::LastOwnerRemoved

@@ -103,6 +103,10 @@ id_type!(
     /// A file attached to a message.
     AttachmentId
 );
+id_type!(
+    /// A report of a message or a contact to the operator.
+    ReportId
+);
 
 #[cfg(test)]
 mod tests {

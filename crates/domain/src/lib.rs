@@ -11,10 +11,11 @@ mod group;
 mod ids;
 mod message;
 mod page;
+mod report;
 mod time;
 mod values;
 
-pub use contact::{Contact, ContactParts, ContactProfilePatch};
+pub use contact::{check_other_contact, Block, Contact, ContactParts, ContactProfilePatch, Viewer};
 pub use conversation::{
     Conversation, ConversationKind, ConversationParts, ConversationView, MemberState,
     MemberStatePatch, PinnedMessageChange, ARCHIVE_FUTURE_TOLERANCE_SECS,
@@ -23,19 +24,26 @@ pub use error::{DomainError, Field, Rule};
 pub use event::{
     attachment_changed, contact_created, contact_updated, conversation_created,
     conversation_deleted, conversation_opened, conversation_updated, group_created, group_deleted,
-    group_updated, message_deleted, message_sent, message_updated, Audience, Change, Event,
-    EventId, EventType, ParseEventTypeError, Subject,
+    group_updated, message_deleted, message_sent, message_updated, report_created, Audience,
+    Change, Event, EventId, EventType, ParseEventTypeError, Subject,
 };
 pub use group::{
-    check_list, Group, GroupMember, GroupParts, GroupRole, DEFAULT_MAX_GROUP_MEMBERS, FIRST_MEMBERS,
+    check_list, Group, GroupEdit, GroupMember, GroupParts, GroupRole, DEFAULT_MAX_GROUP_MEMBERS,
+    FIRST_MEMBERS,
 };
-pub use ids::{AttachmentId, ContactId, ConversationId, GroupId, MessageId, ParseIdError};
+pub use ids::{
+    AttachmentId, ContactId, ConversationId, GroupId, MessageId, ParseIdError, ReportId,
+};
 pub use message::{
     check_attachment_count, check_message_content, check_reaction_name_count, AddAttachment,
     Attachment, ContentDigest, FileSource, Message, MessageParts, NewAttachment, Reaction, Reactor,
     MAX_ATTACHMENTS, MAX_REACTION_NAMES,
 };
 pub use page::{Cursor, Page, PageLimit, Paged};
+pub use report::{
+    NewReport, ParseReportError, Report, ReportDescription, ReportReason, ReportStatus,
+    ReportTarget,
+};
 pub use time::Timestamp;
 pub use values::{
     AvatarUrl, FileSize, FileType, FileUrl, Filename, GroupDescription, GroupName, MessageText,

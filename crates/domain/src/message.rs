@@ -472,9 +472,17 @@ impl Message {
         self.sender_only(by, "only the sender may edit a message")
     }
 
-    /// Only the sender may delete.
-    pub fn check_delete(&self, by: ContactId) -> Result<(), DomainError> {
-        self.sender_only(by, "only the sender may delete a message")
+    /// The sender may delete it; so may whoever moderates its conversation
+    /// (`moderator`: the owner or an admin of its group,
+    /// [`crate::GroupRole::moderates`]).
+    pub fn check_delete(&self, by: ContactId, moderator: bool) -> Result<(), DomainError> {
+        if moderator {
+            return Ok(());
+        }
+        self.sender_only(
+            by,
+            "only the sender, or the group's owner or an admin, may delete a message",
+        )
     }
 
     /// Only the sender may add attachments, and never beyond the limit
@@ -662,11 +670,13 @@ mod tests {
             m.check_edit(bob.id()),
             Err(DomainError::Forbidden(_))
         ));
-        assert!(m.check_delete(alice.id()).is_ok());
+        assert!(m.check_delete(alice.id(), false).is_ok());
         assert!(matches!(
-            m.check_delete(bob.id()),
+            m.check_delete(bob.id(), false),
             Err(DomainError::Forbidden(_))
         ));
+        // The group's owner or an admin moderates it.
+        assert!(m.check_delete(bob.id(), true).is_ok());
         assert!(m.check_attach(alice.id(), 10).is_ok());
         assert!(matches!(
             m.check_attach(bob.id(), 1),

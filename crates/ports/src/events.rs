@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use confab_domain::{
     Attachment, Contact, ContactId, ConversationView, Event, EventId, EventType, Group, Message,
-    Timestamp,
+    Report, Timestamp,
 };
 use uuid::Uuid;
 
@@ -36,6 +36,9 @@ pub trait PayloadRenderer: Send + Sync {
     fn attachment(&self, attachment: &Attachment) -> String;
     /// The payload of a `*.deleted` event: `{"id": ...}`.
     fn deleted(&self, id: Uuid) -> String;
+    /// The payload of an event about `report` (`report.created`, for the
+    /// operator): the report as the operator reads it.
+    fn report(&self, report: &Report) -> String;
 }
 
 /// The events of one write, with what renders their payloads. The store

@@ -20,8 +20,8 @@ use async_trait::async_trait;
 use confab_domain::{
     AddAttachment, AvatarUrl, Contact, ContactId, ContactProfilePatch, Conversation,
     ConversationId, ConversationView, DomainError, Group, GroupDescription, GroupId, GroupMember,
-    GroupName, MemberStatePatch, Message, MessageId, MessageText, Page, Paged, PinnedMessageChange,
-    ReactionName, Timestamp,
+    GroupName, GroupRole, MemberStatePatch, Message, MessageId, MessageText, Page, Paged,
+    PinnedMessageChange, ReactionName, Timestamp,
 };
 use uuid::Uuid;
 
@@ -42,6 +42,10 @@ mod files;
 pub use files::{ByteRange, FileReader, FileStorage, FileWriter};
 #[cfg(feature = "mocks")]
 pub use files::{MockFileReader, MockFileStorage, MockFileWriter};
+mod moderation;
+#[cfg(feature = "mocks")]
+pub use moderation::MockModerationStore;
+pub use moderation::{report_target, Made, ModerationStore};
 mod webhooks;
 pub use webhooks::*;
 mod wakeups;
@@ -689,6 +693,11 @@ pub struct GroupChange {
     pub add: Vec<ContactId>,
     /// Removed (ones not in are skipped).
     pub remove: Vec<ContactId>,
+    /// Members made admins (after `add` and `remove`; admins already and
+    /// the owner are skipped).
+    pub add_admins: Vec<ContactId>,
+    /// Admins made plain members again (others are skipped).
+    pub remove_admins: Vec<ContactId>,
     /// The most members the group may have after the change.
     pub max_members: u64,
 }
@@ -701,6 +710,8 @@ impl Default for GroupChange {
             avatar_url: None,
             add: Vec::new(),
             remove: Vec::new(),
+            add_admins: Vec::new(),
+            remove_admins: Vec::new(),
             max_members: confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
         }
     }
@@ -745,6 +756,13 @@ pub trait GroupStore: Send + Sync {
         id: GroupId,
         page: Page<ContactId>,
     ) -> Result<Option<Paged<GroupMember>>, StoreError>;
+    /// The roles in group `id` of those of `contacts` who are its
+    /// members, in no order (a non-member is left out).
+    async fn member_roles(
+        &self,
+        id: GroupId,
+        contacts: Vec<ContactId>,
+    ) -> Result<Vec<(ContactId, GroupRole)>, StoreError>;
     /// The viewer's groups, newest first (`created_at` desc, id desc).
     /// # Errors
     /// - MUST return `CursorNotFound` when the cursor is not in this list.
@@ -1010,6 +1028,7 @@ pub trait Store:
     + MessageStore
     + AttachmentStore
     + GroupStore
+    + ModerationStore
     + IdempotencyStore
     + WebhookStore
     + EventStore
@@ -1023,6 +1042,7 @@ impl<T> Store for T where
         + MessageStore
         + AttachmentStore
         + GroupStore
+        + ModerationStore
         + IdempotencyStore
         + WebhookStore
         + EventStore

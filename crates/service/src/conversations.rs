@@ -64,6 +64,8 @@ impl Confab {
         caller: &Contact,
         peer: ContactId,
     ) -> Result<Option<ConversationView>, ServiceError> {
+        self.check_unblocked(caller.id(), peer, Field::Contact)
+            .await?;
         let Some(id) = self
             .ports
             .conversations
@@ -96,6 +98,8 @@ impl Confab {
                     .contact(peer)
                     .await?
                     .ok_or(ServiceError::not_found_of(Field::Contact))?;
+                self.check_unblocked(caller.id(), peer, Field::Contact)
+                    .await?;
                 c
             }
             ConversationTarget::Group(group_id) => {

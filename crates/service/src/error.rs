@@ -18,6 +18,13 @@ pub enum ServiceError {
     /// The caller may see the thing but may not do this to it.
     #[error("{0}")]
     Forbidden(&'static str),
+    /// A block between the caller and another contact refused it;
+    /// `field` names the input that brought the other in, if one did.
+    #[error("blocked")]
+    Blocked {
+        field: Option<Field>,
+        by_caller: bool,
+    },
     /// Nothing of that id is visible to the caller (whether or not it
     /// exists). `of` is the input that held the id; `None` when it is the
     /// thing the operation acts on.
@@ -71,6 +78,10 @@ impl From<DomainError> for ServiceError {
         match e {
             DomainError::Invalid { field, rule } => Self::Invalid { field, rule },
             DomainError::Forbidden(why) => Self::Forbidden(why),
+            DomainError::Blocked { field, by_actor } => Self::Blocked {
+                field,
+                by_caller: by_actor,
+            },
         }
     }
 }

@@ -1,8 +1,11 @@
 //! Groups: the members that group conversations are shared by.
 
+use std::collections::HashMap;
+
 use confab_domain::{
     check_list, group_created, group_deleted, group_updated, AvatarUrl, Change, Contact, ContactId,
-    Field, Group, GroupDescription, GroupId, GroupMember, GroupName, Page, Paged,
+    Field, Group, GroupDescription, GroupEdit, GroupId, GroupMember, GroupName, GroupRole, Page,
+    Paged,
 };
 use confab_ports::{Completion, GroupChange, NewGroup};
 
@@ -26,6 +29,8 @@ pub struct GroupUpdate {
     pub avatar_url: Option<AvatarUrl>,
     pub add_contact_ids: Vec<ContactId>,
     pub remove_contact_ids: Vec<ContactId>,
+    pub add_admin_ids: Vec<ContactId>,
+    pub remove_admin_ids: Vec<ContactId>,
 }
 
 impl Confab {
@@ -85,6 +90,9 @@ impl Confab {
             request.contact_ids.len() as u64,
             self.max_group_members,
         )?;
+        // Nobody is added by someone they blocked.
+        self.check_not_blocked_by_any(caller.id(), &request.contact_ids, Field::Members)
+            .await?;
         let now = self.now();
         let group = NewGroup {
             id: GroupId::from_uuid(self.new_uuid()),
@@ -106,7 +114,8 @@ impl Confab {
         Ok(created)
     }
 
-    /// Owners change anything; a member may only remove themself.
+    /// The owner changes anything; admins add contacts and remove plain
+    /// members; a member may only remove themself.
     pub async fn update_group(
         &self,
         caller: &Contact,
@@ -117,26 +126,46 @@ impl Confab {
         // is read.
         check_list(Field::AddedMembers, &update.add_contact_ids)?;
         check_list(Field::RemovedMembers, &update.remove_contact_ids)?;
+        check_list(Field::AddedAdmins, &update.add_admin_ids)?;
+        check_list(Field::RemovedAdmins, &update.remove_admin_ids)?;
         Group::check_size(
             Field::AddedMembers,
             update.add_contact_ids.len() as u64,
             self.max_group_members,
         )?;
         let group = self.visible_group(caller, id).await?;
-        let changes_details =
-            update.name.is_some() || update.description.is_some() || update.avatar_url.is_some();
-        if !changes_details
-            && update.add_contact_ids.is_empty()
-            && update.remove_contact_ids.is_empty()
-        {
+        let edit = GroupEdit {
+            changes_details: update.name.is_some()
+                || update.description.is_some()
+                || update.avatar_url.is_some(),
+            adds: &update.add_contact_ids,
+            removes: &update.remove_contact_ids,
+            add_admins: &update.add_admin_ids,
+            remove_admins: &update.remove_admin_ids,
+        };
+        if edit.is_empty() {
             return Ok(group);
         }
-        group.check_update(
-            caller.id(),
-            changes_details,
-            &update.add_contact_ids,
-            &update.remove_contact_ids,
-        )?;
+        // The roles the rules need: the caller's, and those of everyone
+        // the change removes or whose role it changes.
+        let mut named = vec![caller.id()];
+        named.extend(
+            edit.removes
+                .iter()
+                .chain(edit.add_admins)
+                .chain(edit.remove_admins),
+        );
+        let roles: HashMap<ContactId, GroupRole> = self
+            .ports
+            .groups
+            .member_roles(id, named)
+            .await?
+            .into_iter()
+            .collect();
+        group.check_update(caller.id(), &edit, |c| roles.get(&c).copied())?;
+        // Nobody is added by someone they blocked.
+        self.check_not_blocked_by_any(caller.id(), edit.adds, Field::AddedMembers)
+            .await?;
         let now = self.now();
         // Those removed hear of it once more (the store keeps only those who
         // really were members).
@@ -152,6 +181,8 @@ impl Confab {
             avatar_url: update.avatar_url,
             add: update.add_contact_ids,
             remove: update.remove_contact_ids,
+            add_admins: update.add_admin_ids,
+            remove_admins: update.remove_admin_ids,
             max_members: self.max_group_members,
         };
         // A member who removed themself gets the group as it is now, without

@@ -21,6 +21,7 @@ mod groups;
 mod idempotency;
 mod keys;
 mod messages;
+mod moderation;
 mod retention;
 #[cfg(test)]
 mod tests;
@@ -39,7 +40,7 @@ pub use confab_ports::{
     ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
     WithBudget,
 };
-pub use confab_ports::{ConversationMember, ReactionMade, ServerKey, TokenInfo};
+pub use confab_ports::{ConversationMember, Made, ReactionMade, ServerKey, TokenInfo};
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
 pub use contacts::PUSH_RECIPIENTS_MAX;
 pub use conversations::ConversationTarget;
@@ -67,6 +68,7 @@ pub struct Ports {
     pub messages: Arc<dyn confab_ports::MessageStore>,
     pub attachments: Arc<dyn confab_ports::AttachmentStore>,
     pub groups: Arc<dyn confab_ports::GroupStore>,
+    pub moderation: Arc<dyn confab_ports::ModerationStore>,
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub webhooks: Arc<dyn confab_ports::WebhookStore>,
     pub events: Arc<dyn confab_ports::EventStore>,
@@ -129,6 +131,7 @@ impl Ports {
             messages: store.clone(),
             attachments: store.clone(),
             groups: store.clone(),
+            moderation: store.clone(),
             idempotency: store.clone(),
             webhooks: store.clone(),
             events: store.clone(),

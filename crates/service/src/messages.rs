@@ -120,15 +120,25 @@ impl Confab {
             message.id,
             message.conversation_id,
         );
-        let sent = self
+        let conversation = message.conversation_id;
+        let sent = match self
             .ports
             .messages
             .append_message(message, Outbox::new(events, render), completion)
             .await
-            .map_err(|e| match e {
-                StoreError::NotFound => ServiceError::not_found_of(Field::Conversation),
-                e => e.into(),
-            })?;
+        {
+            Ok(sent) => sent,
+            // Nothing written: not a member, or (asked only now, so that a
+            // send pays nothing for blocks) a direct conversation whose two
+            // members are in a block.
+            Err(StoreError::NotFound) => {
+                return Err(self
+                    .conversation_blocked(caller, conversation, Some(Field::Conversation))
+                    .await?
+                    .unwrap_or(ServiceError::not_found_of(Field::Conversation)))
+            }
+            Err(e) => return Err(e.into()),
+        };
         self.committed();
         Ok(sent)
     }
@@ -189,6 +199,12 @@ impl Confab {
             message.check_attach(caller.id(), update.attachments.len())?;
         }
         let add_reactions = message.plan_reactions(caller, &update.reactions)?;
+        if let Some(blocked) = self
+            .conversation_blocked(caller, message.conversation_id(), None)
+            .await?
+        {
+            return Err(blocked);
+        }
         let unchanged_text = update.text.as_ref().is_none_or(|t| t == message.text());
         if unchanged_text && add_reactions.is_empty() && update.attachments.is_empty() {
             return Ok(message);
@@ -273,7 +289,9 @@ impl Confab {
         id: MessageId,
     ) -> Result<(), ServiceError> {
         let message = self.visible_message(caller, id).await?;
-        message.check_delete(caller.id())?;
+        // Another's message: the caller may moderate its conversation.
+        let moderator = !message.is_from(caller.id()) && self.moderates(caller, &message).await?;
+        message.check_delete(caller.id(), moderator)?;
         let events = message_deleted(
             Change::new(caller.id(), self.now()),
             self.event_ids(),

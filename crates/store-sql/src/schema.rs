@@ -355,7 +355,38 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    /// One contact's block of another (migration `moderation`).
+    blocks (blocker_id, blocked_id) {
+        blocker_id -> IdSql,
+        blocked_id -> IdSql,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    /// Reports to the operator (migration `moderation`).
+    reports (id) {
+        id -> IdSql,
+        reporter_id -> IdSql,
+        message_id -> Nullable<IdSql>,
+        contact_id -> IdSql,
+        reason -> Text,
+        description -> Text,
+        status -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
 diesel::joinable!(tokens -> contacts (contact_id));
+diesel::joinable!(blocks -> contacts (blocked_id));
 diesel::joinable!(event_tickets -> tokens (token_id));
 diesel::joinable!(idempotency_keys -> contacts (contact_id));
 diesel::joinable!(group_members -> groups (group_id));
@@ -393,4 +424,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     webhook_retries,
     idempotency_quota,
     event_tickets,
+    blocks,
+    reports,
 );

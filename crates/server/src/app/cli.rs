@@ -291,7 +291,10 @@ fn run(command: Command, common: &Common) -> anyhow::Result<()> {
                     .map_err(|e| cli_error(e, &username))?;
                 println!(
                     "{}",
-                    String::from_utf8(crate::http::wire::contact(&contact)?)?
+                    String::from_utf8(crate::http::wire::contact(
+                        &contact,
+                        confab_domain::Viewer::Operator
+                    )?)?
                 );
                 Ok(())
             }

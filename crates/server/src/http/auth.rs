@@ -23,6 +23,14 @@ use crate::http::service::Service;
 #[derive(Debug, Clone)]
 pub struct Caller(pub Contact);
 
+impl Caller {
+    /// Who is shown the answer: the caller, as themself (a server key
+    /// acting for a contact sees what the contact sees).
+    pub fn viewer(&self) -> confab_domain::Viewer {
+        confab_domain::Viewer::Contact(self.0.id())
+    }
+}
+
 /// The token of `Authorization: Bearer <token>` (scheme in any case). Only
 /// this header counts: a token in the query string is never looked at.
 pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {

@@ -43,7 +43,10 @@ pub struct ListDto<T> {
 pub struct ContactDto {
     id: String,
     username: String,
-    phone_number: String,
+    /// Only the contact themself and server keys see it; `null` for
+    /// everyone else.
+    #[schema(required = true)]
+    phone_number: Option<String>,
     avatar_url: String,
     last_active_at: i64,
     created_at: i64,
@@ -169,9 +172,8 @@ impl From<&ConversationView> for ConversationDto {
 #[derive(Debug, ToSchema)]
 pub struct GroupMemberDto {
     pub contact: ContactDto,
-    /// `owner` or `member`.
-    #[schema(value_type = String)]
-    pub role: String,
+    #[schema(inline)]
+    pub role: RoleDto,
     /// When the contact joined the group (Unix seconds).
     pub joined_at: i64,
 }
@@ -308,4 +310,85 @@ impl From<&confab_service::DeliveryAttempt> for DeliveryDto {
             attempted_at: secs(d.at),
         }
     }
+}
+
+/// What the member may do in the group.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum RoleDto {
+    Owner,
+    Admin,
+    Member,
+}
+
+// Schema only (nothing reads its fields): written by `wire::write_block`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct BlockDto {
+    pub contact: ContactDto,
+    /// When the block was made (Unix seconds).
+    pub created_at: i64,
+}
+
+/// Why a report was made.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum ReportReasonDto {
+    Spam,
+    Harassment,
+    Inappropriate,
+    Other,
+}
+
+/// Where a report stands.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum ReportStatusDto {
+    Open,
+    Resolved,
+    Dismissed,
+}
+
+// Schema only (nothing reads its fields): written by `wire::write_report`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct ReportDto {
+    pub id: String,
+    /// The message reported (`null` for a report of a contact).
+    #[schema(required = true)]
+    pub message_id: Option<String>,
+    /// The contact reported; for a message, its sender.
+    pub contact_id: String,
+    #[schema(inline)]
+    pub reason: ReportReasonDto,
+    pub description: String,
+    #[schema(inline)]
+    pub status: ReportStatusDto,
+    pub created_at: i64,
+}
+
+// Schema only (nothing reads its fields): written by `wire::write_report`
+// for the operator.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct AdminReportDto {
+    pub id: String,
+    /// Who reported.
+    pub reporter_id: String,
+    /// The message reported (`null` for a report of a contact).
+    #[schema(required = true)]
+    pub message_id: Option<String>,
+    /// The contact reported; for a message, its sender.
+    pub contact_id: String,
+    #[schema(inline)]
+    pub reason: ReportReasonDto,
+    pub description: String,
+    #[schema(inline)]
+    pub status: ReportStatusDto,
+    pub created_at: i64,
+    /// When its status last changed (Unix seconds).
+    pub updated_at: i64,
 }

@@ -55,6 +55,7 @@ pub const CODES: &[&str] = &[
     "idempotency_key_reused",
     "rate_limited",
     "too_many_streams",
+    "contact_blocked",
     "idempotency_quota",
     "request_timeout",
     "range_not_satisfiable",
@@ -169,6 +170,22 @@ impl ApiError {
 
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    /// 403 `contact_blocked`: a block between the caller and another
+    /// contact refused it (API.md section 18); `param` names the input
+    /// that brought the other contact in, if one did.
+    pub fn contact_blocked(by_caller: bool, param: Option<&str>) -> Self {
+        let message = if by_caller {
+            "you blocked this contact; unblock them first"
+        } else {
+            "this contact does not accept this from you"
+        };
+        let e = Self::new(StatusCode::FORBIDDEN, "contact_blocked", message);
+        match param {
+            Some(p) => e.with_param(p),
+            None => e,
+        }
     }
 
     /// Nothing there, or nothing the caller may see (the same answer).
@@ -545,6 +562,15 @@ pub fn param(field: Field) -> std::borrow::Cow<'static, str> {
         Field::EventsAfter => "after",
         Field::KeyName => "name",
         Field::KeyId => "id",
+        Field::AddedAdmins => "add_admin_ids",
+        Field::RemovedAdmins => "remove_admin_ids",
+        // The path's contact.
+        Field::BlockedContact => "id",
+        Field::ReportedMessage => "message_id",
+        Field::ReportedContact => "contact_id",
+        Field::ReportReason => "reason",
+        Field::ReportDescription => "description",
+        Field::ReportStatus => "status",
     })
 }
 
@@ -554,6 +580,9 @@ impl From<ServiceError> for ApiError {
             ServiceError::Invalid { field, rule } => Self::breaks(field, rule),
             ServiceError::Unauthorized => Self::unauthorized(),
             ServiceError::Forbidden(why) => Self::forbidden(why),
+            ServiceError::Blocked { field, by_caller } => {
+                Self::contact_blocked(by_caller, field.map(param).as_deref())
+            }
             ServiceError::NotFound { of } => Self::not_found(of.map(param).as_deref()),
             ServiceError::TooLarge { max } => Self::upload_too_large(max),
             ServiceError::Conflict(what) => Self::conflict(what),
@@ -574,6 +603,7 @@ impl From<DomainError> for ApiError {
         match e {
             DomainError::Invalid { field, rule } => Self::breaks(field, rule),
             DomainError::Forbidden(why) => Self::forbidden(why),
+            e @ DomainError::Blocked { .. } => ServiceError::from(e).into(),
         }
     }
 }
@@ -734,6 +764,11 @@ mod tests {
             Field::PageBefore,
             Field::TokenLifetime,
             Field::IdempotencyKey,
+            Field::AddedAdmins,
+            Field::RemovedAdmins,
+            Field::ReportedMessage,
+            Field::ReportReason,
+            Field::ReportStatus,
         ];
         let params: std::collections::HashSet<_> = fields.iter().map(|f| param(*f)).collect();
         assert_eq!(params.len(), fields.len());
@@ -769,6 +804,7 @@ mod tests {
             ApiError::invalid("x", "x"),
             ApiError::unknown("x"),
             ApiError::forbidden("x"),
+            ApiError::contact_blocked(true, Some("x")),
             ApiError::not_found(None),
             ApiError::method_not_allowed("GET"),
             ApiError::conflict("x"),

@@ -12,7 +12,7 @@
 //! `error`; a complete export ends with a line of kind `end`.
 
 use actix_web::web::Bytes;
-use confab_domain::{Contact, ConversationId, Cursor, GroupId, MessageId, Page, PageLimit};
+use confab_domain::{Contact, ConversationId, Cursor, GroupId, MessageId, Page, PageLimit, Viewer};
 use confab_service::{Confab, ConversationFilter, ServiceError};
 use uuid::Uuid;
 
@@ -87,7 +87,9 @@ impl Export {
         Some((Ok(Bytes::from(out)), next))
     }
 
-    /// Writes one page of the current part; returns where to go on.
+    /// Writes one page of the current part; returns where to go on. Every
+    /// object is as the contact sees it (their own phone number, nobody
+    /// else's): an export is theirs to be handed.
     async fn write(self, service: &Confab, out: &mut Vec<u8>) -> Result<Self, ServiceError> {
         let json = |e: serde_json::Error| ServiceError::Internal {
             what: "an export line cannot be written",
@@ -95,7 +97,11 @@ impl Export {
         };
         Ok(match self {
             Self::Contact(contact) => {
-                line(out, "contact", &wire::contact(&contact).map_err(json)?);
+                line(
+                    out,
+                    "contact",
+                    &wire::contact(&contact, Viewer::Contact(contact.id())).map_err(json)?,
+                );
                 Self::Tokens(contact, None)
             }
             Self::Tokens(contact, after) => {
@@ -134,7 +140,11 @@ impl Export {
             Self::Groups(contact, after) => {
                 let groups = service.list_groups(&contact, page(after)).await?;
                 for g in &groups.items {
-                    line(out, "group", &wire::group(g).map_err(json)?);
+                    line(
+                        out,
+                        "group",
+                        &wire::group(g, Viewer::Contact(contact.id())).map_err(json)?,
+                    );
                 }
                 match groups.items.last() {
                     Some(last) if groups.has_more => Self::Groups(contact, Some(last.id())),
@@ -152,7 +162,12 @@ impl Export {
                     line(
                         out,
                         "message",
-                        &wire::message(m, &wire::FileLinks::default()).map_err(json)?,
+                        &wire::message(
+                            m,
+                            &wire::FileLinks::default(),
+                            Viewer::Contact(contact.id()),
+                        )
+                        .map_err(json)?,
                     );
                 }
                 match sent.last() {

@@ -117,6 +117,7 @@ fn described() -> OpenApi {
         "groups",
         "contacts",
         "events",
+        "reports",
         "admin",
         "health",
         "docs",

@@ -5,7 +5,9 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use confab_domain::{Attachment, Contact, ConversationView, Group, Message, MessageId};
+use confab_domain::{
+    Attachment, Contact, ConversationView, Group, Message, MessageId, Report, Viewer,
+};
 use confab_service::PayloadRenderer;
 use serde::Serialize;
 use uuid::Uuid;
@@ -14,7 +16,9 @@ use crate::http::dto::ConversationDto;
 use crate::http::wire::{self, FileLinks};
 
 /// Renders payloads as the JSON the API answers with, uploads' links made
-/// by its [`FileLinks`] (the writing request's).
+/// by its [`FileLinks`] (the writing request's). A payload is made once
+/// for all its recipients and webhooks, so it shows what anyone may see
+/// ([`Viewer::Anyone`]: no phone number).
 #[derive(Debug, Clone, Default)]
 pub struct WirePayloads {
     links: FileLinks,
@@ -40,7 +44,7 @@ struct Deleted {
 
 impl PayloadRenderer for WirePayloads {
     fn contact(&self, contact: &Contact) -> String {
-        payload(wire::contact(contact))
+        payload(wire::contact(contact, Viewer::Anyone))
     }
 
     fn conversation(&self, conversation: &ConversationView) -> String {
@@ -48,11 +52,11 @@ impl PayloadRenderer for WirePayloads {
     }
 
     fn message(&self, message: &Message) -> String {
-        payload(wire::message(message, &self.links))
+        payload(wire::message(message, &self.links, Viewer::Anyone))
     }
 
     fn group(&self, group: &Group) -> String {
-        payload(wire::group(group))
+        payload(wire::group(group, Viewer::Anyone))
     }
 
     fn attachment(&self, attachment: &Attachment) -> String {
@@ -63,6 +67,10 @@ impl PayloadRenderer for WirePayloads {
         payload(serde_json::to_vec(&Deleted {
             id: id.hyphenated().to_string(),
         }))
+    }
+
+    fn report(&self, report: &Report) -> String {
+        payload(wire::report(report, true))
     }
 }
 
@@ -108,6 +116,46 @@ impl RenderedOnce {
     }
 }
 
+impl RenderedOnce {
+    /// The answer to `viewer` with `message`: its event's JSON
+    /// ([`RenderedOnce::message_json`], for anyone), with the sender's
+    /// phone number where `viewer` may see it (the sender's own answer).
+    pub fn answer_json(&self, message: &Message, viewer: Viewer) -> String {
+        let json = self.message_json(message);
+        match message.sender().phone_number_for(viewer) {
+            None => json,
+            Some(phone) => {
+                let answer = with_sender_phone(&json, phone.as_str());
+                debug_assert_eq!(
+                    Some(&answer),
+                    wire::text(wire::message(message, &self.payloads.links, viewer)).as_ref(),
+                    "the answer is the message as its viewer reads it"
+                );
+                answer
+            }
+        }
+    }
+}
+
+/// A message's JSON for anyone with its sender's phone number put in: the
+/// first `"phone_number":null` is the sender's (the contact comes before
+/// the text, and a username holds no quote that could fake the key).
+fn with_sender_phone(json: &str, phone: &str) -> String {
+    const SLOT: &str = r#""phone_number":null"#;
+    match json.find(SLOT) {
+        Some(at) => {
+            let quoted = serde_json::to_string(phone).unwrap_or_else(|_| "null".to_owned());
+            let mut out = String::with_capacity(json.len() + quoted.len());
+            out.push_str(&json[..at]);
+            out.push_str(r#""phone_number":"#);
+            out.push_str(&quoted);
+            out.push_str(&json[at + SLOT.len()..]);
+            out
+        }
+        None => json.to_owned(),
+    }
+}
+
 impl PayloadRenderer for RenderedOnce {
     fn contact(&self, contact: &Contact) -> String {
         self.payloads.contact(contact)
@@ -131,6 +179,10 @@ impl PayloadRenderer for RenderedOnce {
 
     fn deleted(&self, id: Uuid) -> String {
         self.payloads.deleted(id)
+    }
+
+    fn report(&self, report: &Report) -> String {
+        self.payloads.report(report)
     }
 }
 
@@ -220,7 +272,7 @@ mod tests {
     }
 
     #[test]
-    fn a_contact_is_its_wire_object() {
+    fn a_contact_is_its_wire_object_without_its_phone_number() {
         let c = Contact::new(ContactParts {
             id: ContactId::from_uuid(Uuid::from_u128(1)),
             username: Username::new("alice".into()).expect("valid"),
@@ -235,7 +287,7 @@ mod tests {
         assert_eq!(
             v,
             json!({"id": "00000000-0000-0000-0000-000000000001", "username": "alice",
-                   "phone_number": "+15550100", "avatar_url": "", "last_active_at": 2,
+                   "phone_number": null, "avatar_url": "", "last_active_at": 2,
                    "created_at": 1})
         );
     }
@@ -274,6 +326,28 @@ mod tests {
             RenderedOnce::default().message_json(&sent),
             WirePayloads::default().message(&sent)
         );
+    }
+
+    #[test]
+    fn the_sender_is_answered_with_their_phone_number_and_nobody_else() {
+        let once = RenderedOnce::default();
+        let sent = message(1, r#"my "phone_number":null is"#);
+        let event = once.message(&sent);
+        let v: serde_json::Value = serde_json::from_str(&event).expect("json");
+        assert_eq!(v["contact"]["phone_number"], serde_json::Value::Null);
+        assert!(!event.contains("+15550100"));
+        let sender = Viewer::Contact(sent.sender().id());
+        let answer = once.answer_json(&sent, sender);
+        assert_eq!(
+            Some(answer.clone()),
+            wire::text(wire::message(&sent, &FileLinks::default(), sender))
+        );
+        let v: serde_json::Value = serde_json::from_str(&answer).expect("json");
+        assert_eq!(v["contact"]["phone_number"], "+15550100");
+        // The text is untouched.
+        assert_eq!(v["message"], r#"my "phone_number":null is"#);
+        let other = Viewer::Contact(ContactId::from_uuid(Uuid::from_u128(2)));
+        assert_eq!(once.answer_json(&sent, other), event);
     }
 
     /// The kept text is what answers, not a new rendering: debug builds

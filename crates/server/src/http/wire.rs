@@ -18,7 +18,8 @@
 //! hand from the same entity.
 
 use confab_domain::{
-    Attachment, Contact, FileSource, Group, GroupMember, Message, Paged, Reaction, Timestamp,
+    Attachment, Block, Contact, FileSource, Group, GroupMember, Message, Paged, Reaction, Report,
+    Timestamp, Viewer,
 };
 
 use crate::http::links::unix_now;
@@ -43,10 +44,14 @@ pub fn text(json: serde_json::Result<Vec<u8>>) -> Option<String> {
 
 /// `{"has_more": ..., "data": [message, ...]}`, uploads' links made by
 /// `links`.
-pub fn message_page(page: &Paged<Message>, links: &FileLinks) -> serde_json::Result<Vec<u8>> {
+pub fn message_page(
+    page: &Paged<Message>,
+    links: &FileLinks,
+    viewer: Viewer,
+) -> serde_json::Result<Vec<u8>> {
     let now = unix_now();
     list(page.has_more, &page.items, |out, m| {
-        write_message(out, m, links, now)
+        write_message(out, m, links, now, viewer)
     })
 }
 
@@ -77,14 +82,16 @@ pub fn list<T>(
 }
 
 /// One message, as `GET /v1/messages/{id}` answers it.
-pub fn message(m: &Message, links: &FileLinks) -> serde_json::Result<Vec<u8>> {
+pub fn message(m: &Message, links: &FileLinks, viewer: Viewer) -> serde_json::Result<Vec<u8>> {
     let now = unix_now();
-    one(BUFFER / 4, m, |out, m| write_message(out, m, links, now))
+    one(BUFFER / 4, m, |out, m| {
+        write_message(out, m, links, now, viewer)
+    })
 }
 
-/// One contact, as `GET /v1/contacts/{id}` answers it.
-pub fn contact(c: &Contact) -> serde_json::Result<Vec<u8>> {
-    one(256, c, write_contact)
+/// One contact, as `GET /v1/contacts/{id}` answers it to `viewer`.
+pub fn contact(c: &Contact, viewer: Viewer) -> serde_json::Result<Vec<u8>> {
+    one(256, c, |out, c| write_contact(out, c, viewer))
 }
 
 /// One attachment, as `GET /v1/attachments/{id}` answers it.
@@ -94,8 +101,8 @@ pub fn attachment(a: &Attachment, links: &FileLinks) -> serde_json::Result<Vec<u
 }
 
 /// One group, as `GET /v1/groups/{id}` answers it.
-pub fn group(g: &Group) -> serde_json::Result<Vec<u8>> {
-    one(BUFFER, g, write_group)
+pub fn group(g: &Group, viewer: Viewer) -> serde_json::Result<Vec<u8>> {
+    one(BUFFER, g, |out, g| write_group(out, g, viewer))
 }
 
 /// `value` alone, written by `write` into a buffer of `capacity` bytes.
@@ -120,13 +127,14 @@ fn write_message(
     m: &Message,
     links: &FileLinks,
     now: i64,
+    viewer: Viewer,
 ) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
     id(out, m.id().as_uuid());
     out.extend_from_slice(br#","conversation_id":"#);
     id(out, m.conversation_id().as_uuid());
     out.extend_from_slice(br#","contact":"#);
-    write_contact(out, m.sender())?;
+    write_contact(out, m.sender(), viewer)?;
     out.extend_from_slice(br#","message":"#);
     string(out, m.text().as_str())?;
     out.extend_from_slice(br#","reactions":"#);
@@ -145,13 +153,18 @@ fn write_message(
     Ok(())
 }
 
-pub fn write_contact(out: &mut Vec<u8>, c: &Contact) -> serde_json::Result<()> {
+/// A contact as `viewer` may see it: the phone number only for the
+/// contact themself and the operator ([`Contact::phone_number_for`]),
+/// `null` for everyone else.
+pub fn write_contact(out: &mut Vec<u8>, c: &Contact, viewer: Viewer) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
     id(out, c.id().as_uuid());
     out.extend_from_slice(br#","username":"#);
     string(out, c.username().as_str())?;
     out.extend_from_slice(br#","phone_number":"#);
-    string(out, c.phone_number().as_str())?;
+    nullable(out, c.phone_number_for(viewer), |out, p| {
+        string(out, p.as_str())
+    })?;
     out.extend_from_slice(br#","avatar_url":"#);
     string(out, c.avatar_url().as_str())?;
     out.extend_from_slice(br#","last_active_at":"#);
@@ -208,7 +221,7 @@ fn write_attachment(
 
 /// The group with its first [`GROUP_EMBEDDED_MEMBERS`] members, in the
 /// order they joined, and the count of them all.
-pub fn write_group(out: &mut Vec<u8>, g: &Group) -> serde_json::Result<()> {
+pub fn write_group(out: &mut Vec<u8>, g: &Group, viewer: Viewer) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"id":"#);
     id(out, g.id().as_uuid());
     out.extend_from_slice(br#","name":"#);
@@ -221,7 +234,7 @@ pub fn write_group(out: &mut Vec<u8>, g: &Group) -> serde_json::Result<()> {
     let first = g.first_members();
     let embedded = &first[..first.len().min(GROUP_EMBEDDED_MEMBERS)];
     array(out, embedded, |out, member| {
-        write_contact(out, &member.contact)
+        write_contact(out, &member.contact, viewer)
     })?;
     out.extend_from_slice(br#","member_count":"#);
     serde_json::Serializer::new(&mut *out).serialize_u64(g.member_count())?;
@@ -233,15 +246,67 @@ pub fn write_group(out: &mut Vec<u8>, g: &Group) -> serde_json::Result<()> {
 
 /// A group member as `GET /v1/groups/{id}/members` lists it:
 /// `{"contact", "role", "joined_at"}`.
-pub fn write_member(out: &mut Vec<u8>, m: &GroupMember) -> serde_json::Result<()> {
+pub fn write_member(out: &mut Vec<u8>, m: &GroupMember, viewer: Viewer) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"contact":"#);
-    write_contact(out, &m.contact)?;
+    write_contact(out, &m.contact, viewer)?;
     out.extend_from_slice(br#","role":"#);
     string(out, m.role.as_str())?;
     out.extend_from_slice(br#","joined_at":"#);
     secs(out, m.joined_at)?;
     out.push(b'}');
     Ok(())
+}
+
+/// A block as its blocker lists it: `{"contact", "created_at"}`.
+pub fn write_block(out: &mut Vec<u8>, b: &Block, viewer: Viewer) -> serde_json::Result<()> {
+    out.extend_from_slice(br#"{"contact":"#);
+    write_contact(out, &b.contact, viewer)?;
+    out.extend_from_slice(br#","created_at":"#);
+    secs(out, b.created_at)?;
+    out.push(b'}');
+    Ok(())
+}
+
+/// One block.
+pub fn block(b: &Block, viewer: Viewer) -> serde_json::Result<Vec<u8>> {
+    one(512, b, |out, b| write_block(out, b, viewer))
+}
+
+/// A report: as its reporter reads it, or with `reporter_id` and
+/// `updated_at` as the operator does (`for_operator`).
+pub fn write_report(out: &mut Vec<u8>, r: &Report, for_operator: bool) -> serde_json::Result<()> {
+    out.extend_from_slice(br#"{"id":"#);
+    id(out, r.id.as_uuid());
+    if for_operator {
+        out.extend_from_slice(br#","reporter_id":"#);
+        id(out, r.reporter.as_uuid());
+    }
+    out.extend_from_slice(br#","message_id":"#);
+    match r.message_id {
+        Some(m) => id(out, m.as_uuid()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(br#","contact_id":"#);
+    id(out, r.contact_id.as_uuid());
+    out.extend_from_slice(br#","reason":"#);
+    string(out, r.reason.as_str())?;
+    out.extend_from_slice(br#","description":"#);
+    string(out, r.description.as_str())?;
+    out.extend_from_slice(br#","status":"#);
+    string(out, r.status.as_str())?;
+    out.extend_from_slice(br#","created_at":"#);
+    secs(out, r.created_at)?;
+    if for_operator {
+        out.extend_from_slice(br#","updated_at":"#);
+        secs(out, r.updated_at)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// One report (see [`write_report`]).
+pub fn report(r: &Report, for_operator: bool) -> serde_json::Result<Vec<u8>> {
+    one(512, r, |out, r| write_report(out, r, for_operator))
 }
 
 /// `[item, ...]`, each item written by `write`.
@@ -574,7 +639,7 @@ mod tests {
     proptest! {
         #[test]
         fn a_message_is_its_object(m in any_message()) {
-            same(message(&m, &FileLinks::default()), &message_json(&m))?;
+            same(message(&m, &FileLinks::default(), Viewer::Operator), &message_json(&m))?;
         }
 
         #[test]
@@ -583,12 +648,19 @@ mod tests {
             has_more in any::<bool>(),
         ) {
             let expected = page_json(has_more, items.iter().map(message_json).collect());
-            same(message_page(&Paged { items, has_more }, &FileLinks::default()), &expected)?;
+            same(message_page(&Paged { items, has_more }, &FileLinks::default(), Viewer::Operator), &expected)?;
         }
 
         #[test]
         fn a_contact_is_its_object(c in any_contact()) {
-            same(contact(&c), &contact_json(&c))?;
+            same(contact(&c, Viewer::Operator), &contact_json(&c))?;
+            same(contact(&c, Viewer::Contact(c.id())), &contact_json(&c))?;
+            // Anyone else: the same object without the phone number.
+            let mut private = contact_json(&c);
+            private["phone_number"] = Value::Null;
+            same(contact(&c, Viewer::Anyone), &private)?;
+            let other = ContactId::from_uuid(Uuid::from_u128(c.id().as_uuid().as_u128() ^ 1));
+            same(contact(&c, Viewer::Contact(other)), &private)?;
         }
 
         #[test]
@@ -597,7 +669,7 @@ mod tests {
             has_more in any::<bool>(),
         ) {
             let expected = page_json(has_more, items.iter().map(contact_json).collect());
-            same(list(has_more, &items, write_contact), &expected)?;
+            same(list(has_more, &items, |out, c| write_contact(out, c, Viewer::Operator)), &expected)?;
         }
 
         #[test]
@@ -607,7 +679,7 @@ mod tests {
 
         #[test]
         fn a_group_is_its_object_with_its_first_100_members(g in any_group()) {
-            same(group(&g), &group_json(&g))?;
+            same(group(&g, Viewer::Operator), &group_json(&g))?;
         }
     }
 
@@ -665,8 +737,10 @@ mod tests {
             updated_at: Some(Timestamp::from_secs(1_700_000_002)),
         })
         .expect("valid");
-        let written =
-            String::from_utf8(message(&m, &FileLinks::default()).expect("json")).expect("utf-8");
+        let written = String::from_utf8(
+            message(&m, &FileLinks::default(), Viewer::Contact(m.sender().id())).expect("json"),
+        )
+        .expect("utf-8");
         assert_eq!(
             written,
             concat!(

@@ -2,12 +2,14 @@
 //! receiver made here (a minimal HTTP/1.1 server on 127.0.0.1): signed
 //! deliveries, retries with increasing attempt numbers that never hold
 //! back later events, the CLI's refusals, a delivery in flight when `serve`
-//! is killed made again after a restart, and two `serve` processes on one
-//! PostgreSQL making each attempt once.
+//! is killed made again after a restart, two `serve` processes on one
+//! PostgreSQL making each attempt once, and bodies that never carry a
+//! phone number (`privacy`).
 
 #[path = "../binary/mod.rs"]
 mod binary;
 mod deliveries;
+mod privacy;
 mod push;
 mod support;
 
@@ -130,6 +132,16 @@ fn sqlite_push_recipients_name_whom_to_notify() {
 #[test]
 fn postgres_push_recipients_name_whom_to_notify() {
     push::recipients_name_whom_to_notify(Store::Postgres);
+}
+
+#[test]
+fn sqlite_privacy_webhooks_carry_no_phone_number_and_report_created() {
+    privacy::webhooks_carry_no_phone_number_and_report_created(Store::Sqlite);
+}
+
+#[test]
+fn postgres_privacy_webhooks_carry_no_phone_number_and_report_created() {
+    privacy::webhooks_carry_no_phone_number_and_report_created(Store::Postgres);
 }
 
 #[test]

@@ -282,6 +282,7 @@ async fn conversations_created_and_deleted_are_for_their_members() {
 async fn group_events_go_to_members_and_the_removed() {
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
+    roles_of(&mut m, &g);
     let gid = g.id();
     let g2 = g.clone();
     m.groups

@@ -1,4 +1,6 @@
 //! Groups: who may change their members.
+use confab_domain::Field;
+
 use crate::ServiceError;
 
 use super::*;
@@ -7,6 +9,7 @@ use super::*;
 async fn a_member_may_only_remove_themself_from_a_group() {
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
+    roles_of(&mut m, &g);
     m.groups
         .expect_group_for()
         .returning(move |_, _| Ok(Some(g.clone())));
@@ -19,5 +22,82 @@ async fn a_member_may_only_remove_themself_from_a_group() {
             .update_group(&bob(), GroupId::from_uuid(Uuid::from_u128(7)), update)
             .await,
         Err(ServiceError::Forbidden(_))
+    ));
+}
+
+/// A group of `owner`, `admin` (an admin) and `member`.
+fn group_with_admin(owner: &Contact, admin: &Contact, member: &Contact) -> Group {
+    let mut parts = group_with(owner, member).into_parts();
+    parts.first_members.push(GroupMember {
+        contact: admin.clone(),
+        role: GroupRole::Admin,
+        joined_at: Timestamp::from_secs(NOW - 900),
+    });
+    parts.member_count = 3;
+    Group::new(parts).expect("valid")
+}
+
+#[tokio::test]
+async fn an_admin_removes_plain_members_but_not_the_owner() {
+    let carol = contact(3, "carol");
+    for (removed, allowed) in [(bob().id(), true), (alice().id(), false)] {
+        let mut m = Mocks::new();
+        let g = group_with_admin(&alice(), &carol, &bob());
+        roles_of(&mut m, &g);
+        m.groups
+            .expect_group_for()
+            .returning(move |_, _| Ok(Some(g.clone())));
+        if allowed {
+            let after = group_with_admin(&alice(), &carol, &bob());
+            m.groups
+                .expect_update_group()
+                .withf(move |_, change, _, _| change.remove == vec![removed])
+                .times(1)
+                .returning(move |_, _, _, _| Ok(after.clone()));
+        }
+        let update = crate::GroupUpdate {
+            remove_contact_ids: vec![removed],
+            ..Default::default()
+        };
+        let got = m
+            .service()
+            .update_group(&carol, GroupId::from_uuid(Uuid::from_u128(7)), update)
+            .await;
+        assert_eq!(got.is_ok(), allowed, "{got:?}");
+        if !allowed {
+            assert!(matches!(got, Err(ServiceError::Forbidden(_))));
+        }
+    }
+}
+
+#[tokio::test]
+async fn nobody_adds_to_a_group_someone_who_blocked_them() {
+    let carol = contact(3, "carol");
+    let mut m = Mocks::new();
+    let g = group_with(&alice(), &bob());
+    roles_of(&mut m, &g);
+    m.groups
+        .expect_group_for()
+        .returning(move |_, _| Ok(Some(g.clone())));
+    let mut moderation = MockModerationStore::new();
+    let who = carol.id();
+    moderation
+        .expect_blockers_of()
+        .withf(move |caller, among| *caller == alice().id() && among == &[who])
+        .returning(move |_, _| Ok(vec![who]));
+    m.moderation = moderation;
+    // No expectation on update_group: reaching it fails the test.
+    let update = crate::GroupUpdate {
+        add_contact_ids: vec![carol.id()],
+        ..Default::default()
+    };
+    assert!(matches!(
+        m.service()
+            .update_group(&alice(), GroupId::from_uuid(Uuid::from_u128(7)), update)
+            .await,
+        Err(ServiceError::Blocked {
+            field: Some(Field::AddedMembers),
+            by_caller: false
+        })
     ));
 }

@@ -270,12 +270,138 @@ async fn empty_update_returns_the_message_without_writing() {
 }
 
 #[tokio::test]
-async fn only_the_sender_deletes() {
+async fn only_the_sender_deletes_in_a_direct_conversation() {
     let mut m = Mocks::new();
     visible_message(&mut m, alice(), &bob());
+    m.conversations
+        .expect_conversation_for()
+        .returning(|viewer, _| {
+            Ok(Some(ConversationView {
+                viewer,
+                ..view(&bob())
+            }))
+        });
     assert!(matches!(
         m.service().delete_message(&bob(), msg_id()).await,
         Err(ServiceError::Forbidden(_))
+    ));
+}
+
+/// A group conversation of group 7, as `viewer` sees it.
+fn group_view(viewer: ContactId) -> ConversationView {
+    ConversationView {
+        conversation: Conversation::new_group(
+            conv_id(),
+            alice().id(),
+            GroupId::from_uuid(Uuid::from_u128(7)),
+            Timestamp::from_secs(NOW - 50),
+        ),
+        viewer,
+        state: MemberState::default(),
+    }
+}
+
+#[tokio::test]
+async fn a_group_admin_or_owner_deletes_anyone_s_message_and_a_member_does_not() {
+    let carol = contact(3, "carol");
+    for (role, allowed) in [
+        (GroupRole::Admin, true),
+        (GroupRole::Owner, true),
+        (GroupRole::Member, false),
+    ] {
+        let mut m = Mocks::new();
+        visible_message(&mut m, bob(), &carol);
+        m.conversations
+            .expect_conversation_for()
+            .returning(|viewer, _| Ok(Some(group_view(viewer))));
+        let who = carol.id();
+        m.groups
+            .expect_member_roles()
+            .withf(move |g, asked| *g == GroupId::from_uuid(Uuid::from_u128(7)) && asked == &[who])
+            .returning(move |_, _| Ok(vec![(who, role)]));
+        if allowed {
+            m.messages
+                .expect_delete_message()
+                .withf(move |id, by, _| *id == msg_id() && *by == who)
+                .times(1)
+                .returning(|_, _, _| Ok(()));
+        }
+        let done = m.service().delete_message(&carol, msg_id()).await;
+        if allowed {
+            assert!(done.is_ok(), "{role:?}: {done:?}");
+        } else {
+            assert!(matches!(done, Err(ServiceError::Forbidden(_))), "{role:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_block_refuses_a_send_only_after_the_store_found_nothing_to_write() {
+    // The store refuses the send (the conversation's members are in a
+    // block, or the caller is no member); only then is the block asked.
+    for (blocker, want) in [
+        (Some(bob().id()), Some(false)),
+        (Some(alice().id()), Some(true)),
+        (None, None),
+    ] {
+        let mut m = Mocks::new();
+        m.messages
+            .expect_append_message()
+            .returning(|_, _, _| Err(StoreError::NotFound));
+        let mut moderation = MockModerationStore::new();
+        moderation
+            .expect_conversation_blocker()
+            .withf(|c, member| *c == conv_id() && *member == alice().id())
+            .times(1)
+            .returning(move |_, _| Ok(blocker));
+        m.moderation = moderation;
+        let send = crate::SendMessage {
+            conversation_id: conv_id(),
+            text: text("hi"),
+            attachments: vec![],
+        };
+        let got = m.service().send_message(&alice(), send, None).await;
+        match want {
+            Some(by_caller) => assert!(
+                matches!(
+                    got,
+                    Err(ServiceError::Blocked {
+                        field: Some(Field::Conversation),
+                        by_caller: b
+                    }) if b == by_caller
+                ),
+                "{got:?}"
+            ),
+            None => assert!(matches!(
+                got,
+                Err(ServiceError::NotFound {
+                    of: Some(Field::Conversation)
+                })
+            )),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_block_refuses_an_edit_or_a_reaction_before_any_write() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, alice(), &alice());
+    let mut moderation = MockModerationStore::new();
+    moderation
+        .expect_conversation_blocker()
+        .returning(|_, _| Ok(Some(bob().id())));
+    m.moderation = moderation;
+    // No expectation on update_message: reaching it fails the test.
+    let update = crate::MessageUpdate {
+        text: Some(text("changed")),
+        ..Default::default()
+    };
+    assert!(matches!(
+        m.service().update_message(&alice(), msg_id(), update).await,
+        Err(ServiceError::Blocked {
+            field: None,
+            by_caller: false
+        })
     ));
 }
 

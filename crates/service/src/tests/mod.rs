@@ -13,6 +13,7 @@ mod groups;
 mod idempotency;
 mod keys;
 mod messages;
+mod moderation;
 mod retention;
 mod tickets;
 
@@ -26,7 +27,7 @@ use confab_domain::{
 use confab_ports::{
     MockClock, MockContactStore, MockConversationStore, MockEventSignal, MockEventStore,
     MockGroupStore, MockHealthCheck, MockIdGenerator, MockIdempotencyStore, MockMessageStore,
-    MockPayloadRenderer, MockTokenStore, MockWebhookStore,
+    MockModerationStore, MockPayloadRenderer, MockTokenStore, MockWebhookStore,
 };
 use mockall::predicate::eq;
 use uuid::Uuid;
@@ -42,6 +43,7 @@ struct Mocks {
     conversations: MockConversationStore,
     messages: MockMessageStore,
     groups: MockGroupStore,
+    moderation: MockModerationStore,
     idempotency: MockIdempotencyStore,
     webhooks: MockWebhookStore,
     /// `None`: commits may be signalled any number of times.
@@ -63,6 +65,7 @@ pub(crate) fn mocked_ports(now_secs: i64) -> Ports {
         messages: Arc::new(MockMessageStore::new()),
         attachments: Arc::new(confab_ports::MockAttachmentStore::new()),
         groups: Arc::new(MockGroupStore::new()),
+        moderation: Arc::new(MockModerationStore::new()),
         idempotency: Arc::new(MockIdempotencyStore::new()),
         webhooks: Arc::new(MockWebhookStore::new()),
         events: Arc::new(MockEventStore::new()),
@@ -83,6 +86,7 @@ impl Mocks {
             conversations: MockConversationStore::new(),
             messages: MockMessageStore::new(),
             groups: MockGroupStore::new(),
+            moderation: no_blocks(),
             idempotency: MockIdempotencyStore::new(),
             webhooks: MockWebhookStore::new(),
             signal: None,
@@ -102,6 +106,7 @@ impl Mocks {
             messages: Arc::new(self.messages),
             attachments: Arc::new(confab_ports::MockAttachmentStore::new()),
             groups: Arc::new(self.groups),
+            moderation: Arc::new(self.moderation),
             idempotency: Arc::new(self.idempotency),
             webhooks: Arc::new(self.webhooks),
             events: Arc::new(self.events),
@@ -118,6 +123,32 @@ impl Mocks {
             })),
         })
     }
+}
+
+/// A moderation store where nobody blocked anybody: what every use case
+/// that asks sees unless a test says otherwise.
+fn no_blocks() -> MockModerationStore {
+    let mut m = MockModerationStore::new();
+    m.expect_block_between().returning(|_, _| Ok(None));
+    m.expect_conversation_blocker().returning(|_, _| Ok(None));
+    m.expect_blockers_of().returning(|_, _| Ok(vec![]));
+    m
+}
+
+/// The group store answers roles as in `group`'s first members.
+fn roles_of(m: &mut Mocks, group: &Group) {
+    let members: Vec<(ContactId, GroupRole)> = group
+        .first_members()
+        .iter()
+        .map(|mem| (mem.contact.id(), mem.role))
+        .collect();
+    m.groups.expect_member_roles().returning(move |_, asked| {
+        Ok(members
+            .iter()
+            .filter(|(c, _)| asked.contains(c))
+            .copied()
+            .collect())
+    });
 }
 
 fn contact(n: u128, name: &str) -> Contact {

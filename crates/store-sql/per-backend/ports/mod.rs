@@ -4,5 +4,6 @@
 //! (`confab_store_sql::door`) in the right kind of transaction.
 
 mod events;
+mod moderation;
 mod stores;
 mod webhooks;

@@ -5,8 +5,9 @@
 use async_trait::async_trait;
 use confab_domain::{
     Attachment, AttachmentId, Contact, ContactId, ContactProfilePatch, Conversation,
-    ConversationId, ConversationView, Filename, Group, GroupId, GroupMember, MemberStatePatch,
-    Message, MessageId, Page, Paged, PinnedMessageChange, ReactionName, Timestamp,
+    ConversationId, ConversationView, Filename, Group, GroupId, GroupMember, GroupRole,
+    MemberStatePatch, Message, MessageId, Page, Paged, PinnedMessageChange, ReactionName,
+    Timestamp,
 };
 use confab_ports::{
     AttachmentFilter, AttachmentStore, ClaimOutcome, ClaimRequest, Completion, ContactStore,
@@ -423,6 +424,14 @@ impl GroupStore for Store {
         page: Page<GroupId>,
     ) -> Result<Paged<Group>, StoreError> {
         query(self, move |c| q::list_groups(c, viewer, page)).await
+    }
+
+    async fn member_roles(
+        &self,
+        id: GroupId,
+        contacts: Vec<ContactId>,
+    ) -> Result<Vec<(ContactId, GroupRole)>, StoreError> {
+        query(self, move |c| q::member_roles(c, id, &contacts)).await
     }
 
     async fn group_members(

@@ -200,15 +200,25 @@ fn leave_group(
         .count()
         .get_result(conn)?;
     if other_owners == 0 {
-        let heir: Option<DbId> = group_members::table
-            .filter(group_members::group_id.eq(gid))
-            .filter(group_members::contact_id.ne(x))
-            // Its oldest member (no group has admins yet: when they come,
-            // the oldest of them first).
-            .order(group_members::seq.asc())
-            .select(group_members::contact_id)
-            .first(conn)
-            .optional()?;
+        // Its oldest admin, else its oldest member.
+        let mut heir: Option<DbId> = None;
+        for roles in [
+            &[GroupRole::Admin][..],
+            &[GroupRole::Admin, GroupRole::Member],
+        ] {
+            let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
+            heir = group_members::table
+                .filter(group_members::group_id.eq(gid))
+                .filter(group_members::contact_id.ne(x))
+                .filter(group_members::role.eq_any(names))
+                .order(group_members::seq.asc())
+                .select(group_members::contact_id)
+                .first(conn)
+                .optional()?;
+            if heir.is_some() {
+                break;
+            }
+        }
         match heir {
             Some(heir) => {
                 diesel::update(group_members::table.find((gid, heir)))

@@ -406,6 +406,25 @@ pub(crate) fn update_group(
         count_change -= removed.len() as i64;
         changed = true;
     }
+    // Admins made and unmade: only members of the role before (the owner,
+    // and those already of the role, are left as they are).
+    for (list, from, to) in [
+        (&change.add_admins, GroupRole::Member, GroupRole::Admin),
+        (&change.remove_admins, GroupRole::Admin, GroupRole::Member),
+    ] {
+        let ids: Vec<DbId> = list.iter().map(DbKey::db).collect();
+        for chunk in ids.chunks(MEMBERS_PER_STATEMENT) {
+            let n = diesel::update(
+                group_members::table
+                    .filter(group_members::group_id.eq(g))
+                    .filter(group_members::contact_id.eq_any(chunk))
+                    .filter(group_members::role.eq(from.as_str())),
+            )
+            .set(group_members::role.eq(to.as_str()))
+            .execute(conn)?;
+            changed |= n > 0;
+        }
+    }
     if count_change != 0 {
         let count: i64 = diesel::update(groups::table.find(g))
             .set(groups::member_count.eq(groups::member_count + count_change))
@@ -437,6 +456,29 @@ pub(crate) fn update_group(
         end_memberships(conn, g, &removed)?;
     }
     Ok(group)
+}
+
+/// The roles in group `id` of those of `contacts` who are members.
+pub(crate) fn member_roles(
+    conn: &mut Conn,
+    id: GroupId,
+    contacts: &[ContactId],
+) -> Result<Vec<(ContactId, GroupRole)>> {
+    let ids: Vec<DbId> = contacts.iter().map(DbKey::db).collect();
+    let mut out = Vec::with_capacity(ids.len());
+    for chunk in ids.chunks(MEMBERS_PER_STATEMENT) {
+        let rows: Vec<(DbId, String)> = group_members::table
+            .filter(group_members::group_id.eq(id.db()))
+            .filter(group_members::contact_id.eq_any(chunk))
+            .select((group_members::contact_id, group_members::role))
+            .load(conn)?;
+        for (c, role) in rows {
+            let role = GroupRole::parse(&role)
+                .ok_or_else(|| inconsistent(format!("stored group role {role:?} is invalid")))?;
+            out.push((contact_id(c), role));
+        }
+    }
+    Ok(out)
 }
 
 /// Inserts member rows, in statements of a bounded number of binds.

@@ -13,6 +13,7 @@ use super::attachments::attach_uploads;
 use super::idempotency::complete;
 use super::message_updates::{insert_attachment_rows, insert_attachments};
 use super::messages::member_of;
+use super::moderation::blocked_direct;
 use super::outbox::{self, Written};
 use super::{Backend, Conn, Db, Result};
 use confab_store_sql::error::{inconsistent, Error};
@@ -111,8 +112,9 @@ fn advance_conversation(c: &str, s: &str, at: &str) -> String {
              message_seq = message_seq + 1, \
              last_active_at = CASE WHEN {forward} THEN {at} ELSE last_active_at END, \
              activity_at = CASE WHEN {forward} THEN {at} ELSE activity_at END \
-         WHERE id = {c} AND {}",
-        member_of("conversations", s)
+         WHERE id = {c} AND {} AND NOT {}",
+        member_of("conversations", s),
+        blocked_direct("conversations")
     )
 }
 

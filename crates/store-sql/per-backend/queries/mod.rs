@@ -31,6 +31,7 @@ mod membership;
 mod message_send;
 mod message_updates;
 mod messages;
+mod moderation;
 mod outbox;
 mod tokens;
 mod webhooks;
@@ -38,5 +39,5 @@ mod webhooks;
 pub(crate) use self::{
     attachments::*, contacts::*, conversation_members::*, conversations::*, erase::*,
     events_read::*, export::*, groups::*, health::*, idempotency::*, message_send::*,
-    message_updates::*, messages::*, tokens::*, webhooks::*,
+    message_updates::*, messages::*, moderation::*, tokens::*, webhooks::*,
 };

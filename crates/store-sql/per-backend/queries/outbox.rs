@@ -28,7 +28,7 @@ use std::collections::HashMap;
 
 use confab_domain::{
     Attachment, Audience, Contact, ConversationView, Event, EventId, EventType, Group, Message,
-    MessageId, Subject,
+    MessageId, Report, Subject,
 };
 use confab_ports::{Outbox, PayloadRenderer};
 use diesel::prelude::*;
@@ -59,6 +59,8 @@ pub(super) struct Written<'a> {
     pub(super) attachments: &'a [Attachment],
     pub(super) group: Option<&'a Group>,
     pub(super) contact: Option<&'a Contact>,
+    /// A report filed.
+    pub(super) report: Option<&'a Report>,
     /// The conversation as the actor sees it.
     pub(super) view: Option<&'a ConversationView>,
     /// Every member's own view of the conversation, when those differ:
@@ -95,6 +97,7 @@ fn subject_uuid(subject: &Subject) -> Uuid {
         Subject::Message(id) => *id.as_uuid(),
         Subject::Group(id) => *id.as_uuid(),
         Subject::Attachment(id) => *id.as_uuid(),
+        Subject::Report(id) => *id.as_uuid(),
     }
 }
 
@@ -133,7 +136,10 @@ fn about(event: &Event, w: &Written<'_>) -> About {
             }
         }
         Subject::Conversation(id) => (Some(id.db()), None),
-        Subject::Contact(_) | Subject::Group(_) | Subject::MessagesMarkedRead(_) => (None, None),
+        Subject::Contact(_)
+        | Subject::Group(_)
+        | Subject::Report(_)
+        | Subject::MessagesMarkedRead(_) => (None, None),
     };
     About {
         subject,
@@ -170,6 +176,7 @@ fn payload(render: &dyn PayloadRenderer, event: &Event, w: &Written<'_>) -> Resu
         ),
         Subject::Group(_) => render.group(w.group.ok_or_else(missing)?),
         Subject::Contact(_) => render.contact(w.contact.ok_or_else(missing)?),
+        Subject::Report(_) => render.report(w.report.ok_or_else(missing)?),
         Subject::Conversation(_) => {
             let actor = render.conversation(w.view.ok_or_else(missing)?);
             if let Some(views) = w.member_views {
@@ -296,13 +303,15 @@ fn contacts_of(sql: &mut Sql, audience: &Audience) -> Option<String> {
                      WHERE peer_id = {c} AND group_id IS NULL"
             ))
         }
+        // No contact: the event is the operator's (webhooks) alone.
+        Audience::Operator => None,
     }
 }
 
 /// The groups of `audience` whose members read the event by group.
 fn groups_of(sql: &mut Sql, audience: &Audience) -> Option<String> {
     match audience {
-        Audience::Contact(_) => None,
+        Audience::Contact(_) | Audience::Operator => None,
         Audience::ConversationMembers(c) => {
             let c = sql.id(c.db());
             Some(format!(

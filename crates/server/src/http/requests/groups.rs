@@ -36,5 +36,7 @@ request! {
         avatar_url: Option<AvatarUrl> = optional(text(shape::avatar_url, AvatarUrl::new)),
         add_contact_ids: Vec<ContactId> = ids(),
         remove_contact_ids: Vec<ContactId> = ids(),
+        add_admin_ids: Vec<ContactId> = ids(),
+        remove_admin_ids: Vec<ContactId> = ids(),
     }
 }

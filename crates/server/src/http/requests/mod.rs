@@ -19,6 +19,7 @@ pub mod conversations;
 pub mod events;
 pub mod groups;
 pub mod messages;
+pub mod reports;
 mod shape;
 
 pub use shape::Shape;

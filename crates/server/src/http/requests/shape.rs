@@ -194,6 +194,38 @@ pub fn group_name() -> Schema {
         .into()
 }
 
+/// One of `names` (an enum of the domain: a report's reason or status).
+pub fn one_of(names: &[&str], description: &str) -> Schema {
+    typed(Type::String)
+        .enum_values(Some(names.iter().copied()))
+        .description(Some(description))
+        .build()
+        .into()
+}
+
+/// `ReportReason` (domain).
+pub fn report_reason() -> Schema {
+    one_of(
+        &["spam", "harassment", "inappropriate", "other"],
+        "why the report is made",
+    )
+}
+
+/// `ReportStatus` (domain).
+pub fn report_status() -> Schema {
+    one_of(
+        &["open", "resolved", "dismissed"],
+        "where the report stands",
+    )
+}
+
+/// `ReportDescription` (domain).
+pub fn report_description() -> Schema {
+    bounded(None, 1000, "at most 1000 characters, no NUL")
+        .build()
+        .into()
+}
+
 /// `GroupDescription` (domain).
 pub fn group_description() -> Schema {
     bounded(None, 1000, "at most 1000 characters, no NUL")

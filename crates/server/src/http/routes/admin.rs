@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
-use confab_domain::{ContactId, ContactProfilePatch, ConversationId, EventType};
+use confab_domain::{ContactId, ContactProfilePatch, ConversationId, EventType, Viewer};
 use confab_service::{AddressPolicy, ConversationMember, ServiceError, WebhookError, WebhookId};
 use uuid::Uuid;
 
@@ -108,7 +108,7 @@ async fn create_contact(
         })?;
     created(
         format!("/v1/admin/contacts/{}", contact.id()),
-        wire::contact(&contact),
+        wire::contact(&contact, Viewer::Operator),
     )
 }
 
@@ -131,7 +131,7 @@ async fn list_contacts(
     Ok(ok_json(wire::list(
         contacts.has_more,
         &contacts.items,
-        wire::write_contact,
+        |out, c| wire::write_contact(out, c, Viewer::Operator),
     )))
 }
 
@@ -150,7 +150,7 @@ async fn get_contact(
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&path)?;
     let contact = service.contact_by_id(id).await?;
-    Ok(ok_json(wire::contact(&contact)))
+    Ok(ok_json(wire::contact(&contact, Viewer::Operator)))
 }
 
 /// Change a contact's phone number or avatar.
@@ -180,7 +180,7 @@ async fn update_contact(
         avatar_url,
     };
     let contact = service.update_contact(id, patch).await?;
-    Ok(ok_json(wire::contact(&contact)))
+    Ok(ok_json(wire::contact(&contact, Viewer::Operator)))
 }
 
 /// Erase a contact (the right to be forgotten): its tokens stop (open
@@ -359,7 +359,7 @@ async fn conversation_members(
 /// `{"contact": {...}, "is_muted": bool, "unread_count": n}`.
 fn write_conversation_member(out: &mut Vec<u8>, m: &ConversationMember) -> serde_json::Result<()> {
     out.extend_from_slice(br#"{"contact":"#);
-    wire::write_contact(out, &m.contact)?;
+    wire::write_contact(out, &m.contact, Viewer::Operator)?;
     out.extend_from_slice(
         format!(
             r#","is_muted":{},"unread_count":{}}}"#,

@@ -77,6 +77,11 @@ async fn list(
             description = "with distinct=true: the caller's existing direct conversation with contact_id",
             body = ConversationDto,
         ),
+        (
+            status = 403,
+            description = "`contact_blocked`: the caller and contact_id are in a block",
+            body = ErrorBody,
+        ),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]

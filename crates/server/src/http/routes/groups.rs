@@ -2,7 +2,7 @@
 
 use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};
-use confab_domain::{Group, GroupId};
+use confab_domain::{Group, GroupId, Viewer};
 use confab_service::{GroupUpdate, NewGroupRequest, StoredResponse};
 
 use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
@@ -39,10 +39,11 @@ async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let ListGroupsIn { page } = req;
     let groups = service.list_groups(&caller.0, page).await?;
+    let viewer = caller.viewer();
     Ok(ok_json(wire::list(
         groups.has_more,
         &groups.items,
-        wire::write_group,
+        |out, g| wire::write_group(out, g, viewer),
     )))
 }
 
@@ -53,10 +54,17 @@ async fn list(
         (CreateGroupIn = "application/x-www-form-urlencoded"),
         (CreateGroupIn = "application/json"),
     )),
-    responses((
-        status = 201, description = "the group", body = GroupDto,
-        headers(("Location" = String, description = "the group's URL")),
-    )),
+    responses(
+        (
+            status = 201, description = "the group", body = GroupDto,
+            headers(("Location" = String, description = "the group's URL")),
+        ),
+        (
+            status = 403,
+            description = "`contact_blocked`: one of contact_ids blocked the caller",
+            body = ErrorBody,
+        ),
+    ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn create(
@@ -77,15 +85,20 @@ async fn create(
         avatar_url,
         contact_ids,
     };
-    idempotency::post(&service, &caller.0, &http, founded, |completion| {
+    let viewer = caller.viewer();
+    let answer = move |group: &Group| founded(group, viewer);
+    idempotency::post(&service, &caller.0, &http, answer, |completion| {
         service.create_group(&caller.0, request, completion)
     })
     .await
 }
 
-/// The answer to a new group.
-fn founded(group: &Group) -> StoredResponse {
-    created_json(format!("/v1/groups/{}", group.id()), wire::group(group))
+/// The answer to a new group, for its creator `viewer`.
+fn founded(group: &Group, viewer: Viewer) -> StoredResponse {
+    created_json(
+        format!("/v1/groups/{}", group.id()),
+        wire::group(group, viewer),
+    )
 }
 
 /// Get one group.
@@ -103,7 +116,7 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id: GroupId = path_id(&path)?;
     let group = service.group(&caller.0, id).await?;
-    Ok(ok_json(wire::group(&group)))
+    Ok(ok_json(wire::group(&group, caller.viewer())))
 }
 
 /// Page through the group's members, oldest first (members only).
@@ -122,15 +135,16 @@ async fn members(
     let id: GroupId = path_id(&path)?;
     let ListMembersIn { page } = req;
     let members = service.group_members(&caller.0, id, page).await?;
+    let viewer = caller.viewer();
     Ok(ok_json(wire::list(
         members.has_more,
         &members.items,
-        wire::write_member,
+        |out, m| wire::write_member(out, m, viewer),
     )))
 }
 
-/// Rename, describe, add or remove members (owner); any member may remove
-/// themself.
+/// Rename, describe, make or unmake admins (owner); add members and
+/// remove plain ones (owner and admins); any member may remove themself.
 #[utoipa::path(
     put, path = "/v1/groups/{id}", tag = "groups", operation_id = "update_group",
     params(("id" = String, Path, description = "the group id")),
@@ -140,7 +154,8 @@ async fn members(
     )),
     responses(
         (status = 200, description = "the group", body = GroupDto),
-        (status = 403, description = "only an owner may change the group", body = ErrorBody),
+        (status = 403, description = "the caller's role does not allow the change \
+            (forbidden), or one added blocked the caller (contact_blocked)", body = ErrorBody),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -156,6 +171,8 @@ async fn update(
         avatar_url,
         add_contact_ids,
         remove_contact_ids,
+        add_admin_ids,
+        remove_admin_ids,
     } = req;
     let id: GroupId = path_id(&path)?;
     let update = GroupUpdate {
@@ -164,9 +181,11 @@ async fn update(
         avatar_url,
         add_contact_ids,
         remove_contact_ids,
+        add_admin_ids,
+        remove_admin_ids,
     };
     let group = service.update_group(&caller.0, id, update).await?;
-    Ok(ok_json(wire::group(&group)))
+    Ok(ok_json(wire::group(&group, caller.viewer())))
 }
 
 /// Delete a group and its conversations (owner).

@@ -49,7 +49,11 @@ async fn list(
     let messages = service
         .list_messages(&caller.0, conversation_id, page)
         .await?;
-    Ok(ok_json(crate::http::wire::message_page(&messages, &links)))
+    Ok(ok_json(crate::http::wire::message_page(
+        &messages,
+        &links,
+        caller.viewer(),
+    )))
 }
 
 /// Send a message to a conversation; the caller is the sender.
@@ -59,10 +63,18 @@ async fn list(
         (SendMessageIn = "application/x-www-form-urlencoded"),
         (SendMessageIn = "application/json"),
     )),
-    responses((
-        status = 201, description = "the message", body = MessageDto,
-        headers(("Location" = String, description = "the message's URL")),
-    )),
+    responses(
+        (
+            status = 201, description = "the message", body = MessageDto,
+            headers(("Location" = String, description = "the message's URL")),
+        ),
+        (
+            status = 403,
+            description = "`contact_blocked`: a direct conversation whose two members are in a \
+                block",
+            body = ErrorBody,
+        ),
+    ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn send(
@@ -93,7 +105,8 @@ async fn send(
     let once = Arc::new(RenderedOnce::new(links_of(&http)));
     let answer = {
         let once = once.clone();
-        move |message: &Message| sent(message, once.message_json(message))
+        let viewer = caller.viewer();
+        move |message: &Message| sent(message, once.answer_json(message, viewer))
     };
     idempotency::post(&service, &caller.0, &http, answer, |completion| {
         service.send_message_rendered_by(&caller.0, send, completion, once)
@@ -122,7 +135,11 @@ async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id: MessageId = path_id(&path)?;
     let message = service.message(&caller.0, id).await?;
-    Ok(ok_json(crate::http::wire::message(&message, &links)))
+    Ok(ok_json(crate::http::wire::message(
+        &message,
+        &links,
+        caller.viewer(),
+    )))
 }
 
 /// Edit the text (sender only), add the caller's reactions, append
@@ -164,17 +181,18 @@ async fn update(
     let message = service
         .update_message_rendered_by(&caller.0, id, update, once.clone())
         .await?;
-    Ok(ok_text(once.message_json(&message)))
+    Ok(ok_text(once.answer_json(&message, caller.viewer())))
 }
 
-/// Delete a message for good, with its reactions and attachments (sender
-/// only).
+/// Delete a message for good, with its reactions and attachments (the
+/// sender, or in a group's conversation its owner or an admin).
 #[utoipa::path(
     delete, path = "/v1/messages/{id}", tag = "messages", operation_id = "delete_message",
     params(("id" = String, Path, description = "the message id")),
     responses(
         (status = 204, description = "deleted"),
-        (status = 403, description = "only the sender may delete", body = ErrorBody),
+        (status = 403, description = "only the sender, or the group's owner or an admin, may \
+            delete", body = ErrorBody),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -216,5 +234,5 @@ async fn unreact(
     let message = service
         .remove_reaction_rendered_by(&caller.0, id, name, once.clone())
         .await?;
-    Ok(ok_text(once.message_json(&message)))
+    Ok(ok_text(once.answer_json(&message, caller.viewer())))
 }

@@ -15,6 +15,7 @@ mod events;
 mod groups;
 mod health;
 mod messages;
+mod reports;
 
 use std::str::FromStr;
 use std::sync::OnceLock;
@@ -76,6 +77,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         groups::endpoints(),
         contacts::endpoints(),
         events::endpoints(),
+        reports::endpoints(),
         admin::endpoints(),
     ]
     .into_iter()
@@ -236,6 +238,17 @@ fn created_text(location: String, json: String) -> StoredResponse {
         location: Some(location),
         body: json,
     }
+}
+
+/// The answer of a POST that may find its work done: 201 with `Location`
+/// when it made the object, else 200 with the object there already (a
+/// second block, an open report of the same target).
+fn made_json(location: String, body: serde_json::Result<Vec<u8>>, created: bool) -> StoredResponse {
+    let mut answer = created_json(location, body);
+    if !created {
+        answer.code = StatusCode::OK.as_u16();
+    }
+    answer
 }
 
 fn no_content() -> HttpResponse {
