@@ -31,6 +31,25 @@ pub(crate) fn assert_contact_shape(v: &Value) {
     assert!(v["created_at"].is_i64(), "created_at integer: {v}");
 }
 
+/// Asserts `v` is a contact object of exactly the contract's shape as the
+/// contact `viewer` (an id) sees it: `phone_number` is a string on the
+/// viewer's own contact and null on anyone else's.
+#[track_caller]
+pub(crate) fn assert_contact_shape_seen_by(v: &Value, viewer: &str) {
+    assert_eq!(keys(v), CONTACT_KEYS, "contact fields: {v}");
+    assert!(v["id"].is_string(), "id: {v}");
+    assert!(v["username"].is_string(), "username: {v}");
+    // phone numbers are private: API.md section 18
+    if v["id"] == viewer {
+        assert!(v["phone_number"].is_string(), "own phone_number: {v}");
+    } else {
+        assert!(v["phone_number"].is_null(), "another's phone_number: {v}");
+    }
+    assert!(v["avatar_url"].is_string(), "avatar_url never null: {v}");
+    assert!(v["last_active_at"].is_i64(), "last_active_at integer: {v}");
+    assert!(v["created_at"].is_i64(), "created_at integer: {v}");
+}
+
 async fn me_is_the_callers_contact(app: TestApp) {
     let alice = app.user("alice").await;
     let _bob = app.user("bob").await;
@@ -72,12 +91,13 @@ async fn update_me_changes_only_what_is_sent(app: TestApp) {
     assert_eq!(me["phone_number"], "+4930123456");
     assert_eq!(me["avatar_url"], "https://img.example/alice.png");
 
-    // Persisted, and visible to others.
+    // Persisted, and visible to others: the avatar, not the phone number.
     let r = app.get(&alice, "/v1/contacts/me").await;
     assert_eq!(r.expect(200)["phone_number"], "+4930123456");
     let r = app.get(&bob, &format!("/v1/contacts/{}", alice.id)).await;
     let seen = r.expect(200);
-    assert_eq!(seen["phone_number"], "+4930123456");
+    // phone numbers are private: API.md section 18
+    assert!(seen["phone_number"].is_null(), "phone_number: {seen}");
     assert_eq!(seen["avatar_url"], "https://img.example/alice.png");
 
     // Only the submitted attribute changes.
@@ -237,16 +257,21 @@ async fn get_contact_by_id(app: TestApp) {
     let mine = app.get(&alice, "/v1/contacts/me").await.expect(200).clone();
     let r = app.get(&bob, &format!("/v1/contacts/{}", alice.id)).await;
     let seen = r.expect(200);
-    assert_contact_shape(seen);
+    assert_contact_shape_seen_by(seen, &bob.id);
     assert_eq!(seen["id"], alice.id.as_str());
     assert_eq!(seen["username"], "alice");
-    assert_eq!(seen["phone_number"], mine["phone_number"]);
+    // phone numbers are private: API.md section 18
+    assert!(seen["phone_number"].is_null(), "phone_number: {seen}");
+    assert_eq!(mine["phone_number"], "+15550100");
     assert_eq!(seen["avatar_url"], mine["avatar_url"]);
     assert_eq!(seen["created_at"], mine["created_at"]);
 
-    // One's own id works too.
+    // One's own id works too, with one's own phone number.
     let r = app.get(&alice, &format!("/v1/contacts/{}", alice.id)).await;
-    assert_eq!(r.expect(200)["username"], "alice");
+    let own = r.expect(200);
+    assert_eq!(own["username"], "alice");
+    // phone numbers are private: API.md section 18 (but not from oneself)
+    assert_eq!(own["phone_number"], "+15550100");
 
     // Unknown (well-formed) and malformed ids: 404.
     let unknown = uuid::Uuid::now_v7().to_string();

@@ -239,9 +239,21 @@ async fn message_reaches_both_members_not_outsiders(app: TestApp) {
         .expect("bob's event");
     // One change, one id for every recipient.
     assert_eq!(ea.id, eb.id);
-    for (user, e) in [(&alice, &ea), (&bob, &eb)] {
-        let got = app.get(user, &format!("/v1/messages/{mid}")).await;
-        assert_eq!(&e.data["payload"], got.expect(200), "payload is the GET");
+    // phone numbers are private: API.md section 18. A payload carries none,
+    // so it is what a member other than the sender GETs; the sender's own
+    // GET differs only in her phone number.
+    let path = format!("/v1/messages/{mid}");
+    let others = app.get(&bob, &path).await.expect(200).clone();
+    assert!(others["contact"]["phone_number"].is_null(), "{others}");
+    let own = app.get(&alice, &path).await.expect(200).clone();
+    assert_eq!(own["contact"]["phone_number"], "+15550100");
+    let mut own_without_phone = own.clone();
+    own_without_phone["contact"]["phone_number"] = Value::Null;
+    assert_eq!(own_without_phone, others);
+    for e in [&ea, &eb] {
+        let payload = &e.data["payload"];
+        assert!(payload["contact"]["phone_number"].is_null(), "{payload}");
+        assert_eq!(payload, &others, "payload is the GET");
     }
     crate::support::assert_recent(&ea.data["created_at"]);
     sc.expect_no("message.created", Duration::from_secs(1))
@@ -854,7 +866,37 @@ async fn a_big_group_embeds_its_first_100_members_in_its_object_and_events(app: 
     let updated = r.expect(200).clone();
     let got = app.get(&first, &format!("/v1/groups/{gid}")).await;
     let got = got.expect(200).clone();
-    assert_eq!(got, updated);
+    // phone numbers are private: API.md section 18. Each member sees only
+    // their own number among the embedded contacts (the owner is joined[0],
+    // `first` joined[1]); an event's payload shows none.
+    let phones = |g: &Value| -> Vec<Value> {
+        g["contacts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no contacts: {g}"))
+            .iter()
+            .map(|c| c["phone_number"].clone())
+            .collect()
+    };
+    let own_only = |at: Option<usize>| -> Vec<Value> {
+        (0..100)
+            .map(|i| {
+                if Some(i) == at {
+                    Value::from("+15550100")
+                } else {
+                    Value::Null
+                }
+            })
+            .collect()
+    };
+    assert_eq!(phones(&updated), own_only(Some(0)), "the owner's view");
+    assert_eq!(phones(&got), own_only(Some(1)), "the member's view");
+    let as_owner_sees = {
+        let mut g = got.clone();
+        g["contacts"][0]["phone_number"] = Value::from("+15550100");
+        g["contacts"][1]["phone_number"] = Value::Null;
+        g
+    };
+    assert_eq!(as_owner_sees, updated);
     assert_eq!(got["name"], "Bigger");
     assert_eq!(embedded(&got), joined[..100]);
     assert_eq!(got["member_count"], total);
@@ -862,14 +904,28 @@ async fn a_big_group_embeds_its_first_100_members_in_its_object_and_events(app: 
         .event_of("group.updated", WAIT)
         .await
         .expect("the member's group.updated");
-    assert_eq!(e.data["payload"], got, "the event's payload is the GET");
+    assert_eq!(
+        phones(&e.data["payload"]),
+        own_only(None),
+        "no phone numbers"
+    );
+    let as_others_see = {
+        let mut g = got.clone();
+        g["contacts"][1]["phone_number"] = Value::Null;
+        g
+    };
+    assert_eq!(
+        e.data["payload"], as_others_see,
+        "the event's payload is the GET"
+    );
     let listed = app.get(&owner, "/v1/groups?limit=100").await;
     let listed = listed.expect(200)["data"]
         .as_array()
         .and_then(|d| d.iter().find(|g| g["id"] == gid.as_str()))
         .expect("listed")
         .clone();
-    assert_eq!(listed, got);
+    // The owner's list shows the owner's view.
+    assert_eq!(listed, as_owner_sees);
     other
         .expect_no("group.updated", Duration::from_secs(1))
         .await;

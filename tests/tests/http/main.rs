@@ -17,6 +17,7 @@ mod http1_parser;
 mod idempotency;
 mod messages;
 mod metrics;
+mod moderation;
 mod openapi;
 mod rate_limit;
 mod security_headers;

@@ -692,7 +692,14 @@ async fn created_resources_have_location(app: TestApp) {
     let msg_id = msg["id"].as_str().expect("id");
     assert_eq!(path, format!("/v1/messages/{msg_id}"));
     let got = app.get(&bob, &path).await;
-    assert_eq!(got.expect(200), &msg);
+    // phone numbers are private: API.md section 18. The sender's answer
+    // carries her number; bob sees it null.
+    let got = got.expect(200);
+    assert!(got["contact"]["phone_number"].is_null(), "{got}");
+    assert_eq!(msg["contact"]["phone_number"], "+15550100");
+    let mut as_others_see = msg.clone();
+    as_others_see["contact"]["phone_number"] = serde_json::Value::Null;
+    assert_eq!(got, &as_others_see);
 }
 
 async fn delete_is_204_empty_then_404(app: TestApp) {

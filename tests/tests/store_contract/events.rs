@@ -832,11 +832,24 @@ mod wire {
             .await
             .expect("bob");
         let ta = app.service.issue_token("alice", None).await.expect("token");
+        let tb = app.service.issue_token("bob", None).await.expect("token");
+        // A payload is made once for every recipient and webhook, so it
+        // is what anyone else reads (no phone number: API.md section 18),
+        // as bob GETs it; alice's own GET differs only by her number.
+        let alice_path = format!("/v1/contacts/{}", alice.id());
+        let without_phone = |mut v: Value| {
+            v["phone_number"] = Value::Null;
+            v
+        };
 
-        // contact.created: GET /v1/contacts/me.
+        // contact.created: GET /v1/contacts/:id.
         let e = app.events(alice.id(), 1).await;
         assert_eq!(e[0].kind, EventType::ContactCreated);
-        assert_eq!(json(&e[0].payload), app.get("/v1/contacts/me", &ta).await);
+        assert_eq!(json(&e[0].payload), app.get(&alice_path, &tb).await);
+        assert_eq!(
+            json(&e[0].payload),
+            without_phone(app.get("/v1/contacts/me", &ta).await)
+        );
 
         // conversation.created: the conversation as the list shows it (a GET
         // of the one conversation would open it first).
@@ -865,7 +878,7 @@ mod wire {
         let e = app.events(alice.id(), 3).await;
         assert_eq!(e[2].kind, EventType::MessageCreated);
         let path = format!("/v1/messages/{}", sent["id"].as_str().expect("id"));
-        assert_eq!(json(&e[2].payload), app.get(&path, &ta).await);
+        assert_eq!(json(&e[2].payload), app.get(&path, &tb).await);
 
         // group.created: GET /v1/groups/:id.
         let g = app
@@ -879,7 +892,12 @@ mod wire {
         let e = app.events(alice.id(), 4).await;
         assert_eq!(e[3].kind, EventType::GroupCreated);
         let path = format!("/v1/groups/{}", g["id"].as_str().expect("id"));
-        assert_eq!(json(&e[3].payload), app.get(&path, &ta).await);
+        // Bob's GET shows his own number, the payload nobody's.
+        let mut as_bob = app.get(&path, &tb).await;
+        for c in as_bob["contacts"].as_array_mut().expect("contacts") {
+            c["phone_number"] = Value::Null;
+        }
+        assert_eq!(json(&e[3].payload), as_bob);
 
         // contact.updated: GET /v1/contacts/me.
         app.call(
@@ -891,7 +909,8 @@ mod wire {
         .await;
         let e = app.events(alice.id(), 5).await;
         assert_eq!(e[4].kind, EventType::ContactUpdated);
-        assert_eq!(json(&e[4].payload), app.get("/v1/contacts/me", &ta).await);
+        assert_eq!(json(&e[4].payload), app.get(&alice_path, &tb).await);
+        assert_eq!(json(&e[4].payload)["phone_number"], Value::Null);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -19,6 +19,7 @@ mod groups;
 mod idempotency;
 mod membership_in_writes;
 mod messages;
+mod moderation;
 mod resilience;
 mod statements;
 mod support;

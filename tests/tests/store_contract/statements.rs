@@ -572,13 +572,17 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("GET /v1/contacts/:id", 1, 1),
     ("GET /v1/contacts?username=", 1, 1),
     ("PUT /v1/contacts/me", 6, 7),
-    ("POST /v1/conversations", 8, 8),
+    // A direct one asks first whether the two are in a block (one
+    // lookup by the blocks' key, API.md section 18).
+    ("POST /v1/conversations", 9, 9),
     ("GET /v1/conversations", 1, 1),
     ("GET /v1/conversations/:id", 10, 11),
     ("PUT /v1/conversations/:id (is_muted)", 8, 8),
     ("POST /v1/messages", 1, 8),
     ("POST /v1/messages (2 attachments)", 1, 9),
-    ("POST /v1/messages (not a member: 404)", 1, 3),
+    // The send pays nothing for blocks (its statement refuses a blocked
+    // direct conversation itself); only a refused one asks why.
+    ("POST /v1/messages (not a member: 404)", 2, 4),
     // SQLite claims a new key in a transaction (the key, then its count
     // under the quota), queued with the other writers so that it never
     // waits for the database's lock in the busy handler: the queue's
@@ -598,15 +602,20 @@ const EXPECTED: &[(&str, u64, u64)] = &[
         2,
     ),
     ("GET /v1/messages/:id", 1, 1),
-    ("PUT /v1/messages/:id (message)", 8, 9),
-    ("PUT /v1/messages/:id (reactions)", 10, 13),
-    ("PUT /v1/messages/:id (attachments)", 10, 11),
+    // Each change of a message first asks, in one statement, whether its
+    // conversation is a direct one in a block.
+    ("PUT /v1/messages/:id (message)", 9, 10),
+    ("PUT /v1/messages/:id (reactions)", 11, 14),
+    ("PUT /v1/messages/:id (attachments)", 11, 12),
     ("DELETE /v1/messages/:id/reactions/:name", 9, 10),
     ("DELETE /v1/messages/:id", 10, 11),
-    ("POST /v1/groups", 11, 14),
+    // Whether one of the members blocked the creator: one statement.
+    ("POST /v1/groups", 12, 15),
     ("GET /v1/groups", 3, 3),
     ("GET /v1/groups/:id", 3, 3),
-    ("PUT /v1/groups/:id (add_contact_ids)", 17, 19),
+    // The roles of the caller and of those named, and whether one added
+    // blocked the caller: two statements, whatever the lists' length.
+    ("PUT /v1/groups/:id (add_contact_ids)", 19, 21),
     ("POST /v1/messages (group)", 1, 8),
     ("GET /v1/messages?conversation_id= (group)", 1, 1),
     ("DELETE /v1/conversations/:id (group)", 11, 12),

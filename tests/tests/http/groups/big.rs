@@ -137,8 +137,25 @@ async fn group_object_embeds_its_first_hundred(app: TestApp) {
         .take(100)
         .collect();
     assert_eq!(embedded, expected, "the first 100, in join order");
+    // phone numbers are private: API.md section 18. The owner sees only
+    // their own; many[119], not among the 100 embedded, sees none.
+    let phones = |g: &Value| -> Vec<Value> {
+        g["contacts"]
+            .as_array()
+            .expect("contacts")
+            .iter()
+            .map(|c| c["phone_number"].clone())
+            .collect()
+    };
+    let mut owners_view = vec![Value::Null; 100];
+    owners_view[0] = Value::from("+15550100");
+    assert_eq!(phones(&group), owners_view);
     let got = app.get(&many[119], &format!("/v1/groups/{gid}")).await;
-    assert_eq!(got.expect(200), &group);
+    let got = got.expect(200);
+    assert_eq!(phones(got), vec![Value::Null; 100]);
+    let mut as_others_see = group.clone();
+    as_others_see["contacts"][0]["phone_number"] = Value::Null;
+    assert_eq!(got, &as_others_see);
 
     // Removing members counts them out; one who leaves sees it go.
     let pairs: Vec<(&str, &str)> = many[..50]

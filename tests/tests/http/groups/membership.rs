@@ -4,7 +4,7 @@
 use confab_tests::http::TestApp;
 use serde_json::json;
 
-use crate::contacts::assert_contact_shape;
+use crate::contacts::assert_contact_shape_seen_by;
 use crate::support::{
     check, data_ids, group_conversation, id_of, ids, ids_of, member_ids, new_group,
 };
@@ -328,7 +328,12 @@ async fn membership_changes_seen_by_another_member(app: TestApp) {
     let body = r.expect(200);
     assert_eq!(data_ids(body), ids(&[&m2, &m1]));
     assert_eq!(body["data"][0]["contact"]["id"], carol.id.as_str());
-    assert_contact_shape(&body["data"][0]["contact"]);
+    // phone numbers are private: API.md section 18
+    assert_contact_shape_seen_by(&body["data"][0]["contact"], &bob.id);
+    assert!(
+        body["data"][0]["contact"]["phone_number"].is_null(),
+        "{body}"
+    );
 
     // Bob opening the conversation marks carol's message read.
     let r = app.get(&bob, &format!("/v1/conversations/{c}")).await;

@@ -4,7 +4,7 @@ use confab_tests::http::TestApp;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::contacts::assert_contact_shape;
+use crate::contacts::assert_contact_shape_seen_by;
 use crate::support::{data_ids, id_of, ids, ids_of, keys, member_ids, new_group, now_secs, Case};
 
 use super::group_ids;
@@ -62,20 +62,28 @@ async fn create_group_returns_the_group(app: TestApp) {
     );
     // The creator is a member too.
     assert_eq!(member_ids(&group), ids_of(&[&alice, &bob, &carol]));
+    // phone numbers are private: API.md section 18 (the creator sees only hers)
     for c in group["contacts"].as_array().expect("contacts") {
-        assert_contact_shape(c);
+        assert_contact_shape_seen_by(c, &alice.id);
     }
-    let bob_in = group["contacts"]
-        .as_array()
-        .expect("contacts")
-        .iter()
-        .find(|c| c["id"] == bob.id.as_str())
-        .expect("bob listed");
+    let listed = |id: &str| {
+        group["contacts"]
+            .as_array()
+            .expect("contacts")
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id} listed: {group}"))
+            .clone()
+    };
+    let bob_in = listed(&bob.id);
     assert_eq!(bob_in["username"], "bob");
-    assert_eq!(bob_in["phone_number"], "+15550100");
+    // phone numbers are private: API.md section 18
+    assert!(bob_in["phone_number"].is_null(), "{bob_in}");
     assert_eq!(bob_in["avatar_url"], "");
+    assert_eq!(listed(&alice.id)["phone_number"], "+15550100");
 
-    // Every member gets the same group; an outsider gets 404.
+    // Every member gets the same group, but for the phone numbers (each
+    // sees only their own); an outsider gets 404.
     for u in [&alice, &bob, &carol] {
         let r = app.get(u, &format!("/v1/groups/{gid}")).await;
         let seen = r.expect(200);
@@ -85,6 +93,10 @@ async fn create_group_returns_the_group(app: TestApp) {
         assert_eq!(seen["avatar_url"], "https://img.example/team.png");
         assert_eq!(seen["created_at"], group["created_at"]);
         assert_eq!(member_ids(seen), ids_of(&[&alice, &bob, &carol]));
+        // phone numbers are private: API.md section 18
+        for c in seen["contacts"].as_array().expect("contacts") {
+            assert_contact_shape_seen_by(c, &u.id);
+        }
     }
     app.get(&dave, &format!("/v1/groups/{gid}"))
         .await

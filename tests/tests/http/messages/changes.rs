@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use confab_tests::http::TestApp;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::{assert_recent, id_of, pair, UNKNOWN_ID};
 
@@ -56,7 +56,14 @@ async fn edit_by_sender_only(app: TestApp) {
     ] {
         assert_eq!(edited[key], m[key], "field {key} changed");
     }
-    assert_eq!(app.get(&bob, &path).await.expect(200), &edited);
+    // phone numbers are private: API.md section 18. Bob sees the edit with
+    // alice's number null; her own answer carries it.
+    assert_eq!(edited["contact"]["phone_number"], "+15550100");
+    let seen = app.get(&bob, &path).await.expect(200).clone();
+    assert!(seen["contact"]["phone_number"].is_null(), "{seen}");
+    let mut as_others_see = edited.clone();
+    as_others_see["contact"]["phone_number"] = Value::Null;
+    assert_eq!(seen, as_others_see);
 }
 
 async fn reactions_add_in_order(app: TestApp) {
@@ -298,8 +305,15 @@ async fn remove_own_reaction_only(app: TestApp) {
 
     // Not had: 200, no change.
     let before = app.get(&carol, &path).await.expect(200).clone();
+    // phone numbers are private: API.md section 18. The sender carol sees
+    // her number; bob sees the same message with it null.
+    assert_eq!(before["contact"]["phone_number"], "+15550100");
+    let mut as_others_see = before.clone();
+    as_others_see["contact"]["phone_number"] = Value::Null;
     let r = app.delete(&bob, &format!("{path}/reactions/heart")).await;
-    assert_eq!(r.expect(200), &before);
+    let bobs = r.expect(200);
+    assert!(bobs["contact"]["phone_number"].is_null(), "{bobs}");
+    assert_eq!(bobs, &as_others_see);
     let r = app
         .delete(&carol, &format!("{path}/reactions/nothing"))
         .await;

@@ -2,7 +2,7 @@
 //! errors.
 
 use confab_tests::http::TestApp;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::{id_of, pair, UNKNOWN_ID};
 
@@ -32,14 +32,21 @@ async fn get_message_and_list_scopes(app: TestApp) {
     let (carols, _) = page(&app, &carol, "").await;
     assert_eq!(carols, vec![id_of(&c1)]);
 
-    // List items are full message objects.
+    // List items are full message objects: as alice sees them, with the
+    // sender carol's phone number null (phone numbers are private: API.md
+    // section 18).
     let r = app
         .get(
             &alice,
             &format!("/v1/messages?conversation_id={with_carol}"),
         )
         .await;
-    assert_eq!(r.expect(200)["data"][0], c1);
+    let item = &r.expect(200)["data"][0];
+    assert!(item["contact"]["phone_number"].is_null(), "{item}");
+    assert_eq!(c1["contact"]["phone_number"], "+15550100");
+    let mut c1_as_others_see = c1.clone();
+    c1_as_others_see["contact"]["phone_number"] = Value::Null;
+    assert_eq!(item, &c1_as_others_see);
 
     for bad in [UNKNOWN_ID, "nope"] {
         let r = app
@@ -56,7 +63,13 @@ async fn get_message_and_list_scopes(app: TestApp) {
         .await
         .expect_error(404, "not_found", None);
     let r = app.get(&bob, &message_path(&b1)).await;
-    assert_eq!(r.expect(200), &b1);
+    // phone numbers are private: API.md section 18
+    let seen = r.expect(200);
+    assert!(seen["contact"]["phone_number"].is_null(), "{seen}");
+    assert_eq!(b1["contact"]["phone_number"], "+15550100");
+    let mut b1_as_others_see = b1.clone();
+    b1_as_others_see["contact"]["phone_number"] = Value::Null;
+    assert_eq!(seen, &b1_as_others_see);
 }
 
 async fn newest_first_within_one_second(app: TestApp) {

@@ -2,7 +2,7 @@
 
 use confab_tests::http::TestApp;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::support::{
     assert_id, assert_recent, conversation_messages, id_of, keys, pair, Case, UNKNOWN_ID,
@@ -47,14 +47,21 @@ async fn send_returns_the_full_message(app: TestApp) {
     assert_eq!(contact.len(), 6, "contact has exactly six fields: {m}");
     assert_eq!(m["contact"]["id"], alice.id.as_str());
     assert_eq!(m["contact"]["username"], "alice");
+    // The sender's own answer carries her phone number.
     assert_eq!(m["contact"]["phone_number"], "+15550100");
     assert!(m["contact"]["avatar_url"].is_string(), "avatar_url: {m}");
     assert_recent(&m["contact"]["last_active_at"]);
     assert_recent(&m["contact"]["created_at"]);
 
-    // GET gives the same object, to either member.
+    // GET gives the same object, to either member, but for the phone
+    // number: phone numbers are private: API.md section 18. Bob sees alice's
+    // as null, alice sees her own.
     let got = app.get(&bob, &message_path(&m)).await;
-    assert_eq!(got.expect(200), &m);
+    let got = got.expect(200);
+    assert!(got["contact"]["phone_number"].is_null(), "{got}");
+    let mut as_others_see = m.clone();
+    as_others_see["contact"]["phone_number"] = Value::Null;
+    assert_eq!(got, &as_others_see);
     let got = app.get(&alice, &message_path(&m)).await;
     assert_eq!(got.expect(200), &m);
 
@@ -201,7 +208,13 @@ async fn send_with_attachments(app: TestApp) {
     assert_eq!(b["file_type"], "image/png");
     assert_eq!(b["file_size"], 2048);
     assert_ne!(a["id"], b["id"]);
-    assert_eq!(app.get(&bob, &message_path(&m)).await.expect(200), &m);
+    // phone numbers are private: API.md section 18
+    assert_eq!(m["contact"]["phone_number"], "+15550100");
+    let got = app.get(&bob, &message_path(&m)).await.expect(200).clone();
+    assert!(got["contact"]["phone_number"].is_null(), "{got}");
+    let mut as_others_see = m.clone();
+    as_others_see["contact"]["phone_number"] = Value::Null;
+    assert_eq!(got, as_others_see);
 
     // The same in JSON.
     let r = app
