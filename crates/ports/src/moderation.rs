@@ -91,6 +91,15 @@ pub trait ModerationStore: Send + Sync {
     ) -> Result<Made<Report>, StoreError>;
     /// The report with this id.
     async fn report(&self, id: ReportId) -> Result<Option<Report>, StoreError>;
+    /// A page of the reports `reporter` filed, oldest first (their
+    /// export).
+    /// # Errors
+    /// - MUST return `CursorNotFound` when the cursor is not in this list.
+    async fn reports_by(
+        &self,
+        reporter: ContactId,
+        page: Page<ReportId>,
+    ) -> Result<Paged<Report>, StoreError>;
     /// A page of the reports (of one status, when given), oldest first.
     /// # Errors
     /// - MUST return `CursorNotFound` when the cursor is not in this list.

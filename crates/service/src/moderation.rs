@@ -234,6 +234,19 @@ impl Confab {
             .map_err(|e| page_error(&page, e))
     }
 
+    /// The reports `reporter` filed, oldest first (their export).
+    pub async fn reports_filed(
+        &self,
+        reporter: ContactId,
+        page: Page<ReportId>,
+    ) -> Result<Paged<Report>, ServiceError> {
+        self.ports
+            .moderation
+            .reports_by(reporter, page)
+            .await
+            .map_err(|e| page_error(&page, e))
+    }
+
     /// One report: the operator's.
     pub async fn admin_report(&self, id: ReportId) -> Result<Report, ServiceError> {
         self.ports

@@ -38,4 +38,5 @@ CREATE TABLE reports (
 CREATE UNIQUE INDEX reports_open_target_idx
     ON reports (reporter_id, (COALESCE(message_id, contact_id))) WHERE status = 'open';
 CREATE INDEX reports_status_idx ON reports (status, id);
-CREATE INDEX reports_reporter_idx ON reports (reporter_id);
+-- A contact's own reports, oldest first (their export).
+CREATE INDEX reports_reporter_idx ON reports (reporter_id, id);

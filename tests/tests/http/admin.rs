@@ -835,6 +835,27 @@ async fn export_is_ndjson_of_everything_about_the_contact(app: TestApp) {
     )
     .await
     .expect(201);
+    // Her block and her report (API.md section 18): stored about her.
+    let carol = app.user("carol").await;
+    app.post(&alice, &format!("/v1/contacts/{}/block", carol.id), &[])
+        .await
+        .expect(201);
+    let report = app
+        .post(
+            &alice,
+            "/v1/reports",
+            &[("contact_id", carol.id.as_str()), ("reason", "spam")],
+        )
+        .await;
+    let report_id = report.expect(201)["id"].clone();
+    // Carol's report of alice is carol's, not alice's.
+    app.post(
+        &carol,
+        "/v1/reports",
+        &[("contact_id", alice.id.as_str()), ("reason", "other")],
+    )
+    .await
+    .expect(201);
     let path = format!("/v1/admin/contacts/{}/export", alice.id);
     let r = admin(&app, Method::GET, &path, &key, None).await;
     r.expect(200);
@@ -863,6 +884,18 @@ async fn export_is_ndjson_of_everything_about_the_contact(app: TestApp) {
     assert_eq!(count("group"), 1);
     assert_eq!(count("message"), 250, "hers only, every page of them");
     assert_eq!(count("reaction"), 1);
+    assert_eq!(count("block"), 1);
+    assert_eq!(count("report"), 1);
+    let block = lines.iter().find(|l| l["kind"] == "block").expect("block");
+    assert_eq!(block["contact"]["id"], carol.id.as_str());
+    // Others' numbers stay private in her export.
+    assert!(block["contact"]["phone_number"].is_null(), "{block}");
+    let filed = lines
+        .iter()
+        .find(|l| l["kind"] == "report")
+        .expect("report");
+    assert_eq!(filed["id"], report_id);
+    assert_eq!(filed["reason"], "spam");
     let messages: Vec<&Value> = lines
         .iter()
         .filter(|l| l["kind"] == "message")

@@ -192,6 +192,22 @@ async fn a_reporter_has_one_open_report_of_a_target(s: S) {
             .created
     );
 
+    // Each reporter's own, oldest first, paged.
+    let alices = s.reports_by(alice.id(), page(10, None)).await.expect("by");
+    assert_eq!(alices.items.len(), 2);
+    assert_eq!(alices.items[0], first.item);
+    assert!(alices.items.iter().all(|r| r.reporter == alice.id()));
+    let rest = s
+        .reports_by(alice.id(), page(10, Some(Cursor::After(first.item.id))))
+        .await
+        .expect("rest");
+    assert_eq!(rest.items, alices.items[1..].to_vec());
+    assert_err!(
+        s.reports_by(carol.id(), page(10, Some(Cursor::After(first.item.id))))
+            .await,
+        StoreError::CursorNotFound
+    );
+
     // Oldest first; by status.
     let all = s.list_reports(None, page(10, None)).await.expect("all");
     assert_eq!(all.items.len(), 3);

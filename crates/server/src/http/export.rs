@@ -12,7 +12,10 @@
 //! `error`; a complete export ends with a line of kind `end`.
 
 use actix_web::web::Bytes;
-use confab_domain::{Contact, ConversationId, Cursor, GroupId, MessageId, Page, PageLimit, Viewer};
+use confab_domain::{
+    Contact, ContactId, ConversationId, Cursor, GroupId, MessageId, Page, PageLimit, ReportId,
+    Viewer,
+};
 use confab_service::{Confab, ConversationFilter, ServiceError};
 use uuid::Uuid;
 
@@ -32,6 +35,8 @@ pub enum Export {
     Groups(Contact, Option<GroupId>),
     Messages(Contact, Option<MessageId>),
     Reactions(Contact, i64),
+    Blocks(Contact, Option<ContactId>),
+    Reports(Contact, Option<ReportId>),
     End,
     Done,
 }
@@ -193,6 +198,28 @@ impl Export {
                     Some(last) if made.len() == REACTIONS_PER_PAGE as usize => {
                         Self::Reactions(contact, last.seq)
                     }
+                    _ => Self::Blocks(contact, None),
+                }
+            }
+            Self::Blocks(contact, after) => {
+                let blocks = service.blocks(&contact, page(after)).await?;
+                for b in &blocks.items {
+                    let viewer = Viewer::Contact(contact.id());
+                    line(out, "block", &wire::block(b, viewer).map_err(json)?);
+                }
+                match blocks.items.last() {
+                    Some(last) if blocks.has_more => Self::Blocks(contact, Some(last.contact.id())),
+                    _ => Self::Reports(contact, None),
+                }
+            }
+            Self::Reports(contact, after) => {
+                let filed = service.reports_filed(contact.id(), page(after)).await?;
+                for r in &filed.items {
+                    // As its reporter reads it.
+                    line(out, "report", &wire::report(r, false).map_err(json)?);
+                }
+                match filed.items.last() {
+                    Some(last) if filed.has_more => Self::Reports(contact, Some(last.id)),
                     _ => Self::End,
                 }
             }

@@ -85,6 +85,14 @@ impl ModerationStore for Store {
         query(self, move |c| q::report(c, id)).await
     }
 
+    async fn reports_by(
+        &self,
+        reporter: ContactId,
+        page: Page<ReportId>,
+    ) -> Result<Paged<Report>, StoreError> {
+        query(self, move |c| q::reports_by(c, reporter, page)).await
+    }
+
     async fn list_reports(
         &self,
         status: Option<ReportStatus>,

@@ -339,6 +339,15 @@ pub(crate) fn file_report(
     Ok(made)
 }
 
+/// Which reports a list holds.
+#[derive(Clone, Copy)]
+enum Reports {
+    /// Every one, or those of one status.
+    Status(Option<ReportStatus>),
+    /// One reporter's.
+    By(ContactId),
+}
+
 /// The reports (of `status`, when given), oldest first: id ascending
 /// (ids are time-ordered).
 pub(crate) fn list_reports(
@@ -346,25 +355,35 @@ pub(crate) fn list_reports(
     status: Option<ReportStatus>,
     page: Page<ReportId>,
 ) -> Result<Paged<Report>> {
+    reports_page(conn, Reports::Status(status), page)
+}
+
+/// The reports `reporter` filed, oldest first.
+pub(crate) fn reports_by(
+    conn: &mut Conn,
+    reporter: ContactId,
+    page: Page<ReportId>,
+) -> Result<Paged<Report>> {
+    reports_page(conn, Reports::By(reporter), page)
+}
+
+fn reports_page(conn: &mut Conn, which: Reports, page: Page<ReportId>) -> Result<Paged<Report>> {
+    let only = |q: reports::BoxedQuery<'static, Db>| match which {
+        Reports::Status(None) => q,
+        Reports::Status(Some(s)) => q.filter(reports::status.eq(s.as_str())),
+        Reports::By(c) => q.filter(reports::reporter_id.eq(c.db())),
+    };
     let (limit, fetch) = fetch_size(&page);
     let seek = seek(page.cursor, |r: ReportId| {
-        let mut q = reports::table
-            .find(DbId::from(*r.as_uuid()))
-            .select(reports::id)
-            .into_boxed::<Db>();
-        if let Some(s) = status {
-            q = q.filter(reports::status.eq(s.as_str()));
-        }
+        let q = only(reports::table.into_boxed())
+            .filter(reports::id.eq(DbId::from(*r.as_uuid())))
+            .select(reports::id);
         Ok(q.first::<DbId>(conn).optional()?)
     })?;
     let backwards = seek.backwards();
-    let mut q = reports::table
+    let q = only(reports::table.into_boxed())
         .select(REPORT_COLUMNS)
-        .limit(fetch)
-        .into_boxed::<Db>();
-    if let Some(s) = status {
-        q = q.filter(reports::status.eq(s.as_str()));
-    }
+        .limit(fetch);
     let id = reports::id;
     let q = match seek {
         Seek::First => q.order(id.asc()),
