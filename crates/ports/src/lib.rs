@@ -45,7 +45,7 @@ pub use files::{MockFileReader, MockFileStorage, MockFileWriter};
 mod moderation;
 #[cfg(feature = "mocks")]
 pub use moderation::MockModerationStore;
-pub use moderation::{report_target, Made, ModerationStore};
+pub use moderation::{Made, ModerationStore};
 mod webhooks;
 pub use webhooks::*;
 mod wakeups;

@@ -4,8 +4,7 @@
 
 use async_trait::async_trait;
 use confab_domain::{
-    Block, ContactId, ConversationId, Page, Paged, Report, ReportId, ReportStatus, ReportTarget,
-    Timestamp,
+    Block, ContactId, ConversationId, Page, Paged, Report, ReportId, ReportStatus, Timestamp,
 };
 
 use crate::{Completion, Outbox, StoreError};
@@ -116,12 +115,4 @@ pub trait ModerationStore: Send + Sync {
         status: ReportStatus,
         at: Timestamp,
     ) -> Result<Option<Report>, StoreError>;
-}
-
-/// The target a report names, from its stored columns.
-pub fn report_target(report: &Report) -> ReportTarget {
-    match report.message_id {
-        Some(m) => ReportTarget::Message(m),
-        None => ReportTarget::Contact(report.contact_id),
-    }
 }

@@ -181,7 +181,7 @@ fn direct_conversations_of(conn: &mut Conn, x: DbId) -> Result<Vec<DbId>> {
 }
 
 /// Leaves group `g`: when the contact is its last owner, its oldest
-/// member becomes owner first; then the contact is
+/// admin (else its oldest member) becomes owner first; then the contact is
 /// removed as a member removing themself is (`group.updated` to the
 /// members and to them, their membership's span closed).
 fn leave_group(
@@ -202,21 +202,15 @@ fn leave_group(
     if other_owners == 0 {
         // Its oldest admin, else its oldest member.
         let mut heir: Option<DbId> = None;
-        for roles in [
-            &[GroupRole::Admin][..],
-            &[GroupRole::Admin, GroupRole::Member],
-        ] {
-            let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
-            heir = group_members::table
-                .filter(group_members::group_id.eq(gid))
-                .filter(group_members::contact_id.ne(x))
-                .filter(group_members::role.eq_any(names))
-                .order(group_members::seq.asc())
-                .select(group_members::contact_id)
-                .first(conn)
-                .optional()?;
-            if heir.is_some() {
-                break;
+        for role in [GroupRole::Admin, GroupRole::Member] {
+            if heir.is_none() {
+                heir = group_members::table
+                    .filter(group_members::group_id.eq(gid))
+                    .filter(group_members::role.eq(role.as_str()))
+                    .order(group_members::seq.asc())
+                    .select(group_members::contact_id)
+                    .first(conn)
+                    .optional()?;
             }
         }
         match heir {
