@@ -73,6 +73,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         read_at: None,
         created_at: now,
         updated_at: None,
+        reply_to: None,
+        parent_id: None,
+        reply_count: 0,
+        last_reply_at: None,
+        mentions: confab_domain::Mentions::none(),
+        edited_at: None,
     })?;
 
     // The pinned message: a message of this conversation only.

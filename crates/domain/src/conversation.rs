@@ -288,6 +288,9 @@ pub struct MemberState {
     /// Messages from others that arrived after `last_opened_at` (all of
     /// them if never opened); 0 right after opening.
     pub unread_count: u64,
+    /// Those of the unread messages that mention the member; 0 right after
+    /// opening.
+    pub unread_mention_count: u64,
 }
 
 impl MemberState {
@@ -299,6 +302,7 @@ impl MemberState {
             archived_at: patch.archived_at.unwrap_or(self.archived_at),
             last_opened_at: self.last_opened_at,
             unread_count: self.unread_count,
+            unread_mention_count: self.unread_mention_count,
         }
     }
 }
@@ -458,6 +462,7 @@ mod tests {
             archived_at: Some(Timestamp::from_secs(5)),
             last_opened_at: Some(Timestamp::from_secs(6)),
             unread_count: 3,
+            unread_mention_count: 1,
         };
         let p = MemberStatePatch {
             is_muted: Some(true),

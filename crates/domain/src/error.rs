@@ -132,6 +132,12 @@ pub enum Field {
     ReportDescription,
     /// Where a report stands.
     ReportStatus,
+    /// The message a new message quotes.
+    ReplyTo,
+    /// The message whose thread a new message replies in.
+    Parent,
+    /// The contacts a message mentions.
+    Mentions,
 }
 
 impl fmt::Display for Field {
@@ -176,6 +182,9 @@ impl fmt::Display for Field {
             Self::ReportReason => "report reason",
             Self::ReportDescription => "report description",
             Self::ReportStatus => "report status",
+            Self::ReplyTo => "message replied to",
+            Self::Parent => "thread's first message",
+            Self::Mentions => "mentions",
         })
     }
 }
@@ -253,6 +262,18 @@ pub enum Rule {
     IsSelf,
     /// A message the actor sent themself.
     OwnMessage,
+    /// A reply in a thread, where only a message that starts one may be
+    /// named (threads are one level deep).
+    ThreadReply,
+    /// A message would mention more than `max` contacts.
+    TooManyMentions {
+        /// The most a message may mention.
+        max: usize,
+    },
+    /// The same contact mentioned twice.
+    DuplicateMention,
+    /// Contacts that are not members of the conversation.
+    NotConversationMember,
 }
 
 impl fmt::Display for Rule {
@@ -311,6 +332,14 @@ impl fmt::Display for Rule {
             Self::IsOwner => f.write_str("must not name the group's owner"),
             Self::IsSelf => f.write_str("must be another contact than yourself"),
             Self::OwnMessage => f.write_str("must be a message someone else sent"),
+            Self::ThreadReply => {
+                f.write_str("must be a message that is not itself a reply in a thread")
+            }
+            Self::TooManyMentions { max } => {
+                write!(f, "must not name more than {max} contacts")
+            }
+            Self::DuplicateMention => f.write_str("must not name the same contact twice"),
+            Self::NotConversationMember => f.write_str("must be members of the conversation"),
         }
     }
 }

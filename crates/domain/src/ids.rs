@@ -107,6 +107,10 @@ id_type!(
     /// A report of a message or a contact to the operator.
     ReportId
 );
+id_type!(
+    /// An earlier text of an edited message.
+    EditId
+);
 
 #[cfg(test)]
 mod tests {

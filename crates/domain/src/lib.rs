@@ -5,6 +5,7 @@
 
 mod contact;
 mod conversation;
+mod depth;
 mod error;
 mod event;
 mod group;
@@ -20,6 +21,7 @@ pub use conversation::{
     Conversation, ConversationKind, ConversationParts, ConversationView, MemberState,
     MemberStatePatch, PinnedMessageChange, ARCHIVE_FUTURE_TOLERANCE_SECS,
 };
+pub use depth::{mention_changes, Mentions, MessageEdit, Quote, QuotedMessage, MAX_MENTIONS};
 pub use error::{DomainError, Field, Rule};
 pub use event::{
     attachment_changed, contact_created, contact_updated, conversation_created,
@@ -32,7 +34,7 @@ pub use group::{
     FIRST_MEMBERS,
 };
 pub use ids::{
-    AttachmentId, ContactId, ConversationId, GroupId, MessageId, ParseIdError, ReportId,
+    AttachmentId, ContactId, ConversationId, EditId, GroupId, MessageId, ParseIdError, ReportId,
 };
 pub use message::{
     check_attachment_count, check_message_content, check_reaction_name_count, AddAttachment,

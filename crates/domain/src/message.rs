@@ -1,6 +1,7 @@
 use crate::{
     has_repeats, AttachmentId, Contact, ContactId, ConversationId, DomainError, Field, FileSize,
-    FileType, FileUrl, Filename, MessageId, MessageText, ReactionName, Rule, Timestamp, Username,
+    FileType, FileUrl, Filename, Mentions, MessageId, MessageText, Quote, ReactionName, Rule,
+    Timestamp, Username,
 };
 
 /// At most this many attachments on one message.
@@ -247,6 +248,49 @@ pub struct MessageParts {
     pub created_at: Timestamp,
     /// See [`Message::updated_at`].
     pub updated_at: Option<Timestamp>,
+    /// See [`Message::reply_to`].
+    pub reply_to: Option<Quote>,
+    /// See [`Message::parent_id`].
+    pub parent_id: Option<MessageId>,
+    /// See [`Message::reply_count`].
+    pub reply_count: u64,
+    /// See [`Message::last_reply_at`].
+    pub last_reply_at: Option<Timestamp>,
+    /// See [`Message::mentions`].
+    pub mentions: Mentions,
+    /// See [`Message::edited_at`].
+    pub edited_at: Option<Timestamp>,
+}
+
+impl MessageParts {
+    /// A new message's parts: `sender`'s `text` in `conversation_id` at
+    /// `created_at`, with nothing else (no reactions, attachments, reply,
+    /// thread or mentions; never read, updated or edited).
+    pub fn new(
+        id: MessageId,
+        conversation_id: ConversationId,
+        sender: Contact,
+        text: MessageText,
+        created_at: Timestamp,
+    ) -> Self {
+        Self {
+            id,
+            conversation_id,
+            sender,
+            text,
+            reactions: Vec::new(),
+            attachments: Vec::new(),
+            read_at: None,
+            created_at,
+            updated_at: None,
+            reply_to: None,
+            parent_id: None,
+            reply_count: 0,
+            last_reply_at: None,
+            mentions: Mentions::none(),
+            edited_at: None,
+        }
+    }
 }
 
 /// A message with its sender, reactions (in order of each name's first
@@ -267,6 +311,12 @@ pub struct Message {
     read_at: Option<Timestamp>,
     created_at: Timestamp,
     updated_at: Option<Timestamp>,
+    reply_to: Option<Quote>,
+    parent_id: Option<MessageId>,
+    reply_count: u64,
+    last_reply_at: Option<Timestamp>,
+    mentions: Mentions,
+    edited_at: Option<Timestamp>,
 }
 
 impl Message {
@@ -320,15 +370,8 @@ impl Message {
     ///         })
     ///     };
     ///     Ok(MessageParts {
-    ///         id,
-    ///         conversation_id: chat,
-    ///         sender: alice.clone(),
-    ///         text: MessageText::new("the scans".into())?,
-    ///         reactions: vec![],
     ///         attachments: (1..=files).map(page).collect::<Result<_, _>>()?,
-    ///         read_at: None,
-    ///         created_at: now,
-    ///         updated_at: None,
+    ///         ..MessageParts::new(id, chat, alice.clone(), MessageText::new("the scans".into())?, now)
     ///     })
     /// };
     ///
@@ -358,6 +401,15 @@ impl Message {
                 Rule::DuplicateReactionName,
             ));
         }
+        if parts.parent_id == Some(parts.id) {
+            return Err(DomainError::breaks(Field::Parent, Rule::ThreadReply));
+        }
+        if parts.reply_to.as_ref().is_some_and(|q| q.id() == parts.id) {
+            return Err(DomainError::breaks(
+                Field::ReplyTo,
+                Rule::OutsideConversation,
+            ));
+        }
         let MessageParts {
             id,
             conversation_id,
@@ -368,6 +420,12 @@ impl Message {
             read_at,
             created_at,
             updated_at,
+            reply_to,
+            parent_id,
+            reply_count,
+            last_reply_at,
+            mentions,
+            edited_at,
         } = parts;
         Ok(Self {
             id,
@@ -379,6 +437,12 @@ impl Message {
             read_at,
             created_at,
             updated_at,
+            reply_to,
+            parent_id,
+            reply_count,
+            last_reply_at,
+            mentions,
+            edited_at,
         })
     }
 
@@ -395,6 +459,12 @@ impl Message {
             read_at: self.read_at,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            reply_to: self.reply_to,
+            parent_id: self.parent_id,
+            reply_count: self.reply_count,
+            last_reply_at: self.last_reply_at,
+            mentions: self.mentions,
+            edited_at: self.edited_at,
         }
     }
 
@@ -445,6 +515,39 @@ impl Message {
     /// never.
     pub fn updated_at(&self) -> Option<Timestamp> {
         self.updated_at
+    }
+
+    /// The message it quotes, as that message reads now; `None` for a
+    /// message that quotes none.
+    pub fn reply_to(&self) -> Option<&Quote> {
+        self.reply_to.as_ref()
+    }
+
+    /// The message whose thread it replies in; `None` for a message of the
+    /// conversation itself (which may start a thread).
+    pub fn parent_id(&self) -> Option<MessageId> {
+        self.parent_id
+    }
+
+    /// How many replies its thread holds (0 for a thread reply).
+    pub fn reply_count(&self) -> u64 {
+        self.reply_count
+    }
+
+    /// When its thread's latest reply was sent; `None` without replies.
+    pub fn last_reply_at(&self) -> Option<Timestamp> {
+        self.last_reply_at
+    }
+
+    /// The members it mentions.
+    pub fn mentions(&self) -> &Mentions {
+        &self.mentions
+    }
+
+    /// When its text last changed; `None` if never (reactions and
+    /// attachments move [`Message::updated_at`] only).
+    pub fn edited_at(&self) -> Option<Timestamp> {
+        self.edited_at
     }
 
     /// Whether `contact` sent it.
@@ -639,6 +742,12 @@ mod tests {
             read_at: None,
             created_at: Timestamp::from_secs(0),
             updated_at: None,
+            reply_to: None,
+            parent_id: None,
+            reply_count: 0,
+            last_reply_at: None,
+            mentions: Mentions::none(),
+            edited_at: None,
         }
     }
 

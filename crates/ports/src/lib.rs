@@ -42,7 +42,11 @@ mod files;
 pub use files::{ByteRange, FileReader, FileStorage, FileWriter};
 #[cfg(feature = "mocks")]
 pub use files::{MockFileReader, MockFileStorage, MockFileWriter};
+mod depth;
 mod moderation;
+#[cfg(feature = "mocks")]
+pub use depth::MockDepthStore;
+pub use depth::{DepthStore, MessageList};
 #[cfg(feature = "mocks")]
 pub use moderation::MockModerationStore;
 pub use moderation::{Made, ModerationStore};
@@ -540,6 +544,16 @@ pub struct NewMessage {
     /// When it was sent: the message's and its attachments' `created_at`,
     /// and the conversation's new `last_active_at`.
     pub created_at: Timestamp,
+    /// The message it quotes, as read by the service (a message of the
+    /// same conversation, checked there).
+    pub reply_to: Option<confab_domain::Quote>,
+    /// The message whose thread it replies in (a top-level message of the
+    /// same conversation, checked by the service): its `reply_count` and
+    /// `last_reply_at` move in the same transaction.
+    pub parent_id: Option<MessageId>,
+    /// The members it mentions (checked by the service): each one's unread
+    /// mention count grows in the same transaction, the sender's never.
+    pub mentions: confab_domain::Mentions,
 }
 
 /// Changes to a message, applied together.
@@ -556,7 +570,14 @@ pub struct MessageChange {
     /// Appended after the existing attachments, in this order (uploads as
     /// in [`NewMessage::attachments`]).
     pub add_attachments: Vec<AddAttachment>,
-    /// Becomes `updated_at` if anything actually changed.
+    /// The members it mentions from now on; `None` keeps them. Those newly
+    /// mentioned for whom it is unread count one more unread mention,
+    /// those no longer mentioned one fewer.
+    pub mentions: Option<confab_domain::Mentions>,
+    /// The id the text it replaces is kept under, when the text changes.
+    pub edit_id: confab_domain::EditId,
+    /// Becomes `updated_at` if anything actually changed (and `edited_at`
+    /// when the text did: the text it replaces is kept as an edit).
     pub at: Timestamp,
 }
 
@@ -596,13 +617,14 @@ pub trait MessageStore: Send + Sync {
     /// first (`created_at` desc, then id desc). Senders, reactions and
     /// attachments of a page are loaded with a fixed number of queries.
     /// # Errors
-    /// - MUST return `NotFound` when `conversation` is given and does not
-    ///   exist or the viewer is not a member (checked in the page's query).
+    /// - MUST return `NotFound` when the list's conversation, or the
+    ///   message whose thread it lists, does not exist or the viewer is not
+    ///   a member (checked in the page's query).
     /// - MUST return `CursorNotFound` when the cursor is not in this list.
     async fn list_messages(
         &self,
         viewer: ContactId,
-        conversation: Option<ConversationId>,
+        list: MessageList,
         page: Page<MessageId>,
     ) -> Result<Paged<Message>, StoreError>;
     /// Applies `change` in one transaction and sets `updated_at` when
@@ -1029,6 +1051,7 @@ pub trait Store:
     + AttachmentStore
     + GroupStore
     + ModerationStore
+    + DepthStore
     + IdempotencyStore
     + WebhookStore
     + EventStore
@@ -1043,6 +1066,7 @@ impl<T> Store for T where
         + AttachmentStore
         + GroupStore
         + ModerationStore
+        + DepthStore
         + IdempotencyStore
         + WebhookStore
         + EventStore

@@ -40,7 +40,7 @@ pub use confab_ports::{
     ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
     WithBudget,
 };
-pub use confab_ports::{ConversationMember, Made, ReactionMade, ServerKey, TokenInfo};
+pub use confab_ports::{ConversationMember, Made, MessageList, ReactionMade, ServerKey, TokenInfo};
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
 pub use contacts::PUSH_RECIPIENTS_MAX;
 pub use conversations::ConversationTarget;
@@ -69,6 +69,7 @@ pub struct Ports {
     pub attachments: Arc<dyn confab_ports::AttachmentStore>,
     pub groups: Arc<dyn confab_ports::GroupStore>,
     pub moderation: Arc<dyn confab_ports::ModerationStore>,
+    pub depth: Arc<dyn confab_ports::DepthStore>,
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub webhooks: Arc<dyn confab_ports::WebhookStore>,
     pub events: Arc<dyn confab_ports::EventStore>,
@@ -132,6 +133,7 @@ impl Ports {
             attachments: store.clone(),
             groups: store.clone(),
             moderation: store.clone(),
+            depth: store.clone(),
             idempotency: store.clone(),
             webhooks: store.clone(),
             events: store.clone(),

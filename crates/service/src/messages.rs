@@ -4,10 +4,13 @@ use std::sync::Arc;
 
 use confab_domain::{
     check_message_content, message_deleted, message_sent, message_updated, AddAttachment,
-    AttachmentId, Change, Contact, ConversationId, Field, Message, MessageId, MessageText,
-    NewAttachment, Page, Paged, ReactionName,
+    AttachmentId, Change, Contact, ContactId, ConversationId, DomainError, EditId, Field, Mentions,
+    Message, MessageEdit, MessageId, MessageText, NewAttachment, Page, Paged, Quote, QuotedMessage,
+    ReactionName, Rule,
 };
-use confab_ports::{Completion, MessageChange, NewMessage, Outbox, PayloadRenderer, StoreError};
+use confab_ports::{
+    Completion, MessageChange, MessageList, NewMessage, Outbox, PayloadRenderer, StoreError,
+};
 
 use crate::error::page_error;
 use crate::{Confab, ServiceError};
@@ -19,6 +22,14 @@ pub struct SendMessage {
     /// [`MessageText::none`] for a message that is only its attachments.
     pub text: MessageText,
     pub attachments: Vec<AttachmentInput>,
+    /// The message it quotes: one of the same conversation.
+    pub reply_to_id: Option<MessageId>,
+    /// The message whose thread it replies in: a top-level message of the
+    /// same conversation.
+    pub parent_id: Option<MessageId>,
+    /// The members it mentions, as given (checked here: members only, each
+    /// once, at most `MAX_MENTIONS`).
+    pub mentions: Vec<ContactId>,
 }
 
 /// One attachment of a send or an edit, as the caller gave it.
@@ -38,11 +49,17 @@ pub struct MessageUpdate {
     /// the order submitted.
     pub reactions: Vec<(ReactionName, Vec<String>)>,
     pub attachments: Vec<AttachmentInput>,
+    /// The members it mentions from now on (sender only); `None` keeps
+    /// them.
+    pub mentions: Option<Vec<ContactId>>,
 }
 
 impl MessageUpdate {
     pub fn is_empty(&self) -> bool {
-        self.text.is_none() && self.reactions.is_empty() && self.attachments.is_empty()
+        self.text.is_none()
+            && self.reactions.is_empty()
+            && self.attachments.is_empty()
+            && self.mentions.is_none()
     }
 }
 
@@ -105,6 +122,17 @@ impl Confab {
         // member removed meanwhile cannot post, and the send is one
         // transaction.
         check_message_content(&send.text, send.attachments.len())?;
+        let mentions = Mentions::new(send.mentions)?;
+        // A quote, a thread or mentions are read and checked first (a
+        // plain send reads nothing).
+        let (reply_to, parent_id) = self
+            .check_depth(
+                caller,
+                send.conversation_id,
+                (send.reply_to_id, send.parent_id),
+                &mentions,
+            )
+            .await?;
         let now = self.now();
         let message = NewMessage {
             id: MessageId::from_uuid(self.new_uuid()),
@@ -113,6 +141,9 @@ impl Confab {
             text: send.text,
             attachments: self.with_ids(send.attachments),
             created_at: now,
+            reply_to,
+            parent_id,
+            mentions,
         };
         let events = message_sent(
             Change::new(caller.id(), now),
@@ -131,12 +162,7 @@ impl Confab {
             // Nothing written: not a member, or (asked only now, so that a
             // send pays nothing for blocks) a direct conversation whose two
             // members are in a block.
-            Err(StoreError::NotFound) => {
-                return Err(self
-                    .conversation_blocked(caller, conversation, Some(Field::Conversation))
-                    .await?
-                    .unwrap_or(ServiceError::not_found_of(Field::Conversation)))
-            }
+            Err(StoreError::NotFound) => return Err(self.refused_send(caller, conversation).await),
             Err(e) => return Err(e.into()),
         };
         self.committed();
@@ -146,19 +172,101 @@ impl Confab {
     pub async fn list_messages(
         &self,
         caller: &Contact,
-        conversation_id: Option<ConversationId>,
+        list: MessageList,
         page: Page<MessageId>,
     ) -> Result<Paged<Message>, ServiceError> {
-        // The store checks the conversation's visibility in the page's own
-        // query: NotFound means the conversation, not the cursor.
+        // The store checks the conversation's (the thread's) visibility in
+        // the page's own query: NotFound means the list, not the cursor.
         self.ports
             .messages
-            .list_messages(caller.id(), conversation_id, page)
+            .list_messages(caller.id(), list, page)
             .await
             .map_err(|e| match e {
-                StoreError::NotFound => ServiceError::not_found_of(Field::Conversation),
+                StoreError::NotFound => ServiceError::not_found_of(match list {
+                    MessageList::Thread(_) => Field::Parent,
+                    _ => Field::Conversation,
+                }),
                 e => page_error(&page, e),
             })
+    }
+
+    /// The earlier texts of a message, newest first, to any member of its
+    /// conversation.
+    pub async fn message_edits(
+        &self,
+        caller: &Contact,
+        id: MessageId,
+        page: Page<EditId>,
+    ) -> Result<Paged<MessageEdit>, ServiceError> {
+        self.ports
+            .depth
+            .message_edits(caller.id(), id, page)
+            .await
+            .map_err(|e| match e {
+                StoreError::NotFound => ServiceError::not_found(),
+                e => page_error(&page, e),
+            })
+    }
+
+    /// Why a send wrote nothing: a direct conversation whose two members
+    /// are in a block, else not a member (or no such conversation).
+    async fn refused_send(&self, caller: &Contact, conversation: ConversationId) -> ServiceError {
+        match self
+            .conversation_blocked(caller, conversation, Some(Field::Conversation))
+            .await
+        {
+            Ok(Some(blocked)) => blocked,
+            Ok(None) => ServiceError::not_found_of(Field::Conversation),
+            Err(e) => e,
+        }
+    }
+
+    /// A send's quote, thread and mentions, checked: the quoted message
+    /// and the thread's first message are messages of the conversation
+    /// the caller sees (the thread's not itself a reply), and the
+    /// mentioned are its members. Nothing is read for a send without
+    /// them; with them, one statement each, none growing with the
+    /// conversation's size. A caller who is not a member learns only
+    /// that (404), before anything about what they named.
+    async fn check_depth(
+        &self,
+        caller: &Contact,
+        conversation: ConversationId,
+        (reply_to, parent): (Option<MessageId>, Option<MessageId>),
+        mentions: &Mentions,
+    ) -> Result<(Option<Quote>, Option<MessageId>), ServiceError> {
+        if reply_to.is_none() && parent.is_none() && mentions.is_empty() {
+            return Ok((None, None));
+        }
+        let mut asked = mentions.contacts().to_vec();
+        asked.push(caller.id());
+        let members = self.ports.depth.members_among(conversation, asked).await?;
+        if !members.contains(&caller.id()) {
+            return Err(self.refused_send(caller, conversation).await);
+        }
+        mentions.check_members(&members)?;
+        let quote = match reply_to {
+            None => None,
+            Some(id) => {
+                let quoted = self.ports.messages.message_for(caller.id(), id).await?;
+                let quoted = quoted.ok_or(DomainError::breaks(
+                    Field::ReplyTo,
+                    Rule::OutsideConversation,
+                ))?;
+                quoted.check_quotable_in(conversation)?;
+                Some(Quote::Message(QuotedMessage::of(&quoted)))
+            }
+        };
+        if let Some(id) = parent {
+            let first = self.ports.messages.message_for(caller.id(), id).await?;
+            first
+                .ok_or(DomainError::breaks(
+                    Field::Parent,
+                    Rule::OutsideConversation,
+                ))?
+                .check_thread_parent_in(conversation)?;
+        }
+        Ok((quote, parent))
     }
 
     pub async fn message(&self, caller: &Contact, id: MessageId) -> Result<Message, ServiceError> {
@@ -192,9 +300,22 @@ impl Confab {
         if update.is_empty() {
             return Ok(message);
         }
-        if update.text.is_some() {
+        if update.text.is_some() || update.mentions.is_some() {
             message.check_edit(caller.id())?;
         }
+        let mentions = match update.mentions {
+            None => None,
+            Some(list) => {
+                let mentions = Mentions::new(list)?;
+                let members = self
+                    .ports
+                    .depth
+                    .members_among(message.conversation_id(), mentions.contacts().to_vec())
+                    .await?;
+                mentions.check_members(&members)?;
+                Some(mentions)
+            }
+        };
         if !update.attachments.is_empty() {
             message.check_attach(caller.id(), update.attachments.len())?;
         }
@@ -206,7 +327,12 @@ impl Confab {
             return Err(blocked);
         }
         let unchanged_text = update.text.as_ref().is_none_or(|t| t == message.text());
-        if unchanged_text && add_reactions.is_empty() && update.attachments.is_empty() {
+        let unchanged_mentions = mentions.as_ref().is_none_or(|m| m == message.mentions());
+        if unchanged_text
+            && unchanged_mentions
+            && add_reactions.is_empty()
+            && update.attachments.is_empty()
+        {
             return Ok(message);
         }
         let now = self.now();
@@ -215,6 +341,8 @@ impl Confab {
             add_reactions,
             reactor: caller.id(),
             add_attachments: self.with_ids(update.attachments),
+            mentions,
+            edit_id: EditId::from_uuid(self.new_uuid()),
             at: now,
         };
         let appended: Vec<AttachmentId> = change

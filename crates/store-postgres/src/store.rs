@@ -399,22 +399,21 @@ impl PgStore {
     pub(crate) async fn read_list_messages(
         &self,
         viewer: confab_domain::ContactId,
-        conversation: Option<confab_domain::ConversationId>,
+        list: confab_ports::MessageList,
         page: confab_domain::Page<confab_domain::MessageId>,
     ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
         use confab_store_sql::rows::DbKey as _;
         if !self.conns.enabled() {
-            return self.door_list_messages(viewer, conversation, page).await;
+            return self.door_list_messages(viewer, list, page).await;
         }
         let (limit, fetch, cursor) = crate::queries::page_seek(&page);
         let backwards = matches!(cursor, Some((true, _)));
-        let (v, only) = (viewer.db(), conversation.map(|c| c.db()));
+        let v = viewer.db();
         let rows = self
             .conns
             .run(self, |mut conn| async move {
-                let rows = match only {
-                    Some(c) => {
-                        let query = crate::queries::conversation_page_query(v, c, cursor, fetch);
+                let rows = match crate::queries::list_page_query(v, list, cursor, fetch) {
+                    Some(query) => {
                         diesel_async::RunQueryDsl::load::<WholeRow>(query, &mut conn).await
                     }
                     None => {
@@ -429,7 +428,7 @@ impl PgStore {
             // Why it is empty: an invisible conversation, a cursor not in
             // the list, or nothing there.
             let cursor = cursor.map(|(_, id)| id);
-            if let Some(query) = crate::queries::empty_page_query(v, only, cursor) {
+            if let Some(query) = crate::queries::empty_page_query(v, list, cursor) {
                 self.conns
                     .run(self, |mut conn| async move {
                         let answer =
@@ -437,7 +436,7 @@ impl PgStore {
                                 .await
                                 .map_err(Error::from)
                                 .and_then(|answer| {
-                                    crate::queries::explain_empty_page(only, answer)
+                                    crate::queries::explain_empty_page(list, answer)
                                 });
                         (Some(conn), answer)
                     })
@@ -527,6 +526,20 @@ impl SqlBackend for PgStore {
             "(SELECT CAST(json_agg(json_build_array({values}) ORDER BY {order}) AS TEXT) \
              FROM {table} {alias} WHERE {filter})"
         )
+    }
+
+    fn json_set_key(doc: &str, key: &str, value: &str) -> String {
+        format!(
+            "CAST(jsonb_set(CAST({doc} AS jsonb), '{{{key}}}', CAST({value} AS jsonb)) AS TEXT)"
+        )
+    }
+
+    fn json_ids(array: &str) -> String {
+        format!("(SELECT CAST(value AS uuid) AS id FROM json_array_elements_text(CAST({array} AS json)))")
+    }
+
+    fn json_row(values: &str, from: &str, filter: &str) -> String {
+        format!("(SELECT CAST(json_build_array({values}) AS TEXT) FROM {from} WHERE {filter})")
     }
 
     /// The transaction id, then the event's index in the transaction: the
@@ -657,7 +670,8 @@ fn feed_page_text(travel: Option<bool>) -> String {
     let range = |audience: &str| {
         format!(
             "SELECT m.id, m.conversation_id, m.sender_id, m.body, m.read_at, m.created_at, \
-                 m.updated_at \
+                 m.updated_at, m.reply_to_id, m.parent_id, m.reply_count, m.last_reply_at, \
+                 m.edited_at, m.mentions \
              FROM messages m WHERE {audience} {keyset} \
              ORDER BY m.created_at {order}, m.id {order} LIMIT {limit}"
         )

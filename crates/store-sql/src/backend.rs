@@ -61,6 +61,22 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// message (`rows::relation_columns`).
     fn json_rows(values: &str, table: (&str, &str), filter: &str, order: (&str, &str)) -> String;
 
+    /// An SQL expression (a scalar subquery): one JSON array of `values`
+    /// (SQL expressions), as text, for the one row of `from` (a `FROM`
+    /// clause) where `filter` holds; NULL when there is none. How a reply
+    /// reads the message it quotes (`rows::relation_columns`).
+    fn json_row(values: &str, from: &str, filter: &str) -> String;
+
+    /// A subquery (with its alias-free parentheses) of the ids in `array`,
+    /// an SQL expression of a JSON array of ids as text (NULL: none), as
+    /// column `id` of the id type: how a message's mentions are read in
+    /// the statement that counts them.
+    fn json_ids(array: &str) -> String;
+
+    /// An SQL expression: the JSON object `doc` (text) with its key `key`
+    /// set to `value` (an SQL expression of JSON text), as text.
+    fn json_set_key(doc: &str, key: &str, value: &str) -> String;
+
     /// Whether the database runs several writes as one data-modifying `WITH`
     /// statement (PostgreSQL), so that a send is one round trip inside its
     /// transaction (`queries/messages.rs`).

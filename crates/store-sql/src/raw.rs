@@ -35,6 +35,7 @@ pub enum Bind {
     Text(String),
     MaybeInt(Option<i64>),
     MaybeText(Option<String>),
+    MaybeId(Option<DbId>),
 }
 
 /// Raw SQL and its binds. Each bind is named by the marker [`Sql::bind`]
@@ -159,6 +160,7 @@ where
     String: ToSql<Text, DB>,
     Option<i64>: ToSql<Nullable<BigInt>, DB>,
     Option<String>: ToSql<Nullable<Text>, DB>,
+    Option<DbId>: ToSql<Nullable<IdSql>, DB>,
 {
     fn push_bind<'b>(out: &mut AstPass<'_, 'b, Self>, bind: &'b Bind) -> QueryResult<()> {
         match bind {
@@ -167,6 +169,7 @@ where
             Bind::Text(v) => out.push_bind_param::<Text, _>(v),
             Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v),
             Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v),
+            Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v),
         }
     }
 }

@@ -10,8 +10,9 @@
 use confab_domain::{
     Attachment, AttachmentId, AvatarUrl, Contact, ContactId, ContactParts, ContentDigest,
     Conversation, ConversationId, ConversationKind, ConversationParts, FileSize, FileSource,
-    FileType, FileUrl, Filename, GroupId, MemberState, Message, MessageId, MessageParts,
-    MessageText, PhoneNumber, Reaction, ReactionName, Reactor, Timestamp, Username,
+    FileType, FileUrl, Filename, GroupId, MemberState, Mentions, Message, MessageId, MessageParts,
+    MessageText, PhoneNumber, Quote, QuotedMessage, Reaction, ReactionName, Reactor, Timestamp,
+    Username,
 };
 use diesel::backend::Backend;
 use diesel::expression::{
@@ -44,7 +45,14 @@ macro_rules! db_key {
         }
     )*};
 }
-db_key!(ContactId, ConversationId, MessageId, GroupId, AttachmentId);
+db_key!(
+    ContactId,
+    ConversationId,
+    MessageId,
+    GroupId,
+    AttachmentId,
+    confab_domain::EditId
+);
 
 impl DbKey for Uuid {
     fn db(&self) -> DbId {
@@ -317,6 +325,7 @@ pub struct StateRow {
     pub last_opened_at: Option<i64>,
     pub read_seq: i64,
     pub own_after: i64,
+    pub mention_unread: i64,
 }
 
 impl StateRow {
@@ -333,6 +342,7 @@ impl StateRow {
             last_opened_at: state.last_opened_at.map(Timestamp::micros),
             read_seq: 0,
             own_after: 0,
+            mention_unread: 0,
         }
     }
 
@@ -344,6 +354,9 @@ impl StateRow {
             archived_at: self.archived_at.map(ts),
             last_opened_at: self.last_opened_at.map(ts),
             unread_count: u64::try_from(unread).unwrap_or(0),
+            // Never more than the unread messages: a mention counted for
+            // a message the member has read since is not shown.
+            unread_mention_count: u64::try_from(self.mention_unread.min(unread)).unwrap_or(0),
         }
     }
 }
@@ -416,6 +429,8 @@ pub struct InboxRow {
     state_read_seq: Option<i64>,
     #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
     state_own_after: Option<i64>,
+    #[diesel(sql_type = Nullable<diesel::sql_types::BigInt>)]
+    state_mention_unread: Option<i64>,
     /// The viewer's unread count ([`unread_sql`]).
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     unread: i64,
@@ -431,7 +446,8 @@ impl InboxRow {
              s.contact_id AS state_contact_id, s.is_pinned AS state_is_pinned, \
              s.is_muted AS state_is_muted, s.archived_at AS state_archived_at, \
              s.last_opened_at AS state_last_opened_at, s.read_seq AS state_read_seq, \
-             s.own_after AS state_own_after, {} AS unread",
+             s.own_after AS state_own_after, s.mention_unread AS state_mention_unread, \
+             {} AS unread",
             unread_sql("c", "s")
         )
     }
@@ -458,8 +474,15 @@ impl InboxRow {
             self.state_is_muted,
             self.state_read_seq,
             self.state_own_after,
+            self.state_mention_unread,
         ) {
-            (Some(is_pinned), Some(is_muted), Some(read_seq), Some(own_after)) => StateRow {
+            (
+                Some(is_pinned),
+                Some(is_muted),
+                Some(read_seq),
+                Some(own_after),
+                Some(mention_unread),
+            ) => StateRow {
                 conversation_id: self.id,
                 contact_id,
                 is_pinned,
@@ -468,6 +491,7 @@ impl InboxRow {
                 last_opened_at: self.state_last_opened_at,
                 read_seq,
                 own_after,
+                mention_unread,
             },
             _ => {
                 return Err(inconsistent(format!(
@@ -505,6 +529,13 @@ pub struct MessageRow {
     pub read_at: Option<i64>,
     pub created_at: i64,
     pub updated_at: Option<i64>,
+    pub reply_to_id: Option<DbId>,
+    pub parent_id: Option<DbId>,
+    pub reply_count: i64,
+    pub last_reply_at: Option<i64>,
+    pub edited_at: Option<i64>,
+    /// A JSON array of ids; NULL when it mentions no one.
+    pub mentions: Option<String>,
 }
 
 /// A change to a message row; `None` leaves a column alone.
@@ -513,6 +544,8 @@ pub struct MessageRow {
 pub struct MessageChangeset {
     pub body: Option<String>,
     pub updated_at: Option<i64>,
+    pub edited_at: Option<i64>,
+    pub mentions: Option<Option<String>>,
 }
 
 #[derive(Insertable)]
@@ -638,14 +671,51 @@ pub fn group_reactions(
         .collect()
 }
 
-/// A message from its row, its sender's row and its relations.
+/// A message's mentions as its `mentions` column holds them: a JSON
+/// array of ids; NULL when it mentions no one.
+pub fn mentions_json(mentions: &Mentions) -> Option<String> {
+    if mentions.is_empty() {
+        return None;
+    }
+    let ids: Vec<String> = mentions
+        .contacts()
+        .iter()
+        .map(|c| format!("\"{c}\""))
+        .collect();
+    Some(format!("[{}]", ids.join(",")))
+}
+
+/// A message's mentions from its row's `mentions` column (a JSON array
+/// of ids; NULL when none).
+pub fn mentions_of(json: Option<&str>) -> Result<Mentions, Error> {
+    let Some(json) = json else {
+        return Ok(Mentions::none());
+    };
+    let unreadable = |e: String| inconsistent(format!("the mentions do not read: {e}"));
+    let ids: Vec<String> = serde_json::from_str(json).map_err(|e| unreadable(e.to_string()))?;
+    let ids = ids
+        .iter()
+        .map(|i| Uuid::parse_str(i).map(ContactId::from_uuid))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| unreadable(e.to_string()))?;
+    Mentions::new(ids).map_err(|e| corrupt("mentions", e))
+}
+
+/// A message from its row, its sender's row, its relations and the
+/// message it quotes (`None` when it quotes none, or when the one it
+/// quoted is gone: then its id is all that is left).
 pub fn message(
     row: MessageRow,
     sender: ContactRow,
-    reactions: Vec<Reaction>,
-    attachments: Vec<Attachment>,
+    (reactions, attachments): (Vec<Reaction>, Vec<Attachment>),
+    quoted: Option<QuotedMessage>,
 ) -> Result<Message, Error> {
     let id = message_id(row.id);
+    let reply_to = row.reply_to_id.map(|q| match quoted {
+        Some(quoted) => Quote::Message(quoted),
+        None => Quote::Deleted(message_id(q)),
+    });
+    let mentions = mentions_of(row.mentions.as_deref())?;
     Message::new(MessageParts {
         id,
         conversation_id: conversation_id(row.conversation_id),
@@ -662,6 +732,12 @@ pub fn message(
         read_at: row.read_at.map(ts),
         created_at: ts(row.created_at),
         updated_at: row.updated_at.map(ts),
+        reply_to,
+        parent_id: row.parent_id.map(message_id),
+        reply_count: u64::try_from(row.reply_count).unwrap_or(0),
+        last_reply_at: row.last_reply_at.map(ts),
+        mentions,
+        edited_at: row.edited_at.map(ts),
     })
     .map_err(|e| broken(format!("message {id}"), e))
 }
@@ -672,6 +748,9 @@ pub fn message(
 pub struct RelationsJson {
     pub reactions: Option<String>,
     pub attachments: Option<String>,
+    /// The message it quotes: `[text, sender id, sender's username]`;
+    /// NULL when it quotes none or that one is gone.
+    pub quoted: Option<String>,
 }
 
 /// A reaction in [`RelationsJson`]: name, reactor's id, reactor's username.
@@ -699,7 +778,11 @@ type AttachmentJson = (
 /// reactor by primary key; both: `attachments_message_id_seq_key`), run for
 /// the rows the statement returns only, so that a message and its relations
 /// come in one statement for the cost of the separate lookups.
-pub fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, JsonColumn) {
+///
+/// The third is the message it quotes (`reply_to_id`), by primary key,
+/// with its sender's username ([`SqlBackend::json_row`]).
+pub fn relation_columns<S: SqlBackend>(table: &str) -> (JsonColumn, JsonColumn, JsonColumn) {
+    let message = &format!("{table}.id");
     (
         // The reactor's username as a scalar subquery, not a join: a
         // primary-key lookup per reaction whatever the size of `contacts`
@@ -720,6 +803,12 @@ pub fn relation_columns<S: SqlBackend>(message: &str) -> (JsonColumn, JsonColumn
             &format!("attachment.message_id = {message}"),
             // On SQLite a named unique index since migration `files`.
             ("attachment.seq", "attachments_message_id_seq_key"),
+        )),
+        JsonColumn(S::json_row(
+            "quoted.body, quoted.sender_id, quoted_sender.username",
+            "messages quoted INNER JOIN contacts quoted_sender \
+             ON quoted_sender.id = quoted.sender_id",
+            &format!("quoted.id = {table}.reply_to_id"),
         )),
     )
 }
@@ -778,7 +867,24 @@ pub fn message_with(
             })?);
         }
     }
-    message(row, sender, reactions, attachments)
+    let quoted = match (row.reply_to_id, relations.quoted) {
+        (Some(q), Some(json)) => {
+            let (text, sender, username): (String, String, String) =
+                serde_json::from_str(&json).map_err(|e| unreadable("quoted message", e))?;
+            Some(QuotedMessage {
+                id: message_id(q),
+                sender: contact_id(id(&sender)?),
+                sender_username: Username::new(username).map_err(|e| corrupt("username", e))?,
+                text: if text.is_empty() {
+                    MessageText::none()
+                } else {
+                    MessageText::new(text).map_err(|e| corrupt("message text", e))?
+                },
+            })
+        }
+        _ => None,
+    };
+    message(row, sender, (reactions, attachments), quoted)
 }
 
 /// A message read whole in one statement: its row, its sender's, and its

@@ -141,6 +141,8 @@ diesel::table! {
         read_seq -> BigInt,
         /// Messages the member sent after `read_seq`.
         own_after -> BigInt,
+        /// Their unread messages that mention them.
+        mention_unread -> BigInt,
     }
 }
 
@@ -164,6 +166,32 @@ diesel::table! {
         group_id -> Nullable<IdSql>,
         /// Its number in its conversation (1, 2, ...).
         seq -> BigInt,
+        /// The message it quotes (kept when that one is deleted).
+        reply_to_id -> Nullable<IdSql>,
+        /// The message whose thread it replies in.
+        parent_id -> Nullable<IdSql>,
+        /// Its thread's replies.
+        reply_count -> BigInt,
+        /// When its thread's latest reply was sent.
+        last_reply_at -> Nullable<BigInt>,
+        /// When its text last changed.
+        edited_at -> Nullable<BigInt>,
+        /// The mentioned contacts, a JSON array of ids; NULL when none.
+        mentions -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    /// The earlier texts of edited messages (migration
+    /// `conversation_depth`).
+    message_edits (id) {
+        id -> IdSql,
+        message_id -> IdSql,
+        body -> Text,
+        edited_at -> BigInt,
     }
 }
 
@@ -396,6 +424,7 @@ diesel::joinable!(messages -> conversations (conversation_id));
 diesel::joinable!(reactions -> messages (message_id));
 diesel::joinable!(reactions -> contacts (contact_id));
 diesel::joinable!(attachments -> messages (message_id));
+diesel::joinable!(message_edits -> messages (message_id));
 diesel::joinable!(event_recipients -> events (event_id));
 diesel::joinable!(webhook_retries -> webhooks (webhook_id));
 diesel::joinable!(webhook_retries -> events (event_id));
@@ -411,6 +440,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     message_gaps,
     conversation_states,
     messages,
+    message_edits,
     reactions,
     attachments,
     file_deletions,

@@ -237,10 +237,10 @@ impl SqliteStore {
     pub(crate) async fn read_list_messages(
         &self,
         viewer: confab_domain::ContactId,
-        conversation: Option<confab_domain::ConversationId>,
+        list: confab_ports::MessageList,
         page: confab_domain::Page<confab_domain::MessageId>,
     ) -> Result<confab_domain::Paged<confab_domain::Message>, confab_ports::StoreError> {
-        self.door_list_messages(viewer, conversation, page).await
+        self.door_list_messages(viewer, list, page).await
     }
 }
 
@@ -308,6 +308,18 @@ impl SqlBackend for SqliteStore {
             "(SELECT json_group_array(json_array({values})) \
              FROM {table} AS {alias} INDEXED BY {index} WHERE {filter})"
         )
+    }
+
+    fn json_set_key(doc: &str, key: &str, value: &str) -> String {
+        format!("json_set({doc}, '$.{key}', json({value}))")
+    }
+
+    fn json_ids(array: &str) -> String {
+        format!("(SELECT value AS id FROM json_each({array}))")
+    }
+
+    fn json_row(values: &str, from: &str, filter: &str) -> String {
+        format!("(SELECT json_array({values}) FROM {from} WHERE {filter})")
     }
 
     /// A few ranges of the messages' audience indexes, merged by rowid

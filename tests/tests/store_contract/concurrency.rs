@@ -65,7 +65,7 @@ async fn concurrent_writers_into_one_conversation(s: S) {
     let mut cursor = None;
     loop {
         let p = s
-            .list_messages(bob.id(), Some(c.id()), page(9, cursor))
+            .list_messages(bob.id(), Some(c.id()).into(), page(9, cursor))
             .await
             .expect("page");
         seen.extend(msg_ids(&p));
@@ -82,7 +82,11 @@ async fn concurrent_writers_into_one_conversation(s: S) {
     loop {
         let first = seen[0];
         let p = s
-            .list_messages(alice.id(), None, page(7, Some(Cursor::Before(first))))
+            .list_messages(
+                alice.id(),
+                None.into(),
+                page(7, Some(Cursor::Before(first))),
+            )
             .await
             .expect("page");
         let mut ids = msg_ids(&p);

@@ -131,7 +131,7 @@ async fn conversations_group_membership_is_live(s: S) {
     // Its messages are not found, like the conversation, and he can no
     // longer post into it.
     assert_err!(
-        s.list_messages(bob.id(), Some(gc.id()), page(100, None))
+        s.list_messages(bob.id(), Some(gc.id()).into(), page(100, None))
             .await,
         StoreError::NotFound
     );
@@ -758,6 +758,7 @@ async fn conversations_update_pin_and_member_state(s: S) {
             last_opened_at: None,
             // bob's message to pin, never opened.
             unread_count: 1,
+            unread_mention_count: 0,
         }
     );
     let v = s

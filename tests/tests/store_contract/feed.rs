@@ -60,7 +60,7 @@ async fn forwards(
         let s = s.clone();
         let viewer = viewer.id();
         async move {
-            s.list_messages(viewer, conv, page(limit, cursor))
+            s.list_messages(viewer, conv.into(), page(limit, cursor))
                 .await
                 .expect("list")
         }
@@ -84,7 +84,11 @@ async fn backwards(s: &S, viewer: &Contact, oldest: MessageId, limit: i64) -> Ve
     let mut cursor = oldest;
     loop {
         let p = s
-            .list_messages(viewer.id(), None, page(limit, Some(Cursor::Before(cursor))))
+            .list_messages(
+                viewer.id(),
+                None.into(),
+                page(limit, Some(Cursor::Before(cursor))),
+            )
             .await
             .expect("list");
         let mut prev = msg_ids(&p);
@@ -108,7 +112,7 @@ async fn reference(s: &S, viewer: &Contact, convs: &[&Conversation]) -> Vec<Mess
         let mut cursor = None;
         loop {
             let p = s
-                .list_messages(viewer.id(), Some(c.id()), page(7, cursor))
+                .list_messages(viewer.id(), Some(c.id()).into(), page(7, cursor))
                 .await
                 .expect("list conversation");
             all.extend(p.items.iter().map(|m| (m.created_at(), m.id())));
@@ -231,7 +235,7 @@ async fn feed_follows_group_membership_at_each_request(s: S) {
         vec![old2, direct1, old1]
     );
     let p = s
-        .list_messages(carol.id(), None, page(5, Some(Cursor::After(old2))))
+        .list_messages(carol.id(), None.into(), page(5, Some(Cursor::After(old2))))
         .await
         .expect("a group message is a cursor now");
     assert_eq!(msg_ids(&p), vec![direct1, old1]);
@@ -247,7 +251,7 @@ async fn feed_follows_group_membership_at_each_request(s: S) {
     assert_eq!(forwards(&s, &carol, None, 2).await, vec![direct1]);
     for cursor in [Cursor::After(old2), Cursor::Before(old1)] {
         assert_err!(
-            s.list_messages(carol.id(), None, page(5, Some(cursor)))
+            s.list_messages(carol.id(), None.into(), page(5, Some(cursor)))
                 .await,
             StoreError::CursorNotFound
         );
@@ -274,7 +278,7 @@ async fn feed_cursor_must_be_a_message_the_viewer_sees(s: S) {
     ] {
         for cursor in [Cursor::After(id), Cursor::Before(id)] {
             assert_err!(
-                s.list_messages(alice.id(), None, page(3, Some(cursor)))
+                s.list_messages(alice.id(), None.into(), page(3, Some(cursor)))
                     .await,
                 StoreError::CursorNotFound
             );
@@ -283,7 +287,7 @@ async fn feed_cursor_must_be_a_message_the_viewer_sees(s: S) {
     // Its own message is a cursor, even with nothing beyond it.
     for cursor in [Cursor::After(mine), Cursor::Before(mine)] {
         let p = s
-            .list_messages(alice.id(), None, page(3, Some(cursor)))
+            .list_messages(alice.id(), None.into(), page(3, Some(cursor)))
             .await
             .expect("list");
         assert!(p.items.is_empty() && !p.has_more);
@@ -309,7 +313,7 @@ async fn feed_drops_a_deleted_conversations_messages(s: S) {
     assert_eq!(forwards(&s, &alice, None, 2).await, vec![g1, b1]);
     assert_eq!(forwards(&s, &bob, None, 2).await, vec![g1, b1]);
     assert_err!(
-        s.list_messages(alice.id(), None, page(2, Some(Cursor::After(a2))))
+        s.list_messages(alice.id(), None.into(), page(2, Some(Cursor::After(a2))))
             .await,
         StoreError::CursorNotFound
     );

@@ -92,7 +92,7 @@ async fn an_upload_is_its_uploader_s_until_attached(s: S) {
     );
     // The refused send wrote nothing.
     let list = s
-        .list_messages(alice.id(), Some(c.id()), page(10, None))
+        .list_messages(alice.id(), Some(c.id()).into(), page(10, None))
         .await
         .expect("list");
     assert_eq!(list.items.len(), 1);

@@ -106,7 +106,7 @@ async fn restart_then_one_call_at_most_fails(first_read_on_async_connection: boo
     let read = || async {
         s.contact_by_username("alice").await.expect("lookup");
         s.message_for(alice.id(), m.id()).await.expect("read");
-        s.list_messages(alice.id(), Some(c.id()), page(10, None))
+        s.list_messages(alice.id(), Some(c.id()).into(), page(10, None))
             .await
             .expect("page");
     };
@@ -148,7 +148,7 @@ async fn restart_then_one_call_at_most_fails(first_read_on_async_connection: boo
             "a message",
         );
         check(
-            s.list_messages(alice.id(), Some(c.id()), page(10, None))
+            s.list_messages(alice.id(), Some(c.id()).into(), page(10, None))
                 .await
                 .map(|listed| msg_ids(&listed) == vec![m.id()]),
             "a page",
@@ -197,13 +197,17 @@ async fn sqlite_writers_of_two_stores_on_one_file_all_succeed() {
         t.await.expect("writer");
     }
     let first_page = second
-        .list_messages(alice.id(), Some(c.id()), page(100, None))
+        .list_messages(alice.id(), Some(c.id()).into(), page(100, None))
         .await
         .expect("list");
     assert!(first_page.has_more);
     let last = first_page.items.last().map(|m| m.id()).expect("messages");
     let rest = first
-        .list_messages(bob.id(), Some(c.id()), page(100, Some(Cursor::After(last))))
+        .list_messages(
+            bob.id(),
+            Some(c.id()).into(),
+            page(100, Some(Cursor::After(last))),
+        )
         .await
         .expect("list");
     assert!(!rest.has_more);
@@ -348,7 +352,7 @@ async fn postgres_a_send_past_its_deadline_never_commits() {
     }
     let sent = sent.expect("a send goes through once the lock is gone");
     let all = plain
-        .list_messages(alice.id(), Some(c.id()), page(100, None))
+        .list_messages(alice.id(), Some(c.id()).into(), page(100, None))
         .await
         .expect("list");
     assert_eq!(
@@ -407,7 +411,7 @@ async fn postgres_a_send_is_written_only_once_its_commit_is() {
     );
     let kept = send("kept", 3).await.expect("a send that commits");
     let all = plain
-        .list_messages(alice.id(), Some(c.id()), page(100, None))
+        .list_messages(alice.id(), Some(c.id()).into(), page(100, None))
         .await
         .expect("list");
     assert_eq!(
@@ -498,7 +502,7 @@ async fn postgres_calls_beyond_the_pool_wait_their_turn_within_their_deadline() 
     }
     assert!(ok, "a send goes through once the lock is gone");
     let all = plain
-        .list_messages(alice.id(), Some(c.id()), page(100, None))
+        .list_messages(alice.id(), Some(c.id()).into(), page(100, None))
         .await
         .expect("list");
     assert_eq!(

@@ -26,7 +26,7 @@ async fn statements_for_page(
     for _ in 0..3 {
         let before = statements();
         let got = s
-            .list_messages(viewer.id(), conv, page(limit, None))
+            .list_messages(viewer.id(), conv.into(), page(limit, None))
             .await
             .expect("list messages");
         let cost = statements() - before;
@@ -213,6 +213,9 @@ mod per_endpoint {
                     conversation_id: conv.id(),
                     text: text(&format!("warm {i}")),
                     attachments: vec![],
+                    reply_to_id: None,
+                    parent_id: None,
+                    mentions: Vec::new(),
                 },
                 None,
             )
@@ -269,6 +272,9 @@ mod per_endpoint {
                     conversation_id: conv.id(),
                     text: text("hello"),
                     attachments: vec![],
+                    reply_to_id: None,
+                    parent_id: None,
+                    mentions: Vec::new(),
                 },
                 None,
             ),
@@ -287,6 +293,9 @@ mod per_endpoint {
                         confab_service::AttachmentInput::Link(file(1)),
                         confab_service::AttachmentInput::Link(file(2)),
                     ],
+                    reply_to_id: None,
+                    parent_id: None,
+                    mentions: Vec::new(),
                 },
                 None,
             ),
@@ -303,6 +312,9 @@ mod per_endpoint {
                     conversation_id: conv.id(),
                     text: text("not mine"),
                     attachments: vec![],
+                    reply_to_id: None,
+                    parent_id: None,
+                    mentions: Vec::new(),
                 },
                 None,
             ),
@@ -339,6 +351,9 @@ mod per_endpoint {
                     conversation_id: conv.id(),
                     text: text("keyed"),
                     attachments: vec![],
+                    reply_to_id: None,
+                    parent_id: None,
+                    mentions: Vec::new(),
                 },
                 Some(completion),
             ),
@@ -362,32 +377,36 @@ mod per_endpoint {
 
         let (n, p) = cost(
             &count,
-            svc.list_messages(&bob, Some(conv.id()), page(10, None)),
+            svc.list_messages(&bob, Some(conv.id()).into(), page(10, None)),
         )
         .await;
         let first = p.expect("page");
         assert!(!first.items.is_empty());
         rows.push(("GET /v1/messages?conversation_id=", n));
-        let (n, _) = cost(&count, svc.list_messages(&bob, None, page(10, None))).await;
+        let (n, _) = cost(&count, svc.list_messages(&bob, None.into(), page(10, None))).await;
         rows.push(("GET /v1/messages (all conversations)", n));
         let after = Some(Cursor::After(first.items[0].id()));
         let (n, _) = cost(
             &count,
-            svc.list_messages(&bob, Some(conv.id()), page(2, after)),
+            svc.list_messages(&bob, Some(conv.id()).into(), page(2, after)),
         )
         .await;
         rows.push(("GET /v1/messages?conversation_id=&starting_after=", n));
         let last = first.items.last().map(|m| m.id()).expect("a message");
         let (n, r) = cost(
             &count,
-            svc.list_messages(&bob, Some(conv.id()), page(2, Some(Cursor::After(last)))),
+            svc.list_messages(
+                &bob,
+                Some(conv.id()).into(),
+                page(2, Some(Cursor::After(last))),
+            ),
         )
         .await;
         assert!(r.expect("empty page").items.is_empty());
         rows.push(("GET /v1/messages (empty page after the last)", n));
         let (n, r) = cost(
             &count,
-            svc.list_messages(&carol, Some(conv.id()), page(2, None)),
+            svc.list_messages(&carol, Some(conv.id()).into(), page(2, None)),
         )
         .await;
         assert!(r.is_err(), "a non-member cannot list");
@@ -478,7 +497,7 @@ mod per_endpoint {
             .await
             .expect("group conversation")
             .conversation;
-        let (n, _) = cost(
+        let (n, team) = cost(
             &count,
             svc.send_message(
                 &carol,
@@ -486,6 +505,9 @@ mod per_endpoint {
                     conversation_id: group_conv.id(),
                     text: text("hi team"),
                     attachments: vec![],
+                    reply_to_id: None,
+                    parent_id: None,
+                    mentions: Vec::new(),
                 },
                 None,
             ),
@@ -494,10 +516,57 @@ mod per_endpoint {
         rows.push(("POST /v1/messages (group)", n));
         let (n, _) = cost(
             &count,
-            svc.list_messages(&carol, Some(group_conv.id()), page(10, None)),
+            svc.list_messages(&carol, Some(group_conv.id()).into(), page(10, None)),
         )
         .await;
         rows.push(("GET /v1/messages?conversation_id= (group)", n));
+        let team = team.expect("group message");
+        let (n, reply) = cost(
+            &count,
+            svc.send_message(
+                &carol,
+                SendMessage {
+                    conversation_id: group_conv.id(),
+                    text: text("on it"),
+                    attachments: vec![],
+                    reply_to_id: Some(team.id()),
+                    parent_id: Some(team.id()),
+                    mentions: vec![alice.id()],
+                },
+                None,
+            ),
+        )
+        .await;
+        rows.push((
+            "POST /v1/messages (group: quoting, in a thread, a mention)",
+            n,
+        ));
+        let reply = reply.expect("thread reply");
+        let (n, _) = cost(
+            &count,
+            svc.list_messages(
+                &alice,
+                confab_service::MessageList::Thread(team.id()),
+                page(10, None),
+            ),
+        )
+        .await;
+        rows.push(("GET /v1/messages?parent_id=", n));
+        let (n, _) = cost(
+            &count,
+            svc.update_message(
+                &carol,
+                reply.id(),
+                MessageUpdate {
+                    mentions: Some(Vec::new()),
+                    ..MessageUpdate::default()
+                },
+            ),
+        )
+        .await;
+        rows.push(("PUT /v1/messages/:id (mentions)", n));
+        let (n, _) = cost(&count, svc.message_edits(&alice, team.id(), page(10, None))).await;
+        rows.push(("GET /v1/messages/:id/edits", n));
         let (n, _) = cost(&count, svc.delete_conversation(&alice, group_conv.id())).await;
         rows.push(("DELETE /v1/conversations/:id (group)", n));
         let (n, _) = cost(&count, svc.delete_conversation(&alice, spare.id())).await;
@@ -603,12 +672,15 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ),
     ("GET /v1/messages/:id", 1, 1),
     // Each change of a message first asks, in one statement, whether its
-    // conversation is a direct one in a block.
-    ("PUT /v1/messages/:id (message)", 9, 10),
+    // conversation is a direct one in a block. A new text keeps the one it
+    // replaces as an edit: one more row.
+    ("PUT /v1/messages/:id (message)", 10, 11),
     ("PUT /v1/messages/:id (reactions)", 11, 14),
     ("PUT /v1/messages/:id (attachments)", 11, 12),
     ("DELETE /v1/messages/:id/reactions/:name", 9, 10),
-    ("DELETE /v1/messages/:id", 10, 11),
+    // The replies quoting it lose the quote from their events' payloads:
+    // one statement, whatever their number.
+    ("DELETE /v1/messages/:id", 11, 12),
     // Whether one of the members blocked the creator: one statement.
     ("POST /v1/groups", 12, 15),
     ("GET /v1/groups", 3, 3),
@@ -618,6 +690,22 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("PUT /v1/groups/:id (add_contact_ids)", 19, 21),
     ("POST /v1/messages (group)", 1, 8),
     ("GET /v1/messages?conversation_id= (group)", 1, 1),
+    // The quoted message and the thread's first message read, and the
+    // caller's and the mentioned's membership in one statement (3); then
+    // the send: on PostgreSQL still its one statement (the thread's count
+    // and the mentioned's unread mentions are two more parts of it), on
+    // SQLite two more statements.
+    (
+        "POST /v1/messages (group: quoting, in a thread, a mention)",
+        4,
+        13,
+    ),
+    ("GET /v1/messages?parent_id=", 1, 1),
+    // Mentions replaced (here by none: no membership to read); the
+    // change reads the message's number and takes the dropped mention
+    // back from its member's unread count.
+    ("PUT /v1/messages/:id (mentions)", 11, 12),
+    ("GET /v1/messages/:id/edits", 2, 2),
     ("DELETE /v1/conversations/:id (group)", 11, 12),
     ("DELETE /v1/conversations/:id (direct)", 8, 9),
     ("DELETE /v1/groups/:id", 11, 11),

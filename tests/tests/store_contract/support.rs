@@ -187,6 +187,9 @@ pub(crate) fn new_message(
         text: text(body),
         attachments: Vec::new(),
         created_at: created,
+        reply_to: None,
+        parent_id: None,
+        mentions: confab_domain::Mentions::none(),
     }
 }
 
@@ -245,6 +248,8 @@ pub(crate) fn change(by: &Contact, when: Timestamp) -> MessageChange {
         add_reactions: Vec::new(),
         reactor: by.id(),
         add_attachments: Vec::new(),
+        mentions: None,
+        edit_id: confab_domain::EditId::from_uuid(new_id()),
         at: when,
     }
 }
@@ -295,7 +300,7 @@ pub(crate) async fn all_messages(
     conv: Option<ConversationId>,
 ) -> Vec<MessageId> {
     msg_ids(
-        &s.list_messages(viewer.id(), conv, page(100, None))
+        &s.list_messages(viewer.id(), conv.into(), page(100, None))
             .await
             .expect("list messages"),
     )

@@ -118,8 +118,65 @@ pub struct MessageDto {
     #[schema(required = true)]
     pub read_at: Option<i64>,
     pub created_at: i64,
+    /// When anything last changed (text, reactions, attachments).
     #[schema(required = true)]
     pub updated_at: Option<i64>,
+    /// The message it quotes, as that message reads now; null when it
+    /// quotes none.
+    #[schema(required = true)]
+    pub reply_to: Option<QuoteDto>,
+    /// The message whose thread it replies in; null for a message of the
+    /// conversation itself.
+    #[schema(required = true)]
+    pub parent_id: Option<String>,
+    /// The replies in its thread.
+    #[schema(minimum = 0)]
+    pub reply_count: u64,
+    /// When its thread's latest reply was sent; null without replies.
+    #[schema(required = true)]
+    pub last_reply_at: Option<i64>,
+    /// The ids of the members it mentions.
+    pub mentions: Vec<String>,
+    /// When its text last changed; null if never.
+    #[schema(required = true)]
+    pub edited_at: Option<i64>,
+}
+
+/// The message a reply quotes: `{"id","contact","message"}` while it
+/// exists, `{"id","deleted":true}` once it is deleted (never its text).
+// Schema only (nothing reads its fields): written by `wire`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct QuoteDto {
+    pub id: String,
+    /// Its sender; absent once it is deleted.
+    pub contact: Option<QuotedContactDto>,
+    /// Its text now; absent once it is deleted.
+    pub message: Option<String>,
+    /// `true` once it is deleted; absent before.
+    pub deleted: Option<bool>,
+}
+
+/// The sender of a quoted message.
+// Schema only (nothing reads its fields): written by `wire`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct QuotedContactDto {
+    pub id: String,
+    pub username: String,
+}
+
+/// An earlier text of an edited message.
+// Schema only (nothing reads its fields): written by `wire`.
+#[allow(dead_code)]
+#[derive(Debug, ToSchema)]
+pub struct EditDto {
+    /// The edit's id (a cursor of the list).
+    pub id: String,
+    /// The text the message had until this edit.
+    pub message: String,
+    /// When the edit replaced it.
+    pub edited_at: i64,
 }
 
 /// A conversation as the caller sees it.
@@ -146,6 +203,9 @@ pub struct ConversationDto {
     /// last opened this conversation (all of them if never opened).
     #[schema(minimum = 0)]
     pub unread_count: u64,
+    /// Those of the unread messages that mention the caller.
+    #[schema(minimum = 0)]
+    pub unread_mention_count: u64,
 }
 
 impl From<&ConversationView> for ConversationDto {
@@ -163,6 +223,7 @@ impl From<&ConversationView> for ConversationDto {
             created_at: secs(c.created_at()),
             archived_at: opt_secs(v.state.archived_at),
             unread_count: v.state.unread_count,
+            unread_mention_count: v.state.unread_mention_count,
         }
     }
 }

@@ -571,6 +571,9 @@ pub fn param(field: Field) -> std::borrow::Cow<'static, str> {
         Field::ReportReason => "reason",
         Field::ReportDescription => "description",
         Field::ReportStatus => "status",
+        Field::ReplyTo => "reply_to_id",
+        Field::Parent => "parent_id",
+        Field::Mentions => "mentions",
     })
 }
 
@@ -769,6 +772,9 @@ mod tests {
             Field::ReportedMessage,
             Field::ReportReason,
             Field::ReportStatus,
+            Field::ReplyTo,
+            Field::Parent,
+            Field::Mentions,
         ];
         let params: std::collections::HashSet<_> = fields.iter().map(|f| param(*f)).collect();
         assert_eq!(params.len(), fields.len());

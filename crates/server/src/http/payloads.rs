@@ -303,6 +303,12 @@ mod tests {
             read_at: None,
             created_at: Timestamp::from_secs(3),
             updated_at: None,
+            reply_to: None,
+            parent_id: None,
+            reply_count: 0,
+            last_reply_at: None,
+            mentions: confab_domain::Mentions::none(),
+            edited_at: None,
         })
         .expect("valid")
     }

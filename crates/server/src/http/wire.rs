@@ -1,4 +1,5 @@
-//! The JSON of a message (with its contact, reactions and attachments), a
+//! The JSON of a message (with its contact, reactions, attachments and the
+//! message it quotes), an earlier text of an edited message, a
 //! contact, an attachment, a group (with its first members), and the page
 //! (`{"has_more", "data"}`) of every list. This module is their only
 //! writer: the answers, the event payloads ([`crate::http::payloads`]),
@@ -18,8 +19,8 @@
 //! hand from the same entity.
 
 use confab_domain::{
-    Attachment, Block, Contact, FileSource, Group, GroupMember, Message, Paged, Reaction, Report,
-    Timestamp, Viewer,
+    Attachment, Block, Contact, FileSource, Group, GroupMember, Message, MessageEdit, Paged, Quote,
+    Reaction, Report, Timestamp, Viewer,
 };
 
 use crate::http::links::unix_now;
@@ -149,8 +150,64 @@ fn write_message(
     secs(out, m.created_at())?;
     out.extend_from_slice(br#","updated_at":"#);
     opt_secs(out, m.updated_at())?;
+    out.extend_from_slice(br#","reply_to":"#);
+    nullable(out, m.reply_to(), write_quote)?;
+    out.extend_from_slice(br#","parent_id":"#);
+    match m.parent_id() {
+        Some(p) => id(out, p.as_uuid()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(br#","reply_count":"#);
+    int(out, i64::try_from(m.reply_count()).unwrap_or(i64::MAX))?;
+    out.extend_from_slice(br#","last_reply_at":"#);
+    opt_secs(out, m.last_reply_at())?;
+    out.extend_from_slice(br#","mentions":"#);
+    array(out, m.mentions().contacts(), |out, c| {
+        id(out, c.as_uuid());
+        Ok(())
+    })?;
+    out.extend_from_slice(br#","edited_at":"#);
+    opt_secs(out, m.edited_at())?;
     out.push(b'}');
     Ok(())
+}
+
+/// The message a reply quotes: `{"id","contact":{"id","username"},
+/// "message"}` as it reads now, or `{"id","deleted":true}` once it is
+/// gone (never its text).
+fn write_quote(out: &mut Vec<u8>, q: &Quote) -> serde_json::Result<()> {
+    out.extend_from_slice(br#"{"id":"#);
+    id(out, q.id().as_uuid());
+    match q {
+        Quote::Deleted(_) => out.extend_from_slice(br#","deleted":true}"#),
+        Quote::Message(m) => {
+            out.extend_from_slice(br#","contact":{"id":"#);
+            id(out, m.sender.as_uuid());
+            out.extend_from_slice(br#","username":"#);
+            string(out, m.sender_username.as_str())?;
+            out.extend_from_slice(br#"},"message":"#);
+            string(out, m.text.as_str())?;
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+/// An earlier text of an edited message: `{"id","message","edited_at"}`.
+fn write_edit(out: &mut Vec<u8>, e: &MessageEdit) -> serde_json::Result<()> {
+    out.extend_from_slice(br#"{"id":"#);
+    id(out, e.id.as_uuid());
+    out.extend_from_slice(br#","message":"#);
+    string(out, e.text.as_str())?;
+    out.extend_from_slice(br#","edited_at":"#);
+    secs(out, e.edited_at)?;
+    out.push(b'}');
+    Ok(())
+}
+
+/// A page of a message's earlier texts.
+pub fn edit_page(page: &Paged<MessageEdit>) -> serde_json::Result<Vec<u8>> {
+    list(page.has_more, &page.items, write_edit)
 }
 
 /// A contact as `viewer` may see it: the phone number only for the
@@ -368,395 +425,5 @@ fn opt_secs(out: &mut Vec<u8>, t: Option<Timestamp>) -> serde_json::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use confab_domain::{
-        AttachmentId, AvatarUrl, ContactId, ContactParts, ConversationId, FileSize, FileType,
-        FileUrl, Filename, GroupDescription, GroupId, GroupMember, GroupName, GroupParts,
-        GroupRole, MessageId, MessageParts, MessageText, PhoneNumber, ReactionName, Reactor,
-        Username,
-    };
-    use proptest::prelude::*;
-    use serde_json::{json, Value};
-
-    // The expected objects, built by hand from the entity with `json!`.
-    // serde_json keeps their keys in the order written here (the
-    // workspace enables `preserve_order`), so their text is the exact
-    // bytes the API promises: the keys in this order, no spaces, the
-    // strings as serde_json escapes them.
-
-    fn id_json(id: &Uuid) -> Value {
-        Value::String(id.hyphenated().to_string())
-    }
-
-    fn contact_json(c: &Contact) -> Value {
-        json!({
-            "id": id_json(c.id().as_uuid()),
-            "username": c.username().as_str(),
-            "phone_number": c.phone_number().as_str(),
-            "avatar_url": c.avatar_url().as_str(),
-            "last_active_at": c.last_active_at().secs(),
-            "created_at": c.created_at().secs(),
-        })
-    }
-
-    fn reaction_json(r: &Reaction) -> Value {
-        let usernames: Vec<&str> = r.reactors().iter().map(|x| x.username.as_str()).collect();
-        let mut one = serde_json::Map::new();
-        one.insert(r.name().as_str().to_owned(), json!(usernames));
-        Value::Object(one)
-    }
-
-    fn attachment_json(a: &Attachment) -> Value {
-        json!({
-            "id": id_json(a.id.as_uuid()),
-            "message_id": a.message_id.map(|m| id_json(m.as_uuid())),
-            "filename": a.filename.as_str(),
-            "file_url": match &a.source {
-                FileSource::Link(url) => url.as_str().to_owned(),
-                // Unsigned links: `FileLinks::default()`.
-                FileSource::Stored(_) => format!("/v1/attachments/{}/content", a.id),
-            },
-            "file_type": a.file_type.as_str(),
-            "file_size": a.file_size.map(FileSize::bytes),
-            "created_at": a.created_at.secs(),
-        })
-    }
-
-    fn message_json(m: &Message) -> Value {
-        json!({
-            "id": id_json(m.id().as_uuid()),
-            "conversation_id": id_json(m.conversation_id().as_uuid()),
-            "contact": contact_json(m.sender()),
-            "message": m.text().as_str(),
-            "reactions": m.reactions().iter().map(reaction_json).collect::<Vec<_>>(),
-            "attachments": m.attachments().iter().map(attachment_json).collect::<Vec<_>>(),
-            "read_at": m.read_at().map(Timestamp::secs),
-            "created_at": m.created_at().secs(),
-            "updated_at": m.updated_at().map(Timestamp::secs),
-        })
-    }
-
-    fn group_json(g: &Group) -> Value {
-        json!({
-            "id": id_json(g.id().as_uuid()),
-            "name": g.name().as_str(),
-            "description": g.description().as_str(),
-            "avatar_url": g.avatar_url().as_str(),
-            "contacts": g.first_members().iter().take(100).map(|m| contact_json(&m.contact))
-                .collect::<Vec<_>>(),
-            "member_count": g.member_count(),
-            "created_at": g.created_at().secs(),
-        })
-    }
-
-    fn page_json(has_more: bool, data: Vec<Value>) -> Value {
-        json!({"has_more": has_more, "data": data})
-    }
-
-    /// `written` is `expected`: the same bytes, and the same value read
-    /// back.
-    fn same(written: serde_json::Result<Vec<u8>>, expected: &Value) -> Result<(), TestCaseError> {
-        let written = String::from_utf8(written.expect("json")).expect("utf-8");
-        let read: Value = serde_json::from_str(&written).expect("valid JSON");
-        prop_assert_eq!(&read, expected);
-        prop_assert_eq!(written, serde_json::to_string(expected).expect("json"));
-        Ok(())
-    }
-
-    /// Any text a message may hold: quotes, backslashes, control
-    /// characters, every plane of Unicode.
-    fn any_text() -> impl Strategy<Value = MessageText> {
-        "(?s).{1,40}".prop_filter_map("a valid text", |s| MessageText::new(s).ok())
-    }
-
-    fn any_contact() -> impl Strategy<Value = Contact> {
-        (
-            any::<u128>(),
-            "[a-z][a-z0-9_]{0,31}",
-            "\\+?[0-9]{2,15}",
-            prop_oneof![
-                Just(String::new()),
-                "https://[a-z]{1,10}\\.example/[a-zA-Z0-9%\"\\\\<>{}|^`]{0,20}"
-            ],
-            any::<i64>(),
-            any::<i64>(),
-        )
-            .prop_filter_map(
-                "a valid contact",
-                |(id, name, phone, avatar, seen, made)| {
-                    Contact::new(ContactParts {
-                        id: ContactId::from_uuid(Uuid::from_u128(id)),
-                        username: Username::new(name).ok()?,
-                        phone_number: PhoneNumber::new(phone).ok()?,
-                        avatar_url: AvatarUrl::new(avatar).ok()?,
-                        last_active_at: Timestamp::from_micros(seen),
-                        created_at: Timestamp::from_micros(made),
-                    })
-                    .ok()
-                },
-            )
-    }
-
-    fn any_reaction() -> impl Strategy<Value = Reaction> {
-        (
-            "[a-z0-9_+-]{1,16}",
-            prop::collection::vec((any::<u128>(), "[a-z][a-z0-9_]{0,31}"), 1..4),
-        )
-            .prop_filter_map("a valid reaction", |(name, reactors)| {
-                Reaction::new(
-                    ReactionName::new(name).ok()?,
-                    reactors
-                        .into_iter()
-                        .map(|(id, username)| {
-                            Some(Reactor {
-                                contact_id: ContactId::from_uuid(Uuid::from_u128(id)),
-                                username: Username::new(username).ok()?,
-                            })
-                        })
-                        .collect::<Option<_>>()?,
-                )
-                .ok()
-            })
-    }
-
-    fn any_attachment() -> impl Strategy<Value = Attachment> {
-        (
-            any::<(u128, u128, u128)>(),
-            "[^/\\x00-\\x1f]{1,30}",
-            prop::option::of("https://files\\.example/[a-z0-9\"]{1,20}"),
-            prop_oneof!["image/png", "application/x-\"odd\""],
-            prop::option::of(0..i64::MAX),
-            any::<i64>(),
-        )
-            .prop_filter_map(
-                "a valid attachment",
-                |((id, message, uploader), name, url, kind, size, made)| {
-                    let source = match url {
-                        Some(url) => FileSource::Link(FileUrl::new(url).ok()?),
-                        None => FileSource::Stored(confab_domain::ContentDigest::new([7; 32])),
-                    };
-                    Some(Attachment {
-                        id: AttachmentId::from_uuid(Uuid::from_u128(id)),
-                        message_id: Some(MessageId::from_uuid(Uuid::from_u128(message))),
-                        conversation_id: None,
-                        uploader: ContactId::from_uuid(Uuid::from_u128(uploader)),
-                        filename: Filename::new(name).ok()?,
-                        source,
-                        file_type: FileType::new(kind).ok()?,
-                        file_size: match size {
-                            Some(bytes) => Some(FileSize::new(bytes).ok()?),
-                            None => None,
-                        },
-                        created_at: Timestamp::from_micros(made),
-                    })
-                },
-            )
-    }
-
-    fn any_group() -> impl Strategy<Value = Group> {
-        (
-            any::<u128>(),
-            "(?s).{1,20}",
-            "(?s).{0,20}",
-            any_contact(),
-            // Around the 100 members a group object embeds.
-            prop_oneof![0..3_u128, 99..=101_u128],
-            any::<i64>(),
-        )
-            .prop_filter_map(
-                "a valid group",
-                |(id, name, description, someone, size, made)| {
-                    // Members who differ by id, joined in reverse id order.
-                    // A group carries its first 100; it counts them all.
-                    let members = (0..size)
-                        .rev()
-                        .take(confab_domain::FIRST_MEMBERS)
-                        .map(|n| GroupMember {
-                            contact: Contact::new(ContactParts {
-                                id: ContactId::from_uuid(Uuid::from_u128(n)),
-                                ..someone.clone().into_parts()
-                            })
-                            .expect("valid"),
-                            role: GroupRole::Member,
-                            joined_at: Timestamp::from_secs(0),
-                        })
-                        .collect();
-                    Group::new(GroupParts {
-                        id: GroupId::from_uuid(Uuid::from_u128(id)),
-                        name: GroupName::new(name).ok()?,
-                        description: GroupDescription::new(description).ok()?,
-                        avatar_url: AvatarUrl::none(),
-                        created_by: ContactId::from_uuid(Uuid::from_u128(1)),
-                        created_at: Timestamp::from_micros(made),
-                        first_members: members,
-                        member_count: size as u64,
-                        owners: Vec::new(),
-                    })
-                    .ok()
-                },
-            )
-    }
-
-    prop_compose! {
-        fn message_parts()(
-            ids in any::<(u128, u128)>(),
-            sender in any_contact(),
-            text in any_text(),
-            reactions in prop::collection::vec(any_reaction(), 0..3),
-            attachments in prop::collection::vec(any_attachment(), 0..3),
-            read_at in prop::option::of(any::<i64>()),
-            created_at in any::<i64>(),
-            updated_at in prop::option::of(any::<i64>()),
-        ) -> MessageParts {
-            let id = MessageId::from_uuid(Uuid::from_u128(ids.0));
-            MessageParts {
-                id,
-                conversation_id: ConversationId::from_uuid(Uuid::from_u128(ids.1)),
-                sender,
-                text,
-                reactions,
-                // A message's attachments are its own.
-                attachments: attachments
-                    .into_iter()
-                    .map(|a| Attachment {
-                        message_id: Some(id),
-                        conversation_id: Some(ConversationId::from_uuid(Uuid::from_u128(ids.1))),
-                        ..a
-                    })
-                    .collect(),
-                read_at: read_at.map(Timestamp::from_micros),
-                created_at: Timestamp::from_micros(created_at),
-                updated_at: updated_at.map(Timestamp::from_micros),
-            }
-        }
-    }
-
-    fn any_message() -> impl Strategy<Value = Message> {
-        message_parts().prop_filter_map("a valid message", |p| Message::new(p).ok())
-    }
-
-    proptest! {
-        #[test]
-        fn a_message_is_its_object(m in any_message()) {
-            same(message(&m, &FileLinks::default(), Viewer::Operator), &message_json(&m))?;
-        }
-
-        #[test]
-        fn a_page_of_messages_is_its_object(
-            items in prop::collection::vec(any_message(), 0..4),
-            has_more in any::<bool>(),
-        ) {
-            let expected = page_json(has_more, items.iter().map(message_json).collect());
-            same(message_page(&Paged { items, has_more }, &FileLinks::default(), Viewer::Operator), &expected)?;
-        }
-
-        #[test]
-        fn a_contact_is_its_object(c in any_contact()) {
-            same(contact(&c, Viewer::Operator), &contact_json(&c))?;
-            same(contact(&c, Viewer::Contact(c.id())), &contact_json(&c))?;
-            // Anyone else: the same object without the phone number.
-            let mut private = contact_json(&c);
-            private["phone_number"] = Value::Null;
-            same(contact(&c, Viewer::Anyone), &private)?;
-            let other = ContactId::from_uuid(Uuid::from_u128(c.id().as_uuid().as_u128() ^ 1));
-            same(contact(&c, Viewer::Contact(other)), &private)?;
-        }
-
-        #[test]
-        fn a_list_of_contacts_is_its_object(
-            items in prop::collection::vec(any_contact(), 0..3),
-            has_more in any::<bool>(),
-        ) {
-            let expected = page_json(has_more, items.iter().map(contact_json).collect());
-            same(list(has_more, &items, |out, c| write_contact(out, c, Viewer::Operator)), &expected)?;
-        }
-
-        #[test]
-        fn an_attachment_is_its_object(a in any_attachment()) {
-            same(attachment(&a, &FileLinks::default()), &attachment_json(&a))?;
-        }
-
-        #[test]
-        fn a_group_is_its_object_with_its_first_100_members(g in any_group()) {
-            same(group(&g, Viewer::Operator), &group_json(&g))?;
-        }
-    }
-
-    /// One message written out in full, so that a reader sees the bytes.
-    #[test]
-    fn a_message_in_full() {
-        let person = |n: u128, name: &str| {
-            Contact::new(ContactParts {
-                id: ContactId::from_uuid(Uuid::from_u128(n)),
-                username: Username::new(name.into()).expect("valid"),
-                phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
-                avatar_url: AvatarUrl::none(),
-                last_active_at: Timestamp::from_micros(1_700_000_000_999_999),
-                created_at: Timestamp::from_secs(1_600_000_000),
-            })
-            .expect("valid")
-        };
-        let (alice, bob) = (person(1, "alice"), person(2, "bob"));
-        let reactor = |c: &Contact| Reactor {
-            contact_id: c.id(),
-            username: c.username().clone(),
-        };
-        let m = Message::new(MessageParts {
-            id: MessageId::from_uuid(Uuid::from_u128(3)),
-            conversation_id: ConversationId::from_uuid(Uuid::from_u128(4)),
-            sender: alice.clone(),
-            text: MessageText::new("hi \"you\"\n".into()).expect("valid"),
-            reactions: vec![
-                Reaction::new(
-                    ReactionName::new("like".into()).expect("valid"),
-                    vec![reactor(&alice), reactor(&bob)],
-                )
-                .expect("valid"),
-                Reaction::new(
-                    ReactionName::new("heart".into()).expect("valid"),
-                    vec![reactor(&bob)],
-                )
-                .expect("valid"),
-            ],
-            attachments: vec![Attachment {
-                id: AttachmentId::from_uuid(Uuid::from_u128(5)),
-                message_id: Some(MessageId::from_uuid(Uuid::from_u128(3))),
-                conversation_id: Some(ConversationId::from_uuid(Uuid::from_u128(4))),
-                uploader: ContactId::from_uuid(Uuid::from_u128(1)),
-                filename: Filename::new("a.png".into()).expect("valid"),
-                source: FileSource::Link(
-                    FileUrl::new("https://files.example/a".into()).expect("valid"),
-                ),
-                file_type: FileType::new("image/png".into()).expect("valid"),
-                file_size: None,
-                created_at: Timestamp::from_secs(1_700_000_001),
-            }],
-            read_at: None,
-            created_at: Timestamp::from_secs(1_700_000_001),
-            updated_at: Some(Timestamp::from_secs(1_700_000_002)),
-        })
-        .expect("valid");
-        let written = String::from_utf8(
-            message(&m, &FileLinks::default(), Viewer::Contact(m.sender().id())).expect("json"),
-        )
-        .expect("utf-8");
-        assert_eq!(
-            written,
-            concat!(
-                r#"{"id":"00000000-0000-0000-0000-000000000003","#,
-                r#""conversation_id":"00000000-0000-0000-0000-000000000004","#,
-                r#""contact":{"id":"00000000-0000-0000-0000-000000000001","username":"alice","#,
-                r#""phone_number":"+15550100","avatar_url":"","last_active_at":1700000000,"#,
-                r#""created_at":1600000000},"#,
-                r#""message":"hi \"you\"\n","#,
-                r#""reactions":[{"like":["alice","bob"]},{"heart":["bob"]}],"#,
-                r#""attachments":[{"id":"00000000-0000-0000-0000-000000000005","#,
-                r#""message_id":"00000000-0000-0000-0000-000000000003","filename":"a.png","#,
-                r#""file_url":"https://files.example/a","file_type":"image/png","#,
-                r#""file_size":null,"created_at":1700000001}],"#,
-                r#""read_at":null,"created_at":1700000001,"updated_at":1700000002}"#,
-            )
-        );
-    }
-}
+#[path = "wire_tests.rs"]
+mod tests;

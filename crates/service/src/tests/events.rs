@@ -63,6 +63,9 @@ async fn a_send_hands_message_created_for_the_members_and_signals_once() {
         conversation_id: conv_id(),
         text: text("hi"),
         attachments: vec![crate::AttachmentInput::Link(file())],
+        reply_to_id: None,
+        parent_id: None,
+        mentions: Vec::new(),
     };
     m.service()
         .send_message(&bob(), send, None)
@@ -81,6 +84,9 @@ async fn a_failed_write_signals_nothing() {
         conversation_id: conv_id(),
         text: text("hi"),
         attachments: vec![],
+        reply_to_id: None,
+        parent_id: None,
+        mentions: Vec::new(),
     };
     assert!(m.service().send_message(&bob(), send, None).await.is_err());
 }

@@ -190,6 +190,9 @@ async fn a_send_hands_its_completion_to_the_write_and_a_lost_claim_is_in_flight(
         conversation_id: conv_id(),
         text: text("hi"),
         attachments: vec![],
+        reply_to_id: None,
+        parent_id: None,
+        mentions: Vec::new(),
     };
     let completion = || {
         Some(Completion::new(claim(), |m: &Message| {

@@ -47,6 +47,9 @@ async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversatio
         conversation_id: conv_id(),
         text: text("hi"),
         attachments: vec![],
+        reply_to_id: None,
+        parent_id: None,
+        mentions: Vec::new(),
     };
     assert!(matches!(
         svc.send_message(&contact(3, "carol"), send, None).await,
@@ -74,6 +77,9 @@ async fn send_appends_as_the_caller_at_now() {
         conversation_id: conv_id(),
         text: text("hi"),
         attachments: vec![],
+        reply_to_id: None,
+        parent_id: None,
+        mentions: Vec::new(),
     };
     assert!(svc.send_message(&bob(), send, None).await.is_ok());
 }
@@ -104,6 +110,9 @@ async fn a_send_hands_the_store_the_renderer_it_was_given() {
         conversation_id: conv_id(),
         text: text("hi"),
         attachments: vec![],
+        reply_to_id: None,
+        parent_id: None,
+        mentions: Vec::new(),
     };
     assert!(m
         .service()
@@ -359,6 +368,9 @@ async fn a_block_refuses_a_send_only_after_the_store_found_nothing_to_write() {
             conversation_id: conv_id(),
             text: text("hi"),
             attachments: vec![],
+            reply_to_id: None,
+            parent_id: None,
+            mentions: Vec::new(),
         };
         let got = m.service().send_message(&alice(), send, None).await;
         match want {
@@ -417,7 +429,7 @@ async fn a_cursor_not_in_the_list_names_its_side() {
         cursor: Some(Cursor::Before(msg_id())),
     };
     assert!(matches!(
-        svc.list_messages(&alice(), None, page).await,
+        svc.list_messages(&alice(), None.into(), page).await,
         Err(ServiceError::Invalid {
             field: Field::PageBefore,
             rule: Rule::CursorNotInList

@@ -6,6 +6,7 @@
 mod auth;
 mod contacts;
 mod conversations;
+mod depth;
 mod error;
 mod events;
 mod files;
@@ -44,6 +45,7 @@ struct Mocks {
     messages: MockMessageStore,
     groups: MockGroupStore,
     moderation: MockModerationStore,
+    depth: confab_ports::MockDepthStore,
     idempotency: MockIdempotencyStore,
     webhooks: MockWebhookStore,
     /// `None`: commits may be signalled any number of times.
@@ -66,6 +68,7 @@ pub(crate) fn mocked_ports(now_secs: i64) -> Ports {
         attachments: Arc::new(confab_ports::MockAttachmentStore::new()),
         groups: Arc::new(MockGroupStore::new()),
         moderation: Arc::new(MockModerationStore::new()),
+        depth: Arc::new(confab_ports::MockDepthStore::new()),
         idempotency: Arc::new(MockIdempotencyStore::new()),
         webhooks: Arc::new(MockWebhookStore::new()),
         events: Arc::new(MockEventStore::new()),
@@ -87,6 +90,7 @@ impl Mocks {
             messages: MockMessageStore::new(),
             groups: MockGroupStore::new(),
             moderation: no_blocks(),
+            depth: confab_ports::MockDepthStore::new(),
             idempotency: MockIdempotencyStore::new(),
             webhooks: MockWebhookStore::new(),
             signal: None,
@@ -107,6 +111,7 @@ impl Mocks {
             attachments: Arc::new(confab_ports::MockAttachmentStore::new()),
             groups: Arc::new(self.groups),
             moderation: Arc::new(self.moderation),
+            depth: Arc::new(self.depth),
             idempotency: Arc::new(self.idempotency),
             webhooks: Arc::new(self.webhooks),
             events: Arc::new(self.events),
@@ -215,6 +220,12 @@ fn message_from(sender: Contact) -> Message {
         read_at: None,
         created_at: Timestamp::from_secs(NOW - 10),
         updated_at: None,
+        reply_to: None,
+        parent_id: None,
+        reply_count: 0,
+        last_reply_at: None,
+        mentions: confab_domain::Mentions::none(),
+        edited_at: None,
     })
     .expect("valid")
 }

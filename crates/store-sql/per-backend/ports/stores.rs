@@ -56,13 +56,10 @@ impl Store {
     pub(crate) async fn door_list_messages(
         &self,
         viewer: ContactId,
-        conversation: Option<ConversationId>,
+        list: confab_ports::MessageList,
         page: Page<MessageId>,
     ) -> Result<Paged<Message>, StoreError> {
-        query(self, move |c| {
-            q::list_messages(c, viewer, conversation, page)
-        })
-        .await
+        query(self, move |c| q::list_messages(c, viewer, list, page)).await
     }
 }
 
@@ -359,10 +356,10 @@ impl MessageStore for Store {
     async fn list_messages(
         &self,
         viewer: ContactId,
-        conversation: Option<ConversationId>,
+        list: confab_ports::MessageList,
         page: Page<MessageId>,
     ) -> Result<Paged<Message>, StoreError> {
-        self.read_list_messages(viewer, conversation, page).await
+        self.read_list_messages(viewer, list, page).await
     }
 
     async fn update_message(
@@ -534,5 +531,25 @@ impl AttachmentStore for Store {
     async fn shared_secret(&self, name: &str, fresh: String) -> Result<String, StoreError> {
         let name = name.to_owned();
         write_alone(self, move |c| q::shared_secret(c, &name, fresh)).await
+    }
+}
+
+#[async_trait]
+impl confab_ports::DepthStore for Store {
+    async fn members_among(
+        &self,
+        conversation: ConversationId,
+        contacts: Vec<ContactId>,
+    ) -> Result<Vec<ContactId>, StoreError> {
+        query(self, move |c| q::members_among(c, conversation, &contacts)).await
+    }
+
+    async fn message_edits(
+        &self,
+        viewer: ContactId,
+        message: MessageId,
+        page: Page<confab_domain::EditId>,
+    ) -> Result<Paged<confab_domain::MessageEdit>, StoreError> {
+        query(self, move |c| q::message_edits(c, viewer, message, page)).await
     }
 }

@@ -380,6 +380,7 @@ pub(crate) fn open_conversation(
             conversation_states::last_opened_at.eq(Some(at.micros())),
             conversation_states::read_seq.eq(excluded(conversation_states::read_seq)),
             conversation_states::own_after.eq(0),
+            conversation_states::mention_unread.eq(0),
         ))
         .execute(conn)?;
     let marked: Vec<DbId> = diesel::update(

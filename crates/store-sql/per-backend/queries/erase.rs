@@ -158,6 +158,7 @@ fn erase_group_messages(conn: &mut Conn, x: DbId) -> Result<()> {
          WHERE m.sender_id = {x3} AND c.group_id IS NOT NULL"
     ));
     sql.query::<Db>().execute(conn)?;
+    super::depth::before_contact_messages_erased(conn, x)?;
     let mut sql = Sql::default();
     let x4 = sql.id(x);
     sql.push(&format!(

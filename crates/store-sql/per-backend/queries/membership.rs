@@ -37,3 +37,13 @@ pub(super) fn count_known_contacts(conn: &mut Conn, ids: &[DbId]) -> Result<usiz
         .load(conn)?;
     Ok(known.len())
 }
+
+/// Whether the viewer `v` (a marker of a `confab_store_sql::raw::Sql`) is a
+/// member of the conversation row `conv` (a table or its alias):
+/// [`visible_to`] written out.
+pub(crate) fn member_of(conv: &str, v: &str) -> String {
+    format!(
+        "(({conv}.group_id IS NULL AND ({conv}.creator_id = {v} OR {conv}.peer_id = {v})) \
+         OR {conv}.group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v}))"
+    )
+}

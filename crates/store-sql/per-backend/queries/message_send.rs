@@ -11,15 +11,15 @@ use diesel::sql_types::{BigInt, Nullable, Text};
 
 use super::attachments::attach_uploads;
 use super::idempotency::complete;
+use super::membership::member_of;
 use super::message_updates::{insert_attachment_rows, insert_attachments};
-use super::messages::member_of;
 use super::moderation::blocked_direct;
 use super::outbox::{self, Written};
 use super::{Backend, Conn, Db, Result};
 use confab_store_sql::error::{inconsistent, Error};
 use confab_store_sql::id::DbId;
 use confab_store_sql::queries::not_found;
-use confab_store_sql::rows::DbKey;
+use confab_store_sql::rows::{mentions_json, DbKey};
 use confab_store_sql::schema::{conversations, messages};
 use confab_store_sql::SqlBackend as _;
 
@@ -37,6 +37,9 @@ fn as_written(message: NewMessage, attachments: Option<Vec<Attachment>>) -> Resu
         text,
         attachments: added,
         created_at,
+        reply_to,
+        parent_id,
+        mentions,
     } = message;
     let attachments = match attachments {
         Some(list) => list,
@@ -62,7 +65,23 @@ fn as_written(message: NewMessage, attachments: Option<Vec<Attachment>>) -> Resu
         read_at: None,
         created_at,
         updated_at: None,
+        reply_to,
+        parent_id,
+        reply_count: 0,
+        last_reply_at: None,
+        mentions,
+        edited_at: None,
     })?)
+}
+
+/// A written message's quote, thread and mentions, as its row holds
+/// them.
+fn depth_of(written: &Message) -> (Option<DbId>, Option<DbId>, Option<String>) {
+    (
+        written.reply_to().map(|q| q.id().db()),
+        written.parent_id().map(|p| p.db()),
+        mentions_json(written.mentions()),
+    )
 }
 
 /// Whether a send attaches uploads (written by [`append_message`]'s
@@ -134,6 +153,42 @@ fn count_own(c: &str, s: &str, from: &str) -> String {
     )
 }
 
+/// The first bind of [`append_text`]'s attachments (after the
+/// conversation, sender, time, id, text, quote, thread and mentions).
+const FIRST_ATTACHMENT: usize = 8;
+
+/// A thread reply sent at `at` counts one more in its thread `p` (a
+/// message of conversation `c`) and moves its latest reply's time
+/// forward, `when` the send wrote its message. Markers of a
+/// `confab_store_sql::raw::Sql`; `p` NULL changes nothing.
+pub(crate) fn count_reply(p: &str, c: &str, at: &str, when: &str) -> String {
+    format!(
+        "UPDATE messages SET reply_count = reply_count + 1, \
+             last_reply_at = CASE WHEN last_reply_at IS NULL OR last_reply_at < {at} \
+                 THEN {at} ELSE last_reply_at END \
+         WHERE id = {p} AND conversation_id = {c} AND {when}"
+    )
+}
+
+/// Each contact of `ids` (a subquery of their ids, column `id`:
+/// `SqlBackend::json_ids`), other than
+/// the sender `s`, who is a member of conversation `c` counts one more
+/// unread mention there; a member without a state row gets one (read
+/// nothing, sent nothing). `from` the rows to insert from (the send's
+/// message). Markers of a `confab_store_sql::raw::Sql`.
+pub(crate) fn count_mentions(c: &str, s: &str, ids: &str, from: &str) -> String {
+    format!(
+        "INSERT INTO conversation_states \
+             (conversation_id, contact_id, is_pinned, is_muted, read_seq, own_after, mention_unread) \
+         SELECT conv_m.id, mentioned.id, FALSE, FALSE, 0, 0, 1 \
+         {from} CROSS JOIN conversations conv_m CROSS JOIN {ids} mentioned \
+         WHERE conv_m.id = {c} AND mentioned.id <> {s} AND {} \
+         ON CONFLICT (conversation_id, contact_id) \
+         DO UPDATE SET mention_unread = conversation_states.mention_unread + 1",
+        member_of("conv_m", "mentioned.id"),
+    )
+}
+
 /// What a send's single statement reports, in its order.
 #[derive(Queryable)]
 pub(crate) struct Sent {
@@ -191,6 +246,9 @@ pub(crate) fn append_statement(
         Bind::Int(written.created_at().micros()),
         Bind::Id(written.id().db()),
         Bind::Text(written.text().as_str().to_owned()),
+        Bind::MaybeId(written.reply_to().map(|q| q.id().db())),
+        Bind::MaybeId(written.parent_id().map(|p| p.db())),
+        Bind::MaybeText(mentions_json(written.mentions())),
     ];
     for (seq, a) in (0_i64..).zip(written.attachments()) {
         binds.extend([
@@ -233,7 +291,8 @@ pub(crate) type SendQuery = confab_store_sql::raw::TypedQuery<Db, (BigInt, BigIn
 /// [`append_statement`]'s text for a message with `attachments`
 /// attachments, completing an idempotency key or not. Its binds, in
 /// order: the conversation, the sender, the time, the message's id
-/// and text; six per attachment (id, place, file name, URL, type,
+/// and text, the message it quotes, its thread's first message, its
+/// mentions (a JSON array of ids, or NULL); six per attachment (id, place, file name, URL, type,
 /// size); the event's id, type, actor and payload; with a key, its
 /// owner, the key, its holder, and the answer's status, location and
 /// body; last, the deadline (microseconds since the Unix epoch on the
@@ -242,6 +301,7 @@ fn append_text(attachments: usize, completion: bool) -> String {
     use confab_store_sql::raw::marker;
 
     let (c, s, at, m, body) = (marker(0), marker(1), marker(2), marker(3), marker(4));
+    let (quoted, parent, mentions) = (marker(5), marker(6), marker(7));
     let mut text = format!(
         "WITH conv AS ({} RETURNING id, creator_id, peer_id, group_id, message_seq)",
         advance_conversation(&c, &s, &at)
@@ -251,16 +311,28 @@ fn append_text(attachments: usize, completion: bool) -> String {
     text.push_str(&format!(
         ", msg AS ( \
              INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at, \
-                 direct_creator_id, direct_peer_id, group_id, seq) \
+                 direct_creator_id, direct_peer_id, group_id, seq, reply_to_id, parent_id, mentions) \
              SELECT {m}, id, {s}, {body}, NULL, {at}, NULL, \
-                 CASE WHEN group_id IS NULL THEN creator_id END, peer_id, group_id, message_seq \
-             FROM conv RETURNING id \
+                 CASE WHEN group_id IS NULL THEN creator_id END, peer_id, group_id, message_seq, \
+                 {quoted}, {parent}, {mentions} \
+             FROM conv RETURNING id, seq \
          )"
+    ));
+    // A thread reply: its thread counts one more (nothing without one).
+    text.push_str(&format!(
+        ", thread AS ({} RETURNING 1)",
+        count_reply(&parent, &c, &at, "EXISTS (SELECT 1 FROM msg)")
+    ));
+    // Each mentioned member counts one more unread mention (no one
+    // without mentions: the sender's own count is `own`'s row).
+    text.push_str(&format!(
+        ", mentioned AS ({} RETURNING 1)",
+        count_mentions(&c, &s, &Backend::json_ids(&mentions), "FROM msg")
     ));
     if attachments > 0 {
         let rows: Vec<String> = (0..attachments)
             .map(|i| {
-                let b = 5 + 6 * i;
+                let b = FIRST_ATTACHMENT + 6 * i;
                 let [aid, seq, name, url, kind, size] =
                     [b, b + 1, b + 2, b + 3, b + 4, b + 5].map(marker);
                 format!("({aid}, {seq}, {name}, {url}, {kind}, {size})")
@@ -290,7 +362,7 @@ fn append_text(attachments: usize, completion: bool) -> String {
     // The event is about the message, of the conversation (what a
     // deletion finds it by: `outbox::scrub`).
     let position = Backend::event_position(0).unwrap_or_default();
-    let e0 = 5 + 6 * attachments;
+    let e0 = FIRST_ATTACHMENT + 6 * attachments;
     let [e, kind, actor, payload] = [e0, e0 + 1, e0 + 2, e0 + 3].map(marker);
     text.push_str(&format!(
         ", ev AS ( \
@@ -334,7 +406,8 @@ fn append_text(attachments: usize, completion: bool) -> String {
     // row locks waited for): whether the statement may commit
     // (`confab_settle_send`, migration `send_settles_itself`).
     let mut written = String::from(
-        "(SELECT COUNT(*) FROM own) + (SELECT COUNT(*) FROM rcp) + (SELECT COUNT(*) FROM grp)",
+        "(SELECT COUNT(*) FROM own) + (SELECT COUNT(*) FROM rcp) + (SELECT COUNT(*) FROM grp) \
+         + (SELECT COUNT(*) FROM thread) + (SELECT COUNT(*) FROM mentioned)",
     );
     if attachments > 0 {
         written.push_str(" + (SELECT COUNT(*) FROM att)");
@@ -398,6 +471,7 @@ fn insert_from_conversation(
     sender: DbId,
     body: &str,
     at: i64,
+    (quoted, parent, mentions): (Option<DbId>, Option<DbId>, Option<String>),
 ) -> Result<()> {
     use confab_store_sql::id::IdSql;
 
@@ -415,6 +489,9 @@ fn insert_from_conversation(
             conversations::peer_id,
             conversations::group_id,
             conversations::message_seq,
+            quoted.into_sql::<Nullable<IdSql>>(),
+            parent.into_sql::<Nullable<IdSql>>(),
+            mentions.into_sql::<Nullable<Text>>(),
         ));
     diesel::insert_into(messages::table)
         .values(source)
@@ -430,6 +507,9 @@ fn insert_from_conversation(
             messages::direct_peer_id,
             messages::group_id,
             messages::seq,
+            messages::reply_to_id,
+            messages::parent_id,
+            messages::mentions,
         ))
         .execute(conn)?;
     Ok(())
@@ -460,7 +540,15 @@ pub(crate) fn append_message(
     // With its audience copied from the conversation (the feed's
     // index ranges), in the same statement.
     let id = written.id().db();
-    insert_from_conversation(conn, id, c, sender, written.text().as_str(), at)?;
+    insert_from_conversation(
+        conn,
+        id,
+        c,
+        sender,
+        written.text().as_str(),
+        at,
+        depth_of(&written),
+    )?;
     insert_attachments(conn, written.attachments())?;
     finish_append(conn, written, outbox, completion)
 }
@@ -502,6 +590,11 @@ fn append_with_uploads(
         sender.db(),
         message.text.as_str(),
         at.micros(),
+        (
+            message.reply_to.as_ref().map(|q| q.id().db()),
+            message.parent_id.map(|p| p.db()),
+            mentions_json(&message.mentions),
+        ),
     )?;
     let mut links = Vec::new();
     let mut uploads = Vec::new();
@@ -545,6 +638,29 @@ fn finish_append(
     let (cm, sm) = (sql.id(c), sql.id(sender));
     sql.push(&count_own(&cm, &sm, "WHERE TRUE"));
     sql.query::<Db>().execute(conn)?;
+    // Its thread counts one more reply.
+    if let Some(parent) = written.parent_id() {
+        let mut sql = confab_store_sql::raw::Sql::default();
+        let (pm, cm) = (sql.id(parent.db()), sql.id(c));
+        let atm = sql.bind(confab_store_sql::raw::Bind::Int(
+            written.created_at().micros(),
+        ));
+        sql.push(&count_reply(&pm, &cm, &atm, "TRUE"));
+        sql.query::<Db>().execute(conn)?;
+    }
+    // Each member it mentions counts one more unread mention.
+    if let Some(json) = mentions_json(written.mentions()) {
+        let mut sql = confab_store_sql::raw::Sql::default();
+        let (cm, sm) = (sql.id(c), sql.id(sender));
+        let ids = sql.bind(confab_store_sql::raw::Bind::Text(json));
+        sql.push(&count_mentions(
+            &cm,
+            &sm,
+            &Backend::json_ids(&ids),
+            "FROM (SELECT 1) one",
+        ));
+        sql.query::<Db>().execute(conn)?;
+    }
     outbox::write(
         conn,
         outbox,

@@ -61,6 +61,23 @@ pub(crate) fn update_message(
         .filter(|text| text.as_str() != current.body)
         .map(MessageText::into_inner);
     let mut changed = new_body.is_some();
+    // The text it replaces is kept; the mentions move the counts of those
+    // they add and drop.
+    if new_body.is_some() {
+        super::depth::keep_edit(conn, change.edit_id, m, &current.body, at)?;
+    }
+    let before = confab_store_sql::rows::mentions_of(current.mentions.as_deref())?;
+    let new_mentions = change.mentions.filter(|after| *after != before);
+    if let Some(after) = &new_mentions {
+        let seq: i64 = messages::table.find(m).select(messages::seq).first(conn)?;
+        super::depth::remention(
+            conn,
+            (current.conversation_id, current.sender_id, seq),
+            &before,
+            after,
+        )?;
+        changed = true;
+    }
 
     if !change.add_reactions.is_empty() {
         let reactor = change.reactor.db();
@@ -134,8 +151,10 @@ pub(crate) fn update_message(
     if changed {
         diesel::update(messages::table.find(m))
             .set(&MessageChangeset {
+                edited_at: new_body.as_ref().map(|_| at),
                 body: new_body,
                 updated_at: Some(at),
+                mentions: new_mentions.map(|m| confab_store_sql::rows::mentions_json(&m)),
             })
             .execute(conn)?;
     }

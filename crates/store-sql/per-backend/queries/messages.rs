@@ -1,11 +1,14 @@
 //! Messages: reading them (with their senders, reactions and attachments
 //! in the same statement) and deleting them. Sending is `message_send`.
 
-use confab_domain::{ContactId, ConversationId, Cursor, Message, MessageId, Page, Paged};
-use confab_ports::{Outbox, StoreError};
+use confab_domain::{
+    ContactId, Cursor, EditId, Message, MessageEdit, MessageId, MessageText, Page, Paged,
+};
+use confab_ports::{MessageList, Outbox, StoreError};
 use diesel::dsl::exists;
 use diesel::prelude::*;
 
+use super::membership::member_of;
 use super::outbox::{self, Deleted, Written};
 use super::{Backend, Conn, Db, Result};
 use confab_store_sql::error::Error;
@@ -15,7 +18,7 @@ use confab_store_sql::queries::paging::{fetch_size, finish_page, travel_order, t
 use confab_store_sql::rows::{
     message_with, relation_columns, ContactRow, DbKey, JsonColumn, MessageRow,
 };
-use confab_store_sql::schema::{contacts, conversations, message_gaps, messages};
+use confab_store_sql::schema::{contacts, conversations, message_edits, message_gaps, messages};
 use confab_store_sql::visible_to;
 use confab_store_sql::SqlBackend as _;
 
@@ -28,14 +31,14 @@ type Whole = confab_store_sql::rows::WholeRow;
 type WholeSelection = (
     diesel::helper_types::AsSelect<MessageRow, Db>,
     diesel::helper_types::AsSelect<ContactRow, Db>,
-    (JsonColumn, JsonColumn),
+    (JsonColumn, JsonColumn, JsonColumn),
 );
 
 fn with_relations() -> WholeSelection {
     (
         MessageRow::as_select(),
         ContactRow::as_select(),
-        relation_columns::<Backend>("\"messages\".\"id\""),
+        relation_columns::<Backend>("\"messages\""),
     )
 }
 
@@ -67,23 +70,16 @@ pub(crate) type EmptyPageQuery = diesel::query_builder::BoxedSelectStatement<
 /// relations ([`relation_columns`]). A test holds it to what
 /// diesel renders for [`with_relations`].
 pub(crate) fn whole_columns(m: &str, s: &str) -> String {
-    let (reactions, attachments) = relation_columns::<Backend>(&format!("{m}.id"));
+    let (reactions, attachments, quoted) = relation_columns::<Backend>(m);
     format!(
         "{m}.id, {m}.conversation_id, {m}.sender_id, {m}.body, {m}.read_at, \
-         {m}.created_at, {m}.updated_at, {s}.id, {s}.username, {s}.username_folded, \
-         {s}.phone_number, {s}.avatar_url, {s}.last_active_at, {s}.created_at, {}, {}",
+         {m}.created_at, {m}.updated_at, {m}.reply_to_id, {m}.parent_id, {m}.reply_count, \
+         {m}.last_reply_at, {m}.edited_at, {m}.mentions, {s}.id, {s}.username, \
+         {s}.username_folded, {s}.phone_number, {s}.avatar_url, {s}.last_active_at, \
+         {s}.created_at, {}, {}, {}",
         reactions.sql(),
-        attachments.sql()
-    )
-}
-
-/// Whether the viewer `v` (a marker of a `confab_store_sql::raw::Sql`) is a
-/// member of the conversation row `conv` (a table or its alias):
-/// [`visible_to`] written out.
-pub(super) fn member_of(conv: &str, v: &str) -> String {
-    format!(
-        "(({conv}.group_id IS NULL AND ({conv}.creator_id = {v} OR {conv}.peer_id = {v})) \
-         OR {conv}.group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v}))"
+        attachments.sql(),
+        quoted.sql()
     )
 }
 
@@ -169,26 +165,29 @@ macro_rules! listed_conversations {
 
 /// One page: a statement for the messages with their senders,
 /// reactions and attachments, with the membership and the cursor's
-/// position resolved inside it (a conversation's page and the
-/// all-conversations feed alike). Only an empty page costs a
+/// position resolved inside it (a conversation's page, a thread's and
+/// the all-conversations feed alike). Only an empty page costs a
 /// second statement instead, to tell "nothing there" from an
 /// invisible conversation or a cursor that is not in the list.
 pub(crate) fn list_messages(
     conn: &mut Conn,
     viewer: ContactId,
-    conversation: Option<ConversationId>,
+    list: MessageList,
     page: Page<MessageId>,
 ) -> Result<Paged<Message>> {
     let v = viewer.db();
-    let only = conversation.map(|c| c.db());
     let (limit, fetch, cursor) = page_seek(&page);
     let backwards = matches!(cursor, Some((true, _)));
-    if let Some(c) = only {
-        let rows = conversation_page(conn, v, c, cursor, fetch)?;
-        return finish_list(conn, v, only, cursor, rows, limit, backwards);
+    let rows = match list_page_query(v, list, cursor, fetch) {
+        Some(query) => query.load(conn)?,
+        None => Backend::feed_page(conn, v, cursor, fetch)?,
+    };
+    if rows.is_empty() {
+        if let Some(q) = empty_page_query(v, list, cursor.map(|(_, id)| id)) {
+            explain_empty_page(list, q.get_result(conn)?)?;
+        }
     }
-    let rows = Backend::feed_page(conn, v, cursor, fetch)?;
-    finish_list(conn, v, only, cursor, rows, limit, backwards)
+    page_of(rows, limit, backwards)
 }
 
 /// A page's size, the rows to fetch (one more, to learn `has_more`)
@@ -202,57 +201,97 @@ pub(crate) fn page_seek(page: &Page<MessageId>) -> (usize, i64, Option<(bool, Db
     (limit, fetch, cursor)
 }
 
-/// A page of one conversation, in the order of travel: one range of
-/// its index on `(conversation_id, created_at, id)`, the same at any
-/// depth and for any size of conversation.
+/// A page of one conversation, or of one thread, in the order of
+/// travel: one range of an index on `(conversation_id, created_at, id)`
+/// (all of its messages, or without thread replies: the partial index
+/// of the top-level ones), or on `(parent_id, created_at, id)` for a
+/// thread; the same at any depth and for any size of conversation.
+/// `None` for the feed (`SqlBackend::feed_page`).
 ///
-/// The conversation is a scalar subquery, NULL unless the viewer sees
-/// it (membership in the same statement): its value is unknown when
-/// the statement is planned, so every conversation is planned alike.
-/// With the id as a constant, PostgreSQL knew that a large one holds
-/// a fifth of all messages and walked the global order index instead,
-/// through every newer message of every other conversation.
+/// The conversation (the thread's first message) is a scalar subquery,
+/// NULL unless the viewer sees it (membership in the same statement):
+/// its value is unknown when the statement is planned, so every
+/// conversation is planned alike. With the id as a constant,
+/// PostgreSQL knew that a large one holds a fifth of all messages and
+/// walked the global order index instead, through every newer message
+/// of every other conversation.
 ///
 /// The cursor is resolved once, by primary key alone, NULL unless it
-/// is in this conversation. Its conversation is compared in the
-/// select list, not the `WHERE`: with both as conditions, a generic
-/// plan read it through the conversation's index, all of it.
+/// is in this list. Its list is compared in the select list, not the
+/// `WHERE`: with both as conditions, a generic plan read it through
+/// the conversation's index, all of it.
 ///
 /// Rows come whole: each message's relations are subqueries of the
 /// select list, run for the rows of the page only.
-fn conversation_page(
-    conn: &mut Conn,
+pub(crate) fn list_page_query(
     v: DbId,
-    c: DbId,
+    list: MessageList,
     cursor: Option<(bool, DbId)>,
     fetch: i64,
-) -> Result<Vec<Whole>> {
-    Ok(conversation_page_query(v, c, cursor, fetch).load(conn)?)
-}
-
-/// [`conversation_page`]'s statement, for a loader of rows of its
-/// own.
-pub(crate) fn conversation_page_query(
-    v: DbId,
-    c: DbId,
-    cursor: Option<(bool, DbId)>,
-    fetch: i64,
-) -> WholeQuery {
+) -> Option<WholeQuery> {
     use confab_store_sql::raw::{marker, Bind, Shape};
-    // Built once for each way of travel: from the newest, after a
-    // cursor, before one.
-    static SHAPES: [std::sync::OnceLock<Shape>; 3] = [const { std::sync::OnceLock::new() }; 3];
+    use std::sync::OnceLock;
+    // Built once for each list and way of travel: from the newest,
+    // after a cursor, before one.
+    static SHAPES: [[OnceLock<Shape>; 3]; 3] = [const { [const { OnceLock::new() }; 3] }; 3];
+    let (kind, key) = match list {
+        MessageList::Feed => return None,
+        MessageList::Conversation {
+            id,
+            include_replies: true,
+        } => (0, id.db()),
+        MessageList::Conversation {
+            id,
+            include_replies: false,
+        } => (1, id.db()),
+        MessageList::Thread(parent) => (2, parent.db()),
+    };
     let travel = cursor.map(|(backwards, _)| backwards);
-    let shape = SHAPES[travel_shape(cursor)].get_or_init(|| {
+    let shape = SHAPES[kind][travel_shape(cursor)].get_or_init(|| {
         let (c, v, limit, k) = (marker(0), marker(1), marker(2), marker(3));
-        // The cursor's position, NULL unless it is in this
-        // conversation (then no rows); then strictly past it in
-        // the order of travel, run in reverse before it and turned
-        // back by `finish_page`. One row-value comparison, which
-        // both databases take whole as the range of the index on
-        // `(conversation_id, created_at DESC, id DESC)` starting at
-        // the key: no redundant bound on `created_at` alone, so the
-        // cursor's subquery is written, and run, once.
+        // Which messages are listed, and whether the cursor's message is
+        // one of them.
+        let (listed, cursor_listed) = match kind {
+            0 => (
+                format!(
+                    "messages.conversation_id = ( \
+                     SELECT conversations.id FROM conversations \
+                     WHERE conversations.id = {c} AND {} LIMIT 1)",
+                    member_of("conversations", &v)
+                ),
+                format!("cursor_message.conversation_id = {c}"),
+            ),
+            1 => (
+                format!(
+                    "messages.conversation_id = ( \
+                     SELECT conversations.id FROM conversations \
+                     WHERE conversations.id = {c} AND {} LIMIT 1) \
+                     AND messages.parent_id IS NULL",
+                    member_of("conversations", &v)
+                ),
+                format!(
+                    "cursor_message.conversation_id = {c} AND cursor_message.parent_id IS NULL"
+                ),
+            ),
+            _ => (
+                format!(
+                    "messages.parent_id = ( \
+                     SELECT thread.id FROM messages thread \
+                     INNER JOIN conversations ON conversations.id = thread.conversation_id \
+                     WHERE thread.id = {c} AND {} LIMIT 1) \
+                     AND messages.parent_id IS NOT NULL",
+                    member_of("conversations", &v)
+                ),
+                format!("cursor_message.parent_id = {c}"),
+            ),
+        };
+        // The cursor's position, NULL unless it is in this list (then no
+        // rows); then strictly past it in the order of travel, run in
+        // reverse before it and turned back by `finish_page`. One
+        // row-value comparison, which both databases take whole as the
+        // range of the index starting at the key: no redundant bound on
+        // `created_at` alone, so the cursor's subquery is written, and
+        // run, once.
         let (keyset, order) = match travel {
             None => (String::new(), "DESC"),
             Some(backwards) => {
@@ -260,7 +299,7 @@ pub(crate) fn conversation_page_query(
                 (
                     format!(
                         " AND (messages.created_at, messages.id) {past} (( \
-                             SELECT CASE WHEN cursor_message.conversation_id = {c} \
+                             SELECT CASE WHEN {cursor_listed} \
                                  THEN cursor_message.created_at END \
                              FROM messages AS cursor_message \
                              WHERE cursor_message.id = {k} LIMIT 1), {k})"
@@ -272,36 +311,14 @@ pub(crate) fn conversation_page_query(
         Shape::new(&format!(
             "SELECT {} FROM messages \
              INNER JOIN contacts ON contacts.id = messages.sender_id \
-             WHERE messages.conversation_id = ( \
-                 SELECT conversations.id FROM conversations \
-                 WHERE conversations.id = {c} AND {} LIMIT 1){keyset} \
+             WHERE {listed}{keyset} \
              ORDER BY messages.created_at {order}, messages.id {order} LIMIT {limit}",
             whole_columns("messages", "contacts"),
-            member_of("conversations", &v)
         ))
     });
-    let mut binds = vec![Bind::Id(c), Bind::Id(v), Bind::Int(fetch)];
+    let mut binds = vec![Bind::Id(key), Bind::Id(v), Bind::Int(fetch)];
     binds.extend(cursor.map(|(_, k)| Bind::Id(k)));
-    shape.typed(binds)
-}
-
-/// The page from its whole rows (in the order of travel), or why it
-/// is empty.
-fn finish_list(
-    conn: &mut Conn,
-    v: DbId,
-    only: Option<DbId>,
-    cursor: Option<(bool, DbId)>,
-    rows: Vec<Whole>,
-    limit: usize,
-    backwards: bool,
-) -> Result<Paged<Message>> {
-    if rows.is_empty() {
-        if let Some(q) = empty_page_query(v, only, cursor.map(|(_, id)| id)) {
-            explain_empty_page(only, q.get_result(conn)?)?;
-        }
-    }
-    page_of(rows, limit, backwards)
+    Some(shape.typed(binds))
 }
 
 /// The page from its whole rows, fetched `limit + 1` in the order of
@@ -318,15 +335,36 @@ pub(crate) fn page_of(rows: Vec<Whole>, limit: usize, backwards: bool) -> Result
 }
 
 /// The statement that tells why a page came back empty
-/// ([`explain_empty_page`]): whether the conversation is visible,
-/// and whether the cursor is in the list. None when an empty page
-/// needs no explaining (the feed without a cursor).
+/// ([`explain_empty_page`]): whether the conversation (or the thread's
+/// first message) is visible, and whether the cursor is in the list.
+/// None when an empty page needs no explaining (the feed without a
+/// cursor).
 pub(crate) fn empty_page_query(
     v: DbId,
-    only: Option<DbId>,
+    list: MessageList,
     cursor: Option<DbId>,
 ) -> Option<EmptyPageQuery> {
     use diesel::sql_types::Bool;
+    let only = match list {
+        MessageList::Conversation { id, .. } => Some(id.db()),
+        MessageList::Feed | MessageList::Thread(_) => None,
+    };
+    if let MessageList::Thread(parent) = list {
+        let p = parent.db();
+        let visible = exists(
+            messages::table
+                .filter(messages::id.eq(p))
+                .filter(messages::conversation_id.eq_any(listed_conversations!(v, None::<DbId>))),
+        );
+        let in_thread = messages::table
+            .filter(messages::parent_id.eq(p))
+            .into_boxed::<Db>();
+        let in_thread = match cursor {
+            Some(id) => in_thread.filter(messages::id.eq(id)),
+            None => return Some(diesel::select((visible, true.into_sql::<Bool>())).into_boxed()),
+        };
+        return Some(diesel::select((visible, exists(in_thread))).into_boxed());
+    }
     Some(match (only, cursor) {
         (None, None) => return None,
         (Some(_), None) => diesel::select((
@@ -334,27 +372,34 @@ pub(crate) fn empty_page_query(
             true.into_sql::<Bool>(),
         ))
         .into_boxed(),
-        (_, Some(id)) => diesel::select((
-            exists(listed_conversations!(v, only)),
-            exists(
-                messages::table
-                    .filter(messages::id.eq(id))
-                    .filter(messages::conversation_id.eq_any(listed_conversations!(v, only))),
-            ),
-        ))
-        .into_boxed(),
+        (_, Some(id)) => {
+            let mut listed = messages::table
+                .filter(messages::id.eq(id))
+                .filter(messages::conversation_id.eq_any(listed_conversations!(v, only)))
+                .into_boxed::<Db>();
+            if matches!(
+                list,
+                MessageList::Conversation {
+                    include_replies: false,
+                    ..
+                }
+            ) {
+                listed = listed.filter(messages::parent_id.is_null());
+            }
+            diesel::select((exists(listed_conversations!(v, only)), exists(listed))).into_boxed()
+        }
     })
 }
 
 /// Why a page came back empty, from [`empty_page_query`]'s answer:
-/// an invisible conversation is `NotFound` (before any cursor
-/// error), a cursor not in the list `CursorNotFound`; else the list
-/// is simply empty there.
+/// an invisible conversation (or thread) is `NotFound` (before any
+/// cursor error), a cursor not in the list `CursorNotFound`; else the
+/// list is simply empty there.
 pub(crate) fn explain_empty_page(
-    only: Option<DbId>,
+    list: MessageList,
     (visible, cursor_listed): (bool, bool),
 ) -> Result<()> {
-    if only.is_some() && !visible {
+    if list != MessageList::Feed && !visible {
         return Err(not_found());
     }
     if !cursor_listed {
@@ -387,6 +432,8 @@ pub(crate) fn delete_message(
     let seq: i64 = diesel::delete(messages::table.find(m.id))
         .returning(messages::seq)
         .get_result(conn)?;
+    // Its thread, the mentions it counted, the replies quoting it.
+    super::depth::after_message_deleted(conn, &m, seq)?;
     // It leaves a gap in its conversation's numbers: the members who
     // had not read it count one unread message less (migration
     // `big_groups`), with two rows written whatever their number.
@@ -401,6 +448,79 @@ pub(crate) fn delete_message(
         .set(conversations::deleted_count.eq(conversations::deleted_count + 1))
         .execute(conn)?;
     Ok(())
+}
+
+/// A page of message `m`'s earlier texts, newest first, when `viewer`
+/// is a member of its conversation.
+pub(crate) fn message_edits(
+    conn: &mut Conn,
+    viewer: ContactId,
+    m: MessageId,
+    page: Page<EditId>,
+) -> Result<Paged<MessageEdit>> {
+    if message_for(conn, viewer, m)?.is_none() {
+        return Err(not_found());
+    }
+    let (limit, fetch) = fetch_size(&page);
+    let mut q = message_edits::table
+        .filter(message_edits::message_id.eq(m.db()))
+        .select((
+            message_edits::id,
+            message_edits::body,
+            message_edits::edited_at,
+        ))
+        .into_boxed::<Db>();
+    let backwards = matches!(page.cursor, Some(Cursor::Before(_)));
+    if let Some(cursor) = page.cursor {
+        let key = match cursor {
+            Cursor::After(id) | Cursor::Before(id) => id.db(),
+        };
+        let at: Option<i64> = message_edits::table
+            .filter(message_edits::id.eq(key))
+            .filter(message_edits::message_id.eq(m.db()))
+            .select(message_edits::edited_at)
+            .first(conn)
+            .optional()?;
+        let Some(at) = at else {
+            return Err(Error::Store(StoreError::CursorNotFound));
+        };
+        q = if backwards {
+            q.filter(
+                message_edits::edited_at.gt(at).or(message_edits::edited_at
+                    .eq(at)
+                    .and(message_edits::id.gt(key))),
+            )
+            .order((message_edits::edited_at.asc(), message_edits::id.asc()))
+        } else {
+            q.filter(
+                message_edits::edited_at.lt(at).or(message_edits::edited_at
+                    .eq(at)
+                    .and(message_edits::id.lt(key))),
+            )
+            .order((message_edits::edited_at.desc(), message_edits::id.desc()))
+        };
+    } else {
+        q = q.order((message_edits::edited_at.desc(), message_edits::id.desc()));
+    }
+    let rows: Vec<(DbId, String, i64)> = q.limit(fetch).load(conn)?;
+    let (rows, has_more) = finish_page(rows, limit, backwards);
+    let items = rows
+        .into_iter()
+        .map(|(id, body, at)| {
+            Ok(MessageEdit {
+                id: EditId::from_uuid(id.uuid()),
+                message_id: m,
+                text: if body.is_empty() {
+                    MessageText::none()
+                } else {
+                    MessageText::new(body)
+                        .map_err(|e| confab_store_sql::error::corrupt("message text", e))?
+                },
+                edited_at: confab_store_sql::rows::ts(at),
+            })
+        })
+        .collect::<Result<_>>()?;
+    Ok(Paged { items, has_more })
 }
 
 #[cfg(test)]

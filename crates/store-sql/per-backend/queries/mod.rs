@@ -21,6 +21,7 @@ mod attachments;
 mod contacts;
 mod conversation_members;
 mod conversations;
+mod depth;
 mod erase;
 mod events_read;
 mod export;
@@ -37,7 +38,7 @@ mod tokens;
 mod webhooks;
 
 pub(crate) use self::{
-    attachments::*, contacts::*, conversation_members::*, conversations::*, erase::*,
+    attachments::*, contacts::*, conversation_members::*, conversations::*, depth::*, erase::*,
     events_read::*, export::*, groups::*, health::*, idempotency::*, message_send::*,
     message_updates::*, messages::*, moderation::*, tokens::*, webhooks::*,
 };

@@ -163,7 +163,7 @@ async fn messages_update_text_reactions_attachments(s: S) {
 
     // Lists show the same message.
     let listed = s
-        .list_messages(bob.id(), Some(c.id()), page(10, None))
+        .list_messages(bob.id(), Some(c.id()).into(), page(10, None))
         .await
         .expect("list");
     assert_eq!(listed.items, vec![r]);

@@ -212,7 +212,7 @@ async fn messages_list_only_visible_conversations(s: S) {
     // like one that does not exist (checked in the page's own statement).
     for foreign in [bc.id(), gc.id(), ConversationId::from_uuid(new_id())] {
         assert_err!(
-            s.list_messages(alice.id(), Some(foreign), page(100, None))
+            s.list_messages(alice.id(), Some(foreign).into(), page(100, None))
                 .await,
             StoreError::NotFound
         );
@@ -279,7 +279,7 @@ async fn messages_paging_both_ways(s: S) {
         let alice = alice.id();
         async move {
             let p = s
-                .list_messages(alice, conv, page(limit, cursor))
+                .list_messages(alice, conv.into(), page(limit, cursor))
                 .await
                 .expect("list");
             (msg_ids(&p), p.has_more)
@@ -338,7 +338,7 @@ async fn messages_paging_both_ways(s: S) {
         (None, Cursor::After(MessageId::from_uuid(new_id()))),
     ] {
         assert_err!(
-            s.list_messages(alice.id(), conv, page(3, Some(cursor)))
+            s.list_messages(alice.id(), conv.into(), page(3, Some(cursor)))
                 .await,
             StoreError::CursorNotFound
         );
@@ -347,7 +347,7 @@ async fn messages_paging_both_ways(s: S) {
     assert_err!(
         s.list_messages(
             alice.id(),
-            Some(hidden.id()),
+            Some(hidden.id()).into(),
             page(3, Some(Cursor::After(h.id())))
         )
         .await,
@@ -422,7 +422,7 @@ async fn messages_pages_follow_the_merged_order(s: S) {
                 let s = s.clone();
                 async move {
                     let p = s
-                        .list_messages(viewer, conv, page(limit, cursor))
+                        .list_messages(viewer, conv.into(), page(limit, cursor))
                         .await
                         .expect("list");
                     (msg_ids(&p), p.has_more)
@@ -600,7 +600,7 @@ async fn messages_relations_read_whole_everywhere(s: S) {
 
     // A page of the conversation, newest first.
     let first = s
-        .list_messages(bob.id(), Some(c.id()), page(10, None))
+        .list_messages(bob.id(), Some(c.id()).into(), page(10, None))
         .await
         .expect("page");
     assert_eq!(
@@ -624,7 +624,7 @@ async fn messages_relations_read_whole_everywhere(s: S) {
     let back = s
         .list_messages(
             alice.id(),
-            Some(c.id()),
+            Some(c.id()).into(),
             page(2, Some(Cursor::Before(bare.id()))),
         )
         .await
@@ -638,7 +638,7 @@ async fn messages_relations_read_whole_everywhere(s: S) {
     let next = s
         .list_messages(
             alice.id(),
-            Some(c.id()),
+            Some(c.id()).into(),
             page(1, Some(Cursor::After(mid.id()))),
         )
         .await
@@ -646,7 +646,7 @@ async fn messages_relations_read_whole_everywhere(s: S) {
     assert_eq!(next.items[..], first.items[2..3]);
     // The all-conversations feed reads the same messages.
     let feed = s
-        .list_messages(bob.id(), None, page(10, None))
+        .list_messages(bob.id(), None.into(), page(10, None))
         .await
         .expect("feed");
     assert_eq!(feed.items, first.items);

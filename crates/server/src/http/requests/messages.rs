@@ -1,12 +1,12 @@
 //! Requests of `/v1/messages`.
 
 use confab_domain::{
-    check_attachment_count, AttachmentId, ConversationId, DomainError, FileSize, FileType, FileUrl,
-    Filename, MessageId, MessageText, NewAttachment, Page, ReactionName,
+    check_attachment_count, AttachmentId, ContactId, ConversationId, DomainError, EditId, FileSize,
+    FileType, FileUrl, Filename, MessageId, MessageText, NewAttachment, Page, ReactionName,
 };
 use confab_service::{is_public_address, AttachmentInput, UrlHost};
 
-use super::{id, int, optional, reader, request, shape, text, Field, Flatten};
+use super::{boolean, id, ids, int, optional, reader, request, shape, text, Field, Flatten};
 use crate::http::error::ApiError;
 use crate::http::params::{Malformed, Params};
 
@@ -14,7 +14,19 @@ request! {
     /// `GET /v1/messages`.
     pub struct ListMessagesIn {
         conversation_id: Option<ConversationId> = optional(id(Malformed::NotFound)),
+        /// A thread: the replies to this message (not with
+        /// `conversation_id`).
+        parent_id: Option<MessageId> = optional(id(Malformed::NotFound)),
+        /// With `conversation_id`: thread replies too.
+        include_replies: Option<bool> = optional(boolean()),
         page: Page<MessageId> = Flatten,
+    }
+}
+
+request! {
+    /// `GET /v1/messages/{id}/edits`.
+    pub struct ListEditsIn {
+        page: Page<EditId> = Flatten,
     }
 }
 
@@ -25,6 +37,13 @@ request! {
         /// Absent: a message that is only its attachments (at least one).
         message: Option<MessageText> = optional(text(shape::message_text, MessageText::new)),
         attachments: Vec<AttachmentInput> = attachments(),
+        /// The message it quotes (of the same conversation).
+        reply_to_id: Option<MessageId> = optional(id(Malformed::Invalid)),
+        /// The message whose thread it replies in (a top-level message of
+        /// the same conversation).
+        parent_id: Option<MessageId> = optional(id(Malformed::Invalid)),
+        /// Members of the conversation it mentions (at most 50).
+        mentions: Vec<ContactId> = ids(),
     }
 }
 
@@ -34,6 +53,8 @@ request! {
         message: Option<MessageText> = optional(text(shape::message_text, MessageText::new)),
         reactions: Vec<(ReactionName, Vec<String>)> = reactions(),
         attachments: Vec<AttachmentInput> = attachments(),
+        /// The members it mentions from now on (sender only).
+        mentions: Option<Vec<ContactId>> = optional(ids()),
     }
 }
 

@@ -4,16 +4,18 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Message, MessageId, MessageText, ReactionName};
-use confab_service::{MessageUpdate, SendMessage, StoredResponse};
+use confab_service::{MessageList, MessageUpdate, SendMessage, StoredResponse};
 
 use super::{created_text, endpoint, no_content, ok_json, ok_text, path_id, Endpoint};
 use crate::http::auth::Caller;
-use crate::http::dto::{ListDto, MessageDto};
+use crate::http::dto::{EditDto, ListDto, MessageDto};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::idempotency;
 use crate::http::links::{links_of, FileLinks};
 use crate::http::payloads::RenderedOnce;
-use crate::http::requests::messages::{ListMessagesIn, SendMessageIn, UpdateMessageIn};
+use crate::http::requests::messages::{
+    ListEditsIn, ListMessagesIn, SendMessageIn, UpdateMessageIn,
+};
 use crate::http::requests::{Input, NoParams};
 use crate::http::service::Service;
 
@@ -25,15 +27,22 @@ pub fn endpoints() -> Vec<Endpoint> {
         endpoint!(update, __path_update),
         endpoint!(delete, __path_delete),
         endpoint!(unreact, __path_unreact),
+        endpoint!(edits, __path_edits),
     ]
 }
 
-/// List messages, newest first: of all the caller's conversations, or of
-/// one with `conversation_id`.
+/// List messages, newest first: of all the caller's conversations (thread
+/// replies included), of one with `conversation_id` (thread replies only
+/// with `include_replies=true`), or the replies of one thread with
+/// `parent_id`.
 #[utoipa::path(
     get, path = "/v1/messages", tag = "messages", operation_id = "list_messages",
     params(ListMessagesIn),
-    responses((status = 200, description = "a page of messages", body = ListDto<MessageDto>)),
+    responses(
+        (status = 200, description = "a page of messages", body = ListDto<MessageDto>),
+        (status = 404, description = "no such conversation (`conversation_id`) or thread \
+            (`parent_id`) among the caller's", body = ErrorBody),
+    ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn list(
@@ -44,11 +53,32 @@ async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let ListMessagesIn {
         conversation_id,
+        parent_id,
+        include_replies,
         page,
     } = req;
-    let messages = service
-        .list_messages(&caller.0, conversation_id, page)
-        .await?;
+    let list = match (conversation_id, parent_id) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "parent_id",
+                "lists one thread, whose conversation it knows: give either parent_id or \
+                 conversation_id, not both",
+            ))
+        }
+        (Some(id), None) => MessageList::Conversation {
+            id,
+            include_replies: include_replies.unwrap_or(false),
+        },
+        (None, _) if include_replies.is_some() => {
+            return Err(ApiError::invalid(
+                "include_replies",
+                "applies to one conversation's list: give it with conversation_id",
+            ))
+        }
+        (None, Some(parent)) => MessageList::Thread(parent),
+        (None, None) => MessageList::Feed,
+    };
+    let messages = service.list_messages(&caller.0, list, page).await?;
     Ok(ok_json(crate::http::wire::message_page(
         &messages,
         &links,
@@ -87,6 +117,9 @@ async fn send(
         conversation_id,
         message: text,
         attachments,
+        reply_to_id,
+        parent_id,
+        mentions,
     } = req;
     // A message without text needs an attachment (API.md section 15):
     // without either, the text is what is missing.
@@ -99,6 +132,9 @@ async fn send(
         conversation_id,
         text,
         attachments,
+        reply_to_id,
+        parent_id,
+        mentions,
     };
     // The message's JSON is written once, for its event, and is also the
     // answer (kept for the idempotency key, and sent).
@@ -153,8 +189,8 @@ async fn get(
     )),
     responses(
         (status = 200, description = "the message", body = MessageDto),
-        (status = 403, description = "only the sender may edit or attach; nobody reacts in \
-            someone else's name", body = ErrorBody),
+        (status = 403, description = "only the sender may edit, mention or attach; nobody \
+            reacts in someone else's name", body = ErrorBody),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -169,12 +205,14 @@ async fn update(
         message: text,
         reactions,
         attachments,
+        mentions,
     } = req;
     let id: MessageId = path_id(&path)?;
     let update = MessageUpdate {
         text,
         reactions,
         attachments,
+        mentions,
     };
     // Written once, for the event (if anything changed) and the answer.
     let once = Arc::new(RenderedOnce::new(links));
@@ -235,4 +273,23 @@ async fn unreact(
         .remove_reaction_rendered_by(&caller.0, id, name, once.clone())
         .await?;
     Ok(ok_text(once.answer_json(&message, caller.viewer())))
+}
+
+/// A message's earlier texts, newest first, to any member of its
+/// conversation; they go with the message.
+#[utoipa::path(
+    get, path = "/v1/messages/{id}/edits", tag = "messages", operation_id = "list_message_edits",
+    params(("id" = String, Path, description = "the message id"), ListEditsIn),
+    responses((status = 200, description = "a page of earlier texts", body = ListDto<EditDto>)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn edits(
+    service: Service,
+    caller: Caller,
+    path: web::Path<String>,
+    Input(req): Input<ListEditsIn>,
+) -> Result<HttpResponse, ApiError> {
+    let id: MessageId = path_id(&path)?;
+    let page = service.message_edits(&caller.0, id, req.page).await?;
+    Ok(ok_json(crate::http::wire::edit_page(&page)))
 }

@@ -237,6 +237,9 @@ async fn an_audience_without_streams_here_costs_the_hub_nothing() {
                 conversation_id: conversation,
                 text,
                 attachments: Vec::new(),
+                reply_to_id: None,
+                parent_id: None,
+                mentions: Vec::new(),
             };
             service.send_message(&peer, send, None).await.expect("send")
         }

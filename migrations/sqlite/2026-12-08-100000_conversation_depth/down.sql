@@ -1,0 +1,11 @@
+DROP TABLE message_edits;
+ALTER TABLE conversation_states DROP COLUMN mention_unread;
+DROP INDEX messages_reply_to_idx;
+DROP INDEX messages_thread_order_idx;
+DROP INDEX messages_top_level_order_idx;
+ALTER TABLE messages DROP COLUMN mentions;
+ALTER TABLE messages DROP COLUMN edited_at;
+ALTER TABLE messages DROP COLUMN last_reply_at;
+ALTER TABLE messages DROP COLUMN reply_count;
+ALTER TABLE messages DROP COLUMN parent_id;
+ALTER TABLE messages DROP COLUMN reply_to_id;
