@@ -10,6 +10,7 @@ mod contacts;
 mod conversations;
 mod cors_and_compression;
 mod deleted;
+mod depth;
 mod events;
 mod groups;
 mod hostile;
