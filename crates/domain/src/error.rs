@@ -138,6 +138,8 @@ pub enum Field {
     Parent,
     /// The contacts a message mentions.
     Mentions,
+    /// Whether a member started or stopped typing.
+    TypingState,
 }
 
 impl fmt::Display for Field {
@@ -185,6 +187,7 @@ impl fmt::Display for Field {
             Self::ReplyTo => "message replied to",
             Self::Parent => "thread's first message",
             Self::Mentions => "mentions",
+            Self::TypingState => "typing state",
         })
     }
 }

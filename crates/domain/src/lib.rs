@@ -14,6 +14,7 @@ mod message;
 mod page;
 mod report;
 mod time;
+mod typing;
 mod values;
 
 pub use contact::{check_other_contact, Block, Contact, ContactParts, ContactProfilePatch, Viewer};
@@ -47,6 +48,9 @@ pub use report::{
     ReportTarget,
 };
 pub use time::Timestamp;
+pub use typing::{
+    ParseTypingStateError, Typing, TypingState, TYPING_EXPIRES_SECS, TYPING_MIN_INTERVAL_MICROS,
+};
 pub use values::{
     AvatarUrl, FileSize, FileType, FileUrl, Filename, GroupDescription, GroupName, MessageText,
     PhoneNumber, ReactionName, Username,

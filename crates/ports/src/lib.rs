@@ -52,6 +52,10 @@ pub use moderation::MockModerationStore;
 pub use moderation::{Made, ModerationStore};
 mod webhooks;
 pub use webhooks::*;
+mod typing;
+#[cfg(feature = "mocks")]
+pub use typing::MockTypingRelay;
+pub use typing::{NoTyping, TypingRelay};
 mod wakeups;
 #[cfg(feature = "mocks")]
 pub use wakeups::MockEventWakeups;

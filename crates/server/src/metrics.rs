@@ -36,6 +36,7 @@ const EVENTS_QUEUED: &str = "confab_events_queued_total";
 const EVENTS_SENT: &str = "confab_events_sent_total";
 const STREAM_RESYNCS: &str = "confab_event_stream_resyncs_total";
 const EVENT_LAG: &str = "confab_event_lag_seconds";
+const TYPING: &str = "confab_typing_frames_total";
 const WEBHOOK_ATTEMPTS: &str = "confab_webhook_attempts_total";
 const WEBHOOK_GIVEN_UP: &str = "confab_webhook_deliveries_given_up_total";
 const WEBHOOK_RETRYING: &str = "confab_webhook_retries_pending";
@@ -93,7 +94,9 @@ impl Metrics {
             let help = SharedString::const_str(help);
             match name {
                 REQUESTS | ERRORS | EVENTS_READ | EVENTS_QUEUED | EVENTS_SENT | STREAM_RESYNCS
-                | WEBHOOK_ATTEMPTS | WEBHOOK_GIVEN_UP => recorder.describe_counter(key, unit, help),
+                | WEBHOOK_ATTEMPTS | WEBHOOK_GIVEN_UP | TYPING => {
+                    recorder.describe_counter(key, unit, help)
+                }
                 DURATION | EVENT_LAG => recorder.describe_histogram(key, unit, help),
                 _ => recorder.describe_gauge(key, unit, help),
             }
@@ -123,6 +126,11 @@ impl Metrics {
             "Requests waiting for (or taking) a pooled connection.",
         );
         describe(STREAMS, None, "Open GET /v1/events streams.");
+        describe(
+            TYPING,
+            None,
+            "Typing frames the hub handed its streams (queued), or dropped on a full queue.",
+        );
         describe(
             EVENTS_READ,
             None,
@@ -235,6 +243,18 @@ impl Metrics {
         self.events
             .sent
             .increment(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// Typing frames queued for streams, and dropped on full queues.
+    pub fn typing_frames(&self, queued: u64, dropped: u64) {
+        if queued > 0 {
+            self.counter(TYPING, vec![Label::new("result", "queued")])
+                .increment(queued);
+        }
+        if dropped > 0 {
+            self.counter(TYPING, vec![Label::new("result", "dropped")])
+                .increment(dropped);
+        }
     }
 
     pub fn stream_resynced(&self) {

@@ -26,6 +26,7 @@ mod retention;
 #[cfg(test)]
 mod tests;
 mod tickets;
+mod typing;
 mod webhooks;
 
 use std::sync::Arc;
@@ -82,6 +83,8 @@ pub struct Ports {
     pub render: Arc<dyn PayloadRenderer>,
     /// Told after each committed write with events.
     pub signal: Arc<dyn EventSignal>,
+    /// Passes typing news to every process's hub (API.md section 16).
+    pub typing: Arc<dyn confab_ports::TypingRelay>,
 }
 
 impl Ports {
@@ -114,6 +117,14 @@ impl Ports {
             self.render.clone(),
             self.signal.clone(),
         )
+        .typing_by(self.typing.clone())
+    }
+
+    /// These ports with typing news passed by `typing`.
+    #[must_use]
+    pub fn typing_by(mut self, typing: Arc<dyn confab_ports::TypingRelay>) -> Self {
+        self.typing = typing;
+        self
     }
 
     /// Every storage port on `store`, with the rest given.
@@ -143,6 +154,7 @@ impl Ports {
             ids,
             render,
             signal,
+            typing: Arc::new(confab_ports::NoTyping),
         }
     }
 }
@@ -167,6 +179,8 @@ pub struct Confab {
     /// The storage ports again, on handles of the store that share a
     /// request's budget (see [`Confab::within`]); `None`: no budgets.
     budgeted: Option<Arc<BudgetedPorts>>,
+    /// The typing starts that hold now (see [`Confab::typing`]).
+    typing_board: Arc<typing::TypingBoard>,
 }
 
 /// Builds the storage ports on handles of the store that share a budget.
@@ -185,6 +199,7 @@ impl Confab {
             files: Arc::new(files::NoFiles),
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
             budgeted: None,
+            typing_board: Arc::default(),
         }
     }
 

@@ -166,6 +166,8 @@ impl Confab {
             Err(e) => return Err(e.into()),
         };
         self.committed();
+        // A send counts as a stop (API.md section 16).
+        self.typing_ended_by_send(caller.id(), conversation);
         Ok(sent)
     }
 

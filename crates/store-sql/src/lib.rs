@@ -45,7 +45,9 @@ pub mod queries;
 pub mod raw;
 pub mod rows;
 pub mod schema;
+mod typing;
 mod wakeups;
 
 pub use backend::{Pooled, SqlBackend};
+pub use typing::{LocalTyping, TYPING_QUEUE};
 pub use wakeups::LocalWakeups;

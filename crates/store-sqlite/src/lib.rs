@@ -25,7 +25,7 @@ mod queries;
 mod store;
 mod turn;
 
-pub use confab_store_sql::LocalWakeups;
+pub use confab_store_sql::{LocalTyping, LocalWakeups};
 pub use store::{SqliteStore, Synchronous};
 
 /// The store the shared port implementations are compiled for.

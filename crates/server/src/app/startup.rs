@@ -19,7 +19,7 @@ use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use confab_service::{Confab, Ports};
 use confab_store_postgres::{PgStore, PgWakeups};
-use confab_store_sqlite::{LocalWakeups, SqliteStore};
+use confab_store_sqlite::{LocalTyping, LocalWakeups, SqliteStore};
 
 pub use crate::app::config::{CorsOrigins, Database, DatabaseConfig, Pooler};
 use crate::app::telemetry;
@@ -96,6 +96,8 @@ pub fn open_service_migrated(
                 Arc::new(WirePayloads::default()),
                 wakeups.clone(),
             );
+            // Typing news crosses processes on the same connection.
+            ports.typing = wakeups.clone();
             ports.wakeups = wakeups;
             Confab::new(ports).with_request_budgets(store)
         }
@@ -118,6 +120,8 @@ pub fn open_service_migrated(
                 wakeups.clone(),
             );
             ports.wakeups = wakeups;
+            // One process serves a SQLite file's streams.
+            ports.typing = Arc::new(LocalTyping::new());
             Confab::new(ports).with_request_budgets(store)
         }
     };

@@ -574,6 +574,7 @@ pub fn param(field: Field) -> std::borrow::Cow<'static, str> {
         Field::ReplyTo => "reply_to_id",
         Field::Parent => "parent_id",
         Field::Mentions => "mentions",
+        Field::TypingState => "state",
     })
 }
 
@@ -775,6 +776,7 @@ mod tests {
             Field::ReplyTo,
             Field::Parent,
             Field::Mentions,
+            Field::TypingState,
         ];
         let params: std::collections::HashSet<_> = fields.iter().map(|f| param(*f)).collect();
         assert_eq!(params.len(), fields.len());

@@ -7,6 +7,7 @@
 use std::io::Write as _;
 
 use actix_web::web::Bytes;
+use confab_domain::Typing;
 use confab_service::StoredEvent;
 use serde_json::Value;
 
@@ -63,6 +64,24 @@ pub fn sse_frame_with(event: &StoredEvent, payload: &str) -> Bytes {
     Bytes::from(frame)
 }
 
+/// The SSE frame of typing news (API.md section 16): `event: typing` and
+/// `{"conversation_id","contact_id","state","expires_at"}`, without an
+/// `id:` line, so that a client's `Last-Event-ID` stays on the last stored
+/// event (typing is never replayed).
+pub fn typing_frame(typing: &Typing) -> Bytes {
+    let mut frame = Vec::with_capacity(192);
+    // Writing to a Vec cannot fail.
+    let _ = write!(
+        frame,
+        "event: typing\ndata: {{\"conversation_id\":\"{}\",\"contact_id\":\"{}\",\"state\":\"{}\",\"expires_at\":{}}}\n\n",
+        typing.conversation_id(),
+        typing.contact_id(),
+        typing.state(),
+        typing.expires_at().secs(),
+    );
+    Bytes::from(frame)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +128,31 @@ mod tests {
         let text = std::str::from_utf8(&frame).expect("utf-8");
         assert_eq!(text.matches('\n').count(), 4, "{text}");
         assert!(text.contains(r#""payload":{"id":"m"}"#), "{text}");
+    }
+
+    #[test]
+    fn a_typing_frame_has_no_id_and_the_contract_fields() {
+        let typing = confab_domain::Typing::start(
+            confab_domain::ConversationId::from_uuid(Uuid::from_u128(1)),
+            confab_domain::ContactId::from_uuid(Uuid::from_u128(2)),
+            Timestamp::from_micros(1_700_000_000_500_000),
+        );
+        let frame = typing_frame(&typing);
+        let text = std::str::from_utf8(&frame).expect("utf-8");
+        assert!(text.starts_with("event: typing\ndata: {"), "{text}");
+        assert!(text.ends_with("}\n\n"), "{text}");
+        assert!(!text.contains("id: "), "{text}");
+        let data = text.lines().nth(1).and_then(|l| l.strip_prefix("data: "));
+        let v: Value = serde_json::from_str(data.expect("data")).expect("json");
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "conversation_id": "00000000-0000-0000-0000-000000000001",
+                "contact_id": "00000000-0000-0000-0000-000000000002",
+                "state": "start",
+                "expires_at": 1_700_000_008,
+            })
+        );
     }
 
     #[test]

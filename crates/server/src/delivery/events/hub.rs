@@ -25,6 +25,14 @@
 //! unbounded memory. Every [`REVALIDATE_EVERY`] the hub asks the store, in
 //! one call, which of the open streams' tokens are still live, and ends
 //! the streams of the others.
+//!
+//! Typing news (API.md section 16) takes another way: never stored, it
+//! comes from the service's relay (this process's and, on PostgreSQL, the
+//! other processes'), and each piece is handed to the streams of the
+//! conversation's other members connected here, asked of the store once
+//! per conversation and batch among the contacts with a stream. Its frames
+//! carry no position: a stream sends them as they come and never replays
+//! them; a full queue drops the frame, not the stream.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -32,11 +40,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use actix_web::web::Bytes;
-use confab_domain::ContactId;
+use confab_domain::{ContactId, Typing};
 use confab_service::{Confab, FanOutBatch, FanOutEvent, FanOutLimits, StreamToken};
 use tokio::sync::{mpsc, watch};
 
-use super::frame::{sse_frame, sse_frame_with};
+use super::frame::{sse_frame, sse_frame_with, typing_frame};
 use crate::metrics::Metrics;
 
 /// Failed reads of a single event in a row after which the hub moves past
@@ -95,7 +103,9 @@ pub(crate) async fn until_closed(closing: &mut watch::Receiver<bool>) {
 /// A live event for one recipient: its position and its frame.
 #[derive(Debug, Clone)]
 pub(crate) struct Live {
-    pub position: i64,
+    /// The stored event's position; `None` for typing news, which has
+    /// none (sent as it comes, never replayed).
+    pub position: Option<i64>,
     pub frame: Bytes,
 }
 
@@ -245,6 +255,7 @@ impl Hub {
         let inner = Arc::new(Inner::new(service, options, metrics));
         tokio::spawn(read_loop(inner.clone()));
         tokio::spawn(revalidate_loop(inner.clone()));
+        tokio::spawn(typing_loop(inner.clone()));
         Hub { inner }
     }
 
@@ -621,7 +632,10 @@ fn fan_out(inner: &Inner, batch: &FanOutBatch, to: &HashSet<ContactId>) {
             let Some(subs) = state.subs.get_mut(&contact) else {
                 continue;
             };
-            let live = Live { position, frame };
+            let live = Live {
+                position: Some(position),
+                frame,
+            };
             let mut i = 0;
             while i < subs.len() {
                 match subs[i].tx.try_send(live.clone()) {
@@ -650,6 +664,68 @@ fn now_micros() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// Hands typing news to the streams of those who hear it, as it comes.
+async fn typing_loop(inner: Arc<Inner>) {
+    let mut closing = inner.shutdown.subscribe();
+    loop {
+        let news = tokio::select! {
+            () = until_closed(&mut closing) => return,
+            news = inner.service.typing_news() => news,
+        };
+        deliver_typing(&inner, news).await;
+    }
+}
+
+/// Queues each piece of `news` for the streams here of the other members
+/// of its conversation: one store call per conversation in `news`, for the
+/// contacts with a stream (none when no stream is open). News that cannot
+/// be placed (a failed read, a full queue) is dropped: a start expires on
+/// its own.
+async fn deliver_typing(inner: &Inner, news: Vec<Typing>) {
+    let connected: Vec<ContactId> = inner.lock().subs.keys().copied().collect();
+    if connected.is_empty() {
+        return;
+    }
+    let heard = match inner.service.typing_audiences(news, connected).await {
+        Ok(heard) => heard,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read who hears typing news; dropped");
+            return;
+        }
+    };
+    let (mut queued, mut dropped) = (0u64, 0u64);
+    let mut state = inner.lock();
+    for (typing, audience) in heard {
+        let live = Live {
+            position: None,
+            frame: typing_frame(&typing),
+        };
+        for contact in audience {
+            let Some(subs) = state.subs.get_mut(&contact) else {
+                continue;
+            };
+            let mut i = 0;
+            while i < subs.len() {
+                match subs[i].tx.try_send(live.clone()) {
+                    Ok(()) => queued += 1,
+                    // Only this frame is lost: the stream keeps its place.
+                    Err(mpsc::error::TrySendError::Full(_)) => dropped += 1,
+                    Err(mpsc::error::TrySendError::Closed(_)) => {
+                        subs.swap_remove(i).end(Ended::Open);
+                        continue;
+                    }
+                }
+                i += 1;
+            }
+            if subs.is_empty() {
+                state.subs.remove(&contact);
+            }
+        }
+    }
+    drop(state);
+    inner.metrics.typing_frames(queued, dropped);
 }
 
 /// Ends the streams whose token is no longer live, every

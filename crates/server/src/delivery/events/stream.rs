@@ -20,7 +20,7 @@ use confab_service::{Confab, StreamToken};
 use tokio::sync::mpsc;
 
 use super::frame::sse_frame;
-use super::hub::{until_closed, Ended, Hub, Subscription};
+use super::hub::{until_closed, Ended, Hub, Live, Subscription};
 use super::slots::StreamSlot;
 
 /// Events read from the table per replay query.
@@ -203,14 +203,22 @@ impl StreamTask {
                 }
             };
             match live {
-                Some(live) => {
-                    if live.position > self.position {
-                        self.send(live.frame).await?;
-                        self.position = live.position;
+                Some(Live {
+                    position: Some(position),
+                    frame,
+                }) => {
+                    if position > self.position {
+                        self.send(frame).await?;
+                        self.position = position;
                         self.sent += 1;
                         self.hub.metrics().events_sent(1);
                     }
                 }
+                // Typing news: sent as it comes, the position kept.
+                Some(Live {
+                    position: None,
+                    frame,
+                }) => self.send(frame).await?,
                 None => {
                     return match subscription.ended() {
                         Ended::Lagged => Ok(()),

@@ -1,10 +1,12 @@
 //! Requests of `/v1/conversations`.
 
-use confab_domain::{ContactId, ConversationId, GroupId, MessageId, Page, Timestamp};
+use confab_domain::{
+    ContactId, ConversationId, DomainError, Field, GroupId, MessageId, Page, Timestamp, TypingState,
+};
 use confab_service::ConversationTarget;
 
 use super::{
-    boolean, clearable_id, clearable_time, documented, id, optional, request, shape, Flatten,
+    boolean, clearable_id, clearable_time, documented, id, optional, request, shape, text, Flatten,
     FromParams, Shape,
 };
 use crate::http::error::ApiError;
@@ -97,5 +99,17 @@ request! {
         is_pinned: Option<bool> = optional(boolean()),
         is_muted: Option<bool> = optional(boolean()),
         archived_at: Option<Option<Timestamp>> = clearable_time(),
+    }
+}
+
+fn typing_state(raw: String) -> Result<TypingState, DomainError> {
+    raw.parse()
+        .map_err(|_| DomainError::invalid(Field::TypingState, "must be start or stop"))
+}
+
+request! {
+    /// `POST /v1/conversations/{id}/typing`: `state`, `start` when absent.
+    pub struct TypingIn {
+        state: Option<TypingState> = optional(text(shape::typing_state, typing_state)),
     }
 }

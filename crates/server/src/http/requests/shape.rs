@@ -211,6 +211,14 @@ pub fn report_reason() -> Schema {
     )
 }
 
+/// `TypingState` (domain).
+pub fn typing_state() -> Schema {
+    one_of(
+        &["start", "stop"],
+        "started (the default) or stopped typing",
+    )
+}
+
 /// `ReportStatus` (domain).
 pub fn report_status() -> Schema {
     one_of(

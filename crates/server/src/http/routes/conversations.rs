@@ -1,4 +1,5 @@
-//! `/v1/conversations`: list, create, open, update, delete.
+//! `/v1/conversations`: list, create, open, update, delete, and typing in
+//! one.
 
 use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -11,7 +12,7 @@ use crate::http::dto::{ConversationDto, ListDto};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::idempotency;
 use crate::http::requests::conversations::{
-    CreateConversationIn, ListConversationsIn, UpdateConversationIn,
+    CreateConversationIn, ListConversationsIn, TypingIn, UpdateConversationIn,
 };
 use crate::http::requests::{Input, NoParams};
 use crate::http::wire;
@@ -23,6 +24,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         endpoint!(open, __path_open),
         endpoint!(update, __path_update),
         endpoint!(delete, __path_delete),
+        endpoint!(typing, __path_typing),
     ]
 }
 
@@ -185,5 +187,38 @@ async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let id: ConversationId = path_id(&path)?;
     service.delete_conversation(&caller.0, id).await?;
+    Ok(no_content())
+}
+
+/// Tell the conversation's other members that the caller is typing
+/// (`state=start`, the default) or stopped (`state=stop`). Their open
+/// event streams get a `typing` event at once; it is never stored, listed
+/// or sent to webhooks. A start holds 8 s; starts closer than 2 s apart
+/// and stops without a start add nothing (still 204); a send stops.
+#[utoipa::path(
+    post, path = "/v1/conversations/{id}/typing", tag = "conversations", operation_id = "typing",
+    params(("id" = String, Path, description = "the conversation id")),
+    request_body(content(
+        (TypingIn = "application/x-www-form-urlencoded"),
+        (TypingIn = "application/json"),
+    )),
+    responses(
+        (status = 204, description = "told (or nothing to tell)"),
+        (status = 403, description = "`contact_blocked`: a direct conversation whose two members are in a block", body = ErrorBody),
+        (status = 404, description = "not a conversation the caller is a member of", body = ErrorBody),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn typing(
+    service: Service,
+    caller: Caller,
+    path: web::Path<String>,
+    Input(req): Input<TypingIn>,
+) -> Result<HttpResponse, ApiError> {
+    let TypingIn { state } = req;
+    let id: ConversationId = path_id(&path)?;
+    service
+        .typing(&caller.0, id, state.unwrap_or_default())
+        .await?;
     Ok(no_content())
 }

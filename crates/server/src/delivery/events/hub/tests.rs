@@ -124,7 +124,10 @@ async fn each_event_has_one_shared_frame_and_own_frames_for_own_payloads() {
     fan_out(&hub.inner, &batch, &to);
     let [sa, sb, sc] = &mut subs;
     let (fa, fb, fc) = (next(sa).await, next(sb).await, next(sc).await);
-    assert_eq!((fa.position, fb.position, fc.position), (7, 7, 7));
+    assert_eq!(
+        (fa.position, fb.position, fc.position),
+        (Some(7), Some(7), Some(7))
+    );
     assert_eq!(
         fa.frame.as_ptr(),
         fb.frame.as_ptr(),
@@ -153,8 +156,8 @@ async fn a_stream_subscribed_during_a_read_without_its_contact_replays_from_the_
     // goes back to the table (which has it); a's streams both get it.
     fan_out(&hub.inner, &batch(vec![(9, vec![(a, None)])]), &to);
     assert_eq!(ended(&mut b_new).await, Ended::Lagged);
-    assert_eq!(next(&mut a_old).await.position, 9);
-    assert_eq!(next(&mut a_new).await.position, 9);
+    assert_eq!(next(&mut a_old).await.position, Some(9));
+    assert_eq!(next(&mut a_new).await.position, Some(9));
     assert_eq!(a_new.ended(), Ended::Open);
     assert_eq!(hub.subscriptions(), 2);
     // The next snapshot names b even before its stream subscribes
@@ -164,7 +167,7 @@ async fn a_stream_subscribed_during_a_read_without_its_contact_replays_from_the_
     assert!(to.contains(&b));
     let mut b_again = hub.subscribe(b, token());
     fan_out(&hub.inner, &batch(vec![(10, vec![(b, None)])]), &to);
-    assert_eq!(next(&mut b_again).await.position, 10);
+    assert_eq!(next(&mut b_again).await.position, Some(10));
     assert_eq!(b_again.ended(), Ended::Open);
     // Subscribed, b is in every snapshot by its streams; once they go,
     // it leaves the snapshots.
@@ -285,7 +288,7 @@ async fn an_audience_without_streams_here_costs_the_hub_nothing() {
     let text = std::str::from_utf8(&live.frame).expect("utf-8");
     assert!(text.contains(&after.id().to_string()), "{text}");
     assert!(text.starts_with("id: "), "{text}");
-    assert!(live.position > 0);
+    assert!(live.position.is_some_and(|p| p > 0));
     assert_eq!(
         hub.recipients_read() - before,
         1,
@@ -299,4 +302,70 @@ async fn an_audience_without_streams_here_costs_the_hub_nothing() {
         "no other event"
     );
     hub.close();
+}
+
+/// Typing news goes to the other members' streams only, without a
+/// position; a full queue drops the frame and keeps the stream.
+#[tokio::test]
+async fn typing_reaches_the_other_members_streams_and_a_full_queue_drops_only_the_frame() {
+    let (_dir, service) = sqlite().await;
+    let mut contacts = Vec::new();
+    for name in ["peer", "other", "outsider"] {
+        contacts.push(
+            service
+                .create_contact(name, "+15550100", None)
+                .await
+                .expect("contact"),
+        );
+    }
+    let (peer, other, outsider) = (&contacts[0], &contacts[1], &contacts[2]);
+    let conversation = service
+        .create_conversation(peer, ConversationTarget::Contact(other.id()), None)
+        .await
+        .expect("direct")
+        .conversation
+        .id();
+    let options = HubOptions {
+        queue: 1,
+        ..HubOptions::default()
+    };
+    let inner = Arc::new(Inner::new(service.clone(), options, Metrics::new()));
+    let hub = Hub {
+        inner: inner.clone(),
+    };
+    let mut to_peer = hub.subscribe(peer.id(), token());
+    let mut to_other = hub.subscribe(other.id(), token());
+    let mut to_outsider = hub.subscribe(outsider.id(), token());
+
+    let at = Timestamp::from_secs(1_700_000_000);
+    let start = Typing::start(conversation, peer.id(), at);
+    deliver_typing(&inner, vec![start]).await;
+    // The queue holds one: the second frame is dropped.
+    deliver_typing(&inner, vec![Typing::stop(conversation, peer.id(), at)]).await;
+
+    let live = next(&mut to_other).await;
+    assert_eq!(live.position, None);
+    assert_eq!(live.frame, typing_frame(&start));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), to_other.recv())
+            .await
+            .is_err(),
+        "the dropped frame never comes"
+    );
+    assert_eq!(to_other.ended(), Ended::Open, "the stream stays");
+    for (who, sub) in [
+        ("the typist", &mut to_peer),
+        ("a non-member", &mut to_outsider),
+    ] {
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), sub.recv())
+                .await
+                .is_err(),
+            "{who} hears nothing"
+        );
+    }
+    // With room again, the next news comes through.
+    let again = Typing::start(conversation, peer.id(), at.plus_secs(3));
+    deliver_typing(&inner, vec![again]).await;
+    assert_eq!(next(&mut to_other).await.frame, typing_frame(&again));
 }
