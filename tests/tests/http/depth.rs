@@ -3,14 +3,15 @@
 //! `{"id", "deleted": true}` once it is gone (`replies`), threads with their
 //! counts, lists and cursors (`threads`), mentions and the per-member
 //! `unread_mention_count` (`mentions`), edits with their history
-//! (`edits`), and the new fields in events, catch-ups and webhooks
-//! (`events`). Every refusal is checked to have written nothing.
+//! (`edits`), the new fields in events, catch-ups and webhooks
+//! (`events`), and typing news on the streams (`typing`). Every refusal is checked to have written nothing.
 
 mod edits;
 mod events;
 mod mentions;
 mod replies;
 mod threads;
+mod typing;
 
 use std::time::{Duration, Instant};
 

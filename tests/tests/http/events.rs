@@ -15,10 +15,12 @@ use serde_json::Value;
 
 use crate::support::UNKNOWN_ID;
 
-/// One frame of a stream: an event, or a comment line.
+/// One frame of a stream: an event, typing news (API.md section 16: no
+/// `id`, never stored), or a comment line.
 #[derive(Debug, Clone)]
 pub(crate) enum Frame {
     Event(Event),
+    Typing(Value),
     Comment(String),
 }
 
@@ -132,6 +134,7 @@ impl Sse {
                 match &frame {
                     Frame::Comment(_) => true,
                     Frame::Event(e) => e.kind == "contact.created",
+                    Frame::Typing(_) => false,
                 },
                 "{frame:?}"
             );
@@ -144,14 +147,25 @@ impl Sse {
         );
     }
 
-    /// The next event within `within`, skipping comments.
+    /// The next event within `within`, skipping comments and typing.
     pub(crate) async fn event(&mut self, within: Duration) -> Option<Event> {
         let deadline = Instant::now() + within;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.frame(left).await? {
                 Frame::Event(e) => return Some(e),
-                Frame::Comment(_) => {}
+                Frame::Comment(_) | Frame::Typing(_) => {}
+            }
+        }
+    }
+
+    /// The next typing news within `within`, skipping everything else.
+    pub(crate) async fn typing(&mut self, within: Duration) -> Option<Value> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Frame::Typing(news) = self.frame(left).await? {
+                return Some(news);
             }
         }
     }
@@ -201,6 +215,7 @@ fn parse(block: &str) -> Option<Frame> {
             );
             Some(Frame::Event(Event { id, kind, data }))
         }
+        (None, Some(kind), Some(data)) if kind == "typing" => Some(Frame::Typing(data)),
         (None, None, None) => comment.map(Frame::Comment),
         _ => panic!("incomplete event frame: {block:?}"),
     }
@@ -209,7 +224,7 @@ fn parse(block: &str) -> Option<Frame> {
 const WAIT: Duration = Duration::from_secs(5);
 
 /// Another server (with its own hub) on `app`'s service; returns its URL.
-async fn extra_server(app: &TestApp, options: ServerOptions) -> String {
+pub(crate) async fn extra_server(app: &TestApp, options: ServerOptions) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let server = Application::build_with_options(app.service.clone(), listener, options)
@@ -547,6 +562,7 @@ async fn a_revoked_token_ends_the_stream_within_5_s(app: TestApp) {
             // on the shared PostgreSQL held the start back): nothing is
             // written after the revocation.
             Some(Frame::Event(e)) => assert_eq!(e.kind, "contact.created", "{e:?}"),
+            Some(Frame::Typing(t)) => panic!("nobody typed: {t}"),
         }
     }
     assert!(sse.ended, "the stream must end, not stall");
@@ -638,6 +654,7 @@ async fn heartbeats_keep_an_idle_stream_open_past_the_request_budget(app: TestAp
                 beats += 1;
             }
             Some(Frame::Event(_)) => {}
+            Some(Frame::Typing(t)) => panic!("nobody typed: {t}"),
             None => panic!("no heartbeat within 2 s (ended: {})", sse.ended),
         }
     }

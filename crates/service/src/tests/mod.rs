@@ -17,6 +17,7 @@ mod messages;
 mod moderation;
 mod retention;
 mod tickets;
+mod typing;
 
 use std::sync::Arc;
 
@@ -51,6 +52,8 @@ struct Mocks {
     /// `None`: commits may be signalled any number of times.
     signal: Option<MockEventSignal>,
     events: MockEventStore,
+    /// Without expectations: no use case but typing publishes typing news.
+    typing: confab_ports::MockTypingRelay,
 }
 
 /// Every port a mock without expectations (any call fails the test), the
@@ -78,6 +81,7 @@ pub(crate) fn mocked_ports(now_secs: i64) -> Ports {
         ids: Arc::new(MockIdGenerator::new()),
         render: Arc::new(MockPayloadRenderer::new()),
         signal: Arc::new(MockEventSignal::new()),
+        typing: Arc::new(confab_ports::MockTypingRelay::new()),
     }
 }
 
@@ -95,6 +99,7 @@ impl Mocks {
             webhooks: MockWebhookStore::new(),
             signal: None,
             events: MockEventStore::new(),
+            typing: confab_ports::MockTypingRelay::new(),
         }
     }
 
@@ -126,6 +131,7 @@ impl Mocks {
                 any.expect_committed().returning(|| ());
                 any
             })),
+            typing: Arc::new(self.typing),
         })
     }
 }

@@ -457,6 +457,17 @@ pub(super) async fn check_effect(
                 "{ctx}: {b}"
             );
         }
+        Op::ListEdits => {
+            // The fixture's message was never edited.
+            check!(
+                failures,
+                b["data"] == serde_json::json!([]) && b["has_more"] == false,
+                "{ctx}: {b}"
+            );
+        }
+        Op::Typing | Op::TypingInBlockedDirect => {
+            check!(failures, r.raw.is_empty(), "{ctx}: body {}", r.raw);
+        }
         Op::BlockContact => check_block(app, cast, fx, (user, r), ctx, failures).await,
         Op::UnblockContact => {
             check!(failures, r.raw.is_empty(), "{ctx}: body {}", r.raw);

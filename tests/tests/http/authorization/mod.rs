@@ -101,13 +101,14 @@ async fn authorization_matrix(app: TestApp) {
     const OK204: Want = Success(204);
     const CB_CONTACT: Want = ContactBlocked(Some("contact_id"));
     const CB_CONV: Want = ContactBlocked(Some("conversation_id"));
+    const CB_PATH: Want = ContactBlocked(None);
     const ANYONE_200: [Want; 10] = members(OK200, OK200);
     const ANYONE_201: [Want; 10] = members(OK201, OK201);
     // Columns: owner, creator, member, outsider, admin, blocked, blocker
     // (`members(m, o)` when the six members agree, `staff(owner, admin)`
     // when only those two may); then no token, revoked, expired: always
     // 401.
-    let table: [(Op, [Want; 10]); 43] = [
+    let table: [(Op, [Want; 10]); 46] = [
         (ListAllMessages, members(Listed(true), Listed(false))),
         (ListConversationMessages, members(Listed(true), NF_CONV)),
         // Group conversations are unaffected by blocks.
@@ -121,6 +122,8 @@ async fn authorization_matrix(app: TestApp) {
         (Unreact, members(OK200, NF)),
         // The sender, the owner and admins delete any message of the group.
         (DeleteMessage, row(OK204, OK204, F, NF, OK204, F, F)),
+        // Every member sees a message's earlier texts.
+        (ListEdits, members(OK200, NF)),
         (ListConversations, members(Listed(true), Listed(false))),
         (ListGroupConversations, members(Listed(true), NF_GROUP)),
         (CreateGroupConversation, members(OK201, NF_GROUP)),
@@ -135,6 +138,13 @@ async fn authorization_matrix(app: TestApp) {
         // Its creator or the owner; admins too are forbidden.
         (DeleteConversation, row(OK204, OK204, F, NF, F, F, F)),
         (DeleteDirectConversation, row(NF, NF, OK204, NF, NF, NF, NF)),
+        // Typing is a member's, blocks aside (the conversation is the
+        // path's: no param).
+        (Typing, members(OK204, NF)),
+        (
+            TypingInBlockedDirect,
+            row(NF, NF, OK204, NF, NF, CB_PATH, CB_PATH),
+        ),
         (ListGroups, members(Listed(true), Listed(false))),
         // The blocked cannot add their blocker; the blocker may add the
         // blocked.

@@ -19,6 +19,8 @@ pub(super) enum Op {
     AppendAttachment,
     Unreact,
     DeleteMessage,
+    /// `GET /v1/messages/:id/edits`.
+    ListEdits,
     // Conversations.
     ListConversations,
     ListGroupConversations,
@@ -31,6 +33,11 @@ pub(super) enum Op {
     DeleteConversation,
     /// Deletes the direct conversation the bystander started with the member.
     DeleteDirectConversation,
+    /// `POST /v1/conversations/:id/typing` in the group's conversation.
+    Typing,
+    /// Typing in the caller's direct conversation with the bystander (the
+    /// member's, for those without one), as `SendInBlockedDirect`.
+    TypingInBlockedDirect,
     // Groups.
     ListGroups,
     CreateGroup,
@@ -83,6 +90,9 @@ pub(super) fn is_read(op: Op) -> bool {
         Op::ListAllMessages
             | Op::ListConversationMessages
             | Op::GetMessage
+            | Op::ListEdits
+            // Typing changes nothing stored.
+            | Op::Typing
             | Op::ListConversations
             | Op::ListGroupConversations
             | Op::ListGroups
@@ -133,7 +143,8 @@ pub(super) fn request(cast: &Cast, fx: &Fixture, op: Op, who: &User) -> (Req, Op
             "/v1/messages".into(),
             &[("conversation_id", &fx.conversation), ("message", "me too")],
         ),
-        Op::GetMessage => req(M::GET, msg, &[]),
+        Op::GetMessage => req(M::GET, msg.clone(), &[]),
+        Op::ListEdits => req(M::GET, format!("{msg}/edits"), &[]),
         Op::EditMessage => req(M::PUT, msg, &[("message", "edited")]),
         Op::React => req(M::PUT, msg, &[("reactions[like][]", &who.username)]),
         Op::ReactAsOther => req(M::PUT, msg, &[("reactions[like][]", &bea.username)]),
@@ -210,6 +221,12 @@ pub(super) fn request(cast: &Cast, fx: &Fixture, op: Op, who: &User) -> (Req, Op
             let r = req(M::GET, "/v1/contacts/blocked?limit=100".into(), &[]);
             return (r, Some(bea.id.clone()));
         }
+        Op::Typing => req(M::POST, format!("{conv}/typing"), &[]),
+        Op::TypingInBlockedDirect => req(
+            M::POST,
+            format!("/v1/conversations/{}/typing", fx.direct_of(cast, who)),
+            &[("state", "start")],
+        ),
         Op::SendInBlockedDirect => req(
             M::POST,
             "/v1/messages".into(),

@@ -1,0 +1,299 @@
+//! Typing: only members are heard, starts too close together and stops
+//! without a start add nothing, a send ends a start, and the board learns
+//! the other processes' news.
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Mutex;
+
+use confab_domain::{Typing, TypingState};
+use confab_ports::{MockClock, MockTypingRelay};
+
+use crate::ServiceError;
+
+use super::*;
+
+/// A clock the test moves, in microseconds.
+fn clock_at(now: &Arc<AtomicI64>) -> MockClock {
+    let now = now.clone();
+    let mut clock = MockClock::new();
+    clock
+        .expect_now()
+        .returning(move || Timestamp::from_micros(now.load(Ordering::SeqCst)));
+    clock
+}
+
+/// What the relay was handed.
+type Published = Arc<Mutex<Vec<Typing>>>;
+
+fn recording(published: &Published) -> MockTypingRelay {
+    let published = published.clone();
+    let mut relay = MockTypingRelay::new();
+    relay
+        .expect_publish()
+        .returning(move |t| published.lock().expect("lock").push(t));
+    relay
+}
+
+/// The service with `members` members of `conv_id()`, no blocks, its
+/// clock at `now`, typing news recorded in `published`.
+fn service(members: Vec<ContactId>, now: &Arc<AtomicI64>, published: &Published) -> Confab {
+    service_on(members, now, recording(published), no_blocks())
+}
+
+/// [`service`] with this relay and moderation store.
+fn service_on(
+    members: Vec<ContactId>,
+    now: &Arc<AtomicI64>,
+    relay: MockTypingRelay,
+    moderation: MockModerationStore,
+) -> Confab {
+    let mut depth = confab_ports::MockDepthStore::new();
+    depth.expect_members_among().returning(move |c, asked| {
+        Ok(if c == conv_id() {
+            asked.into_iter().filter(|a| members.contains(a)).collect()
+        } else {
+            vec![]
+        })
+    });
+    Confab::new(Ports {
+        depth: Arc::new(depth),
+        moderation: Arc::new(moderation),
+        clock: Arc::new(clock_at(now)),
+        typing: Arc::new(relay),
+        ..mocked_ports(NOW)
+    })
+}
+
+fn secs(s: f64) -> i64 {
+    (s * 1_000_000.0) as i64
+}
+
+fn states(published: &Published) -> Vec<(ContactId, TypingState)> {
+    published
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|t| (t.contact_id(), t.state()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_non_member_is_not_found_and_nothing_is_published() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let s = service(vec![bob().id()], &now, &published);
+    for state in [TypingState::Start, TypingState::Stop] {
+        match s.typing(&alice(), conv_id(), state).await {
+            Err(ServiceError::NotFound { of }) => assert_eq!(of, None),
+            other => panic!("expected 404, got {other:?}"),
+        }
+    }
+    let elsewhere = ConversationId::from_uuid(Uuid::from_u128(0xE15E));
+    assert!(s
+        .typing(&bob(), elsewhere, TypingState::Start)
+        .await
+        .is_err());
+    assert!(states(&published).is_empty());
+}
+
+#[tokio::test]
+async fn starts_closer_than_two_seconds_are_dropped() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let s = service(vec![alice().id(), bob().id()], &now, &published);
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    now.fetch_add(secs(1.999), Ordering::SeqCst);
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    // Another contact is not held back by alice's start.
+    s.typing(&bob(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    now.fetch_add(secs(0.001), Ordering::SeqCst);
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    assert_eq!(
+        states(&published),
+        vec![
+            (alice().id(), TypingState::Start),
+            (bob().id(), TypingState::Start),
+            (alice().id(), TypingState::Start),
+        ]
+    );
+    let first = published.lock().expect("lock")[0];
+    assert_eq!(first.conversation_id(), conv_id());
+    assert_eq!(first.expires_at(), Timestamp::from_secs(NOW + 8));
+}
+
+#[tokio::test]
+async fn a_stop_is_news_only_while_a_start_holds() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let s = service(vec![alice().id(), bob().id()], &now, &published);
+    s.typing(&alice(), conv_id(), TypingState::Stop)
+        .await
+        .expect("204");
+    assert!(
+        states(&published).is_empty(),
+        "no start: the stop says nothing"
+    );
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    s.typing(&alice(), conv_id(), TypingState::Stop)
+        .await
+        .expect("204");
+    s.typing(&alice(), conv_id(), TypingState::Stop)
+        .await
+        .expect("204");
+    // After a stop, a new start counts at once.
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    // A start that expired needs no stop.
+    now.fetch_add(secs(8.0), Ordering::SeqCst);
+    s.typing(&alice(), conv_id(), TypingState::Stop)
+        .await
+        .expect("204");
+    assert_eq!(
+        states(&published),
+        vec![
+            (alice().id(), TypingState::Start),
+            (alice().id(), TypingState::Stop),
+            (alice().id(), TypingState::Start),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_send_ends_a_start_that_holds() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let s = service(vec![alice().id(), bob().id()], &now, &published);
+    s.typing_ended_by_send(alice().id(), conv_id());
+    assert!(states(&published).is_empty());
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    s.typing_ended_by_send(alice().id(), conv_id());
+    s.typing_ended_by_send(alice().id(), conv_id());
+    assert_eq!(
+        states(&published),
+        vec![
+            (alice().id(), TypingState::Start),
+            (alice().id(), TypingState::Stop)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn typing_in_a_blocked_direct_conversation_is_refused() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let mut moderation = MockModerationStore::new();
+    moderation
+        .expect_conversation_blocker()
+        .returning(|_, _| Ok(Some(bob().id())));
+    let members = vec![alice().id(), bob().id()];
+    let s = service_on(members, &now, recording(&published), moderation);
+    match s.typing(&alice(), conv_id(), TypingState::Start).await {
+        Err(ServiceError::Blocked { .. }) => {}
+        other => panic!("expected contact_blocked, got {other:?}"),
+    }
+    assert!(states(&published).is_empty());
+    assert_eq!(s.typing_board.len(), 0, "a refused start is not held");
+}
+
+#[tokio::test]
+async fn other_processes_news_holds_back_and_ends_starts_here() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let elsewhere = vec![
+        Typing::start(conv_id(), alice().id(), Timestamp::from_secs(NOW)),
+        Typing::start(conv_id(), bob().id(), Timestamp::from_secs(NOW)),
+        Typing::stop(conv_id(), bob().id(), Timestamp::from_secs(NOW)),
+    ];
+    let mut relay = recording(&published);
+    let news = elsewhere.clone();
+    relay.expect_received().return_once(move || news);
+    let members = vec![alice().id(), bob().id()];
+    let s = service_on(members, &now, relay, no_blocks());
+    assert_eq!(s.typing_news().await, elsewhere);
+    // Alice's start elsewhere holds: hers here is too soon; bob's ended.
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    s.typing(&bob(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    s.typing_ended_by_send(alice().id(), conv_id());
+    assert_eq!(
+        states(&published),
+        vec![
+            (bob().id(), TypingState::Start),
+            (alice().id(), TypingState::Stop)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_audience_is_the_connected_members_but_the_typist_one_read_per_conversation() {
+    let carol = contact(3, "carol");
+    let elsewhere = ConversationId::from_uuid(Uuid::from_u128(0xE15E));
+    let mut depth = confab_ports::MockDepthStore::new();
+    let members = [alice().id(), bob().id()];
+    depth
+        .expect_members_among()
+        .with(eq(conv_id()), mockall::predicate::always())
+        .times(1)
+        .returning(move |_, asked| Ok(asked.into_iter().filter(|a| members.contains(a)).collect()));
+    depth
+        .expect_members_among()
+        .with(eq(elsewhere), mockall::predicate::always())
+        .times(1)
+        .returning(|_, _| Ok(vec![]));
+    let s = Confab::new(Ports {
+        depth: Arc::new(depth),
+        ..mocked_ports(NOW)
+    });
+    let at = Timestamp::from_secs(NOW);
+    let news = vec![
+        Typing::start(conv_id(), alice().id(), at),
+        Typing::start(conv_id(), bob().id(), at),
+        Typing::start(elsewhere, carol.id(), at),
+    ];
+    let heard = s
+        .typing_audiences(news.clone(), vec![alice().id(), bob().id(), carol.id()])
+        .await
+        .expect("audiences");
+    assert_eq!(
+        heard,
+        vec![
+            (news[0], vec![bob().id()]),
+            (news[1], vec![alice().id()]),
+            (news[2], vec![]),
+        ]
+    );
+}
+
+#[test]
+fn the_board_forgets_expired_starts_as_it_grows() {
+    let board = crate::typing::TypingBoard::default();
+    let at = Timestamp::from_secs(NOW);
+    for n in 0..5000u128 {
+        let who = ContactId::from_uuid(Uuid::from_u128(n + 100));
+        assert!(board.start(Typing::start(conv_id(), who, at), at));
+    }
+    assert_eq!(board.len(), 5000, "all hold");
+    let later = Timestamp::from_secs(NOW + 9);
+    for n in 0..6000u128 {
+        let who = ContactId::from_uuid(Uuid::from_u128(n + 100_000));
+        board.start(Typing::start(conv_id(), who, later), later);
+    }
+    // Pruned when it reached twice what held at the last pruning: the
+    // 5,000 expired starts are gone, the 6,000 that hold are kept.
+    assert_eq!(board.len(), 6000);
+}
