@@ -629,35 +629,55 @@ fn fan_out(inner: &Inner, batch: &FanOutBatch, to: &HashSet<ContactId>) {
     }
     for (position, each) in frames {
         for (contact, frame) in each {
-            let Some(subs) = state.subs.get_mut(&contact) else {
-                continue;
-            };
             let live = Live {
                 position: Some(position),
                 frame,
             };
-            let mut i = 0;
-            while i < subs.len() {
-                match subs[i].tx.try_send(live.clone()) {
-                    Ok(()) => {
-                        delivered += 1;
-                        i += 1;
-                    }
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        subs.swap_remove(i).end(Ended::Lagged)
-                    }
-                    Err(mpsc::error::TrySendError::Closed(_)) => {
-                        subs.swap_remove(i).end(Ended::Open);
-                    }
-                }
-            }
-            if subs.is_empty() {
-                state.subs.remove(&contact);
-            }
+            // A stream that cannot take a stored event replays it.
+            delivered += offer(&mut state, contact, &live, WhenFull::Lag).0;
         }
     }
     drop(state);
     inner.metrics.events_queued(delivered);
+}
+
+/// What a full queue costs the subscription that cannot take a frame.
+#[derive(Debug, Clone, Copy)]
+enum WhenFull {
+    /// It ends [`Ended::Lagged`] (its stream replays from the table).
+    Lag,
+    /// It loses this frame only.
+    Drop,
+}
+
+/// Queues `live` for every subscription of `contact`, removing those whose
+/// stream went away and treating full ones as `full` says; returns the
+/// frames queued and dropped.
+fn offer(state: &mut State, contact: ContactId, live: &Live, full: WhenFull) -> (u64, u64) {
+    let Some(subs) = state.subs.get_mut(&contact) else {
+        return (0, 0);
+    };
+    let (mut queued, mut dropped) = (0u64, 0u64);
+    let mut i = 0;
+    while i < subs.len() {
+        match (subs[i].tx.try_send(live.clone()), full) {
+            (Ok(()), _) => queued += 1,
+            (Err(mpsc::error::TrySendError::Full(_)), WhenFull::Drop) => dropped += 1,
+            (Err(mpsc::error::TrySendError::Full(_)), WhenFull::Lag) => {
+                subs.swap_remove(i).end(Ended::Lagged);
+                continue;
+            }
+            (Err(mpsc::error::TrySendError::Closed(_)), _) => {
+                subs.swap_remove(i).end(Ended::Open);
+                continue;
+            }
+        }
+        i += 1;
+    }
+    if subs.is_empty() {
+        state.subs.remove(&contact);
+    }
+    (queued, dropped)
 }
 
 fn now_micros() -> i64 {
@@ -703,25 +723,10 @@ async fn deliver_typing(inner: &Inner, news: Vec<Typing>) {
             frame: typing_frame(&typing),
         };
         for contact in audience {
-            let Some(subs) = state.subs.get_mut(&contact) else {
-                continue;
-            };
-            let mut i = 0;
-            while i < subs.len() {
-                match subs[i].tx.try_send(live.clone()) {
-                    Ok(()) => queued += 1,
-                    // Only this frame is lost: the stream keeps its place.
-                    Err(mpsc::error::TrySendError::Full(_)) => dropped += 1,
-                    Err(mpsc::error::TrySendError::Closed(_)) => {
-                        subs.swap_remove(i).end(Ended::Open);
-                        continue;
-                    }
-                }
-                i += 1;
-            }
-            if subs.is_empty() {
-                state.subs.remove(&contact);
-            }
+            // Only this frame is lost: the stream keeps its place.
+            let (q, d) = offer(&mut state, contact, &live, WhenFull::Drop);
+            queued += q;
+            dropped += d;
         }
     }
     drop(state);
