@@ -538,8 +538,12 @@ impl SqlBackend for PgStore {
         format!("(SELECT CAST(value AS uuid) AS id FROM json_array_elements_text(CAST({array} AS json)))")
     }
 
-    fn json_row(values: &str, from: &str, filter: &str) -> String {
-        format!("(SELECT CAST(json_build_array({values}) AS TEXT) FROM {from} WHERE {filter})")
+    /// The function of migration `quote_function`, whose plan PostgreSQL
+    /// keeps for the session, instead of a join in every page's plan, set
+    /// up on every execution (and planned on every execution behind a
+    /// pooler, where statements go unnamed).
+    fn quoted_message(id: &str) -> String {
+        format!("confab_quoted_message({id})")
     }
 
     /// The transaction id, then the event's index in the transaction: the

@@ -61,11 +61,12 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// message (`rows::relation_columns`).
     fn json_rows(values: &str, table: (&str, &str), filter: &str, order: (&str, &str)) -> String;
 
-    /// An SQL expression (a scalar subquery): one JSON array of `values`
-    /// (SQL expressions), as text, for the one row of `from` (a `FROM`
-    /// clause) where `filter` holds; NULL when there is none. How a reply
-    /// reads the message it quotes (`rows::relation_columns`).
-    fn json_row(values: &str, from: &str, filter: &str) -> String;
+    /// An SQL expression: the message whose id is `id` (an SQL expression)
+    /// as a JSON array, as text, of its body, its sender's id and its
+    /// sender's username; NULL when `id` is NULL or no such message
+    /// exists. How a reply reads the message it quotes
+    /// (`rows::relation_columns`).
+    fn quoted_message(id: &str) -> String;
 
     /// A subquery (with its alias-free parentheses) of the ids in `array`,
     /// an SQL expression of a JSON array of ids as text (NULL: none), as

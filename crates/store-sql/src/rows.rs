@@ -780,7 +780,7 @@ type AttachmentJson = (
 /// come in one statement for the cost of the separate lookups.
 ///
 /// The third is the message it quotes (`reply_to_id`), by primary key,
-/// with its sender's username ([`SqlBackend::json_row`]).
+/// with its sender's username ([`SqlBackend::quoted_message`]).
 pub fn relation_columns<S: SqlBackend>(table: &str) -> (JsonColumn, JsonColumn, JsonColumn) {
     let message = &format!("{table}.id");
     (
@@ -804,12 +804,7 @@ pub fn relation_columns<S: SqlBackend>(table: &str) -> (JsonColumn, JsonColumn, 
             // On SQLite a named unique index since migration `files`.
             ("attachment.seq", "attachments_message_id_seq_key"),
         )),
-        JsonColumn(S::json_row(
-            "quoted.body, quoted.sender_id, quoted_sender.username",
-            "messages quoted INNER JOIN contacts quoted_sender \
-             ON quoted_sender.id = quoted.sender_id",
-            &format!("quoted.id = {table}.reply_to_id"),
-        )),
+        JsonColumn(S::quoted_message(&format!("{table}.reply_to_id"))),
     )
 }
 

@@ -318,8 +318,14 @@ impl SqlBackend for SqliteStore {
         format!("(SELECT value AS id FROM json_each({array}))")
     }
 
-    fn json_row(values: &str, from: &str, filter: &str) -> String {
-        format!("(SELECT json_array({values}) FROM {from} WHERE {filter})")
+    /// A scalar subquery: SQLite prepares each statement once per
+    /// connection (diesel's cache), so the join costs no planning per page.
+    fn quoted_message(id: &str) -> String {
+        format!(
+            "(SELECT json_array(quoted.body, quoted.sender_id, quoted_sender.username) \
+             FROM messages quoted INNER JOIN contacts quoted_sender \
+             ON quoted_sender.id = quoted.sender_id WHERE quoted.id = {id})"
+        )
     }
 
     /// A few ranges of the messages' audience indexes, merged by rowid

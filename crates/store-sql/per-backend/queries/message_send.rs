@@ -229,16 +229,18 @@ pub(crate) fn append_statement(
     use confab_store_sql::raw::{Bind, Shape};
     use std::sync::OnceLock;
 
-    static SHAPES: [[OnceLock<Shape>; 2]; confab_domain::MAX_ATTACHMENTS + 1] =
-        [const { [const { OnceLock::new() }; 2] }; confab_domain::MAX_ATTACHMENTS + 1];
+    static SHAPES: [[[OnceLock<Shape>; 2]; 2]; confab_domain::MAX_ATTACHMENTS + 1] =
+        [const { [const { [const { OnceLock::new() }; 2] }; 2] };
+            confab_domain::MAX_ATTACHMENTS + 1];
     // First: nothing is sent for a message the domain refuses.
     let written = as_written(message, None)?;
     // At most `MAX_ATTACHMENTS` (a rule of `Message`): a shape for each
     // count.
     let attachments = written.attachments().len();
     let with_completion = completion.is_some();
-    let shape = SHAPES[attachments][usize::from(with_completion)]
-        .get_or_init(|| Shape::new(&append_text(attachments, with_completion)));
+    let depth = written.parent_id().is_some() || !written.mentions().is_empty();
+    let shape = SHAPES[attachments][usize::from(with_completion)][usize::from(depth)]
+        .get_or_init(|| Shape::new(&append_text(attachments, with_completion, depth)));
 
     let mut binds = vec![
         Bind::Id(written.conversation_id().db()),
@@ -297,7 +299,7 @@ pub(crate) type SendQuery = confab_store_sql::raw::TypedQuery<Db, (BigInt, BigIn
 /// owner, the key, its holder, and the answer's status, location and
 /// body; last, the deadline (microseconds since the Unix epoch on the
 /// database's clock) past which it rolls back instead of committing.
-fn append_text(attachments: usize, completion: bool) -> String {
+fn append_text(attachments: usize, completion: bool, depth: bool) -> String {
     use confab_store_sql::raw::marker;
 
     let (c, s, at, m, body) = (marker(0), marker(1), marker(2), marker(3), marker(4));
@@ -318,17 +320,16 @@ fn append_text(attachments: usize, completion: bool) -> String {
              FROM conv RETURNING id, seq \
          )"
     ));
-    // A thread reply: its thread counts one more (nothing without one).
-    text.push_str(&format!(
-        ", thread AS ({} RETURNING 1)",
-        count_reply(&parent, &c, &at, "EXISTS (SELECT 1 FROM msg)")
-    ));
-    // Each mentioned member counts one more unread mention (no one
-    // without mentions: the sender's own count is `own`'s row).
-    text.push_str(&format!(
-        ", mentioned AS ({} RETURNING 1)",
-        count_mentions(&c, &s, &Backend::json_ids(&mentions), "FROM msg")
-    ));
+    if depth {
+        text.push_str(&format!(
+            ", thread AS ({} RETURNING 1)",
+            count_reply(&parent, &c, &at, "EXISTS (SELECT 1 FROM msg)")
+        ));
+        text.push_str(&format!(
+            ", mentioned AS ({} RETURNING 1)",
+            count_mentions(&c, &s, &Backend::json_ids(&mentions), "FROM msg")
+        ));
+    }
     if attachments > 0 {
         let rows: Vec<String> = (0..attachments)
             .map(|i| {
@@ -406,9 +407,11 @@ fn append_text(attachments: usize, completion: bool) -> String {
     // row locks waited for): whether the statement may commit
     // (`confab_settle_send`, migration `send_settles_itself`).
     let mut written = String::from(
-        "(SELECT COUNT(*) FROM own) + (SELECT COUNT(*) FROM rcp) + (SELECT COUNT(*) FROM grp) \
-         + (SELECT COUNT(*) FROM thread) + (SELECT COUNT(*) FROM mentioned)",
+        "(SELECT COUNT(*) FROM own) + (SELECT COUNT(*) FROM rcp) + (SELECT COUNT(*) FROM grp)",
     );
+    if depth {
+        written.push_str(" + (SELECT COUNT(*) FROM thread) + (SELECT COUNT(*) FROM mentioned)");
+    }
     if attachments > 0 {
         written.push_str(" + (SELECT COUNT(*) FROM att)");
     }

@@ -1,0 +1,1 @@
+DROP FUNCTION confab_quoted_message(UUID);
