@@ -35,6 +35,18 @@ fn body_err(message: impl Into<String>) -> DecodeError {
 /// Decodes `application/x-www-form-urlencoded` bytes (a body or a query
 /// string) into a tree of strings, arrays and objects.
 pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
+    decode_pairs(input, false)
+}
+
+/// [`decode_form`] for a query string: there a value that is not UTF-8
+/// names its parameter (400 `parameter_invalid`), as any other bad value
+/// does; in a body it is a body that cannot be decoded (`body_invalid`,
+/// API.md section 1).
+pub fn decode_query(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
+    decode_pairs(input, true)
+}
+
+fn decode_pairs(input: &[u8], name_bad_values: bool) -> Result<Map<String, Value>, DecodeError> {
     let mut root = Node::Map(Box::default());
     for pair in input.split(|b| *b == b'&').filter(|p| !p.is_empty()) {
         let (raw_key, raw_value) = match pair.iter().position(|b| *b == b'=') {
@@ -42,7 +54,19 @@ pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
             None => (pair, &b""[..]),
         };
         let key = percent_decode(raw_key)?;
-        let value = percent_decode(raw_value)?;
+        // In a query string, a value that is not text names its
+        // parameter: the client sees which input to fix (a search query
+        // of Latin-1 bytes, say).
+        let value = percent_decode(raw_value).map_err(|e| match e {
+            DecodeError::Body(why) if name_bad_values && why == NOT_UTF8 && !key.is_empty() => {
+                let param: String = key.chars().take(100).collect();
+                DecodeError::Param {
+                    message: format!("{param} must be text: {why}"),
+                    param,
+                }
+            }
+            e => e,
+        })?;
         let mut path = parse_key(key)?;
         root.fill(&mut path, 0, value)?;
     }
@@ -71,6 +95,8 @@ pub fn decode_json(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
     }
 }
 
+const NOT_UTF8: &str = "form data is not valid UTF-8";
+
 /// `+` is a space, `%XX` a byte; the result must be UTF-8. A `%` not
 /// followed by two hex digits is bad encoding.
 fn percent_decode(raw: &[u8]) -> Result<String, DecodeError> {
@@ -86,7 +112,7 @@ fn percent_decode(raw: &[u8]) -> Result<String, DecodeError> {
     if !raw.iter().any(|b| matches!(b, b'%' | b'+')) {
         return std::str::from_utf8(raw)
             .map(str::to_owned)
-            .map_err(|_| body_err("form data is not valid UTF-8"));
+            .map_err(|_| body_err(NOT_UTF8));
     }
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
@@ -106,7 +132,7 @@ fn percent_decode(raw: &[u8]) -> Result<String, DecodeError> {
         }
         i += 1;
     }
-    String::from_utf8(out).map_err(|_| body_err("form data is not valid UTF-8"))
+    String::from_utf8(out).map_err(|_| body_err(NOT_UTF8))
 }
 
 /// One step of a bracket path.

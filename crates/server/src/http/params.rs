@@ -16,7 +16,7 @@ use confab_domain::DomainError;
 use futures_util::StreamExt as _;
 use serde_json::{Map, Value};
 
-use crate::http::decode::{decode_form, decode_json, DecodeError};
+use crate::http::decode::{decode_form, decode_json, decode_query, DecodeError};
 use crate::http::error::{closes_connection, ApiError};
 use crate::http::idempotency::BodyDigest;
 pub use crate::http::limits::{BODY_LIMIT, BODY_TIMEOUT};
@@ -87,7 +87,7 @@ impl Params {
 
     /// Decodes a raw (still percent-encoded) query string.
     pub fn from_query(query: &str) -> Result<Self, ApiError> {
-        Ok(Self::new(Source::Form, decode_form(query.as_bytes())?))
+        Ok(Self::new(Source::Form, decode_query(query.as_bytes())?))
     }
 
     /// The full name of `key` as the client wrote it.

@@ -176,6 +176,30 @@ fn invalid_utf8_is_a_body_error() {
 }
 
 #[test]
+fn invalid_utf8_in_a_query_string_names_its_parameter() {
+    // A value that is not UTF-8: the parameter it is the value of.
+    for bad in [&b"a=%FF"[..], b"a=%C3", b"a=\xff", b"x=1&a=ok%FF"] {
+        match decode_query(bad) {
+            Err(DecodeError::Param { param, message }) => {
+                assert_eq!(param, "a");
+                assert!(message.contains("UTF-8"), "{message}");
+            }
+            other => panic!("{bad:?}: {other:?}"),
+        }
+    }
+    // A key that is not, or a value without a key: as in a body.
+    for bad in [&b"%FF=a"[..], b"=%FF", b"\xff=1", b"a=%zz"] {
+        assert!(
+            matches!(decode_query(bad), Err(DecodeError::Body(_))),
+            "{bad:?}: {:?}",
+            decode_query(bad)
+        );
+    }
+    // Otherwise the same as a body.
+    assert_eq!(decode_query(b"a=1&b[]=2"), decode_form(b"a=1&b[]=2"));
+}
+
+#[test]
 fn json_must_be_an_object_without_repeated_keys() {
     assert_eq!(
         Value::Object(
