@@ -140,6 +140,8 @@ pub enum Field {
     Mentions,
     /// Whether a member started or stopped typing.
     TypingState,
+    /// The text a search looks for.
+    SearchQuery,
 }
 
 impl fmt::Display for Field {
@@ -188,6 +190,7 @@ impl fmt::Display for Field {
             Self::Parent => "thread's first message",
             Self::Mentions => "mentions",
             Self::TypingState => "typing state",
+            Self::SearchQuery => "search query",
         })
     }
 }

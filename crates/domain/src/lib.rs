@@ -13,6 +13,7 @@ mod ids;
 mod message;
 mod page;
 mod report;
+mod search;
 mod time;
 mod typing;
 mod values;
@@ -47,6 +48,7 @@ pub use report::{
     NewReport, ParseReportError, Report, ReportDescription, ReportReason, ReportStatus,
     ReportTarget,
 };
+pub use search::{fold, SearchQuery, MAX_QUERY_CHARS, MIN_TERM_CHARS};
 pub use time::Timestamp;
 pub use typing::{
     ParseTypingStateError, Typing, TypingState, TYPING_EXPIRES_SECS, TYPING_MIN_INTERVAL_MICROS,

@@ -575,6 +575,7 @@ pub fn param(field: Field) -> std::borrow::Cow<'static, str> {
         Field::Parent => "parent_id",
         Field::Mentions => "mentions",
         Field::TypingState => "state",
+        Field::SearchQuery => "query",
     })
 }
 
@@ -777,6 +778,7 @@ mod tests {
             Field::Parent,
             Field::Mentions,
             Field::TypingState,
+            Field::SearchQuery,
         ];
         let params: std::collections::HashSet<_> = fields.iter().map(|f| param(*f)).collect();
         assert_eq!(params.len(), fields.len());
