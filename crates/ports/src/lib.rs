@@ -52,6 +52,10 @@ pub use moderation::MockModerationStore;
 pub use moderation::{Made, ModerationStore};
 mod webhooks;
 pub use webhooks::*;
+mod search;
+#[cfg(feature = "mocks")]
+pub use search::MockSearchStore;
+pub use search::{SearchFilter, SearchStore};
 mod typing;
 #[cfg(feature = "mocks")]
 pub use typing::MockTypingRelay;
@@ -1056,6 +1060,7 @@ pub trait Store:
     + GroupStore
     + ModerationStore
     + DepthStore
+    + SearchStore
     + IdempotencyStore
     + WebhookStore
     + EventStore
@@ -1071,6 +1076,7 @@ impl<T> Store for T where
         + GroupStore
         + ModerationStore
         + DepthStore
+        + SearchStore
         + IdempotencyStore
         + WebhookStore
         + EventStore

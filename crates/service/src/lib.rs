@@ -23,6 +23,7 @@ mod keys;
 mod messages;
 mod moderation;
 mod retention;
+mod search;
 #[cfg(test)]
 mod tests;
 mod tickets;
@@ -36,6 +37,7 @@ use confab_ports::{Clock, IdGenerator, Outbox, Store};
 use uuid::Uuid;
 
 pub use auth::MintedToken;
+pub use confab_ports::SearchFilter;
 pub use confab_ports::{AttachmentFilter, ByteRange, FileReader, FileStorage, FileWriter};
 pub use confab_ports::{
     ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
@@ -71,6 +73,7 @@ pub struct Ports {
     pub groups: Arc<dyn confab_ports::GroupStore>,
     pub moderation: Arc<dyn confab_ports::ModerationStore>,
     pub depth: Arc<dyn confab_ports::DepthStore>,
+    pub search: Arc<dyn confab_ports::SearchStore>,
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub webhooks: Arc<dyn confab_ports::WebhookStore>,
     pub events: Arc<dyn confab_ports::EventStore>,
@@ -145,6 +148,7 @@ impl Ports {
             groups: store.clone(),
             moderation: store.clone(),
             depth: store.clone(),
+            search: store.clone(),
             idempotency: store.clone(),
             webhooks: store.clone(),
             events: store.clone(),

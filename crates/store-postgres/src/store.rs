@@ -254,6 +254,7 @@ impl PgStore {
             if !applied.is_empty() {
                 tracing::info!(applied = applied.len(), "applied PostgreSQL migrations");
             }
+            fold_unfolded(conn)?;
             return Ok(applied);
         }
         // Migrations and the wait for another migrator may take longer
@@ -280,8 +281,24 @@ impl PgStore {
         if !applied.is_empty() {
             tracing::info!(applied = applied.len(), "applied PostgreSQL migrations");
         }
+        fold_unfolded(conn)?;
         Ok(applied)
     }
+}
+
+/// Folds the text of the messages that migration `search` could not
+/// (`queries::fold_unfolded`), once, after the migrations.
+fn fold_unfolded(conn: &mut PgConnection) -> anyhow::Result<()> {
+    let folded = crate::queries::fold_unfolded(conn).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot fold messages for search: {}",
+            e.into_store::<PgStore>()
+        )
+    })?;
+    if folded > 0 {
+        tracing::info!(folded, "folded the text of earlier messages for search");
+    }
+    Ok(())
 }
 
 /// How many of the hot calls' connections each thread may use at once
@@ -544,6 +561,20 @@ impl SqlBackend for PgStore {
     /// pooler, where statements go unnamed).
     fn quoted_message(id: &str) -> String {
         format!("confab_quoted_message({id})")
+    }
+
+    fn search_recent(
+        conn: &mut PgConnection,
+        scope: &confab_store_sql::search::SearchScope,
+    ) -> QueryResult<Vec<confab_store_sql::search::RecentRow>> {
+        crate::search::recent(conn, scope)
+    }
+
+    fn search_indexed(
+        conn: &mut PgConnection,
+        scope: &confab_store_sql::search::SearchScope,
+    ) -> QueryResult<Vec<confab_store_sql::search::Found>> {
+        crate::search::indexed(conn, scope)
     }
 
     /// The transaction id, then the event's index in the transaction: the

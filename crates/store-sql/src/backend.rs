@@ -61,6 +61,21 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// message (`rows::relation_columns`).
     fn json_rows(values: &str, table: (&str, &str), filter: &str, order: (&str, &str)) -> String;
 
+    /// Step 1 of a search ([`crate::search`]): the recent rows of each of
+    /// the searcher's ranges ([`crate::search::Marks::recent_range`]), or
+    /// of the scope's one conversation.
+    fn search_recent(
+        conn: &mut Self::Conn,
+        scope: &crate::search::SearchScope,
+    ) -> QueryResult<Vec<crate::search::RecentRow>>;
+
+    /// Step 2 of a search ([`crate::search`]): the newest `scope.fetch`
+    /// matches among the searcher's messages, by the store's index.
+    fn search_indexed(
+        conn: &mut Self::Conn,
+        scope: &crate::search::SearchScope,
+    ) -> QueryResult<Vec<crate::search::Found>>;
+
     /// An SQL expression: the message whose id is `id` (an SQL expression)
     /// as a JSON array, as text, of its body, its sender's id and its
     /// sender's username; NULL when `id` is NULL or no such message

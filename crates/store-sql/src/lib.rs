@@ -45,6 +45,7 @@ pub mod queries;
 pub mod raw;
 pub mod rows;
 pub mod schema;
+pub mod search;
 mod typing;
 mod wakeups;
 

@@ -44,9 +44,21 @@ pub enum Bind {
 pub struct Sql {
     text: String,
     binds: Vec<Bind>,
+    /// Never kept prepared ([`Sql::unprepared`]).
+    unprepared: bool,
 }
 
 impl Sql {
+    /// This statement, never kept prepared: for statements whose text
+    /// varies with their input (a search's terms and filters), which
+    /// would otherwise fill each connection's statement cache, and the
+    /// database's memory, with a plan per variant a client can make.
+    #[must_use]
+    pub fn unprepared(mut self) -> Self {
+        self.unprepared = true;
+        self
+    }
+
     pub fn push(&mut self, s: &str) {
         self.text.push_str(s);
     }
@@ -99,6 +111,7 @@ impl Sql {
         Split {
             parts: parts(&self.text),
             binds: self.binds,
+            unprepared: self.unprepared,
         }
     }
 }
@@ -115,6 +128,7 @@ pub struct RawQuery<DB> {
 struct Split {
     parts: Vec<Part>,
     binds: Vec<Bind>,
+    unprepared: bool,
 }
 
 /// A statement's text and bind numbers, in turn.
@@ -142,7 +156,7 @@ fn parts(text: &str) -> Vec<Part> {
 
 impl<DB: RawDb> QueryFragment<DB> for Split {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        walk_parts(out, &self.parts, &self.binds)
+        walk_parts(out, &self.parts, &self.binds, self.unprepared)
     }
 }
 
@@ -180,8 +194,9 @@ fn walk_parts<'b, DB: RawDb>(
     mut out: AstPass<'_, 'b, DB>,
     parts: &'b [Part],
     binds: &'b [Bind],
+    unprepared: bool,
 ) -> QueryResult<()> {
-    if binds.len() > PREPARED_MAX_BINDS {
+    if unprepared || binds.len() > PREPARED_MAX_BINDS {
         out.unsafe_to_cache_prepared();
     }
     for part in parts {
@@ -278,7 +293,7 @@ impl<DB, ST> std::fmt::Debug for TypedQuery<DB, ST> {
 
 impl<DB: RawDb, ST> QueryFragment<DB> for TypedQuery<DB, ST> {
     fn walk_ast<'b>(&'b self, out: AstPass<'_, 'b, DB>) -> QueryResult<()> {
-        walk_parts(out, &self.shape.parts, &self.binds)
+        walk_parts(out, &self.shape.parts, &self.binds, false)
     }
 }
 

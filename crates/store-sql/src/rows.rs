@@ -543,6 +543,8 @@ pub struct MessageRow {
 #[diesel(table_name = messages)]
 pub struct MessageChangeset {
     pub body: Option<String>,
+    /// `body` folded for search (`confab_domain::fold`), with it.
+    pub body_folded: Option<String>,
     pub updated_at: Option<i64>,
     pub edited_at: Option<i64>,
     pub mentions: Option<Option<String>>,

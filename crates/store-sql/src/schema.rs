@@ -178,6 +178,9 @@ diesel::table! {
         edited_at -> Nullable<BigInt>,
         /// The mentioned contacts, a JSON array of ids; NULL when none.
         mentions -> Nullable<Text>,
+        /// Its text as searches compare it (`confab_domain::fold`); NULL
+        /// only until `confab migrate` folds the rows written before.
+        body_folded -> Nullable<Text>,
     }
 }
 

@@ -22,6 +22,7 @@ mod ports;
 /// The queries both SQL stores share, compiled against this database.
 #[path = "../../store-sql/per-backend/queries/mod.rs"]
 mod queries;
+mod search;
 mod store;
 mod turn;
 

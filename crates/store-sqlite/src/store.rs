@@ -204,6 +204,16 @@ impl SqliteStore {
         if !applied.is_empty() {
             tracing::info!(applied = applied.len(), "applied SQLite migrations");
         }
+        // The text of messages that migration `search` could not fold.
+        let folded = crate::queries::fold_unfolded(conn).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot fold messages for search: {}",
+                e.into_store::<SqliteStore>()
+            )
+        })?;
+        if folded > 0 {
+            tracing::info!(folded, "folded the text of earlier messages for search");
+        }
         Ok(applied)
     }
 
@@ -316,6 +326,20 @@ impl SqlBackend for SqliteStore {
 
     fn json_ids(array: &str) -> String {
         format!("(SELECT value AS id FROM json_each({array}))")
+    }
+
+    fn search_recent(
+        conn: &mut SqliteConnection,
+        scope: &confab_store_sql::search::SearchScope,
+    ) -> QueryResult<Vec<confab_store_sql::search::RecentRow>> {
+        crate::search::recent(conn, scope)
+    }
+
+    fn search_indexed(
+        conn: &mut SqliteConnection,
+        scope: &confab_store_sql::search::SearchScope,
+    ) -> QueryResult<Vec<confab_store_sql::search::Found>> {
+        crate::search::indexed(conn, scope)
     }
 
     /// A scalar subquery: SQLite prepares each statement once per

@@ -553,3 +553,19 @@ impl confab_ports::DepthStore for Store {
         query(self, move |c| q::message_edits(c, viewer, message, page)).await
     }
 }
+
+#[async_trait]
+impl confab_ports::SearchStore for Store {
+    async fn search_messages(
+        &self,
+        viewer: ContactId,
+        query_text: confab_domain::SearchQuery,
+        filter: confab_ports::SearchFilter,
+        page: Page<MessageId>,
+    ) -> Result<Paged<Message>, StoreError> {
+        query(self, move |c| {
+            q::search_messages(c, viewer, query_text, filter, page)
+        })
+        .await
+    }
+}

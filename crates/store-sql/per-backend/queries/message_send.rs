@@ -155,7 +155,7 @@ fn count_own(c: &str, s: &str, from: &str) -> String {
 
 /// The first bind of [`append_text`]'s attachments (after the
 /// conversation, sender, time, id, text, quote, thread and mentions).
-const FIRST_ATTACHMENT: usize = 8;
+const FIRST_ATTACHMENT: usize = 9;
 
 /// A thread reply sent at `at` counts one more in its thread `p` (a
 /// message of conversation `c`) and moves its latest reply's time
@@ -219,7 +219,8 @@ fn append_in_one_statement(
 /// its own, with the message as written and whether the statement
 /// completes an idempotency key. Its text is built once per shape
 /// ([`append_text`]: per number of attachments, with or without a
-/// key), its binds per send, in the order that text numbers them.
+/// key, with or without a thread or mentions to count), its binds per
+/// send, in the order that text numbers them.
 pub(crate) fn append_statement(
     message: NewMessage,
     (event, render): (&confab_domain::Event, &dyn confab_ports::PayloadRenderer),
@@ -238,6 +239,9 @@ pub(crate) fn append_statement(
     // count.
     let attachments = written.attachments().len();
     let with_completion = completion.is_some();
+    // A thread reply or a message with mentions writes more rows; a plain
+    // message's statement leaves those parts out, which PostgreSQL would
+    // otherwise set up and run (finding nothing) on every send.
     let depth = written.parent_id().is_some() || !written.mentions().is_empty();
     let shape = SHAPES[attachments][usize::from(with_completion)][usize::from(depth)]
         .get_or_init(|| Shape::new(&append_text(attachments, with_completion, depth)));
@@ -251,6 +255,7 @@ pub(crate) fn append_statement(
         Bind::MaybeId(written.reply_to().map(|q| q.id().db())),
         Bind::MaybeId(written.parent_id().map(|p| p.db())),
         Bind::MaybeText(mentions_json(written.mentions())),
+        Bind::Text(confab_domain::fold(written.text().as_str())),
     ];
     for (seq, a) in (0_i64..).zip(written.attachments()) {
         binds.extend([
@@ -291,10 +296,12 @@ pub(crate) fn append_statement(
 pub(crate) type SendQuery = confab_store_sql::raw::TypedQuery<Db, (BigInt, BigInt)>;
 
 /// [`append_statement`]'s text for a message with `attachments`
-/// attachments, completing an idempotency key or not. Its binds, in
+/// attachments, completing an idempotency key or not, counting a thread
+/// reply and mentions (`depth`) or not. Its binds, in
 /// order: the conversation, the sender, the time, the message's id
 /// and text, the message it quotes, its thread's first message, its
-/// mentions (a JSON array of ids, or NULL); six per attachment (id, place, file name, URL, type,
+/// mentions (a JSON array of ids, or NULL), its text folded for
+/// search (`confab_domain::fold`); six per attachment (id, place, file name, URL, type,
 /// size); the event's id, type, actor and payload; with a key, its
 /// owner, the key, its holder, and the answer's status, location and
 /// body; last, the deadline (microseconds since the Unix epoch on the
@@ -304,6 +311,7 @@ fn append_text(attachments: usize, completion: bool, depth: bool) -> String {
 
     let (c, s, at, m, body) = (marker(0), marker(1), marker(2), marker(3), marker(4));
     let (quoted, parent, mentions) = (marker(5), marker(6), marker(7));
+    let folded = marker(8);
     let mut text = format!(
         "WITH conv AS ({} RETURNING id, creator_id, peer_id, group_id, message_seq)",
         advance_conversation(&c, &s, &at)
@@ -313,18 +321,22 @@ fn append_text(attachments: usize, completion: bool, depth: bool) -> String {
     text.push_str(&format!(
         ", msg AS ( \
              INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at, updated_at, \
-                 direct_creator_id, direct_peer_id, group_id, seq, reply_to_id, parent_id, mentions) \
+                 direct_creator_id, direct_peer_id, group_id, seq, reply_to_id, parent_id, mentions, \
+                 body_folded) \
              SELECT {m}, id, {s}, {body}, NULL, {at}, NULL, \
                  CASE WHEN group_id IS NULL THEN creator_id END, peer_id, group_id, message_seq, \
-                 {quoted}, {parent}, {mentions} \
+                 {quoted}, {parent}, {mentions}, {folded} \
              FROM conv RETURNING id, seq \
          )"
     ));
     if depth {
+        // A thread reply: its thread counts one more (nothing without one).
         text.push_str(&format!(
             ", thread AS ({} RETURNING 1)",
             count_reply(&parent, &c, &at, "EXISTS (SELECT 1 FROM msg)")
         ));
+        // Each mentioned member counts one more unread mention (no one
+        // without mentions: the sender's own count is `own`'s row).
         text.push_str(&format!(
             ", mentioned AS ({} RETURNING 1)",
             count_mentions(&c, &s, &Backend::json_ids(&mentions), "FROM msg")
@@ -495,6 +507,7 @@ fn insert_from_conversation(
             quoted.into_sql::<Nullable<IdSql>>(),
             parent.into_sql::<Nullable<IdSql>>(),
             mentions.into_sql::<Nullable<Text>>(),
+            confab_domain::fold(body).into_sql::<Nullable<Text>>(),
         ));
     diesel::insert_into(messages::table)
         .values(source)
@@ -513,6 +526,7 @@ fn insert_from_conversation(
             messages::reply_to_id,
             messages::parent_id,
             messages::mentions,
+            messages::body_folded,
         ))
         .execute(conn)?;
     Ok(())

@@ -152,6 +152,7 @@ pub(crate) fn update_message(
         diesel::update(messages::table.find(m))
             .set(&MessageChangeset {
                 edited_at: new_body.as_ref().map(|_| at),
+                body_folded: new_body.as_deref().map(confab_domain::fold),
                 body: new_body,
                 updated_at: Some(at),
                 mentions: new_mentions.map(|m| confab_store_sql::rows::mentions_json(&m)),

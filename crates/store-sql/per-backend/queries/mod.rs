@@ -34,11 +34,12 @@ mod message_updates;
 mod messages;
 mod moderation;
 mod outbox;
+mod search;
 mod tokens;
 mod webhooks;
 
 pub(crate) use self::{
     attachments::*, contacts::*, conversation_members::*, conversations::*, depth::*, erase::*,
     events_read::*, export::*, groups::*, health::*, idempotency::*, message_send::*,
-    message_updates::*, messages::*, moderation::*, tokens::*, webhooks::*,
+    message_updates::*, messages::*, moderation::*, search::*, tokens::*, webhooks::*,
 };

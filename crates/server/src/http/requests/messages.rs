@@ -2,7 +2,8 @@
 
 use confab_domain::{
     check_attachment_count, AttachmentId, ContactId, ConversationId, DomainError, EditId, FileSize,
-    FileType, FileUrl, Filename, MessageId, MessageText, NewAttachment, Page, ReactionName,
+    FileType, FileUrl, Filename, MessageId, MessageText, NewAttachment, Page, PageLimit,
+    ReactionName, SearchQuery,
 };
 use confab_service::{is_public_address, AttachmentInput, UrlHost};
 
@@ -20,6 +21,23 @@ request! {
         /// With `conversation_id`: thread replies too.
         include_replies: Option<bool> = optional(boolean()),
         page: Page<MessageId> = Flatten,
+    }
+}
+
+request! {
+    /// `GET /v1/messages/search`: pages go forward only (`starting_after`).
+    pub struct SearchMessagesIn {
+        query: SearchQuery = text(shape::search_query, |raw| SearchQuery::parse(&raw)),
+        /// Only this conversation's messages (one of the caller's).
+        conversation_id: Option<ConversationId> = optional(id(Malformed::Invalid)),
+        /// Only the messages this contact sent.
+        sender_id: Option<ContactId> = optional(id(Malformed::Invalid)),
+        /// Only messages created after this second (Unix seconds).
+        created_after: Option<i64> = optional(int(shape::unix_seconds, Ok)),
+        /// Only messages created before this second (Unix seconds).
+        created_before: Option<i64> = optional(int(shape::unix_seconds, Ok)),
+        limit: Option<PageLimit> = optional(int(shape::limit, PageLimit::new)),
+        starting_after: Option<MessageId> = optional(id(Malformed::Invalid)),
     }
 }
 

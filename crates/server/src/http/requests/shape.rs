@@ -161,6 +161,26 @@ pub fn message_text() -> Schema {
     .into()
 }
 
+/// `SearchQuery` (domain): 1 to 200 characters of terms (separated by
+/// white space) of at least 3 characters each, without NUL.
+pub fn search_query() -> Schema {
+    bounded(
+        Some(3),
+        confab_domain::MAX_QUERY_CHARS,
+        "at most 200 characters: terms separated by white space, each at least 3 characters; \
+         a message matches when its text contains every term, ignoring case. Every \
+         character is literal (`%`, `_`, `\\` and quotes included)",
+    )
+    .pattern(Some(r"^\s*[^\s\x00]{3,}(\s+[^\s\x00]{3,})*\s*$"))
+    .build()
+    .into()
+}
+
+/// Whole Unix seconds (a search's time filters).
+pub fn unix_seconds() -> Schema {
+    described(typed(Type::Integer), "Unix seconds")
+}
+
 /// `Filename` (domain).
 pub fn filename() -> Schema {
     bounded(

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
+use confab_domain::{Cursor, Page, Timestamp};
 use confab_domain::{Message, MessageId, MessageText, ReactionName};
-use confab_service::{MessageList, MessageUpdate, SendMessage, StoredResponse};
+use confab_service::{MessageList, MessageUpdate, SearchFilter, SendMessage, StoredResponse};
 
 use super::{created_text, endpoint, no_content, ok_json, ok_text, path_id, Endpoint};
 use crate::http::auth::Caller;
@@ -14,7 +15,7 @@ use crate::http::idempotency;
 use crate::http::links::{links_of, FileLinks};
 use crate::http::payloads::RenderedOnce;
 use crate::http::requests::messages::{
-    ListEditsIn, ListMessagesIn, SendMessageIn, UpdateMessageIn,
+    ListEditsIn, ListMessagesIn, SearchMessagesIn, SendMessageIn, UpdateMessageIn,
 };
 use crate::http::requests::{Input, NoParams};
 use crate::http::service::Service;
@@ -23,6 +24,8 @@ pub fn endpoints() -> Vec<Endpoint> {
     vec![
         endpoint!(list, __path_list),
         endpoint!(send, __path_send),
+        // Before `get`: `/v1/messages/search` is not a message's id.
+        endpoint!(search, __path_search),
         endpoint!(get, __path_get),
         endpoint!(update, __path_update),
         endpoint!(delete, __path_delete),
@@ -79,6 +82,54 @@ async fn list(
         (None, None) => MessageList::Feed,
     };
     let messages = service.list_messages(&caller.0, list, page).await?;
+    Ok(ok_json(crate::http::wire::message_page(
+        &messages,
+        &links,
+        caller.viewer(),
+    )))
+}
+
+/// Search the caller's conversations: the messages whose text contains
+/// every term of `query` (ignoring case, any script), newest first.
+#[utoipa::path(
+    get, path = "/v1/messages/search", tag = "messages", operation_id = "search_messages",
+    params(SearchMessagesIn),
+    responses(
+        (status = 200, description = "a page of messages", body = ListDto<MessageDto>),
+        (status = 404, description = "no such conversation (`conversation_id`) among the \
+            caller's", body = ErrorBody),
+    ),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn search(
+    service: Service,
+    caller: Caller,
+    links: FileLinks,
+    Input(req): Input<SearchMessagesIn>,
+) -> Result<HttpResponse, ApiError> {
+    let SearchMessagesIn {
+        query,
+        conversation_id,
+        sender_id,
+        created_after,
+        created_before,
+        limit,
+        starting_after,
+    } = req;
+    let filter = SearchFilter {
+        conversation: conversation_id,
+        sender: sender_id,
+        // After second `s`: from the start of the next one.
+        created_from: created_after.map(|s| Timestamp::from_secs(s.saturating_add(1))),
+        created_until: created_before.map(Timestamp::from_secs),
+    };
+    let page = Page {
+        limit: limit.unwrap_or_default(),
+        cursor: starting_after.map(Cursor::After),
+    };
+    let messages = service
+        .search_messages(&caller.0, query, filter, page)
+        .await?;
     Ok(ok_json(crate::http::wire::message_page(
         &messages,
         &links,

@@ -1,0 +1,193 @@
+//! Search on PostgreSQL (`confab_store_sql::search`): step 1 as one
+//! statement over the searcher's ranges (a `LATERAL` range per group), and
+//! step 2 by the `pg_trgm` GIN index of migration `search`.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use diesel::prelude::*;
+use diesel::sql_types::Bool;
+use diesel::PgConnection;
+
+use confab_store_sql::queries::paging::{feed_audiences, feed_sees};
+use confab_store_sql::raw::{Bind, Sql};
+use confab_store_sql::search::{
+    like_anywhere, Found, Marks, RecentRow, SearchScope, RECENT_MIN_PER_RANGE, RECENT_ROWS,
+};
+
+/// PostgreSQL's substring test: exact, no pattern syntax.
+fn contains(text: &str, term: &str) -> String {
+    format!("strpos({text}, {term}) > 0")
+}
+
+/// Step 1: one statement. The rows per range follow from the searcher's
+/// number of groups, counted in the statement itself.
+pub(crate) fn recent(conn: &mut PgConnection, scope: &SearchScope) -> QueryResult<Vec<RecentRow>> {
+    recent_limited(conn, scope, None)
+}
+
+/// [`recent`], each range read down to its end when `whole` (step 2 of a
+/// search whose terms the index cannot find).
+fn recent_limited(
+    conn: &mut PgConnection,
+    scope: &SearchScope,
+    whole: Option<()>,
+) -> QueryResult<Vec<RecentRow>> {
+    let mut sql = Sql::default();
+    let marks = Marks::bind(&mut sql, scope);
+    let v = sql.bind(Bind::Id(scope.viewer));
+    if let Some(c) = scope.conversation {
+        let c = sql.id(c);
+        let w = sql.bind(Bind::Int(if whole.is_some() {
+            i64::MAX
+        } else {
+            RECENT_ROWS
+        }));
+        let range = marks.recent_range(&format!("m.conversation_id = {c}"), &w, contains);
+        sql.push(&range);
+        return sql.unprepared().query().load(conn);
+    }
+    let w = if whole.is_some() {
+        sql.bind(Bind::Int(i64::MAX))
+    } else {
+        "(SELECT n FROM w)".to_owned()
+    };
+    let [as_creator, as_peer, in_group] = feed_audiences("m", &v);
+    let per_group = marks.recent_range(&in_group, &w, contains);
+    sql.push(&format!(
+        "WITH w AS MATERIALIZED ( \
+             SELECT GREATEST({RECENT_MIN_PER_RANGE}, {RECENT_ROWS} / (2 + count(*)))::bigint AS n \
+             FROM group_members WHERE contact_id = {v} \
+         ) \
+         ({}) UNION ALL ({}) \
+         UNION ALL SELECT r.* FROM group_members g CROSS JOIN LATERAL ({per_group}) r \
+             WHERE g.contact_id = {v}",
+        marks.recent_range(&as_creator, &w, contains),
+        marks.recent_range(&as_peer, &w, contains),
+    ));
+    sql.unprepared().query().load(conn)
+}
+
+/// Step 2. The terms the trigram index can find go to it as `LIKE`
+/// patterns (escaped, bound); the rows it finds are then checked against
+/// the other terms and the filters, and kept if the searcher sees them.
+/// In a materialized `WITH`, so that no plan walks the time-ordered
+/// indexes for a `LIMIT` instead, through every newer message of every
+/// conversation: the page's order is applied to what the index found.
+/// Without such a term, the searcher's ranges are read whole (a cost that
+/// follows what they can see).
+pub(crate) fn indexed(conn: &mut PgConnection, scope: &SearchScope) -> QueryResult<Vec<Found>> {
+    let unicode = trigrams_beyond_ascii(conn)?;
+    let (by_index, rest): (Vec<&String>, Vec<&String>) =
+        scope.terms.iter().partition(|t| has_trigram(t, unicode));
+    if by_index.is_empty() {
+        let rows = recent_limited(conn, scope, Some(()))?;
+        let mut found: Vec<Found> = rows
+            .into_iter()
+            .filter(|r| r.hit)
+            .map(|r| Found {
+                created_at: r.created_at,
+                id: r.id,
+            })
+            .collect();
+        found.sort_unstable_by(|a, b| b.cmp(a));
+        found.truncate(usize::try_from(scope.fetch).unwrap_or(usize::MAX));
+        return Ok(found);
+    }
+    let mut sql = Sql::default();
+    let patterns: Vec<String> = by_index
+        .iter()
+        .map(|t| {
+            let p = sql.bind(Bind::Text(like_anywhere(t)));
+            format!("m.body_folded LIKE {p} ESCAPE '\\'")
+        })
+        .collect();
+    let others: Vec<String> = rest
+        .iter()
+        .map(|t| {
+            let t = sql.bind(Bind::Text((*t).clone()));
+            format!(" AND {}", contains("m.body_folded", &t))
+        })
+        .collect();
+    let marks = Marks::bind(
+        &mut sql,
+        &SearchScope {
+            // Checked above, as patterns or substrings.
+            terms: Vec::new(),
+            ..scope.clone()
+        },
+    );
+    let sees = match scope.conversation {
+        Some(c) => {
+            let c = sql.id(c);
+            format!("m.conversation_id = {c}")
+        }
+        None => {
+            let v = sql.id(scope.viewer);
+            // As a condition on the rows found, never an index of its own.
+            format!("({}) IS TRUE", feed_sees(&v))
+        }
+    };
+    sql.push(&format!(
+        "WITH found AS MATERIALIZED ( \
+             SELECT m.id, m.created_at FROM messages m \
+             WHERE {}{}{}{} AND {sees} \
+         ) \
+         SELECT created_at, id FROM found ORDER BY created_at DESC, id DESC LIMIT {}",
+        patterns.join(" AND "),
+        others.concat(),
+        marks.sender("m"),
+        marks.bounds("m"),
+        marks.fetch,
+    ));
+    sql.unprepared().query().load(conn)
+}
+
+/// Whether `term` has three letters or digits in a row, of which pg_trgm
+/// makes a trigram (beyond ASCII only when `unicode`): a `LIKE` pattern
+/// without one would read the whole index.
+fn has_trigram(term: &str, unicode: bool) -> bool {
+    let mut run = 0;
+    for c in term.chars() {
+        let word = c.is_ascii_alphanumeric() || (unicode && c.is_alphanumeric());
+        run = if word { run + 1 } else { 0 };
+        if run == 3 {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether pg_trgm makes trigrams of letters beyond ASCII in this
+/// database (it follows the database's locale: a `C` database makes none
+/// of CJK text), asked once per process.
+fn trigrams_beyond_ascii(conn: &mut PgConnection) -> QueryResult<bool> {
+    // 0: not asked yet; 1: no; 2: yes.
+    static KNOWN: AtomicU8 = AtomicU8::new(0);
+    match KNOWN.load(Ordering::Relaxed) {
+        1 => return Ok(false),
+        2 => return Ok(true),
+        _ => {}
+    }
+    let yes: bool = diesel::select(diesel::dsl::sql::<Bool>(
+        "COALESCE(array_length(show_trgm('東京都é'), 1), 0) > 0",
+    ))
+    .get_result(conn)?;
+    KNOWN.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+    Ok(yes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_trigram;
+
+    #[test]
+    fn only_terms_with_three_word_characters_in_a_row_use_the_index() {
+        assert!(has_trigram("abc", false));
+        assert!(has_trigram("50%abc", false));
+        assert!(!has_trigram("a.b.c", false));
+        assert!(!has_trigram("!!!", false));
+        assert!(!has_trigram("東京都", false));
+        assert!(has_trigram("東京都", true));
+        assert!(!has_trigram("ab_cd", true));
+    }
+}
