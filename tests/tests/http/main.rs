@@ -21,6 +21,7 @@ mod metrics;
 mod moderation;
 mod openapi;
 mod rate_limit;
+mod search;
 mod security_headers;
 mod support;
 mod tickets;

@@ -21,6 +21,7 @@ mod membership_in_writes;
 mod messages;
 mod moderation;
 mod resilience;
+mod search;
 mod statements;
 mod support;
 mod tokens;

@@ -509,6 +509,8 @@ pub(super) async fn check_effect(
         }
         Op::ListAllMessages
         | Op::ListConversationMessages
+        | Op::SearchMessages
+        | Op::SearchConversation
         | Op::ListConversations
         | Op::ListGroupConversations
         | Op::ListGroups

@@ -108,7 +108,7 @@ async fn authorization_matrix(app: TestApp) {
     // (`members(m, o)` when the six members agree, `staff(owner, admin)`
     // when only those two may); then no token, revoked, expired: always
     // 401.
-    let table: [(Op, [Want; 10]); 46] = [
+    let table: [(Op, [Want; 10]); 48] = [
         (ListAllMessages, members(Listed(true), Listed(false))),
         (ListConversationMessages, members(Listed(true), NF_CONV)),
         // Group conversations are unaffected by blocks.
@@ -124,6 +124,9 @@ async fn authorization_matrix(app: TestApp) {
         (DeleteMessage, row(OK204, OK204, F, NF, OK204, F, F)),
         // Every member sees a message's earlier texts.
         (ListEdits, members(OK200, NF)),
+        // Search finds what a member sees, and nothing of others'.
+        (SearchMessages, members(Listed(true), Listed(false))),
+        (SearchConversation, members(Listed(true), NF_CONV)),
         (ListConversations, members(Listed(true), Listed(false))),
         (ListGroupConversations, members(Listed(true), NF_GROUP)),
         (CreateGroupConversation, members(OK201, NF_GROUP)),

@@ -21,6 +21,10 @@ pub(super) enum Op {
     DeleteMessage,
     /// `GET /v1/messages/:id/edits`.
     ListEdits,
+    /// `GET /v1/messages/search` for the fixture's message's text.
+    SearchMessages,
+    /// The same search within the fixture's conversation.
+    SearchConversation,
     // Conversations.
     ListConversations,
     ListGroupConversations,
@@ -91,6 +95,8 @@ pub(super) fn is_read(op: Op) -> bool {
             | Op::ListConversationMessages
             | Op::GetMessage
             | Op::ListEdits
+            | Op::SearchMessages
+            | Op::SearchConversation
             // Typing changes nothing stored.
             | Op::Typing
             | Op::ListConversations
@@ -136,6 +142,21 @@ pub(super) fn request(cast: &Cast, fx: &Fixture, op: Op, who: &User) -> (Req, Op
         }
         Op::ListConversationMessages => {
             let path = format!("/v1/messages?limit=100&conversation_id={}", fx.conversation);
+            return (req(M::GET, path, &[]), Some(fx.message.clone()));
+        }
+        Op::SearchMessages => {
+            let r = req(
+                M::GET,
+                "/v1/messages/search?query=HELLO&limit=100".into(),
+                &[],
+            );
+            return (r, Some(fx.message.clone()));
+        }
+        Op::SearchConversation => {
+            let path = format!(
+                "/v1/messages/search?query=hello&limit=100&conversation_id={}",
+                fx.conversation
+            );
             return (req(M::GET, path, &[]), Some(fx.message.clone()));
         }
         Op::SendMessage => req(
