@@ -465,9 +465,11 @@ def least_sql(ds, t, events=False):
     # ranges; migration 2026-11-26-140000): copied from the checked row.
     conv = (f"conv AS (SELECT c.id, c.creator_id, c.peer_id, c.group_id FROM me, conversations c "
             f"WHERE c.id = {q(t.get('conv', ''))} AND {visible('c', 'me.id')})")
-    insert = (f"ins AS (INSERT INTO messages (id, conversation_id, sender_id, body, created_at, "
-              f"direct_creator_id, direct_peer_id, group_id) "
-              f"SELECT {NEW_ID}, conv.id, me.id, {q(BODY_TEXT)}, {NOW_US}, "
+    # With its text folded for search (migration 2026-12-10-100000), which
+    # the trigram index then holds, as a send's does.
+    insert = (f"ins AS (INSERT INTO messages (id, conversation_id, sender_id, body, body_folded, "
+              f"created_at, direct_creator_id, direct_peer_id, group_id) "
+              f"SELECT {NEW_ID}, conv.id, me.id, {q(BODY_TEXT)}, {q(BODY_TEXT.lower())}, {NOW_US}, "
               f"CASE WHEN conv.group_id IS NULL THEN conv.creator_id END, conv.peer_id, conv.group_id "
               f"FROM conv, me RETURNING *)")
     if kind == "send" and not events:
@@ -779,9 +781,18 @@ def seed_sqlite(ds, path):
     ).fetchall()
     for name, _ in indexes:
         con.execute(f'DROP INDEX "{name}"')
+    # The search index's triggers too (migration 2026-12-10-100000): one
+    # rebuild of the FTS5 table after the rows, not an insert per row.
+    triggers = con.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'messages'"
+    ).fetchall()
+    for name, _ in triggers:
+        con.execute(f'DROP TRIGGER "{name}"')
     run(middle)
-    for _, sql in indexes:
+    for _, sql in indexes + triggers:
         con.execute(sql)
+    if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_search'").fetchone():
+        con.execute("INSERT INTO messages_search (messages_search) VALUES ('rebuild')")
     con.executemany("INSERT INTO tokens (id, contact_id, token_hash, created_at) VALUES (?, ?, ?, ?)",
                     list(token_rows(ds)))
     run(after.replace("ANALYZE;", ""))

@@ -65,7 +65,7 @@ SELECT format('DROP INDEX %I', indexname) FROM message_indexes \gexec
 -- Each conversation numbers its messages in their order (`seq`, migration
 -- `big_groups`).
 INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at,
-                      direct_creator_id, direct_peer_id, seq)
+                      direct_creator_id, direct_peer_id, seq, body_folded)
 SELECT pg_temp.bench_id((:base + k * 1000) / 1000, 3, k), c.id,
        pg_temp.bench_id((:base - 7200000000) / 1000, 1,
                         CASE WHEN (k / 7) % 2 = 0 THEN c.creator ELSE c.peer END),
@@ -75,7 +75,9 @@ SELECT pg_temp.bench_id((:base + k * 1000) / 1000, 3, k), c.id,
        :base + k * 1000,
        pg_temp.bench_id((:base - 7200000000) / 1000, 1, c.creator),
        pg_temp.bench_id((:base - 7200000000) / 1000, 1, c.peer),
-       ROW_NUMBER() OVER (PARTITION BY c.j ORDER BY k)
+       ROW_NUMBER() OVER (PARTITION BY c.j ORDER BY k),
+       -- Folded for search as a send folds it (ASCII text: lowercased).
+       'lorem ipsum dolor sit amet, consectetur adipiscing, message ' || k
 FROM generate_series(1::bigint, :messages) k
 JOIN conv_map c ON c.j = CASE WHEN k % (:messages / :big) = 0 THEN 1
                               ELSE 2 + (k % (:convs - 1)) END;

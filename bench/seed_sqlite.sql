@@ -43,7 +43,7 @@ WITH RECURSIVE s(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM s WHERE k < :messag
 -- conversations here) from the conversation map, as a send copies it.
 -- Each conversation numbers its messages in their order (`seq`).
 INSERT INTO messages (id, conversation_id, sender_id, body, read_at, created_at,
-                      direct_creator_id, direct_peer_id, seq)
+                      direct_creator_id, direct_peer_id, seq, body_folded)
 SELECT printf('%08x-%04x-7%03x-8000-%012x', ((:base + k * 1000) / 1000) >> 16,
               ((:base + k * 1000) / 1000) & 65535, 3, k),
        c.id,
@@ -53,7 +53,9 @@ SELECT printf('%08x-%04x-7%03x-8000-%012x', ((:base + k * 1000) / 1000) >> 16,
        :base + k * 1000,
        c.creator,
        c.peer,
-       ROW_NUMBER() OVER (PARTITION BY c.j ORDER BY k)
+       ROW_NUMBER() OVER (PARTITION BY c.j ORDER BY k),
+       -- Folded for search as a send folds it (ASCII text: lowercased).
+       'lorem ipsum dolor sit amet, consectetur adipiscing, message ' || k
 FROM s JOIN conv_map c ON c.j = CASE WHEN k % (:messages / :big) = 0 THEN 1
                                      ELSE 2 + (k % (:convs - 1)) END;
 
