@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use diesel::connection::SimpleConnection as _;
 use diesel::prelude::*;
 use diesel::sql_types::Bool;
 use diesel::PgConnection;
@@ -74,25 +75,68 @@ fn recent_limited(
 /// indexes for a `LIMIT` instead, through every newer message of every
 /// conversation: the page's order is applied to what the index found.
 /// Without such a term, the searcher's ranges are read whole (a cost that
-/// follows what they can see).
+/// follows what they can see). Runs in a transaction of its own (the door's
+/// reads run in none), for its `SET LOCAL`.
 pub(crate) fn indexed(conn: &mut PgConnection, scope: &SearchScope) -> QueryResult<Vec<Found>> {
     let unicode = trigrams_beyond_ascii(conn)?;
     let (by_index, rest): (Vec<&String>, Vec<&String>) =
         scope.terms.iter().partition(|t| has_trigram(t, unicode));
     if by_index.is_empty() {
-        let rows = recent_limited(conn, scope, Some(()))?;
-        let mut found: Vec<Found> = rows
-            .into_iter()
-            .filter(|r| r.hit)
-            .map(|r| Found {
-                created_at: r.created_at,
-                id: r.id,
-            })
-            .collect();
-        found.sort_unstable_by(|a, b| b.cmp(a));
-        found.truncate(usize::try_from(scope.fetch).unwrap_or(usize::MAX));
-        return Ok(found);
+        return whole_ranges(conn, scope);
     }
+    // The index reads every row with all of the terms' trigrams, before
+    // any check: few for a rare term, but every message for a term made
+    // of common trigrams that no message has as a whole ("dolorem" where
+    // every text has "dolor" and "lorem"). Past INDEX_TIMEOUT, the
+    // searcher's own ranges are read whole instead: what that costs
+    // follows what they can see, whatever the table holds.
+    let by_index = by_index_query(scope, &by_index, &rest);
+    let found = conn.transaction(|conn| {
+        conn.batch_execute(&format!(
+            "SET LOCAL statement_timeout = '{INDEX_TIMEOUT_MS}ms'"
+        ))?;
+        by_index.load(conn)
+    });
+    match found {
+        Err(diesel::result::Error::DatabaseError(_, info))
+            if info
+                .message()
+                .starts_with("canceling statement due to statement timeout") =>
+        {
+            whole_ranges(conn, scope)
+        }
+        found => found,
+    }
+}
+
+/// How long step 2 may read the index before the searcher's ranges are
+/// read whole instead ([`indexed`]).
+const INDEX_TIMEOUT_MS: u32 = 150;
+
+/// The matches among all of the searcher's messages: each range read to
+/// its end, newest first.
+fn whole_ranges(conn: &mut PgConnection, scope: &SearchScope) -> QueryResult<Vec<Found>> {
+    let rows = recent_limited(conn, scope, Some(()))?;
+    let mut found: Vec<Found> = rows
+        .into_iter()
+        .filter(|r| r.hit)
+        .map(|r| Found {
+            created_at: r.created_at,
+            id: r.id,
+        })
+        .collect();
+    found.sort_unstable_by(|a, b| b.cmp(a));
+    found.truncate(usize::try_from(scope.fetch).unwrap_or(usize::MAX));
+    Ok(found)
+}
+
+/// [`indexed`]'s statement: `by_index` as `LIKE` patterns the index
+/// serves, `rest` checked on the rows it finds.
+fn by_index_query(
+    scope: &SearchScope,
+    by_index: &[&String],
+    rest: &[&String],
+) -> confab_store_sql::raw::RawQuery<diesel::pg::Pg> {
     let mut sql = Sql::default();
     let patterns: Vec<String> = by_index
         .iter()
@@ -139,7 +183,7 @@ pub(crate) fn indexed(conn: &mut PgConnection, scope: &SearchScope) -> QueryResu
         marks.bounds("m"),
         marks.fetch,
     ));
-    sql.unprepared().query().load(conn)
+    sql.unprepared().query()
 }
 
 /// Whether `term` has three letters or digits in a row, of which pg_trgm

@@ -26,10 +26,10 @@ use crate::id::{DbId, IdSql};
 use crate::raw::{Bind, Sql};
 
 /// The rows step 1 reads in all, shared among the searcher's ranges.
-pub const RECENT_ROWS: i64 = 10_000;
+pub const RECENT_ROWS: i64 = 2_000;
 
 /// The fewest rows step 1 reads of each range, however many there are.
-pub const RECENT_MIN_PER_RANGE: i64 = 50;
+pub const RECENT_MIN_PER_RANGE: i64 = 20;
 
 /// The rows step 1 reads of each of `ranges` ranges.
 pub fn per_range(ranges: usize) -> i64 {

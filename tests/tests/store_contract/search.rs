@@ -48,7 +48,7 @@ fn expected(seen: &[Message], query: &str) -> Vec<MessageId> {
     hits.into_iter().map(|m| m.id()).collect()
 }
 
-/// The viewer in 200 groups, so that step 1 reads 50 rows of each range:
+/// The viewer in 200 groups, so that step 1 reads 20 rows of each range:
 /// one group's conversation holds 130 messages, older ones beyond that.
 async fn both_steps_answer_as_a_scan_would(s: S) {
     let alice = contact(&s, "alice").await;
