@@ -23,6 +23,14 @@ index dropped; SQLite: the FTS5 table and its triggers dropped), alternated
 ROUNDS times, the index rebuilt in between: their ratio is the cost of
 keeping the index on a send.
 
+Knobs: BENCH_STORES, BENCH_DURATION and BENCH_SEND_DURATION (15 s),
+BENCH_ROUNDS (2), BENCH_WARMUPS (4 send runs first), BENCH_SENDS_ONLY=1 (sends only), BENCH_WITHOUT_FIRST=1
+(each round starts without the index), BENCH_SEND_TEXT=varied
+(each user's sends pick among 64 texts of mixed words instead of one
+text), BENCH_GIN_OPTIONS (storage parameters for the PostgreSQL index,
+say "fastupdate = off"), BENCH_KEEP_DB=1, and the sizes (BENCH_MESSAGES,
+BENCH_CONVS, BENCH_CONTACTS, BENCH_BIG).
+
 Prints a table and exits 1 when a target is missed: p99 < 50 ms for
 common, rare and none; sends with the index >= 0.9x without.
 
@@ -52,6 +60,7 @@ SIZES = dict(
 DURATION = int(os.environ.get("BENCH_DURATION", "15"))
 SEND_DURATION = int(os.environ.get("BENCH_SEND_DURATION", "15"))
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "2"))
+WARMUPS = int(os.environ.get("BENCH_WARMUPS", "4"))
 STORES = os.environ.get("BENCH_STORES", "postgres sqlite").split()
 MAX_P99_MS = float(os.environ.get("MAX_P99_MS", "50"))
 MIN_SEND_RATIO = float(os.environ.get("MIN_SEND_RATIO", "0.9"))
@@ -119,9 +128,35 @@ def wrk_get(server, term, raw):
     return b.run_wrk(server, path, DURATION, os.path.join(raw, "wrk.txt"))
 
 
+# Words for the sends' texts (BENCH_SEND_TEXT=varied): real messages do
+# not all share one text, and with one text every send adds its row to the
+# same few trigrams' entries of the index.
+WORDS = ("apple river quantum silver meeting tomorrow budget kitten orange window "
+         "planet coffee mountain yellow dinner report garden travel hockey violin "
+         "zebra jacket museum pencil rocket sunset thunder velvet wizard yogurt").split()
+
+
+def send_targets(ds):
+    targets = b.targets_for(ds)["send"]
+    if os.environ.get("BENCH_SEND_TEXT", "same") != "varied":
+        return targets
+    out = []
+    for i, t in enumerate(targets):
+        for j in range(64):
+            words = " ".join(WORDS[(i * 7 + j * 13 + n * 5) % len(WORDS)] for n in range(6))
+            text = f"{words} {i * 64 + j}".replace(" ", "+")
+            out.append(dict(t, body=f"conversation_id={t['conv']}&message={text}"))
+    return out
+
+
 def wrk_send(server, ds, raw):
+    """Each connection sends as one user, to their own conversation (so that
+    two sends of one user never run at once), picking among that user's
+    texts."""
     path = os.path.join(raw, "targets-send.txt")
-    b.write_targets(path, b.targets_for(ds)["send"], "send")
+    with open(path, "w") as f:
+        for t in send_targets(ds):
+            f.write(f"{t['method']}\t{t['path']}\t{t['body']}\t{b.DataSet.token(t['user'])}\t{t['user']}\n")
     return b.run_wrk(server, path, SEND_DURATION, os.path.join(raw, "wrk.txt"), per_connection=True)
 
 
@@ -224,22 +259,38 @@ def run_store(store, raw):
                     raise SystemExit(f"{store} {kind}: {r['errors']} errors")
                 res[kind] = dict(term=term, found=found, **r)
             sends = {"with": [], "without": []}
-            # Warmed up, the searches' and the seed's work behind.
+            # BENCH_WITHOUT_FIRST=1: the warm-up and each round start without
+            # the index, to tell a slow first run from the index's cost.
+            order = ("with", "without")
+            present = True
+            if os.environ.get("BENCH_WITHOUT_FIRST") == "1":
+                order = ("without", "with")
+                index.drop()
+                present = False
+            # Warmed up, the searches' and the seed's work behind: on
+            # PostgreSQL the first 30-45 s of sends after the seed ran at a
+            # third of the later rate, index or not (BENCH_WITHOUT_FIRST=1
+            # showed it), so that a first measured round paid for the seed.
             index.settle()
-            wrk_send(server, ds, raw)
+            for _ in range(WARMUPS):
+                warm = wrk_send(server, ds, raw)
+                b.log(f"{store}: warm-up sends ({'with' if present else 'without'} the index): "
+                      f"{warm['rps']:.0f}/s")
             for rnd in range(ROUNDS):
-                for state in ("with", "without"):
-                    if state == "without":
+                for state in order:
+                    if state == "without" and present:
                         index.drop()
-                    else:
-                        if rnd > 0:
-                            index.create()
+                        present = False
+                    elif state == "with" and not present:
+                        index.create()
+                        present = True
                     r = wrk_send(server, ds, raw)
                     b.log(f"{store}: sends {state} the index, round {rnd + 1}: {r['rps']:.0f}/s")
                     if r["errors"]:
                         raise SystemExit(f"{store} sends: {r['errors']} errors")
                     sends[state].append(r["rps"])
-            index.create()
+            if not present:
+                index.create()
             res["sends"] = sends
             return res
         finally:
