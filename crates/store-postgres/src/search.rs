@@ -23,7 +23,7 @@ fn contains(text: &str, term: &str) -> String {
 /// Step 1: one statement. The rows per range follow from the searcher's
 /// number of groups, counted in the statement itself.
 pub(crate) fn recent(conn: &mut PgConnection, scope: &SearchScope) -> QueryResult<Vec<RecentRow>> {
-    recent_limited(conn, scope, None)
+    recent_limited(conn, scope, false)
 }
 
 /// [`recent`], each range read down to its end when `whole` (step 2 of a
@@ -31,23 +31,19 @@ pub(crate) fn recent(conn: &mut PgConnection, scope: &SearchScope) -> QueryResul
 fn recent_limited(
     conn: &mut PgConnection,
     scope: &SearchScope,
-    whole: Option<()>,
+    whole: bool,
 ) -> QueryResult<Vec<RecentRow>> {
     let mut sql = Sql::default();
     let marks = Marks::bind(&mut sql, scope);
     let v = sql.bind(Bind::Id(scope.viewer));
     if let Some(c) = scope.conversation {
         let c = sql.id(c);
-        let w = sql.bind(Bind::Int(if whole.is_some() {
-            i64::MAX
-        } else {
-            RECENT_ROWS
-        }));
+        let w = sql.bind(Bind::Int(if whole { i64::MAX } else { RECENT_ROWS }));
         let range = marks.recent_range(&format!("m.conversation_id = {c}"), &w, contains);
         sql.push(&range);
         return sql.unprepared().query().load(conn);
     }
-    let w = if whole.is_some() {
+    let w = if whole {
         sql.bind(Bind::Int(i64::MAX))
     } else {
         "(SELECT n FROM w)".to_owned()
@@ -116,7 +112,7 @@ const INDEX_TIMEOUT_MS: u32 = 150;
 /// The matches among all of the searcher's messages: each range read to
 /// its end, newest first.
 fn whole_ranges(conn: &mut PgConnection, scope: &SearchScope) -> QueryResult<Vec<Found>> {
-    let rows = recent_limited(conn, scope, Some(()))?;
+    let rows = recent_limited(conn, scope, true)?;
     let mut found: Vec<Found> = rows
         .into_iter()
         .filter(|r| r.hit)
