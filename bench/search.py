@@ -213,8 +213,11 @@ class SqliteIndex:
                   + ["DROP TABLE messages_search"])
 
     def create(self):
+        # The rebuild indexes every message: what a run before left in the
+        # backlog (migration 2026-12-11-100000) must not be indexed again.
         self._run([sql for _, _, sql in self.schema]
-                  + ["INSERT INTO messages_search (messages_search) VALUES ('rebuild')"])
+                  + ["DELETE FROM messages_search_backlog",
+                     "INSERT INTO messages_search (messages_search) VALUES ('rebuild')"])
         self.settle()
 
     def settle(self):

@@ -5,8 +5,9 @@
 //! What is SQLite's own lives here: the store ([`SqliteStore`]: its pool,
 //! pragmas, migrations and [`confab_store_sql::SqlBackend`]: `TEXT` ids, the
 //! feed's rowid plan), its one writer at a time (`turn`), the group commit
-//! that runs queued writes in shared transactions (`group_commit`), and the
-//! WAL checkpoints (`checkpoint`). The queries and the port implementations
+//! that runs queued writes in shared transactions (`group_commit`), the
+//! WAL checkpoints (`checkpoint`), and search's FTS5 index, fed from a
+//! backlog off the writers' path (`search_index`, `search`). The queries and the port implementations
 //! are the ones both SQL stores share (`confab-store-sql`), compiled here
 //! against SQLite (`queries`, `ports`).
 //!
@@ -23,6 +24,7 @@ mod ports;
 #[path = "../../store-sql/per-backend/queries/mod.rs"]
 mod queries;
 mod search;
+mod search_index;
 mod store;
 mod turn;
 

@@ -1,7 +1,10 @@
 //! Search on SQLite (`confab_store_sql::search`): step 1 as a statement
 //! per range (SQLite has no `LATERAL`; each is a seek of an audience index
 //! in this process), and step 2 by the FTS5 trigram index of migration
-//! `search`.
+//! `search` and the backlog of rows not yet in it (migration
+//! `search_backlog`, `search_index`).
+
+use std::time::{Duration, Instant};
 
 use diesel::prelude::*;
 use diesel::SqliteConnection;
@@ -17,6 +20,23 @@ fn contains(text: &str, term: &str) -> String {
     format!("instr({text}, {term}) > 0")
 }
 
+/// How long step 2 may read the index before the searcher's ranges are
+/// read whole instead (as on PostgreSQL, `confab_store_postgres::search`):
+/// a term made of trigrams that most messages have, which no message has
+/// as a whole ("dolorem" in text full of "dolor" and "lorem"), makes FTS5
+/// compare the positions of every message's trigrams: 1.1 s over the
+/// benchmark's million messages, against the searcher's own ranges read
+/// whole in a few milliseconds.
+const INDEX_BUDGET: Duration = Duration::from_millis(150);
+
+/// Step 2 reads the index a window of rowids at a time, newest first, so
+/// that it can stop at [`INDEX_BUDGET`] (SQLite cannot interrupt a
+/// statement of diesel's): this many rowids first,
+const FIRST_WINDOW: i64 = 1 << 16;
+/// and 4 times as many after a window read in less than this (a rare
+/// term reads a million rows in 3 or 4 statements).
+const FAST_WINDOW: Duration = Duration::from_millis(10);
+
 /// Step 1: the searcher's groups, then one statement per range (the
 /// filter's conversation, or their direct conversations as creator and as
 /// peer, and each group).
@@ -24,6 +44,17 @@ pub(crate) fn recent(
     conn: &mut SqliteConnection,
     scope: &SearchScope,
 ) -> QueryResult<Vec<RecentRow>> {
+    recent_limited(conn, scope, false)
+}
+
+/// [`recent`], each range read down to its end when `whole` (step 2's way
+/// out of an index that costs too much: [`indexed`]).
+fn recent_limited(
+    conn: &mut SqliteConnection,
+    scope: &SearchScope,
+    whole: bool,
+) -> QueryResult<Vec<RecentRow>> {
+    let limit = |ranges: usize| if whole { i64::MAX } else { per_range(ranges) };
     if let Some(c) = scope.conversation {
         return range(
             conn,
@@ -32,14 +63,14 @@ pub(crate) fn recent(
                 let c = sql.id(c);
                 format!("m.conversation_id = {c}")
             },
-            per_range(1),
+            limit(1),
         );
     }
     let groups: Vec<DbId> = group_members::table
         .filter(group_members::contact_id.eq(scope.viewer))
         .select(group_members::group_id)
         .load(conn)?;
-    let w = per_range(2 + groups.len());
+    let w = limit(2 + groups.len());
     let mut rows = Vec::new();
     for audience in [0, 1] {
         rows.extend(range(
@@ -82,16 +113,94 @@ fn range(
     sql.unprepared().query().load(conn)
 }
 
-/// Step 2: the rows of the FTS5 index that have every term (each term a
-/// quoted phrase, of which the trigram tokenizer finds any substring),
-/// materialized first so that no plan walks the time-ordered indexes
-/// instead; of those, the searcher's, by the filters, newest first. Each
-/// is checked against the terms again (`instr`), so the answer is exactly
-/// step 1's rule, whatever the index's tokens.
+/// Step 2: the messages with every term, of the index and of its
+/// backlog, in one snapshot (a batch of the indexer moves rows from one to
+/// the other). The backlog first, then the index a window of rowids at a
+/// time, newest first; past [`INDEX_BUDGET`], the searcher's ranges read
+/// whole instead. Each window keeps its newest `fetch` rows; the page is
+/// the newest `fetch` of all.
 pub(crate) fn indexed(conn: &mut SqliteConnection, scope: &SearchScope) -> QueryResult<Vec<Found>> {
+    windowed(conn, scope, FIRST_WINDOW, INDEX_BUDGET)
+}
+
+/// [`indexed`], its first window and budget given.
+fn windowed(
+    conn: &mut SqliteConnection,
+    scope: &SearchScope,
+    first_window: i64,
+    budget: Duration,
+) -> QueryResult<Vec<Found>> {
+    conn.transaction(|conn| {
+        let started = Instant::now();
+        let mut found = matches(conn, scope, None)?;
+        let mut high = newest_rowid(conn)?;
+        let mut width = first_window.max(1);
+        while high >= 1 {
+            let low = high.saturating_sub(width - 1).max(1);
+            let window = Instant::now();
+            found.extend(matches(conn, scope, Some((low, high)))?);
+            if low > 1 && started.elapsed() > budget {
+                return whole_ranges(conn, scope);
+            }
+            if window.elapsed() < FAST_WINDOW {
+                width = width.saturating_mul(4);
+            }
+            high = low - 1;
+        }
+        found.sort_unstable_by(|a, b| b.cmp(a));
+        found.dedup();
+        found.truncate(usize::try_from(scope.fetch).unwrap_or(usize::MAX));
+        Ok(found)
+    })
+}
+
+/// The greatest rowid of `messages` (0 when empty): where the windows of
+/// [`indexed`] start.
+fn newest_rowid(conn: &mut SqliteConnection) -> QueryResult<i64> {
+    #[derive(diesel::QueryableByName)]
+    struct Newest {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        rowid: i64,
+    }
+    let row: Newest = diesel::sql_query("SELECT COALESCE(MAX(rowid), 0) AS rowid FROM messages")
+        .get_result(conn)?;
+    Ok(row.rowid)
+}
+
+/// The searcher's ranges read whole, every row checked against the terms.
+fn whole_ranges(conn: &mut SqliteConnection, scope: &SearchScope) -> QueryResult<Vec<Found>> {
+    let wanted = usize::try_from(scope.fetch).unwrap_or(usize::MAX);
+    let rows = recent_limited(conn, scope, true)?;
+    // Read whole: no range has a boundary, so the answer is exact.
+    Ok(confab_store_sql::search::settle(&rows, wanted).unwrap_or_default())
+}
+
+/// The newest `fetch` of the searcher's messages with every term, by the
+/// filters, among the index's rows in `window` (rowids, both ends
+/// included), or among the backlog's when `None`. The index's rows (each
+/// term a quoted phrase, of which the trigram tokenizer finds any
+/// substring) are materialized first, so that no plan walks the
+/// time-ordered indexes instead. Every row is checked against the terms
+/// (`instr`), so the answer is exactly step 1's rule, whatever the index's
+/// tokens.
+fn matches(
+    conn: &mut SqliteConnection,
+    scope: &SearchScope,
+    window: Option<(i64, i64)>,
+) -> QueryResult<Vec<Found>> {
     let mut sql = Sql::default();
-    let phrases: Vec<String> = scope.terms.iter().map(|t| fts_phrase(t)).collect();
-    let matching = sql.bind(Bind::Text(phrases.join(" ")));
+    let found = match window {
+        Some((low, high)) => {
+            let phrases: Vec<String> = scope.terms.iter().map(|t| fts_phrase(t)).collect();
+            let matching = sql.bind(Bind::Text(phrases.join(" ")));
+            let (low, high) = (sql.bind(Bind::Int(low)), sql.bind(Bind::Int(high)));
+            format!(
+                "SELECT rowid AS found_rowid FROM messages_search \
+                 WHERE messages_search MATCH {matching} AND rowid BETWEEN {low} AND {high}"
+            )
+        }
+        None => "SELECT message_rowid AS found_rowid FROM messages_search_backlog".to_owned(),
+    };
     let marks = Marks::bind(&mut sql, scope);
     let sees = match scope.conversation {
         Some(c) => {
@@ -108,9 +217,7 @@ pub(crate) fn indexed(conn: &mut SqliteConnection, scope: &SearchScope) -> Query
         }
     };
     sql.push(&format!(
-        "WITH found AS MATERIALIZED ( \
-             SELECT rowid AS found_rowid FROM messages_search WHERE messages_search MATCH {matching} \
-         ) \
+        "WITH found AS MATERIALIZED ({found}) \
          SELECT m.created_at, m.id FROM found CROSS JOIN messages m ON m.rowid = found.found_rowid \
          WHERE {}{} AND {sees} \
          ORDER BY m.created_at DESC, m.id DESC LIMIT {}",
@@ -119,4 +226,152 @@ pub(crate) fn indexed(conn: &mut SqliteConnection, scope: &SearchScope) -> Query
         marks.fetch,
     ));
     sql.unprepared().query().load(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use diesel::connection::SimpleConnection as _;
+    use uuid::Uuid;
+
+    fn id(n: u128) -> DbId {
+        DbId::from(Uuid::from_u128(n))
+    }
+
+    /// The columns of `messages` a search reads, and migrations `search`
+    /// and `search_backlog` over them.
+    fn db() -> SqliteConnection {
+        let mut conn = SqliteConnection::establish(":memory:").expect("open");
+        conn.batch_execute(
+            "CREATE TABLE messages (
+                 id TEXT NOT NULL, body TEXT NOT NULL, body_folded TEXT,
+                 created_at INTEGER NOT NULL, sender_id TEXT NOT NULL,
+                 conversation_id TEXT NOT NULL, direct_creator_id TEXT,
+                 direct_peer_id TEXT, group_id TEXT);
+             CREATE TABLE group_members (group_id TEXT NOT NULL, contact_id TEXT NOT NULL);",
+        )
+        .expect("tables");
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations/sqlite/");
+        for m in [
+            "2026-12-10-100000_search",
+            "2026-12-11-100000_search_backlog",
+        ] {
+            let up = std::fs::read_to_string(format!("{root}{m}/up.sql")).expect("migration");
+            let up = up.replace("ALTER TABLE messages ADD COLUMN body_folded TEXT;", "");
+            conn.batch_execute(&up).expect(m);
+        }
+        conn
+    }
+
+    /// 600 messages whose times run in another order than their rowids:
+    /// every 7th has the term; the viewer (1) is in group 10 and in
+    /// direct conversations as creator, not in group 11. Returns what the
+    /// viewer's search for "needle" must find, newest first.
+    fn seed(conn: &mut SqliteConnection) -> Vec<Found> {
+        let mut sql = Sql::default();
+        let (viewer, seen) = (sql.id(id(1)), sql.id(id(10)));
+        sql.push(&format!(
+            "INSERT INTO group_members (group_id, contact_id) VALUES ({seen}, {viewer})"
+        ));
+        sql.query().execute(conn).expect("member");
+        let mut expected = Vec::new();
+        for i in 0..600_u128 {
+            let at = i64::try_from((i * 7_919) % 1_000).expect("small") * 1_000 + 1;
+            let text = if i % 7 == 0 {
+                format!("a needle {i}")
+            } else {
+                format!("hay {i}")
+            };
+            let (audience, sees) = match i % 3 {
+                0 => ("group_id", true),
+                1 => ("direct_creator_id", true),
+                _ => ("group_id", false),
+            };
+            let mut sql = Sql::default();
+            let m = sql.id(id(1_000 + i));
+            let owner = match (audience, sees) {
+                ("group_id", true) => sql.id(id(10)),
+                ("group_id", false) => sql.id(id(11)),
+                _ => sql.id(id(1)),
+            };
+            let sender = sql.id(id(2));
+            let conv = sql.id(id(100 + i % 3));
+            let body = sql.bind(Bind::Text(text.clone()));
+            let at_mark = sql.bind(Bind::Int(at));
+            sql.push(&format!(
+                "INSERT INTO messages (id, body, body_folded, created_at, sender_id, conversation_id, {audience}) \
+                 VALUES ({m}, {body}, {body}, {at_mark}, {sender}, {conv}, {owner})"
+            ));
+            sql.query().execute(conn).expect("message");
+            if sees && i % 7 == 0 {
+                expected.push(Found {
+                    created_at: at,
+                    id: id(1_000 + i),
+                });
+            }
+        }
+        expected.sort_unstable_by(|a, b| b.cmp(a));
+        expected
+    }
+
+    fn scope(fetch: i64) -> SearchScope {
+        SearchScope {
+            viewer: id(1),
+            terms: vec!["needle".to_owned()],
+            conversation: None,
+            sender: None,
+            from: None,
+            until: None,
+            cursor: None,
+            fetch,
+        }
+    }
+
+    fn first(expected: &[Found], n: usize) -> Vec<Found> {
+        expected.iter().take(n).copied().collect()
+    }
+
+    /// Step 2 by windows of 4 rowids and more: the same page with every
+    /// message in the backlog, half of them indexed, and all; and the same
+    /// from the searcher's ranges read whole when the budget is spent.
+    #[test]
+    fn windows_backlog_and_the_way_out_find_the_same_messages() {
+        let mut conn = db();
+        let expected = seed(&mut conn);
+        assert!(expected.len() > 40, "{} matches", expected.len());
+        let long = Duration::from_secs(60);
+        for fetch in [1, 11, 1_000] {
+            let want = first(&expected, usize::try_from(fetch).expect("small"));
+            assert_eq!(
+                windowed(&mut conn, &scope(fetch), 4, long).expect("backlog"),
+                want
+            );
+        }
+        conn.batch_execute("BEGIN IMMEDIATE").expect("begin");
+        assert_eq!(
+            crate::search_index::index_backlog(&mut conn, 300).expect("index"),
+            300
+        );
+        conn.batch_execute("COMMIT").expect("commit");
+        for fetch in [1, 11, 1_000] {
+            let want = first(&expected, usize::try_from(fetch).expect("small"));
+            assert_eq!(
+                windowed(&mut conn, &scope(fetch), 4, long).expect("half"),
+                want
+            );
+            assert_eq!(
+                windowed(&mut conn, &scope(fetch), 1, Duration::ZERO).expect("way out"),
+                want
+            );
+        }
+        conn.batch_execute("BEGIN IMMEDIATE").expect("begin");
+        crate::search_index::index_backlog(&mut conn, 1_000).expect("index");
+        conn.batch_execute("COMMIT").expect("commit");
+        for width in [1, 4, 1 << 16] {
+            assert_eq!(
+                windowed(&mut conn, &scope(11), width, long).expect("indexed"),
+                first(&expected, 11)
+            );
+        }
+    }
 }

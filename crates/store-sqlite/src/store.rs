@@ -78,6 +78,9 @@ pub struct SqliteStore {
     /// Keeps the WAL checkpoints running off the writers' path (files
     /// only; `checkpoint`).
     _checkpoints: Option<crate::checkpoint::Checkpointer>,
+    /// Keeps search's index fed from its backlog, off the writers' path
+    /// (`search_index`).
+    _search_index: crate::search_index::Indexer,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -153,6 +156,16 @@ impl SqliteStore {
         let pool = builder
             .build(ConnectionManager::new(path))
             .with_context(|| format!("cannot open SQLite database {path}"))?;
+        let index_source = if in_memory {
+            crate::search_index::Source::Pool(pool.clone())
+        } else {
+            crate::search_index::Source::File {
+                path: path.to_owned(),
+                configure,
+            }
+        };
+        let search_index = crate::search_index::Indexer::start(index_source, writer.clone())
+            .context("cannot start indexing messages for search")?;
         Ok(Self {
             pool,
             writers: crate::group_commit::Writers::default(),
@@ -162,6 +175,7 @@ impl SqliteStore {
             deadline: confab_store_sql::door::DEFAULT_DEADLINE,
             budget: None,
             _checkpoints: checkpoints,
+            _search_index: search_index,
         })
     }
 

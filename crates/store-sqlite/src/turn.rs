@@ -1,8 +1,9 @@
 //! The writers' turn: who of this process may write to the SQLite file.
 //!
-//! Held by a batch of the group commit, by the migrations, and by the
+//! Held by a batch of the group commit, by the migrations, by the
 //! checkpoint thread for the one pass that lets the WAL start over
-//! (`checkpoint`). A plain mutex let that thread starve: under a steady
+//! (`checkpoint`), and by the search indexer for each of its batches
+//! (`search_index`). A plain mutex let that thread starve: under a steady
 //! stream of sends the group commit's next leader takes the lock again
 //! as soon as the last one lets it go, and a thread woken on a busy core
 //! comes too late, every time. In one CI run the thread never got its

@@ -3,10 +3,15 @@
 //! messages gives, page after page, for terms the recent rows are full of,
 //! terms only an old message has, terms without three letters or digits in
 //! a row, and none; with a filter's conversation the viewer does not see
-//! `NotFound`, with a cursor they cannot see `CursorNotFound`.
+//! `NotFound`, with a cursor they cannot see `CursorNotFound`. On SQLite,
+//! alike from the index and from its backlog.
 
 use confab_domain::{fold, Contact, Cursor, Message, MessageId, SearchQuery};
 use confab_ports::{SearchFilter, StoreError};
+use confab_tests::db::Backend;
+use diesel::connection::SimpleConnection as _;
+use diesel::sql_types::BigInt;
+use diesel::{Connection as _, QueryableByName, RunQueryDsl as _, SqliteConnection};
 
 use crate::support::{
     assert_err, at, contact, direct, group, group_conversation, msg_ids, page, send, S,
@@ -48,16 +53,27 @@ fn expected(seen: &[Message], query: &str) -> Vec<MessageId> {
     hits.into_iter().map(|m| m.id()).collect()
 }
 
+/// What [`setup`] made: the viewer (alice), bob, mallory (in none of
+/// alice's conversations), the big group's conversation, and the messages
+/// alice sees.
+struct World {
+    alice: Contact,
+    bob: Contact,
+    mallory: Contact,
+    conv: confab_domain::Conversation,
+    seen: Vec<Message>,
+}
+
 /// The viewer in 200 groups, so that step 1 reads 20 rows of each range:
 /// one group's conversation holds 130 messages, older ones beyond that.
-async fn both_steps_answer_as_a_scan_would(s: S) {
-    let alice = contact(&s, "alice").await;
-    let bob = contact(&s, "bob").await;
-    let mallory = contact(&s, "mallory").await;
-    let big = group(&s, &alice, &[&bob], at(10)).await;
-    let conv = group_conversation(&s, &alice, big.id(), at(11)).await;
+async fn setup(s: &S) -> World {
+    let alice = contact(s, "alice").await;
+    let bob = contact(s, "bob").await;
+    let mallory = contact(s, "mallory").await;
+    let big = group(s, &alice, &[&bob], at(10)).await;
+    let conv = group_conversation(s, &alice, big.id(), at(11)).await;
     for _ in 0..199 {
-        group(&s, &alice, &[&bob], at(12)).await;
+        group(s, &alice, &[&bob], at(12)).await;
     }
     let mut seen = Vec::new();
     for i in 0..130_i64 {
@@ -68,14 +84,36 @@ async fn both_steps_answer_as_a_scan_would(s: S) {
             _ => format!("common filler number {i}"),
         };
         let sender = if i % 3 == 0 { &bob } else { &alice };
-        seen.push(send(&s, &conv, sender, &text, at(100 + i)).await);
+        seen.push(send(s, &conv, sender, &text, at(100 + i)).await);
     }
-    let dm = direct(&s, &alice, &bob, at(20)).await;
-    seen.push(send(&s, &dm, &bob, "a needle in the direct one", at(50)).await);
+    let dm = direct(s, &alice, &bob, at(20)).await;
+    seen.push(send(s, &dm, &bob, "a needle in the direct one", at(50)).await);
     // Not alice's: never found by her.
-    let theirs = direct(&s, &bob, &mallory, at(20)).await;
-    send(&s, &theirs, &mallory, "needle common x.y.z 東京都", at(400)).await;
+    let theirs = direct(s, &bob, &mallory, at(20)).await;
+    send(s, &theirs, &mallory, "needle common x.y.z 東京都", at(400)).await;
+    World {
+        alice,
+        bob,
+        mallory,
+        conv,
+        seen,
+    }
+}
 
+async fn both_steps_answer_as_a_scan_would(s: S) {
+    let world = setup(&s).await;
+    every_query_answers_as_a_scan_would(&s, &world).await;
+}
+
+/// Each query, filter and page size of the suite against [`expected`].
+async fn every_query_answers_as_a_scan_would(s: &S, w: &World) {
+    let World {
+        alice,
+        bob,
+        mallory,
+        conv,
+        seen,
+    } = w;
     let none = SearchFilter::default();
     for (query, limit) in [
         ("common", 10),
@@ -88,8 +126,8 @@ async fn both_steps_answer_as_a_scan_would(s: S) {
         ("absent", 10),
     ] {
         assert_eq!(
-            every_page(&s, &alice, query, none, limit).await,
-            expected(&seen, query),
+            every_page(s, alice, query, none, limit).await,
+            expected(seen, query),
             "{query} by {limit}"
         );
     }
@@ -105,7 +143,7 @@ async fn both_steps_answer_as_a_scan_would(s: S) {
         .collect();
     for query in ["needle", "common", "x.y.z"] {
         assert_eq!(
-            every_page(&s, &alice, query, in_conv, 7).await,
+            every_page(s, alice, query, in_conv, 7).await,
             expected(&only_group, query),
             "{query} in the group"
         );
@@ -121,14 +159,14 @@ async fn both_steps_answer_as_a_scan_would(s: S) {
         .collect();
     for query in ["needle", "common"] {
         assert_eq!(
-            every_page(&s, &alice, query, by_bob, 9).await,
+            every_page(s, alice, query, by_bob, 9).await,
             expected(&bobs, query),
             "{query} by bob"
         );
     }
 
     // Mallory finds only her own; a filter or cursor she cannot see fails.
-    assert_eq!(every_page(&s, &mallory, "needle", none, 10).await.len(), 1);
+    assert_eq!(every_page(s, mallory, "needle", none, 10).await.len(), 1);
     let q = SearchQuery::parse("needle").expect("query");
     assert_err!(
         s.search_messages(mallory.id(), q.clone(), in_conv, page(10, None))
@@ -151,3 +189,71 @@ confab_tests::on_both_stores!(
     crate::support::on_store;
     both_steps_answer_as_a_scan_would,
 );
+
+/// A count read on a connection of the test's own.
+fn count(raw: &mut SqliteConnection, table: &str) -> i64 {
+    #[derive(QueryableByName)]
+    struct N {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let row: N = diesel::sql_query(format!("SELECT count(*) AS n FROM {table}"))
+        .get_result(raw)
+        .expect("count");
+    row.n
+}
+
+/// SQLite: the same answers with every message in the backlog of migration
+/// `search_backlog` (the index empty) and with every message indexed (the
+/// backlog empty), and FTS5 then finds the index whole. The store's own
+/// indexer moves the backlog into the index every 100 ms, so the test
+/// holds SQLite's write lock on a connection of its own while it searches
+/// the backlog (searches only read).
+#[tokio::test]
+async fn on_sqlite_the_index_and_its_backlog_answer_alike() {
+    let (db, s) = crate::support::open(Backend::Sqlite).await;
+    let world = setup(&s).await;
+    let mut raw = SqliteConnection::establish(&db.url).expect("open");
+    raw.batch_execute("PRAGMA busy_timeout = 10000")
+        .expect("pragma");
+    let messages = count(&mut raw, "messages");
+    let mut tries = 0;
+    loop {
+        raw.batch_execute(
+            "BEGIN IMMEDIATE;
+             INSERT INTO messages_search (messages_search) VALUES ('delete-all');
+             INSERT OR IGNORE INTO messages_search_backlog (message_rowid)
+                 SELECT rowid FROM messages;
+             COMMIT;
+             BEGIN IMMEDIATE;",
+        )
+        .expect("all in the backlog");
+        // The indexer may have taken the lock between the two
+        // transactions: then again.
+        if count(&mut raw, "messages_search_backlog") == messages {
+            break;
+        }
+        raw.batch_execute("ROLLBACK").expect("release");
+        tries += 1;
+        assert!(tries < 20, "the indexer always came in between");
+    }
+    every_query_answers_as_a_scan_would(&s, &world).await;
+    raw.batch_execute("ROLLBACK").expect("release");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while count(&mut raw, "messages_search_backlog") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the indexer left the backlog as it was"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    raw.batch_execute(
+        "INSERT INTO messages_search (messages_search, rank) VALUES ('integrity-check', 1)",
+    )
+    .expect("the index matches the messages");
+    every_query_answers_as_a_scan_would(&s, &world).await;
+    drop(raw);
+    drop(s);
+    drop(db);
+}
