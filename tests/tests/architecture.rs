@@ -6,6 +6,10 @@
 //!   so adding one without writing it down fails here;
 //! - "never on" must not appear anywhere in its dependency tree (dev
 //!   dependencies excluded: tests may use anything).
+//!
+//! Also the shape issue 33 gave the workspace: no import circles, store code
+//! mostly plain functions (not `macro_rules!` bodies), and files short
+//! enough to read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -444,4 +448,66 @@ fn store_code_is_not_macro_bodies() {
         "{inside} of {total} store lines ({:.1} %) are macro_rules! bodies",
         share * 100.0
     );
+}
+
+/// Whether a file below `crates/` or `tests/` holds tests only: in a
+/// `tests` folder (integration tests and their support), or a module named
+/// `tests` or `*_tests` (a unit test module in a file of its own).
+fn is_test_file(rel: &Path) -> bool {
+    rel.components().any(|c| c.as_os_str() == "tests")
+        || rel
+            .file_stem()
+            .is_some_and(|s| s == "tests" || s.to_string_lossy().ends_with("_tests"))
+}
+
+/// Files a reader can take in (issue 33): no source file over 800 lines,
+/// no test file over 1,000, counting every line of the file.
+#[test]
+fn no_file_is_too_long_to_read() {
+    let root = workspace_root();
+    let mut long = Vec::new();
+    let mut seen = 0;
+    for dir in ["crates", "tests"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).expect("read dir") {
+                let path = entry.expect("entry").path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                seen += 1;
+                let rel = path.strip_prefix(&root).expect("below root").to_path_buf();
+                let lines = std::fs::read_to_string(&path)
+                    .expect("read source")
+                    .lines()
+                    .count();
+                let most = if is_test_file(&rel) { 1_000 } else { 800 };
+                if lines > most {
+                    long.push(format!("{} ({lines} lines, at most {most})", rel.display()));
+                }
+            }
+        }
+    }
+    assert!(seen > 100, "the workspace's sources were not found");
+    assert!(long.is_empty(), "files too long: {long:#?}");
+}
+
+#[test]
+fn test_files_are_told_from_source_files() {
+    assert!(is_test_file(Path::new("tests/tests/http/admin.rs")));
+    assert!(is_test_file(Path::new("crates/domain/tests/proptest.rs")));
+    assert!(is_test_file(Path::new(
+        "crates/domain/src/message/tests.rs"
+    )));
+    assert!(is_test_file(Path::new(
+        "crates/server/src/http/wire_tests.rs"
+    )));
+    assert!(!is_test_file(Path::new("crates/domain/src/message.rs")));
+    assert!(!is_test_file(Path::new(
+        "crates/server/src/http/requests/mod.rs"
+    )));
 }

@@ -16,6 +16,7 @@
 //! never on `confab-service` or `confab-server`, which name this crate only
 //! in their startup code.
 
+mod feed;
 mod listen;
 mod pg_async;
 /// The port implementations both SQL stores share, compiled for [`Store`].
