@@ -15,7 +15,9 @@ use confab_store_sql::id::DbId;
 use confab_store_sql::queries::paging::feed_audiences;
 use confab_store_sql::raw::{Bind, Sql};
 use confab_store_sql::schema::group_members;
-use confab_store_sql::search::{fts_phrase, per_range, Found, Marks, RecentRow, SearchScope};
+use confab_store_sql::search::{
+    fts_phrase, per_range, settle, Found, Marks, RecentRow, SearchScope,
+};
 
 /// SQLite's substring test: exact, no pattern syntax.
 fn contains(text: &str, term: &str) -> String {
@@ -189,7 +191,7 @@ fn whole_ranges(conn: &mut SqliteConnection, scope: &SearchScope) -> QueryResult
     let wanted = usize::try_from(scope.fetch).unwrap_or(usize::MAX);
     let rows = recent_limited(conn, scope, true)?;
     // Read whole: no range has a boundary, so the answer is exact.
-    Ok(confab_store_sql::search::settle(&rows, wanted).unwrap_or_default())
+    Ok(settle(&rows, wanted).unwrap_or_default())
 }
 
 /// The newest `fetch` of the searcher's messages with every term, by the
@@ -258,8 +260,7 @@ mod tests {
     /// The columns of `messages` a search reads, and migrations `search`
     /// and `search_backlog` over them.
     fn db() -> SqliteConnection {
-        let mut conn = SqliteConnection::establish(":memory:").expect("open");
-        conn.batch_execute(
+        crate::search_index::tests::with_search_schema(
             "CREATE TABLE messages (
                  id TEXT NOT NULL, body TEXT NOT NULL, body_folded TEXT,
                  created_at INTEGER NOT NULL, sender_id TEXT NOT NULL,
@@ -267,17 +268,6 @@ mod tests {
                  direct_peer_id TEXT, group_id TEXT);
              CREATE TABLE group_members (group_id TEXT NOT NULL, contact_id TEXT NOT NULL);",
         )
-        .expect("tables");
-        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations/sqlite/");
-        for m in [
-            "2026-12-10-100000_search",
-            "2026-12-11-100000_search_backlog",
-        ] {
-            let up = std::fs::read_to_string(format!("{root}{m}/up.sql")).expect("migration");
-            let up = up.replace("ALTER TABLE messages ADD COLUMN body_folded TEXT;", "");
-            conn.batch_execute(&up).expect(m);
-        }
-        conn
     }
 
     /// 600 messages whose times run in another order than their rowids:

@@ -188,19 +188,16 @@ impl Indexer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use diesel::sql_types::{Integer, Text};
     use diesel::QueryableByName;
 
-    /// The schema of migrations `search` and `search_backlog`, on a table
-    /// with the columns they use.
-    fn db() -> SqliteConnection {
+    /// `tables` (a `messages` table with `body_folded` among its columns),
+    /// then migrations `search` and `search_backlog` over them.
+    pub(crate) fn with_search_schema(tables: &str) -> SqliteConnection {
         let mut conn = SqliteConnection::establish(":memory:").expect("open");
-        conn.batch_execute(
-            "CREATE TABLE messages (id INTEGER PRIMARY KEY, body TEXT NOT NULL, body_folded TEXT);",
-        )
-        .expect("table");
+        conn.batch_execute(tables).expect("tables");
         let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../migrations/sqlite/");
         for m in [
             "2026-12-10-100000_search",
@@ -212,6 +209,12 @@ mod tests {
             conn.batch_execute(&up).expect(m);
         }
         conn
+    }
+
+    fn db() -> SqliteConnection {
+        with_search_schema(
+            "CREATE TABLE messages (id INTEGER PRIMARY KEY, body TEXT NOT NULL, body_folded TEXT);",
+        )
     }
 
     #[derive(QueryableByName, Debug, PartialEq, Eq, PartialOrd, Ord)]
