@@ -16,3 +16,6 @@ if grep -E '(WARN|ERROR)' "$log" >/dev/null; then
     exit 1
 fi
 python3 tests/docs/links.py target/book
+# The first screen of docs/performance.md and its chart agree with the
+# benchmark's latest run recorded below them.
+python3 bench/chart.py --check
