@@ -68,9 +68,6 @@ function activity(c: Conversation): number {
   return c.last_active_at ?? c.created_at;
 }
 
-function byActivity(a: Conversation, b: Conversation): number {
-  return activity(b) - activity(a) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-}
 
 /** When a message last changed (`updated_at`, null on servers that leave it unset until a change). */
 function changedAt(m: Message): number {
@@ -86,6 +83,13 @@ export class Store {
   private ready = false;
   private connection: ConnectionState = "closed";
   private readonly conversations = new Map<string, Conversation>();
+  /**
+   * The order in which conversations last became active, as seen here:
+   * the server orders by activity in microseconds but shows whole
+   * seconds, so within one second the latest event decides.
+   */
+  private readonly touched = new Map<string, number>();
+  private touches = 0;
   private sorted: Conversation[] | null = [];
   private hasMoreConversations = false;
   private readonly contacts = new Map<string, Contact>();
@@ -406,7 +410,9 @@ export class Store {
       const quiet = before === this.storedEvents && (await this.nothingAfter(lastId)) && before === this.storedEvents;
       const lastChance = attempt === 5 && !this.ready;
       if (quiet || lastChance) {
-        this.adopt(items, hasMore);
+        const related = this.adopt(items, hasMore);
+        // The first load resolves with names to show (peers, groups).
+        if (!this.ready) await related;
         if (!quiet) this.scheduleSync(1_000);
         return;
       }
@@ -434,18 +440,25 @@ export class Store {
     }
   }
 
-  private adopt(items: Conversation[], hasMore: boolean): void {
+  private adopt(items: Conversation[], hasMore: boolean): Promise<unknown> {
     this.conversations.clear();
-    for (const c of items) this.conversations.set(c.id, c);
+    this.touched.clear();
+    this.touches += items.length;
+    items.forEach((c, i) => {
+      this.conversations.set(c.id, c);
+      this.touched.set(c.id, this.touches - i);
+    });
     this.sorted = null;
     this.hasMoreConversations = hasMore;
-    for (const c of items) this.fetchRelated(c);
     this.changed();
+    return Promise.all(items.map((c) => this.fetchRelated(c)));
   }
 
-  private fetchRelated(c: Conversation): void {
-    if (c.contact_id && !this.contacts.has(c.contact_id)) void this.ensureContact(c.contact_id);
-    if (c.group_id && !this.groups.has(c.group_id)) void this.ensureGroup(c.group_id);
+  private fetchRelated(c: Conversation): Promise<void> {
+    const pending: Promise<void>[] = [];
+    if (c.contact_id && !this.contacts.has(c.contact_id)) pending.push(this.ensureContact(c.contact_id));
+    if (c.group_id && !this.groups.has(c.group_id)) pending.push(this.ensureGroup(c.group_id));
+    return Promise.all(pending).then(() => undefined);
   }
 
   // --- applying events ------------------------------------------------------
@@ -513,6 +526,7 @@ export class Store {
       if (c) {
         const fromOther = m.contact.id !== this.me?.id;
         const mentioned = fromOther && !!this.me && (m.mentions ?? []).includes(this.me.id);
+        this.touched.set(c.id, ++this.touches);
         this.setConversation({
           ...c,
           last_active_at: Math.max(c.last_active_at ?? 0, m.created_at),
@@ -581,17 +595,20 @@ export class Store {
   /** A conversation object as the server sent it (the caller's own view). */
   applyConversation(c: Conversation): void {
     this.setConversation(c);
-    this.fetchRelated(c);
+    void this.fetchRelated(c);
     this.changed();
   }
 
   private setConversation(c: Conversation): void {
+    const before = this.conversations.get(c.id);
+    if (!before || activity(c) > activity(before)) this.touched.set(c.id, ++this.touches);
     this.conversations.set(c.id, c);
     this.sorted = null;
   }
 
   private removeConversation(id: string): void {
     this.conversations.delete(id);
+    this.touched.delete(id);
     this.sorted = null;
     const list = this.messages.get(id);
     for (const m of list?.items ?? []) this.threads.delete(m.id);
@@ -734,7 +751,15 @@ export class Store {
   // --- publishing ---------------------------------------------------------
 
   private sortedConversations(): Conversation[] {
-    if (!this.sorted) this.sorted = [...this.conversations.values()].sort(byActivity);
+    if (!this.sorted) {
+      const touched = this.touched;
+      this.sorted = [...this.conversations.values()].sort(
+        (a, b) =>
+          activity(b) - activity(a) ||
+          (touched.get(b.id) ?? 0) - (touched.get(a.id) ?? 0) ||
+          (a.id < b.id ? 1 : a.id > b.id ? -1 : 0),
+      );
+    }
     return this.sorted;
   }
 
