@@ -129,7 +129,9 @@ export class Confab {
           signal: options.signal,
           timeout: Math.min(30_000, Math.max(1, deadline - Date.now())),
         });
-        this.storeInstance?.applyMessage(message);
+        // The server takes a send as the end of typing: the next start counts at once.
+        this.lastTyping.delete(conversationId);
+        this.storeInstance?.applyMessage(message, true);
         return message;
       } catch (e) {
         if (options.signal?.aborted || !isRetryable(e)) throw e;
