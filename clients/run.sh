@@ -112,7 +112,7 @@ step() {
 }
 
 build_sdk() {
-    (cd "$SDK" && node scripts/generate-types.mjs "$WORK/openapi.json" && rm -rf dist && npx tsc -p tsconfig.json)
+    (cd "$SDK" && node scripts/generate-types.mjs "$WORK/openapi.json" && rm -rf dist && npx tsc -p tsconfig.json && npx tsc -p tsconfig.check.json)
 }
 build_web() {
     npm_ci "$WEB" && (cd "$WEB" && npx tsc -p tsconfig.json --noEmit && node build.mjs)
