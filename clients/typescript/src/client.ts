@@ -32,6 +32,12 @@ export type ConfabOptions = {
   transport?: Transport;
   /** Milliseconds without a byte before the event stream reconnects (default 45 s). */
   idleTimeout?: number;
+  /**
+   * An event id to resume the stream after (e.g. `subscription.lastEventId`
+   * kept across page loads): the events since are replayed first. One
+   * older than the server keeps calls `onResync("expired_cursor")`.
+   */
+  resumeFrom?: string;
 } & TokenSource;
 
 /** An attachment to send: an upload (or its id), or a file at a URL. */
@@ -79,6 +85,7 @@ export class Confab {
     this.stream = new EventStream(this.http, {
       transport: options.transport ?? "auto",
       idleTimeout: options.idleTimeout ?? 45_000,
+      after: options.resumeFrom,
     });
   }
 

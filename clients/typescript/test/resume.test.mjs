@@ -71,3 +71,30 @@ test("the stream resumes after the server restarts: no event lost or doubled", {
     assert.ok(states[transport].includes("reconnecting"), `${transport} reconnected`);
   }
 });
+
+test("a resume point the server no longer has asks for a resync, then goes live", { timeout: 60_000 }, async (t) => {
+  const server = await ConfabServer.start();
+  t.after(() => server.close());
+  const alice = await server.user("alice");
+  const bob = await server.user("bob");
+  const conversation = (await server.api(bob.token, "POST", "/v1/conversations", { contact_id: alice.id })).body;
+  const client = new Confab({
+    url: server.url,
+    token: alice.token,
+    transport: "header",
+    resumeFrom: "01900000-0000-7000-8000-000000000000", // never an event here (as if pruned)
+  });
+  t.after(() => client.close());
+  const resyncs = [];
+  const got = [];
+  let state = "";
+  client.events((e) => e.type === "message.created" && got.push(e.payload.message), {
+    onResync: (reason) => resyncs.push(reason),
+    onStateChange: (s) => (state = s),
+  });
+  await waitFor(() => state === "open", { what: "the stream to open without the resume point" });
+  assert.deepEqual(resyncs, ["expired_cursor"]);
+  await server.api(bob.token, "POST", "/v1/messages", { conversation_id: conversation.id, message: "live" });
+  await waitFor(() => got.length === 1, { what: "the live message" });
+  assert.deepEqual(got, ["live"]);
+});

@@ -149,6 +149,7 @@ function renderConversations(state: StoreState): void {
     }),
   );
   if (focused) (list.querySelector(`[data-id="${focused}"]`) as HTMLElement | null)?.focus();
+  $("more-conversations").hidden = !state.hasMoreConversations;
 }
 
 function renderConversation(state: StoreState): void {
@@ -299,6 +300,14 @@ function messageNode(m: Message, state: StoreState, inThread: boolean, seen: str
     const t = el("button", { type: "button" }, m.reply_count ? `Thread (${m.reply_count})` : "Thread");
     t.addEventListener("click", () => openThread(m.id));
     tools.append(t);
+  }
+  if (mine && m.message) {
+    const edit = el("button", { type: "button" }, "Edit");
+    edit.addEventListener("click", () => {
+      const text = prompt("Edit your message", m.message);
+      if (text !== null && text.trim() && text !== m.message) void attempt(() => client!.edit(m.id, text));
+    });
+    tools.append(edit);
   }
   if (mine) {
     const d = el("button", { type: "button" }, "Delete");
@@ -507,6 +516,7 @@ function renderPending(): void {
   );
 }
 
+$("more-conversations").addEventListener("click", () => attempt(() => store!.loadMoreConversations()));
 $("older").addEventListener("click", () => current && attempt(() => store!.loadMessages(current!)));
 
 $("new-form").addEventListener("submit", async (e) => {

@@ -127,8 +127,19 @@ test("two users exchange messages and a photo in the web client", { timeout: 240
   });
 
   await t.test("alice uploads a photo with progress and sends it; bob sees it", async () => {
+    // Record what the progress bar says as the upload goes.
+    await a.evaluate(() => {
+      const bar = document.getElementById("upload-progress");
+      window.progressSeen = [];
+      new MutationObserver(() => window.progressSeen.push(bar.getAttribute("aria-valuetext"))).observe(bar, {
+        attributes: true,
+        attributeFilter: ["aria-valuetext"],
+      });
+    });
     await a.locator("#composer-file").setInputFiles({ name: "photo.png", mimeType: "image/png", buffer: photo() });
     await a.locator("#pending .chip", { hasText: "photo.png ready" }).waitFor();
+    const progress = await a.evaluate(() => window.progressSeen);
+    assert.ok(progress.includes("photo.png: 100%"), `the progress bar reached 100%: ${progress}`);
     await shot(a, "alice-photo-uploaded");
     await composer(a).press("Enter");
     const mine = a.locator("#messages .message", { hasText: "Here it is" });
@@ -177,6 +188,14 @@ test("two users exchange messages and a photo in the web client", { timeout: 240
     await a.locator("#results-list li", { hasText: "A photo is coming" }).waitFor();
     await shot(a, "alice-searches");
     await a.getByRole("button", { name: "Close the results" }).click();
+  });
+
+  await t.test("alice edits her first message; bob sees the edit", async () => {
+    a.once("dialog", (d) => d.accept("Hi Bob! The photo is here."));
+    await a.locator("#messages .message", { hasText: "A photo is coming" }).getByRole("button", { name: "Edit" }).click();
+    const edited = b.locator("#messages .message", { hasText: "The photo is here" });
+    await edited.getByText("(edited)").waitFor();
+    await shot(b, "bob-sees-edit");
   });
 
   await t.test("alice reports and blocks bob; bob can no longer write", async () => {
