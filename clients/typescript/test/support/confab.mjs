@@ -37,6 +37,13 @@ export async function waitFor(check, { timeout = 15_000, interval = 50, what = "
   }
 }
 
+// Servers still running when a test process ends (a failed assertion, a
+// timeout) are killed with it, never left behind.
+const running = new Set();
+process.on("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
 export class ConfabServer {
   static async start(env = {}) {
     const dir = await mkdtemp(join(tmpdir(), "confab-sdk-"));
@@ -63,8 +70,12 @@ export class ConfabServer {
       stdio: ["ignore", log, log],
     });
     const child = this.child;
+    running.add(child);
     let exited = false;
-    child.once("exit", () => (exited = true));
+    child.once("exit", () => {
+      exited = true;
+      running.delete(child);
+    });
     await waitFor(
       async () => {
         if (exited) throw new Error(`confab exited at start: ${await this.log()}`);
