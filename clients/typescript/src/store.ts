@@ -20,8 +20,8 @@ import {
   type PresenceChanged,
   type ReadPosition,
   type StreamEvent,
-  type Typing,
 } from "./types.js";
+import { TypingBoard } from "./typing.js";
 import { RecentIds, sleep } from "./util.js";
 
 export interface MessageList {
@@ -96,7 +96,7 @@ export class Store {
   private readonly groups = new Map<string, Group>();
   private readonly messages = new Map<string, MutableList>();
   private readonly threads = new Map<string, MutableList>();
-  private readonly typing = new Map<string, Map<string, number>>();
+  private readonly typing = new TypingBoard(() => this.changed());
   private readonly reads = new Map<string, Map<string, ReadPosition>>();
   private features: { presence: boolean | null; readReceipts: boolean | null } = {
     presence: null,
@@ -113,7 +113,6 @@ export class Store {
   private syncTimer: ReturnType<typeof setTimeout> | null = null;
   private syncing: Promise<void> | null = null;
   private syncAgain = false;
-  private typingTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly pendingContacts = new Map<string, Promise<void>>();
   private readonly pendingGroups = new Map<string, Promise<void>>();
   private stopped = false;
@@ -186,7 +185,7 @@ export class Store {
     this.subscription = null;
     this.starting = null;
     if (this.syncTimer) clearTimeout(this.syncTimer);
-    if (this.typingTimer) clearTimeout(this.typingTimer);
+    this.typing.stop();
   }
 
   // --- loading ------------------------------------------------------------
@@ -467,7 +466,7 @@ export class Store {
     if (event.type !== "typing") this.storedEvents++;
     switch (event.type) {
       case "typing":
-        this.applyTyping(event.payload);
+        if (event.payload.contact_id !== this.me?.id) this.typing.apply(event.payload);
         break;
       case "message.created":
       case "message.updated":
@@ -544,8 +543,7 @@ export class Store {
           last_reply_at: Math.max(p.last_reply_at ?? 0, m.created_at),
         }));
       }
-      const typing = this.typing.get(m.conversation_id);
-      if (typing?.delete(m.contact.id)) this.typingChanged();
+      this.typing.sent(m.conversation_id, m.contact.id);
     }
     const lists = m.parent_id ? this.threads : this.messages;
     const key = m.parent_id ?? m.conversation_id;
@@ -613,7 +611,7 @@ export class Store {
     const list = this.messages.get(id);
     for (const m of list?.items ?? []) this.threads.delete(m.id);
     this.messages.delete(id);
-    this.typing.delete(id);
+    this.typing.forget(id);
     this.reads.delete(id);
   }
 
@@ -713,41 +711,6 @@ export class Store {
     this.features = { ...this.features, readReceipts: true };
   }
 
-  private applyTyping(t: Typing): void {
-    if (t.contact_id === this.me?.id) return;
-    let who = this.typing.get(t.conversation_id);
-    if (t.state === "stop") {
-      if (!who?.delete(t.contact_id)) return;
-    } else {
-      if (!who) {
-        who = new Map();
-        this.typing.set(t.conversation_id, who);
-      }
-      // `expires_at` is rounded down to a second: hold until its end, within 9 s.
-      const until = Math.min(Date.now() + 9_000, Math.max(Date.now() + 1_000, (t.expires_at + 1) * 1000));
-      who.set(t.contact_id, until);
-    }
-    this.typingChanged();
-  }
-
-  private typingChanged(): void {
-    const now = Date.now();
-    let next = Infinity;
-    for (const [conversation, who] of this.typing) {
-      for (const [contact, until] of who) {
-        if (until <= now) who.delete(contact);
-        else next = Math.min(next, until);
-      }
-      if (who.size === 0) this.typing.delete(conversation);
-    }
-    if (this.typingTimer) clearTimeout(this.typingTimer);
-    this.typingTimer = null;
-    if (next !== Infinity && !this.stopped) {
-      this.typingTimer = setTimeout(() => this.typingChanged(), next - now + 5);
-    }
-    this.changed();
-  }
-
   // --- publishing ---------------------------------------------------------
 
   private sortedConversations(): Conversation[] {
@@ -783,8 +746,7 @@ export class Store {
 
   private build(): StoreState {
     const conversations = this.sortedConversations();
-    const typing = new Map<string, string[]>();
-    for (const [conversation, who] of this.typing) typing.set(conversation, [...who.keys()]);
+    const typing = this.typing.snapshot();
     return Object.freeze({
       me: this.me,
       ready: this.ready,
