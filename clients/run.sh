@@ -3,7 +3,9 @@
 # installs what it needs (pinned npm packages; Debian's Chromium and an
 # emoji font when missing), generates the SDK's types from the given
 # binary's own /openapi.json, builds the SDK and the web client, runs the
-# SDK's tests in Node and the web client's test in headless Chromium.
+# SDK's tests in Node (the machine's, and Node 18, the oldest supported,
+# from the npm registry's `node` package) and the web client's test in
+# headless Chromium.
 # Exits non-zero on any failure.
 #
 #   clients/run.sh target/debug/confab
@@ -121,6 +123,8 @@ build_web() {
 step "SDK: types generated and built" build_sdk
 if [ "$status" = 0 ]; then
     step "SDK: tests against a live server" bash -c "cd '$SDK' && node --test --test-concurrency=2 test/*.test.mjs"
+    # The oldest Node the SDK supports, from the npm registry's `node` package.
+    step "SDK: the same tests on Node 18" bash -c "$(declare -f npm_ci say); HERE='$HERE' CACHE='$CACHE' npm_ci '$SDK/test/node18' && cd '$SDK' && test/node18/node_modules/.bin/node --test --test-concurrency=2 test/*.test.mjs"
     step "web client: built" build_web
     if [ "${results[-1]}" = "ok     web client: built" ]; then
         step "web client: browser test (Chromium)" bash -c "cd '$WEB' && node --test test/*.test.mjs"
