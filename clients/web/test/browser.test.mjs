@@ -221,3 +221,40 @@ test("two users exchange messages and a photo in the web client", { timeout: 240
   );
   assert.deepEqual(errors, [], "no errors in the pages");
 });
+
+test("the web client works from another origin (CORS)", { timeout: 120_000 }, async (t) => {
+  // The files on one origin, confab on another that lists it.
+  const files = await serve({ confab: null });
+  t.after(() => files.close());
+  const server = await ConfabServer.start({ CONFAB_CORS_ORIGINS: files.url });
+  t.after(() => server.close());
+  const alice = await server.user("alice");
+  const bob = await server.user("bob");
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  t.after(() => browser.close());
+  const page = await (await browser.newContext({ viewport: { width: 1100, height: 720 } })).newPage();
+  page.setDefaultTimeout(WAIT);
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+
+  await page.goto(`${files.url}/app/?server=${encodeURIComponent(server.url)}`);
+  assert.equal(await page.getByLabel("Server URL").inputValue(), server.url);
+  await page.getByLabel("Access token").fill(alice.token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator("#connection", { hasText: "Live" }).waitFor();
+  await page.getByLabel("Start a conversation with").fill("bob");
+  await page.keyboard.press("Enter");
+  await page.locator("#conversation-title", { hasText: "bob" }).waitFor();
+  // An upload (XMLHttpRequest, preflighted) and a send with its Idempotency-Key.
+  await page.locator("#composer-file").setInputFiles({ name: "photo.png", mimeType: "image/png", buffer: photo() });
+  await page.locator("#pending .chip", { hasText: "photo.png ready" }).waitFor();
+  await page.getByLabel("Message", { exact: true }).fill("across origins");
+  await page.getByLabel("Message", { exact: true }).press("Enter");
+  await page.locator("#messages .message.mine img[alt='photo.png']").waitFor();
+  // The stream (a ticket in the URL, no preflight) brings bob's answer.
+  const conversation = (await server.api(bob.token, "POST", "/v1/conversations", { contact_id: alice.id, distinct: true })).body;
+  await server.api(bob.token, "POST", "/v1/messages", { conversation_id: conversation.id, message: "got it" });
+  await page.locator("#messages .message", { hasText: "got it" }).waitFor();
+  await page.screenshot({ path: join(OUT, "cross-origin.png") });
+  assert.deepEqual(errors, []);
+});

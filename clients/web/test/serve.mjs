@@ -19,8 +19,9 @@ const TYPES = {
   ".png": "image/png",
 };
 
+/** `confab`: the server to pass other paths to; null serves the files alone. */
 export function serve({ confab, port = 0, dist = join(here, "..", "dist") }) {
-  const target = new URL(confab);
+  const target = confab ? new URL(confab) : null;
   const server = createServer(async (req, res) => {
     const url = new URL(req.url, "http://x");
     if (url.pathname === "/app") {
@@ -44,6 +45,7 @@ export function serve({ confab, port = 0, dist = join(here, "..", "dist") }) {
       createReadStream(file).pipe(res);
       return;
     }
+    if (!target) return res.writeHead(404, { "Content-Type": "text/plain" }).end("not found");
     // Everything else is confab's; the Host header is kept so that the
     // signed file links confab makes point back here.
     const upstream = request(
