@@ -74,8 +74,16 @@ function changedAt(m: Message): number {
   return m.updated_at ?? m.created_at;
 }
 
-function byNewest(a: Message, b: Message): number {
-  return b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+/**
+ * Places a message that just arrived among messages held newest first:
+ * before every message of its second or older. The server orders messages
+ * of the same second by microseconds, which no client sees; within a
+ * second the store keeps the order in which they arrived.
+ */
+function insertArrival(items: Message[], m: Message): void {
+  const i = items.findIndex((x) => x.created_at <= m.created_at);
+  if (i < 0) items.push(m);
+  else items.splice(i, 0, m);
 }
 
 export class Store {
@@ -233,14 +241,29 @@ export class Store {
       });
       const current = lists.get(key);
       if (!current) return;
-      const items = [...current.items];
-      for (const m of page.data) {
-        this.noteContact(m.contact as Contact);
-        const i = items.findIndex((x) => x.id === m.id);
-        if (i < 0) items.push(m);
-        else if (changedAt(m) > changedAt(items[i])) items[i] = m;
+      for (const m of page.data) this.noteContact(m.contact as Contact);
+      const held = new Map(current.items.map((m) => [m.id, m]));
+      const newer = (m: Message) => {
+        const h = held.get(m.id);
+        return h && changedAt(h) > changedAt(m) ? h : m;
+      };
+      let items: Message[];
+      if (!oldest) {
+        // The first page, in the server's order; what events brought
+        // meanwhile and the page lacks goes in as arrivals.
+        items = page.data.map(newer);
+        const inPage = new Set(items.map((m) => m.id));
+        for (const m of current.items) if (!inPage.has(m.id)) insertArrival(items, m);
+      } else {
+        // An older page follows what is held, in the server's order.
+        items = [...current.items];
+        const at = new Map(items.map((m, i) => [m.id, i]));
+        for (const m of page.data) {
+          const i = at.get(m.id);
+          if (i === undefined) items.push(m);
+          else items[i] = newer(m);
+        }
       }
-      items.sort(byNewest);
       lists.set(key, { items, hasMore: page.has_more, loading: false });
     } catch (e) {
       const current = lists.get(key);
@@ -557,7 +580,9 @@ export class Store {
           lists.set(key, { ...list, items });
         }
       } else if (created) {
-        lists.set(key, { ...list, items: [...list.items, m].sort(byNewest) });
+        const items = [...list.items];
+        insertArrival(items, m);
+        lists.set(key, { ...list, items });
       }
     }
     this.changed();
