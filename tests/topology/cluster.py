@@ -266,13 +266,14 @@ def throughput(c, report):
 
 
 def kill_mid_stream(c, report):
-    """A stream on A; two senders write to its owner through the balancer
+    """A stream on A; four senders write to its owner through the balancer
     with Idempotency-Keys, retrying any failure. A is killed (SIGKILL): the
     stream reconnects through the balancer with Last-Event-ID, lands on
     another instance, and every acknowledged message reaches it exactly
     once; the database holds each exactly once."""
-    alice, bob, carol = c.person("erin"), c.person("bob"), c.person("carol")
-    convs = {bob.name: c.conversation(bob, alice), carol.name: c.conversation(carol, alice)}
+    alice = c.person("erin")
+    senders_ = [c.person(n) for n in ("bob", "carol", "frank", "gina")]
+    convs = {p.name: c.conversation(p, alice) for p in senders_}
     stream = Stream(c.api, alice.token, pin="a", reconnect=True, name="kill")
     stream.start()
     if stream.wait_connected(10) is None or stream.connections[0]["instance"] != "a":
@@ -280,6 +281,7 @@ def kill_mid_stream(c, report):
         return False, f"the stream did not open on a: {stream.connections}"
     acked, unacked, stop = {}, [], threading.Event()
     attempts = {"total": 0, "retried": 0}
+    answers = {}
     lock = threading.Lock()
 
     def sender(person):
@@ -287,7 +289,7 @@ def kill_mid_stream(c, report):
         while not stop.is_set():
             text = f"kill-{person.name}-{n}"
             n += 1
-            r, tries = send_until_acked(c, person, convs[person.name], text)
+            r, tries = send_until_acked(c, person, convs[person.name], text, answers=answers)
             with lock:
                 attempts["total"] += tries
                 attempts["retried"] += tries - 1
@@ -295,9 +297,8 @@ def kill_mid_stream(c, report):
                     acked[text] = r.json()["id"]
                 else:
                     unacked.append((text, repr(r)))
-            time.sleep(0.02)
 
-    senders = [threading.Thread(target=sender, args=(p,)) for p in (bob, carol)]
+    senders = [threading.Thread(target=sender, args=(p,)) for p in senders_]
     for t in senders:
         t.start()
     time.sleep(1.5)
@@ -345,7 +346,8 @@ def kill_mid_stream(c, report):
     gap = (back["connected_at"] - killed_at) if back else None
     report.figure("kill-resume",
                   f"stream back on {back['instance'] if back else 'nothing'} {ms(gap)} after the kill; "
-                  f"{len(acked)} messages acknowledged, {attempts['retried']} retries of {attempts['total']} attempts")
+                  f"{len(acked)} messages acknowledged, {attempts['retried']} retries of {attempts['total']} attempts "
+                  f"(answers {dict(sorted(answers.items(), key=str))})")
     problems = []
     if back is None:
         problems.append(f"the stream never reconnected: {stream.connections[1:]}")

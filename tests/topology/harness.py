@@ -703,16 +703,19 @@ class Cluster:
                 self.ctx.procs.stop(p)
 
 
-def send_until_acked(cluster, person, conversation, text, give_up_after=20.0, pin=None):
+def send_until_acked(cluster, person, conversation, text, give_up_after=20.0, pin=None, answers=None):
     """Sends with one Idempotency-Key, retrying any failure that may be
     transient (no answer, 409 in flight, 5xx) until it is acknowledged.
-    (Resp of the acknowledgement or the last answer, attempts)."""
+    (Resp of the acknowledgement or the last answer, attempts); answers, a
+    dict, counts every answer by status (None: no answer)."""
     key = str(uuid.uuid4())
     deadline = time.monotonic() + give_up_after
     attempts = 0
     while True:
         attempts += 1
         r = cluster.send(person, conversation, text, pin=pin, key=key)
+        if answers is not None:
+            answers[r.status] = answers.get(r.status, 0) + 1
         if r.status == 201:
             return r, attempts
         if r.status is not None and r.status not in (409, 429, 500, 502, 503, 504):

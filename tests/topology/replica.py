@@ -26,9 +26,15 @@ def _primary_scans(ctx, db_name):
                     db=db_name))
 
 
-def _settled(fn, at_least, timeout=4.0):
-    """fn() polled until it reaches at_least or stops moving (backends
-    flush their statistics at most once a second)."""
+# A PostgreSQL 15 backend flushes its statistics at the end of a
+# transaction at most once a second; what it counts within a second of its
+# last flush waits until it is idle for 10 s (or its next transaction a
+# second on). So a burst of reads shows whole only some 10 s later.
+STATS_SETTLE = 12.0
+
+
+def _settled(fn, at_least, timeout=STATS_SETTLE):
+    """fn() polled until it reaches at_least, for at most timeout."""
     deadline = time.monotonic() + timeout
     value = fn()
     while value < at_least and time.monotonic() < deadline:
@@ -42,6 +48,7 @@ class Setup:
         self.ctx, self.c, self.db_name = ctx, c, db_name
         self.alice, self.bob = c.person("alice"), c.person("bob")
         self.conv = c.conversation(self.bob, self.alice)
+        self.replica_used = None  # what replica-reads found
         for i in range(30):
             r = c.send(self.bob, self.conv, f"seed-{i}")
             if r.status != 201:
@@ -64,6 +71,7 @@ class Setup:
 def reads_from_replica(s):
     bad, on_replica, on_primary = s.reads_served(READS)
     ok = bad == 0 and on_replica >= READS * 0.9
+    s.replica_used = on_replica > 0
     return ok, f"{READS} page reads through the balancer: {bad} failed; scans of messages on the replica +{on_replica}, on the primary +{on_primary}"
 
 
@@ -103,6 +111,8 @@ def stopped_replica(s):
     """Readers through the balancer while the replica is stopped and
     started: no request fails, and reads go back to the replica."""
     ctx = s.ctx
+    if not s.replica_used:
+        return False, "the replica served no read in replica-reads: nothing to prove"
     bad, before, _ = s.reads_served(20)
     if before < 18:
         return False, f"the replica served {before} of 20 reads before the stop: nothing to prove"
@@ -147,6 +157,8 @@ def lagging_replica(s):
     """A replica replaying further behind than CONFAB_REPLICA_MAX_LAG_MS is
     skipped: reads stay fresh and stop reaching it."""
     ctx, c = s.ctx, s.c
+    if not s.replica_used:
+        return False, "the replica served no read in replica-reads: nothing to prove"
     _, before, _ = s.reads_served(20)
     if before < 18:
         return False, f"the replica served {before} of 20 reads to begin with: nothing to prove"
@@ -169,12 +181,13 @@ def lagging_replica(s):
             reads += 1
             if r.status != 200 or text not in [m["message"] for m in r.json()["data"]]:
                 stale += 1
-        time.sleep(1.2)
+        time.sleep(STATS_SETTLE)
         served = _scans(ctx, s.db_name) - r0
         metric = _lag_metric(c)
     finally:
         ctx.pg("replica-delay", "0")
-    ok = stale == 0 and served <= 2
+    # A few scans of the reads before may still be flushed into this window.
+    ok = stale == 0 and served <= 4
     return ok, (f"replica {MAX_LAG_MS * 3} ms behind (bound {MAX_LAG_MS} ms): {reads} reads, {stale} missed the "
                 f"latest write, the replica served {served}; lag metric: {metric or 'none'}")
 

@@ -67,6 +67,7 @@ export TOPO_WORK="$WORK" TOPO_PG_DIR="$WORK/pg"
 cleanup() {
     local status=$?
     set +e
+    trap '' INT TERM
     [ -n "$CHECKS_PID" ] && kill "$CHECKS_PID" 2>/dev/null && wait "$CHECKS_PID" 2>/dev/null
     # Every process the checks started leads a process group of its own.
     while read -r pid; do
