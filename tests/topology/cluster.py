@@ -280,7 +280,7 @@ def kill_mid_stream(c, report):
         stream.stop()
         return False, f"the stream did not open on a: {stream.connections}"
     acked, unacked, stop = {}, [], threading.Event()
-    attempts = {"total": 0, "retried": 0}
+    attempts = {"total": 0, "retried": 0, "slowest": 0.0}
     answers = {}
     lock = threading.Lock()
 
@@ -289,8 +289,14 @@ def kill_mid_stream(c, report):
         while not stop.is_set():
             text = f"kill-{person.name}-{n}"
             n += 1
-            r, tries = send_until_acked(c, person, convs[person.name], text, answers=answers)
+            mine = {}
+            t0 = time.monotonic()
+            r, tries = send_until_acked(c, person, convs[person.name], text, answers=mine)
+            took = time.monotonic() - t0
             with lock:
+                attempts["slowest"] = max(attempts["slowest"], took)
+                for status, count in mine.items():
+                    answers[status] = answers.get(status, 0) + count
                 attempts["total"] += tries
                 attempts["retried"] += tries - 1
                 if r.status == 201:
@@ -347,7 +353,8 @@ def kill_mid_stream(c, report):
     report.figure("kill-resume",
                   f"stream back on {back['instance'] if back else 'nothing'} {ms(gap)} after the kill; "
                   f"{len(acked)} messages acknowledged, {attempts['retried']} retries of {attempts['total']} attempts "
-                  f"(answers {dict(sorted(answers.items(), key=str))})")
+                  f"(answers {dict(sorted(answers.items(), key=str))}; a key held by the killed instance answers 409 "
+                  f"until its lease ends), slowest acknowledgement {attempts['slowest']:.1f} s")
     problems = []
     if back is None:
         problems.append(f"the stream never reconnected: {stream.connections[1:]}")

@@ -65,11 +65,13 @@ class Report:
         self.strict = strict
         self.failed = []
         self.unexpected_passes = []
+        self.counts = {}
         self.lock = threading.Lock()
 
     def line(self, verdict, name, detail):
         with self.lock:
-            print(f"{verdict:<14} {name:<34} {detail}", flush=True)
+            self.counts[verdict] = self.counts.get(verdict, 0) + 1
+            print(f"{verdict:<15} {name:<34} {detail}", flush=True)
 
     def result(self, name, ok, detail):
         if name in self.expected:
@@ -85,6 +87,12 @@ class Report:
         else:
             self.line("FAIL", name, detail)
             self.failed.append(name)
+
+    def summary(self):
+        kinds = ("PASS", "FAIL", "EXPECTED-FAIL", "UNEXPECTED-PASS")
+        counts = ", ".join(f"{self.counts.get(k, 0)} {k}" for k in kinds)
+        extra = f"; failed: {' '.join(self.failed)}" if self.failed else ""
+        print(f"topology checks: {counts}{extra}", flush=True)
 
     def info(self, name, detail):
         self.line("INFO", name, detail)

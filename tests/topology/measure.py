@@ -22,6 +22,8 @@ from replica import STATS_SETTLE, _scans
 
 SECS = float(os.environ.get("TOPO_MEASURE_SECS", "10"))
 CLIENTS = int(os.environ.get("TOPO_MEASURE_CLIENTS", "8"))
+# The clients are few and fast: the per-contact budget would measure itself.
+UNLIMITED = {"CONFAB_RATE_LIMIT_PER_SECOND": 0}
 
 
 def sends(c):
@@ -100,7 +102,7 @@ def run(ctx):
     print(f"measuring: {SECS:.0f} s each, {CLIENTS} clients, debug or release as BIN is", flush=True)
     for n in (1, 3):
         db = ctx.database(f"topology_measure_{n}_{ctx.run_id}")
-        c = ctx.cluster(f"measure{n}", db, n=n)
+        c = ctx.cluster(f"measure{n}", db, n=n, **UNLIMITED)
         rate, cross, same, bad = sends(c)
         c.stop()
         row(f"sends/s, {n} instance{'s' if n > 1 else ''}, NOTIFY", f"{rate:.0f}", f"{bad} failed or undelivered")
@@ -110,7 +112,7 @@ def run(ctx):
 
     nats = Nats(ctx).start()
     db = ctx.database(f"topology_measure_nats_{ctx.run_id}")
-    c = ctx.cluster("measurenats", db, n=3, CONFAB_EVENT_BUS=nats.url)
+    c = ctx.cluster("measurenats", db, n=3, CONFAB_EVENT_BUS=nats.url, **UNLIMITED)
     time.sleep(1)
     if nats.connections() < 3:
         row("sends/s, 3 instances, NATS", "n/a", "the server did not connect to NATS (CONFAB_EVENT_BUS ignored)")
@@ -125,7 +127,7 @@ def run(ctx):
     db = ctx.database(db_name)
     for replica in (False, True):
         extra = {"CONFAB_REPLICA_DATABASE_URLS": f"{ctx.replica}/{db_name}"} if replica else {}
-        c = ctx.cluster("measurereads", db, n=1, **extra)
+        c = ctx.cluster("measurereads", db, n=1, **extra, **UNLIMITED)
         alice, bob = c.person(f"alice{int(replica)}"), c.person(f"bob{int(replica)}")
         conv = c.conversation(bob, alice)
         for i in range(200):

@@ -211,7 +211,7 @@ pg_stats() {
 
 pg_result() {
     # $1 PASS|FAIL, $2 name, $3 detail
-    printf '%-14s %-34s %s\n' "$1" "$2" "$3"
+    printf '%-15s %-34s %s\n' "$1" "$2" "$3"
     [ "$1" = PASS ] || PG_CHECK_STATUS=1
 }
 

@@ -76,6 +76,7 @@ def main(argv):
             report.result(f"{group}-setup", False, f"raised {type(e).__name__}: {e}")
         finally:
             ctx.procs.stop_all()
+    report.summary()
     return 1 if report.failed else 0
 
 
