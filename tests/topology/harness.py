@@ -653,7 +653,12 @@ class Context:
         return out.stdout.strip()
 
     def cluster(self, name, database_url, n=3, **extra):
-        """n instances (a, b, c, ...) behind their own HAProxy."""
+        """n instances (a, b, c, ...) behind their own HAProxy. Their files
+        go to one folder they share (as an operator declares it), unless
+        extra names a CONFAB_STORAGE_URL."""
+        if "CONFAB_STORAGE_URL" not in extra:
+            extra["CONFAB_STORAGE_URL"] = "file://" + os.path.join(self.work, f"{name}-files")
+            extra["CONFAB_STORAGE_SHARED"] = "true"
         env = self.env(database_url, **extra)
         instances = [Instance(self, chr(ord("a") + i), env) for i in range(n)]
         for i in instances:

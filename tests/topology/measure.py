@@ -99,7 +99,11 @@ def run(ctx):
         rows.append((what, value, note))
         print(f"  {what:<52} {value:>14}  {note}", flush=True)
 
-    print(f"measuring: {SECS:.0f} s each, {CLIENTS} clients, debug or release as BIN is", flush=True)
+    def load():
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+    print(f"measuring {ctx.bin}: {SECS:.0f} s each, {CLIENTS} clients; load average {load()} "
+          f"on {os.cpu_count()} CPUs (figures from a busy machine mean little)", flush=True)
     for n in (1, 3):
         db = ctx.database(f"topology_measure_{n}_{ctx.run_id}")
         c = ctx.cluster(f"measure{n}", db, n=n, **UNLIMITED)
@@ -137,4 +141,5 @@ def run(ctx):
         c.stop()
         row(f"pages/s, 1 instance, {'with' if replica else 'without'} a replica", f"{rate:.0f}",
             f"replica served {share:.0%}; {bad} failed")
+    print(f"load average at the end: {load()}", flush=True)
     return rows
