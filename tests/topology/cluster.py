@@ -186,20 +186,25 @@ def typing(c, report):
 
 
 def presence(c):
-    """A contact with a stream open on A is online to a peer asking B."""
-    alice, bob = c.person("alice"), c.person("bob")
+    """A contact with a stream open on A is online to a peer asking B; one
+    who never connected is not."""
+    alice, bob, zed = c.person("alice"), c.person("bob"), c.person("zed")
     c.conversation(bob, alice)
+    c.conversation(bob, zed)
     stream = open_stream(c.api, alice.token, pin="a", name="presence")
     try:
         time.sleep(0.5)
         r = c.api.get(f"/v1/contacts/{alice.id}", bob.token, pin="b")
+        never = c.api.get(f"/v1/contacts/{zed.id}", bob.token, pin="c")
     finally:
         stream.stop()
-    if r.status != 200:
-        return False, f"GET /v1/contacts/{{alice}} through b: {r}"
-    p = r.json().get("presence")
-    ok = isinstance(p, dict) and p.get("online") is True
-    return ok, f"alice streams on a; bob asks b: presence {p!r}" + ("" if p is not None else " (the contact object has no presence)")
+    if r.status != 200 or never.status != 200:
+        return False, f"GET /v1/contacts/{{id}} through b and c: {r}, {never}"
+    p, q = r.json().get("presence"), never.json().get("presence")
+    ok = (isinstance(p, dict) and p.get("online") is True
+          and isinstance(q, dict) and q.get("online") is False)
+    return ok, (f"alice streams on a, bob asks b: presence {p!r}; zed never connected, bob asks c: {q!r}"
+                + ("" if p is not None else " (the contact object has no presence)"))
 
 
 def uploads(c):

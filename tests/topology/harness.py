@@ -311,7 +311,7 @@ class Stream(threading.Thread):
                     info["reason"] = comment
             else:
                 field, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
+                value = value.removeprefix(" ")
                 if field == "event":
                     event = value
                 elif field == "id":
@@ -565,7 +565,7 @@ class Balancer:
         self.proc = None
 
     def start(self):
-        check = subprocess.run(["haproxy", "-c", "-q", "-f", self.cfg], capture_output=True, text=True)
+        check = subprocess.run(["haproxy", "-c", "-q", "-f", self.cfg], capture_output=True, text=True, check=False)
         if check.returncode != 0:
             raise RuntimeError(f"haproxy refuses its configuration: {check.stderr or check.stdout}")
         self.proc = self.ctx.procs.start(["haproxy", "-db", "-f", self.cfg], self.log)
@@ -589,7 +589,7 @@ class Balancer:
 
 def psql(url, sql, db="postgres"):
     out = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", f"{url}/{db}", "-c", sql],
-                         capture_output=True, text=True, timeout=60)
+                         capture_output=True, text=True, timeout=60, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"psql {sql!r}: {out.stderr.strip()}")
     return out.stdout.strip()
@@ -615,7 +615,7 @@ class Context:
         """tests/topology/pg.sh COMMAND $TOPO_PG_DIR ARGS..."""
         cmd, rest = args[0], args[1:]
         out = subprocess.run([os.path.join(self.here, "pg.sh"), cmd, self.pg_dir, *rest],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=120, check=False)
         if out.returncode != 0:
             raise RuntimeError(f"pg.sh {cmd}: {out.stderr.strip()}")
         return out.stdout.strip()
@@ -647,7 +647,7 @@ class Context:
 
     def cli(self, database_url, *args):
         out = subprocess.run([self.bin, *args], capture_output=True, text=True, timeout=120,
-                             env=self.env(database_url))
+                             env=self.env(database_url), check=False)
         if out.returncode != 0:
             raise RuntimeError(f"confab {' '.join(args)}: {out.stderr.strip()}")
         return out.stdout.strip()

@@ -57,7 +57,7 @@ def rate_one_instance(c):
 
 def rate_across_instances(c):
     p = c.person("ratespread")
-    allowed, refused, other, elapsed, by = _burst(c, p, pin=None)
+    allowed, _, other, elapsed, by = _burst(c, p, pin=None)
     ok = allowed <= _bound(elapsed) and other == 0
     return ok, (f"{REQUESTS} requests through the balancer in {elapsed:.1f} s: {allowed} allowed "
                 f"(one instance allows at most {_bound(elapsed)}), by instance {dict(sorted(by.items()))}"

@@ -7,7 +7,6 @@ import http.client
 import json
 import os
 import signal
-import threading
 import time
 
 from harness import free_port, log_tail, ms, open_stream, percentile, psql, send_until_acked
@@ -159,7 +158,7 @@ def run(ctx):
                     break
                 time.sleep(0.2)
             before = nats.varz().get("in_msgs", 0)
-            started, lost, twice, lat = burst(stream, "nats-back", 20)
+            _, lost, twice, _ = burst(stream, "nats-back", 20)
             carried = nats.varz().get("in_msgs", 0) - before
             ok = n >= 2 and carried > 0 and not lost and not twice
             return ok, (f"nats-server started again: {n} instance connection(s) within 10 s, {carried} messages through it, "

@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Context, Report, die  # noqa: E402
+from harness import Context, Report, die
 
 # What the server does not do yet: each check here fails today, and names
 # what it needs from the server. When a feature lands, its checks pass
