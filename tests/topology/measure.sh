@@ -32,7 +32,7 @@ done
 
 WORK="$(mktemp -d /tmp/confab-topology-measure.XXXXXX)"
 chmod 755 "$WORK"
-export TOPO_WORK="$WORK" TOPO_PG_DIR="$WORK/pg"
+export TOPO_WORK="$WORK" TOPO_PG_DIR="$WORK/pg" PYTHONDONTWRITEBYTECODE=1
 : >"$WORK/pids"
 CHECKS_PID=""
 cleanup() {

@@ -18,7 +18,7 @@
 # processes and configuration), and confab instances. Prints one
 # PASS/FAIL/EXPECTED-FAIL line per check and FIGURE lines (cross-instance
 # delivery p99, sends/s through the balancer); exits non-zero on any
-# unexpected failure. Bounded (TOPO_TIMEOUT_SECS, default 600; about 3
+# unexpected failure. Bounded (TOPO_TIMEOUT_SECS, default 600; about 2
 # minutes here); every process and directory it made is removed on any
 # exit (TOPO_KEEP=1 keeps the directory, with every log, for a look).
 set -euo pipefail
@@ -61,7 +61,7 @@ WORK="$(mktemp -d /tmp/confab-topology.XXXXXX)"
 chmod 755 "$WORK"
 MOTO_PID=""
 CHECKS_PID=""
-export TOPO_WORK="$WORK" TOPO_PG_DIR="$WORK/pg"
+export TOPO_WORK="$WORK" TOPO_PG_DIR="$WORK/pg" PYTHONDONTWRITEBYTECODE=1
 : >"$WORK/pids"
 
 cleanup() {
