@@ -1,6 +1,7 @@
-//! API.md section 10: `GET /openapi.json` describes exactly the routes the
-//! server serves, a real validator accepts it, and `GET /docs` renders it
-//! in a browser without internet access.
+//! `GET /openapi.json` describes exactly the routes the server serves, a
+//! real validator accepts it, and `GET /docs` renders it in a browser
+//! without internet access; `generated` checks what generated clients rely
+//! on.
 //!
 //! The validator (`openapi-spec-validator`) and the browser (Debian's
 //! `chromium`) are outside tools: `.ci/run` installs them and sets
@@ -17,6 +18,8 @@ use reqwest::{redirect, Method};
 use serde_json::Value;
 
 use crate::support::UNKNOWN_ID;
+
+mod generated;
 
 /// `(METHOD, path)` pairs.
 type Routes = BTreeSet<(String, String)>;
@@ -211,19 +214,31 @@ async fn the_live_server_answers_as_documented() {
             assert!(op.get("security").is_none(), "{method} {path}");
         }
 
-        // Bodies: both encodings (an upload: multipart), and only on POST
-        // and PUT.
-        let content = &op["requestBody"]["content"];
-        let encodings: &[&str] = if method == "POST" && path == "/v1/attachments" {
-            &["multipart/form-data"]
+        // Bodies: one media type, JSON (an upload: multipart), and only on
+        // POST and PUT; a body with parameters says they may come as a
+        // form instead (generators would make two models of one body).
+        let body = &op["requestBody"];
+        let encoding = if method == "POST" && path == "/v1/attachments" {
+            "multipart/form-data"
         } else {
-            &["application/x-www-form-urlencoded", "application/json"]
+            "application/json"
         };
         if method == "POST" || method == "PUT" {
-            for ct in encodings {
+            let types: Vec<&String> = body["content"]
+                .as_object()
+                .map(|c| c.keys().collect())
+                .unwrap_or_default();
+            assert_eq!(types, [encoding], "{method} {path}");
+            let schema = &body["content"][encoding]["schema"]["$ref"];
+            let name = schema.as_str().expect("a named schema").rsplit('/').next();
+            let params = &doc["components"]["schemas"][name.expect("name")]["properties"];
+            if encoding == "application/json" && params.as_object().is_some_and(|p| !p.is_empty()) {
                 assert!(
-                    content.get(ct).is_some(),
-                    "{method} {path} lacks a {ct} body"
+                    body["description"]
+                        .as_str()
+                        .is_some_and(|d| d.contains("application/x-www-form-urlencoded")),
+                    "{method} {path}: {}",
+                    body["description"]
                 );
             }
             assert!(op["responses"].get("413").is_some(), "{method} {path}");
@@ -328,6 +343,46 @@ async fn the_document_describes_errors_and_auth() {
         doc["components"]["schemas"]["SendMessageIn"]["additionalProperties"],
         false
     );
+}
+
+/// The document speaks for itself: no description points at a file or an
+/// issue its reader does not have, and every error answer (4xx, 5xx)
+/// carries the error body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_document_stands_alone() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let doc = fetch_document(&app).await;
+    let text = doc.to_string();
+    for outside in ["API.md", "issue #", "section 1", "section 2"] {
+        assert!(!text.contains(outside), "the document cites {outside:?}");
+    }
+    let numbered = issue_number(&text);
+    assert!(numbered.is_none(), "the document cites {numbered:?}");
+    for (method, path) in documented_routes(&doc) {
+        for (status, response) in operation(&doc, &method, &path)["responses"]
+            .as_object()
+            .expect("responses")
+        {
+            if status.starts_with('4') || status.starts_with('5') {
+                assert_eq!(
+                    response["content"]["application/json"]["schema"]["$ref"],
+                    "#/components/schemas/Error",
+                    "{method} {path} {status}"
+                );
+            }
+        }
+    }
+}
+
+/// `#` followed by digits (an issue or pull request number), if any.
+fn issue_number(text: &str) -> Option<String> {
+    text.match_indices('#').find_map(|(at, _)| {
+        let digits: String = text[at + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        (!digits.is_empty()).then(|| format!("#{digits}"))
+    })
 }
 
 /// `openapi-spec-validator` (PyPI) accepts the document.

@@ -14,7 +14,9 @@
 
 use confab_domain::{ConversationView, Timestamp};
 use serde::Serialize;
-use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Schema, Type};
+use utoipa::openapi::schema::{
+    AdditionalProperties, ArrayBuilder, KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type,
+};
 use utoipa::openapi::RefOr;
 use utoipa::ToSchema;
 
@@ -69,18 +71,44 @@ pub struct AttachmentDto {
 }
 
 /// `POST /v1/attachments`: the multipart form of an upload.
-// Schema only: the handler reads the parts as they stream in.
-#[allow(dead_code)]
-#[derive(Debug, ToSchema)]
-pub struct UploadForm {
-    /// The file; its part's filename is the attachment's name unless
-    /// `filename` is given. At most CONFAB_MAX_UPLOAD_BYTES.
-    #[schema(value_type = String, format = Binary)]
-    pub file: Vec<u8>,
-    /// The attachment's name: 1 to 255 characters without `/`, `\` or
-    /// control characters.
-    pub filename: Option<String>,
+// Schema only (set by hand below): the handler reads the parts as they
+// stream in.
+#[derive(Debug)]
+pub struct UploadForm;
+
+impl utoipa::PartialSchema for UploadForm {
+    fn schema() -> RefOr<Schema> {
+        let file = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .description(Some(
+                "The file; its part's filename is the attachment's name unless `filename` \
+                 is given. At most CONFAB_MAX_UPLOAD_BYTES.",
+            ));
+        let filename = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(255))
+            .pattern(Some(r"^[^/\\\x00-\x1f\x7f-\x9f]+$"))
+            .description(Some(
+                "The attachment's name: 1 to 255 characters without `/`, `\\` or control \
+                 characters.",
+            ));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "The parts of the upload: `file`, and optionally `filename`; any other part \
+                 is refused.",
+            ))
+            .property("file", file)
+            .required("file")
+            .property("filename", filename)
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)))
+            .into()
+    }
 }
+
+impl ToSchema for UploadForm {}
 
 /// One reaction name with its reactors' usernames: the single-key object
 /// `{"like": ["alice", "bob"]}`.

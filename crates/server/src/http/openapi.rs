@@ -5,21 +5,21 @@
 //! operation can give are added here, once.
 
 use actix_web::http::Method;
-use utoipa::openapi::path::{HttpMethod, Operation, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{HttpMethod, Operation, Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{ComponentsBuilder, ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
     ContentBuilder, Header, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Ref, RefOr, Required, Tag,
 };
-use utoipa::{PartialSchema, ToSchema};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
 use crate::http::error::{ErrorBody, IDEMPOTENCY_KEY};
 use crate::http::routes::{self, V1};
 
 const BEARER: &str = "bearer";
 const SERVER_KEY: &str = "server_key";
-/// The server API's prefix (API.md section 14).
+/// The server API's prefix.
 const ADMIN: &str = "/v1/admin";
 
 mod refine;
@@ -55,16 +55,9 @@ fn described() -> OpenApi {
             if !tags.is_empty() {
                 operation.tags = Some(tags);
             }
-            if method == HttpMethod::Put {
-                // An empty PUT changes nothing and is no error.
-                if let Some(RefOr::T(body)) = operation.request_body.as_mut() {
-                    body.required = Some(Required::False);
-                }
-            }
             let admin = path == ADMIN || path.starts_with("/v1/admin/");
             if path.starts_with(V1) {
-                // An upload is a stream read once: no Idempotency-Key
-                // (docs/api.md, Files), and its own size limit.
+                // An upload has its own size limit and body type.
                 let upload = path == "/v1/attachments" && method == HttpMethod::Post;
                 add_v1_errors(&method, &mut operation, admin, upload);
                 let requirement = |scheme| SecurityRequirement::new(scheme, Vec::<String>::new());
@@ -150,6 +143,43 @@ pub fn served_routes() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The `Idempotency-Key` header, in the `params(...)` of the operations
+/// that honour it (a retry with the same key and parameters replays the
+/// first answer). Only those list it: an operation that would ignore the
+/// key must not promise a safe retry. The errors a key can bring (409, 422,
+/// the daily quota's 429) are added with it by [`add_v1_errors`].
+pub struct IdempotencyKey;
+
+impl IntoParams for IdempotencyKey {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let key = ParameterBuilder::new()
+            .name(IDEMPOTENCY_KEY)
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "makes retrying safe: the first answer is kept 24 h per caller and key and \
+                 replayed to a retry of the same request (with `Idempotent-Replayed: true`)",
+            ))
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(255))
+                    .pattern(Some("^[\\x20-\\x7E]+$")),
+            ))
+            .build();
+        vec![key]
+    }
+}
+
+/// Whether the operation lists [`IdempotencyKey`].
+fn takes_idempotency_key(operation: &Operation) -> bool {
+    operation.parameters.iter().flatten().any(|p| {
+        matches!(p, RefOr::T(p) if p.name == IDEMPOTENCY_KEY
+            && matches!(p.parameter_in, ParameterIn::Header))
+    })
+}
+
 /// The errors every operation under `/v1` can answer, as the contract
 /// lists them; an operation's own description of a status wins.
 fn add_v1_errors(method: &HttpMethod, operation: &mut Operation, admin: bool, upload: bool) {
@@ -187,27 +217,7 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation, admin: bool, up
             "the server API takes a server key, not a contact's token",
         ));
     }
-    if method == Method::POST && !admin && !upload {
-        let key = ParameterBuilder::new()
-            .name(IDEMPOTENCY_KEY)
-            .parameter_in(ParameterIn::Header)
-            .required(Required::False)
-            .description(Some(
-                "makes retrying safe: the first answer is kept 24 h per caller and key and \
-                 replayed to a retry of the same request (with `Idempotent-Replayed: true`)",
-            ))
-            .schema(Some(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .min_length(Some(1))
-                    .max_length(Some(255))
-                    .pattern(Some("^[\\x20-\\x7E]+$")),
-            ))
-            .build();
-        operation
-            .parameters
-            .get_or_insert_with(Vec::new)
-            .push(key.into());
+    if takes_idempotency_key(operation) {
         errors.push((
             "409",
             "a request with this Idempotency-Key is still in flight",

@@ -1,28 +1,58 @@
 //! What the document says beyond what the route descriptions give it, so
-//! that clients generated from it work (API.md section 19):
+//! that clients generated from it work as generated:
+//! - a list's items are the very schema of the object (`$ref`), so that a
+//!   generated client reads an object the same way alone and in a page (the
+//!   same class, the same id type);
 //! - every id is `format: uuid` (path `{id}`s, and the ids of the wire
-//!   objects: `id`, `*_id`, the items of `*_ids`);
-//! - a request body offered as JSON and as a form gets a schema for each:
-//!   the JSON one as the request type describes it, the form one (`<Name>Form`)
-//!   with lists under their bracketed keys (`contact_ids[]`) and without the
-//!   nested objects a flat form cannot name (`reactions`, `attachments`:
-//!   JSON only, as its description says). A generator then sends JSON with
-//!   the JSON model, and a form that this server reads with the form model;
+//!   objects: `id`, `*_id`, the items of `*_ids` and of `mentions`);
+//! - a request body is described once, as JSON. The server also reads the
+//!   same parameters as a form, which the body's description says; a second
+//!   media type would make generators offer two models for one body (and
+//!   openapi-python-client 0.29 then writes modules that do not import);
+//! - a body is `required` unless the request is whole without one (every
+//!   parameter optional);
 //! - the strings that take one of a few values list them (`enum`): event
 //!   types, a member's role.
 
 use confab_domain::{EventType, GroupRole};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-const JSON: &str = "application/json";
 const FORM: &str = "application/x-www-form-urlencoded";
 
 /// Applies every refinement to the document, as JSON.
 pub(super) fn refine(doc: &mut Value) {
+    list_items_by_ref(doc);
     uuid_path_ids(doc);
     uuid_object_ids(doc);
     enums(doc);
-    split_form_bodies(doc);
+    json_bodies(doc);
+}
+
+/// The prefix of a page's schema (`ListDto_MessageDto`), whose `data` items
+/// are written inline by the description.
+const LIST: &str = "ListDto_";
+
+/// A page's items become a `$ref` to their object's schema, when that schema
+/// is the same as the inline one (it always is: both come from one type).
+fn list_items_by_ref(doc: &mut Value) {
+    let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let named = schemas.clone();
+    for (name, schema) in schemas.iter_mut() {
+        let Some(item) = name.strip_prefix(LIST) else {
+            continue;
+        };
+        let Some(items) = schema.pointer_mut("/properties/data/items") else {
+            continue;
+        };
+        if named.get(item) == Some(&*items) {
+            *items = json!({ "$ref": format!("#/components/schemas/{item}") });
+        }
+    }
 }
 
 /// The strings that take one of a few values say which (before the form
@@ -88,10 +118,14 @@ fn uuid_path_ids(doc: &mut Value) {
     });
 }
 
-/// Whether a property of this name holds an id (or, `*_ids`, a list of
-/// them).
+/// Whether a property of this name holds an id.
 fn names_an_id(name: &str) -> bool {
     name == "id" || name.ends_with("_id")
+}
+
+/// Whether a property of this name holds a list of ids.
+fn names_ids(name: &str) -> bool {
+    name.ends_with("_ids") || name == "mentions"
 }
 
 /// The wire objects (components `*Dto`) say which of their strings are
@@ -113,7 +147,7 @@ fn uuid_object_ids(doc: &mut Value) {
         for (prop, value) in props.iter_mut() {
             let target = if names_an_id(prop) {
                 Some(value)
-            } else if prop.ends_with("_ids") {
+            } else if names_ids(prop) {
                 value.get_mut("items")
             } else {
                 None
@@ -132,165 +166,134 @@ fn uuid_object_ids(doc: &mut Value) {
     }
 }
 
-/// Each body offered both ways with one schema gets a form schema of its
-/// own (see the module's text); JSON is listed first.
-fn split_form_bodies(doc: &mut Value) {
-    let mut forms: Map<String, Value> = Map::new();
+/// The request bodies whose parameters are each optional but one of them
+/// must be given (`contact_id` or `group_id`): no body is a 400.
+const NEEDS_ONE: &[&str] = &["CreateConversationIn"];
+
+/// What a body's description adds when the server also reads it as a form.
+const AS_A_FORM: &str = "The same parameters may be sent as a form \
+    (application/x-www-form-urlencoded) instead: a list as `key[]=<value>` for each item, \
+    an object in bracket notation (`reactions[like][]=alice`, \
+    `attachments[0][file_url]=...`).";
+
+/// Each request body is described as JSON alone (see the module's text),
+/// `required` when the request is incomplete without it.
+fn json_bodies(doc: &mut Value) {
     let components = doc
         .pointer("/components/schemas")
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
     for_each_operation(doc, |operation| {
-        let Some(content) = operation
-            .pointer_mut("/requestBody/content")
+        let Some(body) = operation
+            .get_mut("requestBody")
             .and_then(Value::as_object_mut)
         else {
             return;
         };
-        let schema_ref = |kind: &str| content.get(kind)?.pointer("/schema/$ref").cloned();
-        let (Some(json_ref), Some(form_ref)) = (schema_ref(JSON), schema_ref(FORM)) else {
+        let Some(content) = body.get_mut("content").and_then(Value::as_object_mut) else {
             return;
         };
-        if json_ref != form_ref {
-            return;
-        }
-        let Some(name) = json_ref
-            .as_str()
-            .and_then(|r| r.strip_prefix("#/components/schemas/"))
-            .map(str::to_owned)
+        let form = content.remove(FORM).is_some();
+        let Some(reference) = content
+            .values()
+            .next()
+            .and_then(|media| media.pointer("/schema/$ref"))
+            .and_then(Value::as_str)
         else {
             return;
         };
-        let Some(schema) = components.get(&name) else {
-            return;
-        };
-        let form_name = format!("{name}Form");
-        forms
-            .entry(form_name.clone())
-            .or_insert_with(|| form_schema(schema));
-        // JSON first: a generator that offers one of the two picks
-        // the first, and JSON carries every parameter.
-        let json_body = content.remove(JSON);
-        content.remove(FORM);
-        let mut ordered = Map::new();
-        if let Some(json_body) = json_body {
-            ordered.insert(JSON.to_owned(), json_body);
-        }
-        ordered.insert(
-            FORM.to_owned(),
-            json!({ "schema": { "$ref": format!("#/components/schemas/{form_name}") } }),
-        );
-        *content = ordered;
-    });
-    if let Some(schemas) = doc
-        .pointer_mut("/components/schemas")
-        .and_then(Value::as_object_mut)
-    {
-        schemas.extend(forms);
-    }
-}
-
-/// The form schema of a request schema: lists of strings under `key[]`,
-/// nested objects (and lists of them) left to JSON.
-fn form_schema(schema: &Value) -> Value {
-    let mut form = schema.clone();
-    let required: Vec<Value> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut new_required = Vec::new();
-    let mut json_only = Vec::new();
-    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-        let mut out = Map::new();
-        for (key, value) in props {
-            let is_required = required.iter().any(|r| r == key);
-            let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
-            let items_kind = value
-                .pointer("/items/type")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let (form_key, keep) = match (kind, items_kind) {
-                ("array", "string" | "integer") => (format!("{key}[]"), true),
-                ("array", _) | ("object", _) => (key.clone(), false),
-                _ => (key.clone(), true),
+        let name = reference.trim_start_matches("#/components/schemas/");
+        let schema = components.get(name);
+        let needs_some = schema
+            .and_then(|schema| schema.get("required"))
+            .and_then(Value::as_array)
+            .is_some_and(|required| !required.is_empty());
+        let required = needs_some || NEEDS_ONE.contains(&name);
+        body.insert("required".to_owned(), Value::Bool(required));
+        let has_params = schema
+            .and_then(|schema| schema.get("properties"))
+            .and_then(Value::as_object)
+            .is_some_and(|props| !props.is_empty());
+        if form && has_params {
+            let description = match body.get("description").and_then(Value::as_str) {
+                Some(own) => format!("{own}. {AS_A_FORM}"),
+                None => AS_A_FORM.to_owned(),
             };
-            if !keep {
-                json_only.push(key.clone());
-                continue;
-            }
-            if is_required {
-                new_required.push(Value::String(form_key.clone()));
-            }
-            out.insert(form_key, value.clone());
+            body.insert("description".to_owned(), Value::String(description));
         }
-        form["properties"] = Value::Object(out);
-    }
-    if new_required.is_empty() {
-        if let Some(obj) = form.as_object_mut() {
-            obj.remove("required");
-        }
-    } else {
-        form["required"] = Value::Array(new_required);
-    }
-    let mut description = String::from(
-        "The same parameters as a form (application/x-www-form-urlencoded): a list \
-         as `key[]=<value>` for each item.",
-    );
-    if !json_only.is_empty() {
-        description.push_str(&format!(
-            " {} only in JSON (or in bracket notation, `reactions[like][]=alice`, \
-             `attachments[0][file_url]=...`).",
-            json_only.join(", ")
-        ));
-    }
-    form["description"] = Value::String(description);
-    form
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const JSON: &str = "application/json";
+
     #[test]
-    fn a_shared_body_gets_a_form_schema_of_its_own() {
+    fn a_body_is_json_alone_and_required_when_incomplete_without_it() {
+        let body = |name: &str| {
+            json!({"requestBody": {"content": {
+                FORM: {"schema": {"$ref": format!("#/components/schemas/{name}")}},
+                JSON: {"schema": {"$ref": format!("#/components/schemas/{name}")}},
+            }}})
+        };
         let mut doc = json!({
-            "paths": {"/v1/groups": {"post": {"requestBody": {"content": {
-                FORM: {"schema": {"$ref": "#/components/schemas/CreateGroupIn"}},
-                JSON: {"schema": {"$ref": "#/components/schemas/CreateGroupIn"}},
-            }}}}},
-            "components": {"schemas": {"CreateGroupIn": {
-                "type": "object",
-                "required": ["name"],
-                "properties": {
-                    "name": {"type": "string"},
-                    "contact_ids": {"type": "array", "items": {"type": "string"}},
-                    "reactions": {"type": "object"},
-                },
-            }}},
+            "paths": {
+                "/v1/groups": {"post": body("CreateGroupIn")},
+                "/v1/groups/{id}": {"put": body("UpdateGroupIn")},
+                "/v1/conversations": {"post": body("CreateConversationIn")},
+                "/v1/events/tickets": {"post": body("NoParams")},
+            },
+            "components": {"schemas": {
+                "CreateGroupIn": {"required": ["name"], "properties": {"name": {}}},
+                "UpdateGroupIn": {"properties": {"name": {}}},
+                "CreateConversationIn": {"properties": {"contact_id": {}, "group_id": {}}},
+                "NoParams": {"properties": {}},
+            }},
         });
         refine(&mut doc);
-        let content = &doc["paths"]["/v1/groups"]["post"]["requestBody"]["content"];
-        let keys: Vec<&String> = content.as_object().expect("content").keys().collect();
-        assert_eq!(keys, [JSON, FORM], "JSON first");
-        assert_eq!(
-            content[JSON]["schema"]["$ref"],
-            "#/components/schemas/CreateGroupIn"
+        let body = |path: &str, method: &str| doc["paths"][path][method]["requestBody"].clone();
+        for (path, method, required) in [
+            ("/v1/groups", "post", true),
+            ("/v1/groups/{id}", "put", false),
+            ("/v1/conversations", "post", true),
+            ("/v1/events/tickets", "post", false),
+        ] {
+            let body = body(path, method);
+            let types: Vec<&String> = body["content"]
+                .as_object()
+                .expect("content")
+                .keys()
+                .collect();
+            assert_eq!(types, [JSON], "{method} {path}");
+            assert_eq!(body["required"], required, "{method} {path}");
+        }
+        let described = body("/v1/groups", "post")["description"].clone();
+        assert!(
+            described.as_str().is_some_and(|d| d.contains("as a form")),
+            "{described}"
         );
+        assert!(body("/v1/events/tickets", "post")
+            .get("description")
+            .is_none());
+    }
+
+    #[test]
+    fn a_pages_items_are_their_objects_schema() {
+        let message = json!({"type": "object", "properties": {"id": {"type": "string"}}});
+        let mut doc = json!({"components": {"schemas": {
+            "MessageDto": message,
+            "ListDto_MessageDto": {"properties": {"data": {"type": "array", "items": message}}},
+        }}});
+        refine(&mut doc);
+        let schemas = &doc["components"]["schemas"];
         assert_eq!(
-            content[FORM]["schema"]["$ref"],
-            "#/components/schemas/CreateGroupInForm"
+            schemas["ListDto_MessageDto"]["properties"]["data"]["items"],
+            json!({"$ref": "#/components/schemas/MessageDto"})
         );
-        let form = &doc["components"]["schemas"]["CreateGroupInForm"];
-        assert_eq!(form["required"], json!(["name"]));
-        let props = form["properties"].as_object().expect("props");
-        assert!(props.contains_key("contact_ids[]") && props.contains_key("name"));
-        assert!(!props.contains_key("reactions") && !props.contains_key("contact_ids"));
-        assert!(form["description"]
-            .as_str()
-            .expect("description")
-            .contains("reactions only in JSON"));
+        assert_eq!(schemas["MessageDto"]["properties"]["id"]["format"], "uuid");
     }
 
     #[test]
@@ -328,6 +331,7 @@ mod tests {
                 "conversation_id": {"type": "string"},
                 "group_id": {"type": ["string", "null"]},
                 "contact_ids": {"type": "array", "items": {"type": "string"}},
+                "mentions": {"type": "array", "items": {"type": "string"}},
                 "message": {"type": "string"},
             }}}},
         });
@@ -341,6 +345,7 @@ mod tests {
             assert_eq!(props[key]["format"], "uuid", "{key}");
         }
         assert_eq!(props["contact_ids"]["items"]["format"], "uuid");
+        assert_eq!(props["mentions"]["items"]["format"], "uuid");
         assert!(props["message"].get("format").is_none());
     }
 }

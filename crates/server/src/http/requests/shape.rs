@@ -188,7 +188,7 @@ pub fn filename() -> Schema {
         255,
         "1 to 255 characters without / or control characters",
     )
-    .pattern(Some("^[^/\\x00-\\x1f\\x7f]+$"))
+    .pattern(Some("^[^/\\x00-\\x1f\\x7f-\\x9f]+$"))
     .build()
     .into()
 }

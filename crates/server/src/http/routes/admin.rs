@@ -81,7 +81,10 @@ fn created(location: String, body: serde_json::Result<Vec<u8>>) -> Result<HttpRe
             status = 201, description = "the contact", body = ContactDto,
             headers(("Location" = String, description = "the contact's URL in the server API")),
         ),
-        (status = 409, description = "the username is taken in some letter case (`param`: `username`)"),
+        (
+            status = 409, description = "the username is taken in some letter case (`param`: `username`)",
+            body = crate::http::error::ErrorBody,
+        ),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]

@@ -94,6 +94,7 @@ async fn list(
 /// (`attachments[i][id]`), and deleted after 24 h if never attached.
 #[utoipa::path(
     post, path = "/v1/attachments", tag = "attachments", operation_id = "upload_attachment",
+    params(crate::http::openapi::IdempotencyKey),
     request_body(content((UploadForm = "multipart/form-data"))),
     responses(
         (
@@ -101,7 +102,6 @@ async fn list(
             headers(("Location" = String, description = "the attachment's URL")),
         ),
         (status = 413, description = "the file is over CONFAB_MAX_UPLOAD_BYTES (`param` `file`)", body = ErrorBody),
-        (status = 429, description = "too many requests (`Retry-After`)", body = ErrorBody),
         (status = 415, description = "the body is not multipart/form-data", body = ErrorBody),
     ),
 )]

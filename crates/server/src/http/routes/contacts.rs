@@ -129,7 +129,10 @@ async fn blocked(
 /// conversations, and they cannot add you to a group. They are not told.
 #[utoipa::path(
     post, path = "/v1/contacts/{id}/block", tag = "contacts", operation_id = "block_contact",
-    params(("id" = String, Path, description = "the contact to block")),
+    params(
+        ("id" = String, Path, description = "the contact to block"),
+        crate::http::openapi::IdempotencyKey,
+    ),
     request_body(description = "no parameters (an empty body)", content(
         (NoParams = "application/x-www-form-urlencoded"),
         (NoParams = "application/json"),

@@ -140,6 +140,7 @@ async fn search(
 /// Send a message to a conversation; the caller is the sender.
 #[utoipa::path(
     post, path = "/v1/messages", tag = "messages", operation_id = "send_message",
+    params(crate::http::openapi::IdempotencyKey),
     request_body(content(
         (SendMessageIn = "application/x-www-form-urlencoded"),
         (SendMessageIn = "application/json"),
