@@ -517,65 +517,8 @@ pub struct Settings {
         value_parser = parse_max_connections
     )]
     pub max_connections: Option<usize>,
-
-    /// Connections one client address may hold open at once (a trusted
-    /// proxy's own are not counted); one more is answered 429
-    /// too_many_connections and closed. Default: an eighth of
-    /// CONFAB_MAX_CONNECTIONS, at least 16.
-    #[arg(
-        long,
-        env = "CONFAB_MAX_CONNECTIONS_PER_ADDRESS",
-        value_name = "N",
-        value_parser = count_parser("CONFAB_MAX_CONNECTIONS_PER_ADDRESS")
-    )]
-    pub max_connections_per_address: Option<usize>,
-
-    /// Of those, how many may be still sending a request head or body
-    /// (an idle kept-alive connection counts: its next head may be
-    /// trickling); through trusted proxies, bodies of the forwarded
-    /// address. Default: a quarter of the connections per address, at
-    /// least 8.
-    #[arg(
-        long,
-        env = "CONFAB_MAX_PENDING_PER_ADDRESS",
-        value_name = "N",
-        value_parser = count_parser("CONFAB_MAX_PENDING_PER_ADDRESS")
-    )]
-    pub max_pending_per_address: Option<usize>,
-
-    /// Uploads (POST /v1/attachments) one contact may have under way at
-    /// once, all its tokens together; one more is 429 too_many_uploads.
-    #[arg(
-        long,
-        env = "CONFAB_MAX_UPLOADS_PER_CONTACT",
-        default_value_t = confab_service::DEFAULT_UPLOADS_PER_CONTACT,
-        value_name = "N",
-        value_parser = count_parser("CONFAB_MAX_UPLOADS_PER_CONTACT")
-    )]
-    pub max_uploads_per_contact: usize,
-
-    /// Bytes one contact's uploaded files (attached or not) may take in
-    /// all; an upload past it is 413 storage_quota (0: no quota).
-    #[arg(
-        long,
-        env = "CONFAB_UPLOAD_QUOTA_BYTES",
-        default_value_t = confab_service::DEFAULT_UPLOAD_QUOTA_BYTES,
-        value_name = "BYTES",
-        value_parser = bytes_parser("CONFAB_UPLOAD_QUOTA_BYTES", "no quota")
-    )]
-    pub upload_quota_bytes: u64,
-
-    /// Free bytes kept on the disk of a local files' folder: below it
-    /// uploads are 507 insufficient_storage (0: no floor; an S3 bucket
-    /// has none).
-    #[arg(
-        long,
-        env = "CONFAB_STORAGE_MIN_FREE_BYTES",
-        default_value_t = confab_service::DEFAULT_MIN_FREE_BYTES,
-        value_name = "BYTES",
-        value_parser = bytes_parser("CONFAB_STORAGE_MIN_FREE_BYTES", "no floor")
-    )]
-    pub storage_min_free_bytes: u64,
+    #[command(flatten)]
+    pub shares: shares::ShareSettings,
 }
 
 /// What `migrate` reads besides [`Common`].
@@ -649,39 +592,6 @@ fn parse_max_connections(raw: &str) -> Result<usize, String> {
         _ => Err(format!(
             "CONFAB_MAX_CONNECTIONS {raw:?} is not a whole number of connections, at least 1"
         )),
-    }
-}
-
-/// A count of at least 1, its errors naming `name`.
-fn count_parser(name: &'static str) -> impl Fn(&str) -> Result<usize, String> + Clone {
-    move |raw: &str| match raw.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "{name} {raw:?} is not a whole number of at least 1"
-        )),
-    }
-}
-
-/// A number of bytes, 0 meaning `zero` (e.g. "no quota").
-fn bytes_parser(
-    name: &'static str,
-    zero: &'static str,
-) -> impl Fn(&str) -> Result<u64, String> + Clone {
-    move |raw: &str| {
-        raw.trim()
-            .parse::<u64>()
-            .map_err(|_| format!("{name} {raw:?} is not a whole number of bytes (0: {zero})"))
-    }
-}
-
-/// What uploads may take: the quota, the uploads under way, the floor.
-impl Settings {
-    pub fn upload_limits(&self) -> confab_service::UploadLimits {
-        confab_service::UploadLimits {
-            quota_bytes: (self.upload_quota_bytes > 0).then_some(self.upload_quota_bytes),
-            per_contact: self.max_uploads_per_contact,
-            min_free_bytes: self.storage_min_free_bytes,
-        }
     }
 }
 
@@ -885,5 +795,6 @@ fn is_origin(s: &str) -> bool {
             .is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
+pub mod shares;
 #[cfg(test)]
 mod tests;
