@@ -21,8 +21,8 @@
 //!   shuts any connection that has waited [`HEAD_DEADLINE`] for a head.
 //! - **A reserve for callers with a token**: past `budget - reserve` open
 //!   connections, each new connection closes the connection that has
-//!   waited longest for a head (at least [`PRESSURE_GRACE`]), and a
-//!   request on it without a credential is a fast 503.
+//!   waited longest for its first head (at least [`PRESSURE_GRACE`]), and
+//!   a request on it without a credential is a fast 503.
 //!
 //! A request body's pace is the body reader's affair (`http::limits`, the
 //! upload route's own rate).
@@ -205,6 +205,9 @@ struct Conn {
     /// The gate's handle on its socket (`None` past the budget, whose
     /// connections close after one answer).
     handle: Option<Socket>,
+    /// Whether a request head ever came on it (an open connection that
+    /// served a request is never closed for a newcomer).
+    served: bool,
 }
 
 #[derive(Default)]
@@ -281,6 +284,7 @@ impl Gate {
                 address,
                 waiting: Some(now),
                 handle,
+                served: false,
             },
         );
         st.waiting.insert((now, id));
@@ -309,6 +313,7 @@ impl Gate {
         let Some(conn) = conns.get_mut(&id) else {
             return;
         };
+        conn.served = true;
         if let Some(since) = conn.waiting.take() {
             waiting.remove(&(since, id));
             if let Some(share) = conn.address.and_then(|a| addresses.get_mut(&a)) {
@@ -431,15 +436,20 @@ impl Gate {
 }
 
 impl State {
-    /// Under pressure: shuts the connection that has waited longest for a
-    /// head, if it has waited [`PRESSURE_GRACE`]; whether one was.
+    /// Under pressure: shuts the connection that has waited longest for
+    /// its first head, if it has waited [`PRESSURE_GRACE`]; whether one
+    /// was. (One that served a request waits for its next head until
+    /// [`HEAD_DEADLINE`]: the connections already open keep working.)
     fn evict_oldest(&mut self, now: Instant) -> bool {
         let oldest = self
             .waiting
             .iter()
             .find(|(since, id)| {
                 now.duration_since(*since) >= PRESSURE_GRACE
-                    && self.conns.get(id).is_some_and(|c| c.handle.is_some())
+                    && self
+                        .conns
+                        .get(id)
+                        .is_some_and(|c| c.handle.is_some() && !c.served)
             })
             .copied();
         let Some((since, id)) = oldest else {
