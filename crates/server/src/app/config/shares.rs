@@ -179,7 +179,7 @@ mod tests {
                 "CONFAB_STORAGE_MIN_FREE_BYTES",
             ),
         ] {
-            let e = shares(&[flag, bad]).err().expect(flag).to_string();
+            let e = shares(&[flag, bad]).expect_err(flag).to_string();
             assert!(e.contains(name), "{flag} {bad}: {e}");
         }
     }
