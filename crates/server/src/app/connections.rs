@@ -208,6 +208,8 @@ struct Conn {
     /// Whether a request head ever came on it (an open connection that
     /// served a request is never closed for a newcomer).
     served: bool,
+    /// Requests on it not answered yet (more than one when pipelined).
+    busy: u32,
 }
 
 #[derive(Default)]
@@ -285,6 +287,7 @@ impl Gate {
                 waiting: Some(now),
                 handle,
                 served: false,
+                busy: 0,
             },
         );
         st.waiting.insert((now, id));
@@ -314,6 +317,7 @@ impl Gate {
             return;
         };
         conn.served = true;
+        conn.busy += 1;
         if let Some(since) = conn.waiting.take() {
             waiting.remove(&(since, id));
             if let Some(share) = conn.address.and_then(|a| addresses.get_mut(&a)) {
@@ -322,7 +326,8 @@ impl Gate {
         }
     }
 
-    /// The answer on connection `id` went out: it waits for a head again.
+    /// An answer on connection `id` went out: with none left to send, it
+    /// waits for a head again.
     fn answered(&self, id: u64) {
         let now = Instant::now();
         let mut st = self.state();
@@ -335,7 +340,8 @@ impl Gate {
         let Some(conn) = conns.get_mut(&id) else {
             return;
         };
-        if conn.waiting.is_none() {
+        conn.busy = conn.busy.saturating_sub(1);
+        if conn.waiting.is_none() && conn.busy == 0 {
             conn.waiting = Some(now);
             waiting.insert((now, id));
             if let Some(share) = conn.address.and_then(|a| addresses.get_mut(&a)) {

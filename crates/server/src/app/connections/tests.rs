@@ -134,3 +134,20 @@ fn the_last_quarter_of_the_budget_is_a_reserve() {
     let past = ticket(g.admit(ip("192.0.2.100"), None));
     assert!(past.over);
 }
+
+#[test]
+fn a_connection_waits_again_once_every_request_on_it_is_answered() {
+    let g = gate(100, 8, 8);
+    let t = ticket(g.admit(ip("192.0.2.1"), None));
+    assert_eq!(g.counts(), (1, 1));
+    // Two pipelined requests: it waits again after the second answer only.
+    g.head_arrived(t.id);
+    g.head_arrived(t.id);
+    assert_eq!(g.counts(), (1, 0));
+    g.answered(t.id);
+    assert_eq!(g.counts(), (1, 0));
+    g.answered(t.id);
+    assert_eq!(g.counts(), (1, 1));
+    drop(t);
+    assert_eq!(g.counts(), (0, 0));
+}
