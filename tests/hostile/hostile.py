@@ -9,8 +9,13 @@ the number of failed checks (0: all passed).
 import argparse
 import json
 import socket
+import sys
 import threading
 import time
+
+# load.py imports this module by name: let it find this very one (and
+# its FAILED list) when it runs as the script.
+sys.modules.setdefault("hostile", sys.modules[__name__])
 
 FAILED = []
 
@@ -149,11 +154,14 @@ def flood(args):
     count = args.nofile * 2
     socks = []
     refused_connects = 0
-    for _ in range(count):
+    for i in range(count):
         keep_alive()
         try:
             s = socket.socket()
             s.setblocking(False)
+            # From many addresses (4 sockets each, within an address's
+            # share): what is tested here is the whole budget.
+            s.bind((flood_source(i), 0))
             s.connect_ex(("127.0.0.1", args.port))
             socks.append(s)
         except OSError:
@@ -165,7 +173,9 @@ def flood(args):
         try:
             s.setblocking(True)
             s.settimeout(1)
-            s.sendall(request("/v1/contacts/me", args.alice))
+            # Mallory's: alice's own allowance stays for the open
+            # connection's checks below.
+            s.sendall(request("/v1/contacts/me", args.mallory))
             sent_at[s] = time.monotonic()
         except OSError:
             pass
@@ -180,7 +190,7 @@ def flood(args):
             r is not None and r[0] == 200 and took < 1.0,
             f"during the flood {path} on an open connection: {r and r[0]} in {took * 1000:.0f} ms",
         )
-    served, fast_503, slow_503, silent = 0, 0, 0, 0
+    served, fast_503, slow_503, silent, limited = 0, 0, 0, 0, 0
     other = {}
     bad_bodies = 0
     deadline = time.monotonic() + 3
@@ -197,10 +207,15 @@ def flood(args):
                 fast_503 += 1
             else:
                 slow_503 += 1
+        elif r[0] == 429 and error_code(r[2]) == "rate_limited":
+            # Every flood request is mallory's: past its burst, its own
+            # rate limit answers.
+            limited += 1
         else:
             other[r[0]] = other.get(r[0], 0) + 1
     print(
-        f"     flood of {count}: {served} served, {fast_503} fast 503, {slow_503} slow 503, "
+        f"     flood of {count}: {served} served, {limited} rate-limited, {fast_503} fast 503, "
+        f"{slow_503} slow 503, "
         f"{other} other, {silent} waiting (not accepted), {refused_connects} refused connects",
         flush=True,
     )
@@ -230,6 +245,13 @@ def flood(args):
             time.sleep(0.2)
     check(recovered, "after the flood a new connection is served")
     keeper.close()
+
+
+def flood_source(i):
+    """The i-th flood socket's source address: 127.0.<1..>.<1..254>, four
+    sockets each."""
+    n = i // 4
+    return f"127.0.{1 + n // 254}.{1 + n % 254}"
 
 
 def trickle(args, results):
@@ -307,9 +329,15 @@ def main():
     p.add_argument("--mallory", required=True)
     p.add_argument("--mallory2", required=True)
     p.add_argument("--alice", required=True)
+    p.add_argument("--trudy", required=True)
     p.add_argument("--nofile", type=int, required=True)
     p.add_argument("--pid", type=int, required=True)
+    p.add_argument("--store", required=True)
     args = p.parse_args()
+    # The server's budget for this limit (ConnectionLimits::from_open_files).
+    usable = args.nofile - max(64, args.nofile // 8)
+    args.budget = (usable - usable // 8) // 2
+    print(f"hostile: {args.store}, {args.nofile} descriptors, a budget of {args.budget}", flush=True)
 
     held = streams(args)
     results = {}
@@ -324,12 +352,16 @@ def main():
         f"a trickled body is 408 request_timeout at 10 s (got {r and r[0]} after {took:.1f} s)",
     )
     check(closed, "the 408's connection closes")
+    import load
+
+    load.attack(args)
+    load.quota(args)
     for s in held:
         s.close()
     with open(f"/proc/{args.pid}/status") as f:
         hwm = next((l.split()[1] for l in f if l.startswith("VmHWM")), "?")
     print(f"     server peak RSS: {hwm} kB", flush=True)
-    print(f"hostile: {len(FAILED)} failed", flush=True)
+    print(f"hostile: {args.store}: {len(FAILED)} failed", flush=True)
     raise SystemExit(1 if FAILED else 0)
 
 

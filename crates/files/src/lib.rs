@@ -379,6 +379,18 @@ impl FileStorage for ObjectFiles {
         }
         Ok(())
     }
+
+    /// A local folder's disk: what an unprivileged writer may still use
+    /// (`statvfs`'s available blocks, not the root-reserved ones). One
+    /// system call, no blocking read.
+    async fn free_space(&self) -> Result<Option<u64>, StoreError> {
+        let Some(dir) = &self.local_dir else {
+            return Ok(None);
+        };
+        let stat = rustix::fs::statvfs(dir)
+            .map_err(|e| StoreError::Other(Box::new(std::io::Error::from(e))))?;
+        Ok(Some(stat.f_bavail.saturating_mul(stat.f_frsize)))
+    }
 }
 
 /// Removes `dir/<prefix><n>` for the first [`PARTIAL_SUFFIXES`] `n`:

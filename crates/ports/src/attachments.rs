@@ -29,6 +29,28 @@ pub struct AttachmentFilter {
     pub conversation: Option<ConversationId>,
 }
 
+/// What stored files take: their bytes and their number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StorageUse {
+    /// The files' sizes added up.
+    pub bytes: u64,
+    /// How many files.
+    pub files: u64,
+}
+
+/// What [`AttachmentStore::insert_upload`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Uploaded {
+    /// The upload is stored (and counted in its uploader's use).
+    Stored(Attachment),
+    /// Nothing was written: with it, its uploader's stored files would
+    /// pass the quota; they take `used` bytes now.
+    OverQuota {
+        /// The uploader's stored bytes, without this upload.
+        used: u64,
+    },
+}
+
 /// Attachments and the stored files' deletions.
 #[cfg_attr(feature = "mocks", mockall::automock)]
 #[async_trait]
@@ -39,12 +61,22 @@ pub trait AttachmentStore: Send + Sync {
     async fn expect_file(&self, id: AttachmentId, due: Timestamp) -> Result<(), StoreError>;
     /// Stores `upload` (an upload not attached: `message_id` none, stored
     /// bytes) with the `outbox`'s events (`attachment.created` for its
-    /// uploader).
+    /// uploader), and adds its size to its uploader's [`StorageUse`], in
+    /// one transaction; when that use would then pass `quota` bytes,
+    /// writes nothing and answers [`Uploaded::OverQuota`]. Concurrent
+    /// uploads of one contact are counted one after the other: together
+    /// they never pass the quota.
     async fn insert_upload(
         &self,
         upload: Attachment,
+        quota: Option<u64>,
         outbox: Outbox,
-    ) -> Result<Attachment, StoreError>;
+    ) -> Result<Uploaded, StoreError>;
+    /// What `contact`'s stored files take (its uploads, attached or not).
+    async fn storage_use(&self, contact: ContactId) -> Result<StorageUse, StoreError>;
+    /// What every contact's stored files take together (for the
+    /// operator's figures; its cost follows the contacts who uploaded).
+    async fn storage_total(&self) -> Result<StorageUse, StoreError>;
     /// The attachment with this id when `viewer` may see it: their own
     /// upload, or an attachment of a message of a conversation they are a
     /// member of (checked in the same query).

@@ -44,6 +44,10 @@ pub trait FileStorage: Send + Sync {
     /// Deletes the file of attachment `id`. Deleting a file that is not
     /// there is not an error (a deletion is retried until it is known done).
     async fn delete(&self, id: AttachmentId) -> Result<(), StoreError>;
+    /// The bytes still free for files, where the storage is a disk of
+    /// this machine; `None` where it cannot tell (an S3-compatible
+    /// bucket, whose limits are its own).
+    async fn free_space(&self) -> Result<Option<u64>, StoreError>;
 }
 
 /// A file being written: chunks in order, then `finish` or `abort`.

@@ -37,7 +37,7 @@ pub use events::{MockEventSignal, MockEventStore, MockPayloadRenderer};
 mod attachments;
 #[cfg(feature = "mocks")]
 pub use attachments::MockAttachmentStore;
-pub use attachments::{AttachmentFilter, AttachmentStore};
+pub use attachments::{AttachmentFilter, AttachmentStore, StorageUse, Uploaded};
 mod files;
 pub use files::{ByteRange, FileReader, FileStorage, FileWriter};
 #[cfg(feature = "mocks")]

@@ -2,7 +2,9 @@
 //! method and status), their latency, the requests in flight, the errors by
 //! the contract's `code`, the store's connection pool, the event hub, and
 //! webhook deliveries (attempts, give-ups, retries pending and the age of
-//! the oldest event not yet delivered).
+//! the oldest event not yet delivered), the connections open and waiting
+//! for a request head, and the uploaded files stored (bytes and files, all
+//! contacts together) with the free space of a local storage's disk.
 //!
 //! Each server has its own recorder (not the process-wide one of the
 //! `metrics` macros), so that servers in one process (the tests) count
@@ -41,6 +43,11 @@ const WEBHOOK_ATTEMPTS: &str = "confab_webhook_attempts_total";
 const WEBHOOK_GIVEN_UP: &str = "confab_webhook_deliveries_given_up_total";
 const WEBHOOK_RETRYING: &str = "confab_webhook_retries_pending";
 const WEBHOOK_OLDEST: &str = "confab_webhook_oldest_pending_seconds";
+const CONNECTIONS: &str = "confab_connections_open";
+const CONNECTIONS_WAITING: &str = "confab_connections_waiting";
+const STORED_BYTES: &str = "confab_stored_file_bytes";
+const STORED_FILES: &str = "confab_stored_files";
+const STORAGE_FREE: &str = "confab_storage_free_bytes";
 
 /// Latency buckets, in seconds: from a cached read to the 2 s store timeout
 /// and beyond.
@@ -63,12 +70,24 @@ pub struct Metrics {
     events: EventMetrics,
     /// `confab_webhook_retries_pending`, `confab_webhook_oldest_pending_seconds`.
     webhooks: [Gauge; 2],
-    /// When the webhook backlog was last read from the store: at most
-    /// every [`BACKLOG_EVERY`], however often `/metrics` is asked.
+    /// When the webhook backlog and the stored files were last read from
+    /// the store: at most every [`BACKLOG_EVERY`], however often
+    /// `/metrics` is asked.
     backlog_read: std::sync::Mutex<Option<std::time::Instant>>,
+    /// `confab_connections_open`, `confab_connections_waiting`, and where
+    /// they are read.
+    connections: [Gauge; 2],
+    connection_counts: std::sync::OnceLock<ConnectionCounts>,
+    /// `confab_stored_file_bytes`, `confab_stored_files`,
+    /// `confab_storage_free_bytes`.
+    storage: [Gauge; 3],
 }
 
-/// How often a scrape reads the webhook backlog from the store.
+/// Reads the connections open and those waiting for a head.
+pub type ConnectionCounts = Box<dyn Fn() -> (usize, usize) + Send + Sync>;
+
+/// How often a scrape reads the webhook backlog and the stored files'
+/// figures from the store.
 const BACKLOG_EVERY: Duration = Duration::from_secs(5);
 
 /// The event hub's and streams' figures.
@@ -173,6 +192,31 @@ impl Metrics {
             "Webhook deliveries whose last attempt failed, waiting for a retry (all processes).",
         );
         describe(
+            CONNECTIONS,
+            None,
+            "Connections open now (past the budget included).",
+        );
+        describe(
+            CONNECTIONS_WAITING,
+            None,
+            "Open connections waiting for a request head (idle kept-alive ones included).",
+        );
+        describe(
+            STORED_BYTES,
+            None,
+            "Bytes of uploaded files stored, attached or not, all contacts together.",
+        );
+        describe(
+            STORED_FILES,
+            None,
+            "Uploaded files stored, attached or not.",
+        );
+        describe(
+            STORAGE_FREE,
+            None,
+            "Free bytes on the disk of a local files' folder (absent for S3 storage).",
+        );
+        describe(
             WEBHOOK_OLDEST,
             Some(Unit::Seconds),
             "Age of the oldest event not yet delivered to some webhook (first attempt or retry \
@@ -198,6 +242,12 @@ impl Metrics {
             gauge(POOL_WAITING),
         ];
         let webhooks = [gauge(WEBHOOK_RETRYING), gauge(WEBHOOK_OLDEST)];
+        let connections = [gauge(CONNECTIONS), gauge(CONNECTIONS_WAITING)];
+        let storage = [
+            gauge(STORED_BYTES),
+            gauge(STORED_FILES),
+            gauge(STORAGE_FREE),
+        ];
         let handle = recorder.handle();
         Arc::new(Metrics {
             recorder,
@@ -207,7 +257,15 @@ impl Metrics {
             events,
             webhooks,
             backlog_read: std::sync::Mutex::new(None),
+            connections,
+            connection_counts: std::sync::OnceLock::new(),
+            storage,
         })
+    }
+
+    /// Where scrapes read the connection figures (the server's gate).
+    pub fn watch_connections(&self, counts: ConnectionCounts) {
+        let _ = self.connection_counts.set(counts);
     }
 
     /// Counts an open stream until the guard drops.
@@ -339,10 +397,37 @@ impl Metrics {
             }
             Err(e) => tracing::warn!(error = %e, "cannot read the webhook backlog for /metrics"),
         }
+        let [bytes, files, free] = &self.storage;
+        match service.stored_files().await {
+            Ok(stored) => {
+                #[allow(clippy::cast_precision_loss)]
+                bytes.set(stored.bytes as f64);
+                #[allow(clippy::cast_precision_loss)]
+                files.set(stored.files as f64);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the stored files for /metrics"),
+        }
+        match service.storage_free_space().await {
+            #[allow(clippy::cast_precision_loss)]
+            Ok(Some(n)) => free.set(n as f64),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the storage's free space for /metrics")
+            }
+        }
     }
 
-    /// The text exposition, with the pool's figures as of now.
+    /// The text exposition, with the pool's and connections' figures as
+    /// of now.
     fn render(&self, service: &Confab) -> String {
+        if let Some(counts) = self.connection_counts.get() {
+            let (open, waiting) = counts();
+            let [o, w] = &self.connections;
+            #[allow(clippy::cast_precision_loss)]
+            o.set(open as f64);
+            #[allow(clippy::cast_precision_loss)]
+            w.set(waiting as f64);
+        }
         if let Some(state) = service.pool_state() {
             let [max, connections, idle, waiting] = &self.pool;
             max.set(state.max_size);

@@ -49,6 +49,18 @@ pub enum ServiceError {
     /// it was kept.
     #[error("the file is larger than {max} bytes")]
     TooLarge { max: u64 },
+    /// An upload would take the caller's stored files past their quota
+    /// of `limit` bytes; they take `used` bytes now. Nothing of it was
+    /// kept.
+    #[error("stored files would pass {limit} bytes (now {used})")]
+    UploadQuota { used: u64, limit: u64 },
+    /// The caller already has `max` uploads under way.
+    #[error("at most {max} uploads at once")]
+    TooManyUploads { max: usize },
+    /// The file storage's disk has `free` bytes, at or below the `floor`
+    /// kept free; no upload is taken until more is freed.
+    #[error("the storage's disk has {free} bytes free, its floor is {floor}")]
+    StorageFull { free: u64, floor: u64 },
     /// The store cannot be reached; trying again later may succeed.
     #[error("the store is unavailable")]
     Unavailable(#[source] StoreError),

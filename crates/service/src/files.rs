@@ -8,11 +8,14 @@ use confab_domain::{
     attachment_changed, Attachment, AttachmentId, Change, Contact, ContentDigest, EventType, Field,
     FileSize, FileSource, FileType, Filename, Page, Paged, Rule,
 };
-use confab_ports::{AttachmentFilter, ByteRange, FileReader, FileStorage, FileWriter, StoreError};
+use confab_ports::{
+    AttachmentFilter, ByteRange, FileReader, FileStorage, FileWriter, StoreError, Uploaded,
+};
 use sha2::{Digest as _, Sha256};
 
 use crate::error::page_error;
 use crate::file_type::{detect, SNIFF_BYTES};
+use crate::upload_limits::{Admission, UploadSlot};
 use crate::{Confab, ServiceError};
 
 /// An upload never attached is deleted this long after it began.
@@ -23,6 +26,9 @@ pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 25 * 1024 * 1024;
 const FILE_LINK_SECRET: &str = "file_links";
 /// Due file deletions handled per sweep call.
 const SWEEP_BATCH: u32 = 100;
+/// An upload looks at the disk's free space again after this many bytes
+/// (uploads let in together may fill it between their admissions).
+const FREE_SPACE_EVERY: u64 = 4 * 1024 * 1024;
 
 /// The storage of a service built without one: every call is refused as
 /// unavailable.
@@ -46,6 +52,9 @@ impl FileStorage for NoFiles {
     }
     async fn delete(&self, _: AttachmentId) -> Result<(), StoreError> {
         Err(no_storage())
+    }
+    async fn free_space(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
     }
 }
 
@@ -75,6 +84,13 @@ pub struct Upload {
     size: u64,
     /// The first bytes, for the type.
     head: Vec<u8>,
+    /// The uploader's stored bytes when it was let in: the quota's room
+    /// is what is left above them.
+    used: u64,
+    /// Where the disk's free space is next looked at.
+    check_free_at: u64,
+    /// Its place among the uploader's uploads under way, until it ends.
+    _slot: UploadSlot,
 }
 
 impl std::fmt::Debug for Upload {
@@ -94,14 +110,28 @@ impl Upload {
 
     /// Appends `chunk`.
     /// # Errors
-    /// [`ServiceError::TooLarge`] once the bytes pass the limit (the
-    /// upload should then be aborted); `Unavailable` when the storage
-    /// fails.
+    /// [`ServiceError::TooLarge`] once the bytes pass the limit,
+    /// [`ServiceError::UploadQuota`] once they pass what is left of the
+    /// uploader's quota, [`ServiceError::StorageFull`] when the disk
+    /// reaches its floor (the upload should then be aborted);
+    /// `Unavailable` when the storage fails.
     pub async fn write(&mut self, chunk: Vec<u8>) -> Result<(), ServiceError> {
         let max = self.service.max_upload_bytes;
         self.size = self.size.saturating_add(chunk.len() as u64);
         if self.size > max {
             return Err(ServiceError::TooLarge { max });
+        }
+        if let Some(limit) = self.service.upload_limits().quota_bytes {
+            if self.used.saturating_add(self.size) > limit {
+                return Err(ServiceError::UploadQuota {
+                    used: self.used,
+                    limit,
+                });
+            }
+        }
+        if self.size >= self.check_free_at {
+            self.check_free_at = self.size.saturating_add(FREE_SPACE_EVERY);
+            self.service.check_free_space(0).await?;
         }
         if self.head.len() < SNIFF_BYTES {
             let take = (SNIFF_BYTES - self.head.len()).min(chunk.len());
@@ -113,10 +143,12 @@ impl Upload {
     }
 
     /// Stores the file whole and records it as an upload of its uploader's
-    /// named `filename`, its type detected from its first bytes.
+    /// named `filename`, its type detected from its first bytes, counted
+    /// in the uploader's stored bytes.
     /// # Errors
-    /// `Invalid` on [`Field::Filename`] for a name with a `\`; the file
-    /// is then given up.
+    /// `Invalid` on [`Field::Filename`] for a name with a `\`;
+    /// [`ServiceError::UploadQuota`] when uploads that finished meanwhile
+    /// left no room for it: the file is then given up.
     pub async fn finish(self, filename: Filename) -> Result<Attachment, ServiceError> {
         if let Err(e) = check_upload_name(&filename) {
             self.abort().await;
@@ -130,6 +162,9 @@ impl Upload {
             digest,
             size,
             head,
+            used: _,
+            check_free_at: _,
+            _slot,
         } = self;
         writer.finish().await?;
         let digest = ContentDigest::new(digest.finalize().into());
@@ -153,11 +188,25 @@ impl Upload {
             EventType::AttachmentCreated,
             &upload,
         );
-        let stored = service
+        let quota = service.upload_limits().quota_bytes;
+        let stored = match service
             .ports
             .attachments
-            .insert_upload(upload, service.outbox(events))
-            .await?;
+            .insert_upload(upload, quota, service.outbox(events))
+            .await?
+        {
+            Uploaded::Stored(stored) => stored,
+            Uploaded::OverQuota { used } => {
+                // Its deletion stays scheduled if this fails.
+                if let Err(e) = service.files.delete(id).await {
+                    tracing::warn!(attachment = %id, error = %e, "a refused upload's file is left to the sweeper");
+                }
+                return Err(ServiceError::UploadQuota {
+                    used,
+                    limit: quota.unwrap_or(u64::MAX),
+                });
+            }
+        };
         service.committed();
         Ok(stored)
     }
@@ -172,9 +221,17 @@ impl Upload {
 }
 
 impl Confab {
-    /// Starts an upload by `caller`: its file's deletion is scheduled
-    /// (cancelled when attached) before any byte is stored.
+    /// Lets in ([`Confab::admit_upload`]) and starts an upload by
+    /// `caller`.
     pub async fn begin_upload(&self, caller: &Contact) -> Result<Upload, ServiceError> {
+        let admission = self.admit_upload(caller, None).await?;
+        self.start_upload(admission).await
+    }
+
+    /// Starts an upload let in: its file's deletion is scheduled
+    /// (cancelled when attached) before any byte is stored.
+    pub async fn start_upload(&self, admission: Admission) -> Result<Upload, ServiceError> {
+        let Admission { caller, slot, used } = admission;
         let id = AttachmentId::from_uuid(self.new_uuid());
         let due = self.now().plus_secs(UPLOAD_TTL_SECS);
         self.ports.attachments.expect_file(id, due).await?;
@@ -182,11 +239,14 @@ impl Confab {
         Ok(Upload {
             service: self.clone(),
             id,
-            uploader: caller.clone(),
+            uploader: caller,
             writer,
             digest: Sha256::new(),
             size: 0,
             head: Vec::with_capacity(SNIFF_BYTES),
+            used,
+            check_free_at: FREE_SPACE_EVERY,
+            _slot: slot,
         })
     }
 

@@ -28,6 +28,7 @@ mod search;
 mod tests;
 mod tickets;
 mod typing;
+mod upload_limits;
 mod webhooks;
 
 use std::sync::Arc;
@@ -38,7 +39,9 @@ use uuid::Uuid;
 
 pub use auth::MintedToken;
 pub use confab_ports::SearchFilter;
-pub use confab_ports::{AttachmentFilter, ByteRange, FileReader, FileStorage, FileWriter};
+pub use confab_ports::{
+    AttachmentFilter, ByteRange, FileReader, FileStorage, FileWriter, StorageUse,
+};
 pub use confab_ports::{
     ConversationFilter, DbBudget, EventSignal, NoSignal, PayloadRenderer, PoolState, StoreError,
     WithBudget,
@@ -59,6 +62,10 @@ pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
 pub use messages::{AttachmentInput, MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;
 pub use tickets::{is_ticket, Ticket, TicketCaller, TICKET_PREFIX, TICKET_TTL_SECS};
+pub use upload_limits::{
+    Admission, UploadLimits, UploadSlot, DEFAULT_MIN_FREE_BYTES, DEFAULT_UPLOADS_PER_CONTACT,
+    DEFAULT_UPLOAD_QUOTA_BYTES,
+};
 pub use webhooks::*;
 
 /// The ports the service runs on. Each is a separate trait object so tests
@@ -180,6 +187,9 @@ pub struct Confab {
     files: Arc<dyn FileStorage>,
     /// The largest upload, in bytes.
     max_upload_bytes: u64,
+    /// What one contact may take of the storage, and its uploads under
+    /// way (see [`Confab::with_upload_limits`]).
+    uploads: Arc<upload_limits::UploadGate>,
     /// The storage ports again, on handles of the store that share a
     /// request's budget (see [`Confab::within`]); `None`: no budgets.
     budgeted: Option<Arc<BudgetedPorts>>,
@@ -202,6 +212,7 @@ impl Confab {
             max_group_members: confab_domain::DEFAULT_MAX_GROUP_MEMBERS,
             files: Arc::new(files::NoFiles),
             max_upload_bytes: DEFAULT_MAX_UPLOAD_BYTES,
+            uploads: Arc::new(upload_limits::UploadGate::new(UploadLimits::default())),
             budgeted: None,
             typing_board: Arc::default(),
         }

@@ -23,14 +23,17 @@ fn no_limits() -> RateLimits {
 }
 
 /// `host:port` of the app.
-fn addr(app: &TestApp) -> String {
+pub(crate) fn addr(app: &TestApp) -> String {
     app.base_url.trim_start_matches("http://").to_owned()
 }
 
 /// Reads from `conn` until the response head and a body of its
 /// `Content-Length` have arrived, or the peer closes, or `within` passes.
 /// Returns (status, head, body, whether the peer closed after it).
-async fn read_response(conn: &mut TcpStream, within: Duration) -> (u16, String, String, bool) {
+pub(crate) async fn read_response(
+    conn: &mut TcpStream,
+    within: Duration,
+) -> (u16, String, String, bool) {
     read_response_then(conn, within, true).await
 }
 
@@ -104,7 +107,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 #[track_caller]
-fn assert_error_body(body: &str, code: &str) {
+pub(crate) fn assert_error_body(body: &str, code: &str) {
     let v: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {body:?}"));
     assert_eq!(v["code"], code, "{body}");
     assert!(v["type"].is_string() && v["message"].is_string(), "{body}");
@@ -562,6 +565,188 @@ async fn past_the_connection_budget_new_connections_get_a_fast_503(backend: Back
     }
 }
 
+/// A connection to the app from `source` (any 127.x.y.z on loopback), so
+/// that tests can play clients of other addresses.
+async fn connect_from(app: &TestApp, source: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(format!("{source}:0").parse().expect("source"))
+        .expect("bind the source address");
+    socket
+        .connect(addr(app).parse().expect("addr"))
+        .await
+        .expect("connect")
+}
+
+/// A request head cut short: what a client trickling its head has sent.
+const PARTIAL_HEAD: &[u8] = b"GET /v1/contacts/me HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+
+fn authorized_get(path: &str, token: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n")
+}
+
+/// One address holding connections never finishing their heads cannot
+/// take more than its share; another address is served all along.
+async fn one_address_cannot_take_the_connections(backend: Backend) {
+    let app = app(
+        backend,
+        ServerOptions {
+            rate_limits: no_limits(),
+            max_connections_per_address: Some(6),
+            max_pending_per_address: Some(3),
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut conn = connect_from(&app, "127.0.0.2").await;
+        conn.write_all(PARTIAL_HEAD).await.expect("write");
+        held.push(conn);
+    }
+    // The server takes connections in on two workers, in any order.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A fourth connection still sending its head: refused as accepted,
+    // with the contract's error, and closed.
+    for _ in 0..3 {
+        let mut conn = connect_from(&app, "127.0.0.2").await;
+        let started = Instant::now();
+        let (status, head, body, closed) = read_response(&mut conn, Duration::from_secs(3)).await;
+        assert_eq!(status, 429, "{head}\n{body}");
+        assert_error_body(&body, "too_many_connections");
+        assert!(closed, "the refused connection stays open");
+        assert!(started.elapsed() < Duration::from_secs(1), "a slow refusal");
+    }
+    // Another address is served, on new connections each time.
+    for _ in 0..5 {
+        let mut conn = TcpStream::connect(addr(&app)).await.expect("connect");
+        conn.write_all(authorized_get("/v1/contacts/me", &alice.token).as_bytes())
+            .await
+            .expect("write");
+        let (status, head, _, _) =
+            read_response_then(&mut conn, Duration::from_secs(3), false).await;
+        assert_eq!(status, 200, "{head}");
+    }
+    // A head that arrives frees its place.
+    held[0]
+        .write_all(b"1\r\n\r\n")
+        .await
+        .expect("finish the head");
+    let (status, _, _, closed) = read_response(&mut held[0], Duration::from_secs(3)).await;
+    assert_eq!((status, closed), (401, true));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let mut conn = connect_from(&app, "127.0.0.2").await;
+        conn.write_all(authorized_get("/healthz", "x").as_bytes())
+            .await
+            .expect("write");
+        let (status, ..) = read_response_then(&mut conn, Duration::from_secs(3), false).await;
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the place never came back");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// actix times out a connection's first head only: a kept-alive
+/// connection trickling its next head is shut by the gate.
+async fn a_next_head_that_never_ends_is_cut(backend: Backend) {
+    let app = app(
+        backend,
+        ServerOptions {
+            rate_limits: no_limits(),
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let mut conn = TcpStream::connect(addr(&app)).await.expect("connect");
+    conn.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let (status, ..) = read_response_then(&mut conn, Duration::from_secs(3), false).await;
+    assert_eq!(status, 200);
+    let started = Instant::now();
+    conn.write_all(PARTIAL_HEAD).await.expect("write");
+    // A byte a second, for as long as the server keeps the connection.
+    let mut buf = [0u8; 256];
+    let closed_after = loop {
+        tokio::select! {
+            read = conn.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break started.elapsed(),
+                Ok(_) => {}
+            },
+            () = tokio::time::sleep(Duration::from_secs(1)) => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(16),
+                    "a trickled head held its connection for 16 s"
+                );
+                if conn.write_all(b"a").await.is_err() {
+                    break started.elapsed();
+                }
+            }
+        }
+    };
+    assert!(
+        closed_after >= Duration::from_secs(9) && closed_after < Duration::from_secs(13),
+        "closed after {closed_after:?}"
+    );
+}
+
+/// Clients holding every connection of the budget with heads that never
+/// end: a caller with a token is still served (the longest waiting
+/// connection makes room), a request without one on the reserve is a
+/// fast 503, and health checks answer.
+async fn the_last_connections_are_kept_for_callers_with_a_token(backend: Backend) {
+    let app = app(
+        backend,
+        ServerOptions {
+            rate_limits: no_limits(),
+            max_connections: Some(8),
+            ..ServerOptions::default()
+        },
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let mut held = Vec::new();
+    for i in 0..8 {
+        let mut conn = connect_from(&app, &format!("127.0.0.{}", 10 + i)).await;
+        conn.write_all(PARTIAL_HEAD).await.expect("write");
+        held.push(conn);
+    }
+    tokio::time::sleep(Duration::from_millis(1_300)).await;
+    let mut served = Vec::new();
+    for _ in 0..3 {
+        let mut conn = TcpStream::connect(addr(&app)).await.expect("connect");
+        conn.write_all(authorized_get("/v1/contacts/me", &alice.token).as_bytes())
+            .await
+            .expect("write");
+        let (status, head, body, _) =
+            read_response_then(&mut conn, Duration::from_secs(3), false).await;
+        assert_eq!(status, 200, "{head}\n{body}");
+        // Kept open: the budget stays full. The attackers' longest waits
+        // made room, one each time.
+        served.push(conn);
+    }
+    let mut anonymous = TcpStream::connect(addr(&app)).await.expect("connect");
+    anonymous
+        .write_all(b"GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let (status, head, body, _) =
+        read_response_then(&mut anonymous, Duration::from_secs(3), false).await;
+    assert_eq!(status, 503, "{head}");
+    assert_error_body(&body, "unavailable");
+    let mut health = TcpStream::connect(addr(&app)).await.expect("connect");
+    health
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .expect("write");
+    let (status, ..) = read_response_then(&mut health, Duration::from_secs(3), false).await;
+    assert_eq!(status, 200);
+}
+
 /// Helper runner: the app is built inside each test.
 async fn run<F, Fut>(backend: Backend, test: F)
 where
@@ -579,4 +764,7 @@ confab_tests::on_both_stores!(crate::hostile::run;
     a_body_that_does_not_arrive_in_10_s_is_408,
     after_a_refusal_the_rest_of_the_body_is_not_read,
     past_the_connection_budget_new_connections_get_a_fast_503,
+    one_address_cannot_take_the_connections,
+    a_next_head_that_never_ends_is_cut,
+    the_last_connections_are_kept_for_callers_with_a_token,
 );

@@ -27,4 +27,5 @@ mod support;
 mod tickets;
 mod token_cache;
 mod unread;
+mod upload_limits;
 mod wire;

@@ -5,7 +5,7 @@ use confab_domain::{
     AddAttachment, Attachment, AttachmentId, ContentDigest, DomainError, Field, FileSize,
     FileSource, FileType, Filename, Rule,
 };
-use confab_ports::{AttachmentFilter, StoreError};
+use confab_ports::{AttachmentFilter, StorageUse, StoreError, Uploaded};
 
 use crate::support::{assert_err, at, contact, direct, new_id, new_message, no_events, page, S};
 
@@ -28,7 +28,16 @@ fn upload(by: &confab_domain::Contact, t: i64) -> Attachment {
 async fn stored_upload(s: &S, by: &confab_domain::Contact, t: i64) -> Attachment {
     let u = upload(by, t);
     s.expect_file(u.id, at(t + 86_400)).await.expect("schedule");
-    s.insert_upload(u, no_events()).await.expect("insert")
+    match s.insert_upload(u, None, no_events()).await.expect("insert") {
+        Uploaded::Stored(u) => u,
+        other => panic!("not stored: {other:?}"),
+    }
+}
+
+/// What `who`'s stored files take.
+async fn used(s: &S, who: &confab_domain::Contact) -> (u64, u64) {
+    let StorageUse { bytes, files } = s.storage_use(who.id()).await.expect("use");
+    (bytes, files)
 }
 
 async fn due(s: &S, t: i64) -> Vec<AttachmentId> {
@@ -153,6 +162,9 @@ async fn every_way_a_stored_file_s_row_goes_schedules_its_deletion(s: S) {
         .await
         .expect("link");
     assert_eq!(due(&s, 9).await, vec![]);
+    // Three files of 42 bytes; by-URL attachments take nothing.
+    assert_eq!(used(&s, &alice).await, (126, 3));
+    assert_eq!(used(&s, &bob).await, (0, 0));
 
     s.delete_attachment(own.id, bob.id(), no_events())
         .await
@@ -160,12 +172,16 @@ async fn every_way_a_stored_file_s_row_goes_schedules_its_deletion(s: S) {
     s.delete_attachment(own.id, alice.id(), no_events())
         .await
         .expect("delete");
+    assert_eq!(used(&s, &alice).await, (84, 2));
     s.delete_message(m.id(), alice.id(), no_events())
         .await
         .expect("delete message");
+    assert_eq!(used(&s, &alice).await, (42, 1));
     s.delete_conversation(c.id(), alice.id(), no_events())
         .await
         .expect("delete conversation");
+    // However its row went, a file's size is given back at once.
+    assert_eq!(used(&s, &alice).await, (0, 0));
     let mut got = due(&s, 10).await;
     got.sort();
     let mut want = vec![own.id, in_message.id, in_conversation.id];
@@ -193,11 +209,13 @@ async fn releasing_an_expired_upload_removes_it_unless_attached(s: S) {
     s.append_message(m, no_events(), None)
         .await
         .expect("attach");
+    assert_eq!(used(&s, &alice).await, (84, 2));
     assert!(s
         .release_file(expired.id, no_events())
         .await
         .expect("release"));
     assert_eq!(s.attachment(expired.id).await.expect("get"), None);
+    assert_eq!(used(&s, &alice).await, (42, 1));
     // Attached meanwhile: its file stays, its row too.
     assert!(!s.release_file(kept.id, no_events()).await.expect("release"));
     assert!(s.attachment(kept.id).await.expect("get").is_some());
@@ -287,8 +305,73 @@ async fn the_unfiltered_list_pages_through_what_the_viewer_sees(s: S) {
     );
 }
 
+/// The quota holds in the upload's own transaction: an upload that would
+/// pass it writes nothing, and uploads racing for the last room are
+/// counted one after the other, never past it.
+async fn uploads_are_counted_within_the_quota_even_together(s: S) {
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let quota = Some(100);
+    let try_upload = |by: confab_domain::Contact, t: i64| {
+        let s = s.clone();
+        async move {
+            let u = upload(&by, t);
+            s.expect_file(u.id, at(t + 86_400)).await.expect("schedule");
+            s.insert_upload(u, quota, no_events())
+                .await
+                .expect("insert")
+        }
+    };
+    assert!(matches!(
+        try_upload(alice.clone(), 1).await,
+        Uploaded::Stored(_)
+    ));
+    assert!(matches!(
+        try_upload(alice.clone(), 2).await,
+        Uploaded::Stored(_)
+    ));
+    let refused = try_upload(alice.clone(), 3).await;
+    assert_eq!(refused, Uploaded::OverQuota { used: 84 });
+    // Nothing of it was written.
+    assert_eq!(used(&s, &alice).await, (84, 2));
+    let mine = s
+        .list_attachments(alice.id(), AttachmentFilter::default(), page(10, None))
+        .await
+        .expect("list");
+    assert_eq!(mine.items.len(), 2);
+    // A file larger than the whole quota, for a contact who has none yet.
+    let mut big = upload(&bob, 4);
+    big.file_size = Some(FileSize::new(101).expect("size"));
+    assert_eq!(
+        s.insert_upload(big, quota, no_events())
+            .await
+            .expect("insert"),
+        Uploaded::OverQuota { used: 0 }
+    );
+    // Ten at once for bob, room for two: exactly two are stored.
+    let racing: Vec<_> = (0..10)
+        .map(|i| tokio::spawn(try_upload(bob.clone(), 10 + i)))
+        .collect();
+    let mut stored = 0;
+    for r in racing {
+        if matches!(r.await.expect("join"), Uploaded::Stored(_)) {
+            stored += 1;
+        }
+    }
+    assert_eq!(stored, 2);
+    assert_eq!(used(&s, &bob).await, (84, 2));
+    assert_eq!(
+        s.storage_total().await.expect("total"),
+        StorageUse {
+            bytes: 168,
+            files: 4
+        }
+    );
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_store;
+    uploads_are_counted_within_the_quota_even_together,
     the_unfiltered_list_pages_through_what_the_viewer_sees,
     an_upload_is_its_uploader_s_until_attached,
     every_way_a_stored_file_s_row_goes_schedules_its_deletion,

@@ -382,6 +382,8 @@ async fn serve(
         trusted_proxies: settings.trusted_proxies.clone(),
         metrics_listen: settings.metrics_listen.as_ref().map(|l| l.addrs.clone()),
         max_connections: settings.max_connections,
+        max_connections_per_address: settings.shares.max_connections_per_address,
+        max_pending_per_address: settings.shares.max_pending_per_address,
         public_url: settings.public_url.clone(),
     };
     let files = open_files(&settings.storage_url, database)?;
@@ -389,13 +391,15 @@ async fn serve(
     let service = service
         .with_idempotency_quota(settings.idempotency_keys_per_day)
         .with_max_group_members(settings.max_group_members)
-        .with_files(std::sync::Arc::new(files), settings.max_upload_bytes);
+        .with_files(std::sync::Arc::new(files), settings.max_upload_bytes)
+        .with_upload_limits(settings.shares.upload_limits());
     let app = Application::build_with_options(service, listener, options).await?;
     let limits = app.connection_limits();
     tracing::info!(
         %address,
         metrics_port = app.metrics_port(),
         connections = limits.budget,
+        per_address = limits.per_address,
         open_files = limits.open_files,
         "confab is serving"
     );

@@ -517,6 +517,8 @@ pub struct Settings {
         value_parser = parse_max_connections
     )]
     pub max_connections: Option<usize>,
+    #[command(flatten)]
+    pub shares: shares::ShareSettings,
 }
 
 /// What `migrate` reads besides [`Common`].
@@ -793,5 +795,6 @@ fn is_origin(s: &str) -> bool {
             .is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
+pub mod shares;
 #[cfg(test)]
 mod tests;

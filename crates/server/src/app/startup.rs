@@ -2,19 +2,15 @@
 //! only module that names a store.
 
 use std::net::{SocketAddr, TcpListener};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::app::config::Synchronous;
 use actix_cors::Cors;
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
-use actix_web::dev::{Server, ServerHandle, ServiceRequest, ServiceResponse};
+use actix_web::dev::{Server, ServerHandle, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::http::ConnectionType;
-use actix_web::middleware::{
-    from_fn, Compress, Condition, ErrorHandlerResponse, ErrorHandlers, Next,
-};
+use actix_web::middleware::{from_fn, Compress, Condition, ErrorHandlerResponse, ErrorHandlers};
 use actix_web::{web, App, HttpResponse, HttpServer};
 use anyhow::Context;
 use confab_service::{Confab, Ports};
@@ -22,6 +18,8 @@ use confab_store_postgres::{PgStore, PgWakeups};
 use confab_store_sqlite::{LocalTyping, LocalWakeups, SqliteStore};
 
 pub use crate::app::config::{CorsOrigins, Database, DatabaseConfig, Pooler};
+use crate::app::connections::Gate;
+pub use crate::app::connections::{ConnectionLimits, HEAD_DEADLINE, PRESSURE_GRACE};
 use crate::app::telemetry;
 pub use crate::delivery::events::HubOptions;
 use crate::delivery::events::{Hub, StreamSlots};
@@ -199,6 +197,12 @@ pub struct ServerOptions {
     /// Connections served at once (`CONFAB_MAX_CONNECTIONS`); `None`: from
     /// the open-file limit (see [`ConnectionLimits`]).
     pub max_connections: Option<usize>,
+    /// Connections one address may hold open
+    /// (`CONFAB_MAX_CONNECTIONS_PER_ADDRESS`); `None`: the default share.
+    pub max_connections_per_address: Option<usize>,
+    /// Of those, still sending a request head or body
+    /// (`CONFAB_MAX_PENDING_PER_ADDRESS`); `None`: the default share.
+    pub max_pending_per_address: Option<usize>,
     /// The base of the links to uploaded files (`CONFAB_PUBLIC_URL`);
     /// `None`: each request's own scheme and host.
     pub public_url: Option<String>,
@@ -244,12 +248,24 @@ impl Application {
             .local_addr()
             .context("the listener has no local address")?
             .port();
-        let connections = ConnectionLimits::for_this_process(options.max_connections)?;
+        let connections = ConnectionLimits::for_this_process(options.max_connections)?
+            .with_shares(
+                options.max_connections_per_address,
+                options.max_pending_per_address,
+            )?;
+        let gate = Gate::new(connections, options.trusted_proxies.clone());
+        Gate::spawn_watch(&gate);
         // One limiter and one set of metrics for all workers: a budget and a
         // count are per server, not per thread.
         let limiter = web::Data::new(Limiter::new(options.rate_limits));
         let metrics = Metrics::new();
         Metrics::spawn_upkeep(&metrics);
+        {
+            let gate = Arc::downgrade(&gate);
+            metrics.watch_connections(Box::new(move || {
+                gate.upgrade().map_or((0, 0), |g| g.counts())
+            }));
+        }
         crate::delivery::webhooks::spawn_delivery(
             service.clone(),
             options.webhook_allow_private,
@@ -288,7 +304,6 @@ impl Application {
         };
         let metrics_private = metrics_server.is_some();
         let cors = options.cors;
-        let open = Arc::new(AtomicUsize::new(0));
         let server = HttpServer::new(move || {
             // Middleware order, outermost first (the last `wrap` is the
             // outermost):
@@ -297,9 +312,10 @@ impl Application {
             //    (CORS preflights, rewritten errors, 401 and 429 from
             //    authentication), times all of them, and stamps
             //    `X-Request-Id` on each.
-            // 2. The connection budget: outside everything but `observe`
-            //    (which counts its 503s), so that a request on a connection
-            //    past the budget costs nothing else.
+            // 2. The connection gate (`connections`): outside everything
+            //    but `observe` (which counts its refusals), so that a
+            //    request on a connection past the budget or its address's
+            //    share costs nothing else; it sees each answer's end.
             // 3. `Compress`: outside the error rewriting, so that a rewritten
             //    body is never mislabelled by an encoding set inside.
             // 4. Security headers: on every response of the layers below.
@@ -338,28 +354,10 @@ impl Application {
                 .wrap(ErrorHandlers::new().default_handler(json_error_body))
                 .wrap(crate::http::headers::security_headers())
                 .wrap(Compress::default())
-                .wrap(from_fn(over_budget))
+                .wrap(from_fn(crate::app::connections::keep_shares))
                 .wrap(from_fn(telemetry::observe))
         })
-        .on_connect({
-            let budget = connections.budget;
-            move |conn, ext| {
-                // A response written in two pieces (a compressed body's
-                // head and its end) must not wait for the client's
-                // delayed ACK: 40 ms per kept-alive request otherwise
-                // (Nagle's algorithm; API.md section 19).
-                if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
-                    if let Err(e) = tcp.set_nodelay(true) {
-                        tracing::debug!(error = %e, "TCP_NODELAY not set on a connection");
-                    }
-                }
-                let n = open.fetch_add(1, Ordering::SeqCst) + 1;
-                ext.insert(ConnectionTicket {
-                    over: n > budget,
-                    open: open.clone(),
-                });
-            }
-        })
+        .on_connect(move |conn, ext| crate::app::connections::on_connect(&gate, conn, ext))
         .max_connections(connections.per_worker())
         .client_disconnect_timeout(crate::http::unread_body::LINGER)
         .listen(listener)
@@ -417,114 +415,6 @@ impl Application {
         }
         result
     }
-}
-
-/// The server's connection budget (API.md section 9 "Hostile load"). The
-/// process's open-file limit (its soft limit raised to the hard one at
-/// start) less a reserve for everything else that needs a descriptor (the
-/// database pool, the SQLite files, the LISTEN connection, webhook
-/// deliveries, logs) is where the server stops accepting, so that accept
-/// never fails for want of a descriptor; below that, connections past the
-/// `budget` are still accepted but each request on them is answered 503
-/// at once and the connection closed (`/healthz` and `/readyz` excepted),
-/// so that a flood of connections gets fast refusals instead of timeouts
-/// and the connections already open keep working.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionLimits {
-    /// Connections served as usual.
-    pub budget: usize,
-    /// Connections accepted at all (past it the listener waits).
-    pub accepted: usize,
-    /// The open-file limit they were derived from.
-    pub open_files: u64,
-}
-
-impl ConnectionLimits {
-    /// Descriptors kept for everything but connections: this many, or an
-    /// eighth of the limit when that is more.
-    pub const RESERVE: u64 = 64;
-
-    /// Derived from an open-file limit (see the type's docs): the budget is
-    /// `explicit`, or seven eighths of what is accepted.
-    pub fn from_open_files(open_files: u64, explicit: Option<usize>) -> anyhow::Result<Self> {
-        let reserve = Self::RESERVE.max(open_files / 8);
-        let accepted = usize::try_from(open_files.saturating_sub(reserve)).unwrap_or(usize::MAX);
-        if accepted < 2 {
-            anyhow::bail!(
-                "the open-file limit ({open_files}) leaves no descriptor for connections \
-                 after a reserve of {reserve}: raise it (ulimit -n)"
-            );
-        }
-        let budget = match explicit {
-            Some(n) if n < accepted => n,
-            Some(n) => anyhow::bail!(
-                "CONFAB_MAX_CONNECTIONS {n} does not fit the open-file limit ({open_files}): \
-                 at most {} (the limit less a reserve of {reserve} descriptors and room \
-                 for fast refusals); raise the limit (ulimit -n) or lower the variable",
-                accepted - 1
-            ),
-            None => accepted - (accepted / 8).max(1),
-        };
-        Ok(Self {
-            budget,
-            accepted,
-            open_files,
-        })
-    }
-
-    /// From this process's open-file limit, after raising its soft limit
-    /// to the hard one.
-    pub fn for_this_process(explicit: Option<usize>) -> anyhow::Result<Self> {
-        let open_files = match rlimit::increase_nofile_limit(u64::MAX) {
-            Ok(n) => n,
-            Err(e) => {
-                let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE)
-                    .context("cannot read the open-file limit")?;
-                tracing::warn!(error = %e, soft, "cannot raise the open-file limit");
-                soft
-            }
-        };
-        Self::from_open_files(open_files, explicit)
-    }
-
-    /// actix's limit is per worker; the workers are at most the available
-    /// parallelism, so together they accept no more than `accepted`.
-    fn per_worker(self) -> usize {
-        let workers = std::thread::available_parallelism().map_or(1, usize::from);
-        (self.accepted / workers).max(1)
-    }
-}
-
-/// A connection's place in the budget, kept in its connection data (and so
-/// dropped, giving the place back, when the connection closes).
-struct ConnectionTicket {
-    over: bool,
-    open: Arc<AtomicUsize>,
-}
-
-impl Drop for ConnectionTicket {
-    fn drop(&mut self) {
-        self.open.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// Answers a request on a connection past the budget with a fast 503 and
-/// closes the connection; health checks are answered as usual.
-async fn over_budget(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    let over = req
-        .conn_data::<ConnectionTicket>()
-        .is_some_and(|ticket| ticket.over);
-    if over && !matches!(req.path(), "/healthz" | "/readyz") {
-        let mut res = HttpResponse::from_error(ApiError::over_capacity());
-        res.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        res.head_mut().set_connection_type(ConnectionType::Close);
-        return Ok(req.into_response(res).map_into_right_body());
-    }
-    Ok(next.call(req).await?.map_into_left_body())
 }
 
 /// The private `/metrics` listener: that route alone, no limits (the
@@ -664,24 +554,4 @@ fn json_error_body<B: MessageBody + 'static>(
     let res: ServiceResponse<EitherBody<B, BoxBody>> =
         ServiceResponse::new(req, body).map_into_right_body();
     Ok(ErrorHandlerResponse::Response(res))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ConnectionLimits;
-
-    #[test]
-    fn the_budget_keeps_descriptors_in_reserve() {
-        let l = ConnectionLimits::from_open_files(1024, None).expect("1024");
-        // An eighth of the limit in reserve, then an eighth of the rest for
-        // fast refusals.
-        assert_eq!((l.accepted, l.budget), (896, 784));
-        let l = ConnectionLimits::from_open_files(256, None).expect("256");
-        assert_eq!((l.accepted, l.budget), (192, 168));
-        let l = ConnectionLimits::from_open_files(1024, Some(100)).expect("explicit");
-        assert_eq!((l.accepted, l.budget), (896, 100));
-        let e = ConnectionLimits::from_open_files(1024, Some(896)).expect_err("too many");
-        assert!(e.to_string().contains("CONFAB_MAX_CONNECTIONS"), "{e}");
-        assert!(ConnectionLimits::from_open_files(64, None).is_err());
-    }
 }

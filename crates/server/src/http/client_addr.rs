@@ -115,7 +115,8 @@ impl FromStr for TrustedProxies {
 }
 
 impl TrustedProxies {
-    fn trusts(&self, ip: IpAddr) -> bool {
+    /// Whether `ip` is one of the proxies.
+    pub fn trusts(&self, ip: IpAddr) -> bool {
         self.0.iter().any(|block| block.contains(ip))
     }
 

@@ -55,6 +55,10 @@ pub const CODES: &[&str] = &[
     "idempotency_key_reused",
     "rate_limited",
     "too_many_streams",
+    "too_many_connections",
+    "too_many_uploads",
+    "storage_quota",
+    "insufficient_storage",
     "contact_blocked",
     "idempotency_quota",
     "request_timeout",
@@ -590,6 +594,9 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::NotFound { of } => Self::not_found(of.map(param).as_deref()),
             ServiceError::TooLarge { max } => Self::upload_too_large(max),
+            ServiceError::UploadQuota { used, limit } => Self::storage_quota(used, limit),
+            ServiceError::TooManyUploads { max } => Self::too_many_uploads(max),
+            ServiceError::StorageFull { .. } => Self::insufficient_storage(),
             ServiceError::Conflict(what) => Self::conflict(what),
             ServiceError::IdempotencyInFlight => Self::idempotency_in_flight(),
             ServiceError::IdempotencyKeyReused => Self::idempotency_key_reused(),
@@ -613,5 +620,6 @@ impl From<DomainError> for ApiError {
     }
 }
 
+mod load;
 #[cfg(test)]
 mod tests;

@@ -8,16 +8,38 @@ use confab_domain::{
     Attachment, AttachmentId, ContentDigest, ConversationId, EventType, FileSource, FileType,
     Filename, MessageId, Timestamp,
 };
-use confab_ports::{MockAttachmentStore, MockFileStorage, MockFileWriter, StoreError};
+use confab_ports::{
+    MockAttachmentStore, MockFileStorage, MockFileWriter, StorageUse, StoreError, Uploaded,
+};
 use mockall::predicate::eq;
 use uuid::Uuid;
 
 use super::{contact, mocked_ports, NOW};
-use crate::{Confab, Ports, ServiceError};
+use crate::{Confab, Ports, ServiceError, UploadLimits};
 
 /// The service over `attachments` and `files`, uploads at most `max`
-/// bytes, ids counting up from 1.
+/// bytes, ids counting up from 1; no quota nor disk floor (see
+/// [`limited`]).
 fn service(attachments: MockAttachmentStore, files: MockFileStorage, max: u64) -> Confab {
+    limited(
+        attachments,
+        files,
+        max,
+        UploadLimits {
+            quota_bytes: None,
+            per_contact: 4,
+            min_free_bytes: 0,
+        },
+    )
+}
+
+/// [`service`] with these upload limits.
+fn limited(
+    attachments: MockAttachmentStore,
+    files: MockFileStorage,
+    max: u64,
+    limits: UploadLimits,
+) -> Confab {
     let mut ids = confab_ports::MockIdGenerator::new();
     let next = Mutex::new(0_u128);
     ids.expect_new_id().returning(move || {
@@ -34,6 +56,7 @@ fn service(attachments: MockAttachmentStore, files: MockFileStorage, max: u64) -
         ..mocked_ports(NOW)
     })
     .with_files(Arc::new(files), max)
+    .with_upload_limits(limits)
 }
 
 fn upload_of(uploader: u128, conversation: Option<u128>) -> Attachment {
@@ -67,14 +90,15 @@ async fn an_upload_schedules_its_deletion_before_storing_a_byte() {
     attachments
         .expect_insert_upload()
         .times(1)
-        .returning(move |upload, outbox| {
+        .returning(move |upload, quota, outbox| {
             o.lock().expect("order").push("row written");
+            assert_eq!(quota, None);
             assert_eq!(upload.message_id, None);
             assert_eq!(upload.file_type.as_str(), "image/png");
             assert_eq!(upload.file_size.map(|s| s.bytes()), Some(12));
             assert_eq!(outbox.events.len(), 1);
             assert_eq!(outbox.events[0].kind, EventType::AttachmentCreated);
-            Ok(upload)
+            Ok(Uploaded::Stored(upload))
         });
     let mut files = MockFileStorage::new();
     let o = order.clone();
@@ -293,4 +317,162 @@ async fn an_upload_attached_meanwhile_keeps_its_file() {
     files.expect_delete().never();
     let s = service(attachments, files, 10);
     assert_eq!(s.sweep_files().await.expect("sweep"), 1);
+}
+
+/// A writer that takes every byte and is finished or aborted.
+fn writer() -> Box<dyn confab_ports::FileWriter> {
+    let mut writer = MockFileWriter::new();
+    writer.expect_write().returning(|_| Ok(()));
+    writer.expect_finish().returning(|| Ok(()));
+    writer.expect_abort().returning(|| Ok(()));
+    Box::new(writer)
+}
+
+#[tokio::test]
+async fn a_contact_has_at_most_its_uploads_under_way() {
+    let mut attachments = MockAttachmentStore::new();
+    attachments.expect_expect_file().returning(|_, _| Ok(()));
+    let mut files = MockFileStorage::new();
+    files.expect_create().returning(|_| Ok(writer()));
+    let limits = UploadLimits {
+        quota_bytes: None,
+        per_contact: 2,
+        min_free_bytes: 0,
+    };
+    let s = limited(attachments, files, 10, limits);
+    let (alice, bob) = (contact(1, "alice"), contact(2, "bob"));
+    let first = s.begin_upload(&alice).await.expect("first");
+    let second = s.admit_upload(&alice, None).await.expect("second");
+    assert!(matches!(
+        s.admit_upload(&alice, None).await,
+        Err(ServiceError::TooManyUploads { max: 2 })
+    ));
+    // Another contact has places of its own.
+    s.admit_upload(&bob, None).await.expect("bob's");
+    // An upload that ends, however it ends, gives its place back.
+    first.abort().await;
+    let third = s
+        .admit_upload(&alice, None)
+        .await
+        .expect("a place came back");
+    drop(second);
+    drop(third);
+    let mut n = Vec::new();
+    for _ in 0..2 {
+        n.push(s.admit_upload(&alice, None).await.expect("both back"));
+    }
+}
+
+#[tokio::test]
+async fn the_quota_refuses_before_reading_while_writing_and_at_the_row() {
+    let mut attachments = MockAttachmentStore::new();
+    attachments.expect_expect_file().returning(|_, _| Ok(()));
+    // Alice takes 95 of her 100 bytes; Bob 0.
+    attachments.expect_storage_use().returning(|who| {
+        Ok(StorageUse {
+            bytes: if who == contact(1, "alice").id() {
+                95
+            } else {
+                0
+            },
+            files: 1,
+        })
+    });
+    // The row's own check (uploads finished meanwhile) has the last word.
+    attachments
+        .expect_insert_upload()
+        .times(1)
+        .returning(|_, quota, _| {
+            assert_eq!(quota, Some(100));
+            Ok(Uploaded::OverQuota { used: 97 })
+        });
+    let mut files = MockFileStorage::new();
+    files.expect_create().returning(|_| Ok(writer()));
+    // The refused file goes at once.
+    files.expect_delete().times(1).returning(|_| Ok(()));
+    let limits = UploadLimits {
+        quota_bytes: Some(100),
+        per_contact: 4,
+        min_free_bytes: 0,
+    };
+    let s = limited(attachments, files, 1000, limits);
+    let (alice, bob) = (contact(1, "alice"), contact(2, "bob"));
+    let mut upload = s.begin_upload(&alice).await.expect("room for 5 more");
+    upload.write(vec![0; 5]).await.expect("fits");
+    assert!(matches!(
+        upload.write(vec![0; 1]).await,
+        Err(ServiceError::UploadQuota {
+            used: 95,
+            limit: 100
+        })
+    ));
+    upload.abort().await;
+    let upload = s.begin_upload(&bob).await.expect("bob");
+    assert!(matches!(
+        upload
+            .finish(Filename::new("a.bin".into()).expect("valid"))
+            .await,
+        Err(ServiceError::UploadQuota {
+            used: 97,
+            limit: 100
+        })
+    ));
+}
+
+#[tokio::test]
+async fn a_full_quota_or_disk_refuses_before_a_byte_is_read() {
+    let mut attachments = MockAttachmentStore::new();
+    attachments.expect_storage_use().returning(|_| {
+        Ok(StorageUse {
+            bytes: 100,
+            files: 3,
+        })
+    });
+    attachments.expect_expect_file().never();
+    let mut files = MockFileStorage::new();
+    files.expect_create().never();
+    files.expect_free_space().returning(|| Ok(Some(1_000)));
+    let full = limited(
+        attachments,
+        files,
+        10,
+        UploadLimits {
+            quota_bytes: Some(100),
+            per_contact: 4,
+            min_free_bytes: 0,
+        },
+    );
+    assert!(matches!(
+        full.admit_upload(&contact(1, "alice"), None).await,
+        Err(ServiceError::UploadQuota {
+            used: 100,
+            limit: 100
+        })
+    ));
+    let mut attachments = MockAttachmentStore::new();
+    attachments.expect_expect_file().never();
+    let mut files = MockFileStorage::new();
+    files.expect_create().never();
+    files.expect_free_space().returning(|| Ok(Some(1_000)));
+    let low = limited(
+        attachments,
+        files,
+        10,
+        UploadLimits {
+            quota_bytes: None,
+            per_contact: 4,
+            min_free_bytes: 900,
+        },
+    );
+    // 1,000 free less a declared 200 would leave less than the floor of 900.
+    assert!(matches!(
+        low.admit_upload(&contact(1, "alice"), Some(200)).await,
+        Err(ServiceError::StorageFull {
+            free: 1_000,
+            floor: 900
+        })
+    ));
+    low.admit_upload(&contact(1, "alice"), Some(50))
+        .await
+        .expect("50 more keeps the floor");
 }

@@ -13,8 +13,8 @@ use confab_ports::{
     AttachmentFilter, AttachmentStore, ClaimOutcome, ClaimRequest, Completion, ContactStore,
     ConversationFilter, ConversationMember, ConversationStore, ErasePlan, Erasure, GroupChange,
     GroupStore, HealthCheck, IdempotencyStore, KeyClaim, MessageChange, MessageStore, NewGroup,
-    NewMessage, NewServerKey, NewTicket, NewToken, Outbox, ReactionMade, ServerKey, StoreError,
-    StoredResponse, TicketHolder, TokenInfo, TokenStore,
+    NewMessage, NewServerKey, NewTicket, NewToken, Outbox, ReactionMade, ServerKey, StorageUse,
+    StoreError, StoredResponse, TicketHolder, TokenInfo, TokenStore, Uploaded,
 };
 use uuid::Uuid;
 
@@ -464,9 +464,18 @@ impl AttachmentStore for Store {
     async fn insert_upload(
         &self,
         upload: Attachment,
+        quota: Option<u64>,
         outbox: Outbox,
-    ) -> Result<Attachment, StoreError> {
-        write(self, move |c| q::insert_upload(c, upload, &outbox)).await
+    ) -> Result<Uploaded, StoreError> {
+        write(self, move |c| q::insert_upload(c, upload, quota, &outbox)).await
+    }
+
+    async fn storage_use(&self, contact: ContactId) -> Result<StorageUse, StoreError> {
+        query(self, move |c| q::storage_use(c, contact)).await
+    }
+
+    async fn storage_total(&self) -> Result<StorageUse, StoreError> {
+        query(self, q::storage_total).await
     }
 
     async fn attachment_for(

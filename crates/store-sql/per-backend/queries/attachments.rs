@@ -2,13 +2,14 @@
 //! their lists, renames and deletions, attaching uploads to a message, and
 //! the stored files' scheduled deletions (`file_deletions`, migration
 //! `files`; the port's docs, `confab_ports::AttachmentStore`, tell the
-//! whole life of a stored file).
+//! whole life of a stored file), and what each contact's stored files
+//! take (`upload_usage`, migration `upload_usage`).
 
 use confab_domain::{
     Attachment, AttachmentId, ContactId, Cursor, DomainError, Field, Filename, MessageId, Page,
     Paged, Rule, Timestamp,
 };
-use confab_ports::{AttachmentFilter, Outbox, StoreError};
+use confab_ports::{AttachmentFilter, Outbox, StorageUse, StoreError, Uploaded};
 use diesel::prelude::*;
 
 use super::membership::is_member;
@@ -19,7 +20,7 @@ use confab_store_sql::error::Error;
 use confab_store_sql::id::DbId;
 use confab_store_sql::queries::not_found;
 use confab_store_sql::queries::paging::{fetch_size, finish_page};
-use confab_store_sql::raw::Sql;
+use confab_store_sql::raw::{Bind, Sql};
 use confab_store_sql::rows::{AttachmentRow, DbKey};
 use confab_store_sql::schema::{attachments, file_deletions, messages, server_secrets};
 use confab_store_sql::SqlBackend as _;
@@ -37,17 +38,99 @@ pub(crate) fn expect_file(conn: &mut Conn, id: AttachmentId, due: Timestamp) -> 
     Ok(())
 }
 
-/// Writes an upload (not attached) with its events.
+/// Writes an upload (not attached) with its events, and adds its size to
+/// its uploader's use when that stays within `quota` (else writes
+/// nothing). The use's row is added to first, by one conditional upsert
+/// (which on PostgreSQL locks the row until commit): concurrent uploads
+/// of one contact are counted one after the other. Its release is the
+/// trigger `attachments_upload_released`, whenever the row goes.
 pub(crate) fn insert_upload(
     conn: &mut Conn,
     upload: Attachment,
+    quota: Option<u64>,
     outbox: &Outbox,
-) -> Result<Attachment> {
+) -> Result<Uploaded> {
+    let size = upload.file_size.map_or(0, |s| s.bytes()).max(0);
+    let limit = quota.map_or(i64::MAX, |q| i64::try_from(q).unwrap_or(i64::MAX));
+    let uploader = upload.uploader.db();
+    if size > limit {
+        return Ok(Uploaded::OverQuota {
+            used: storage_use(conn, upload.uploader)?.bytes,
+        });
+    }
+    let mut sql = Sql::default();
+    let (c, n, max) = (
+        sql.id(uploader),
+        sql.bind(Bind::Int(size)),
+        sql.bind(Bind::Int(limit)),
+    );
+    sql.push(&format!(
+        "INSERT INTO upload_usage (contact_id, bytes, files) VALUES ({c}, {n}, 1) \
+         ON CONFLICT (contact_id) DO UPDATE \
+         SET bytes = upload_usage.bytes + excluded.bytes, files = upload_usage.files + 1 \
+         WHERE upload_usage.bytes + excluded.bytes <= {max} \
+         RETURNING bytes"
+    ));
+    let counted: Vec<Counted> = sql.query::<Db>().load(conn)?;
+    if counted.is_empty() {
+        return Ok(Uploaded::OverQuota {
+            used: storage_use(conn, upload.uploader)?.bytes,
+        });
+    }
     diesel::insert_into(attachments::table)
         .values(AttachmentRow::of(&upload, 0))
         .execute(conn)?;
     write_events(conn, outbox, &upload)?;
-    Ok(upload)
+    Ok(Uploaded::Stored(upload))
+}
+
+/// The use an upload was counted in (only whether there is one is read).
+#[derive(QueryableByName)]
+struct Counted {
+    #[diesel(sql_type = diesel::sql_types::BigInt, column_name = bytes)]
+    _bytes: i64,
+}
+
+/// A contact's (or everyone's) use, as a raw statement returns it.
+#[derive(QueryableByName)]
+struct Use {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    bytes: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    files: i64,
+}
+
+impl From<Use> for StorageUse {
+    fn from(u: Use) -> Self {
+        Self {
+            bytes: u64::try_from(u.bytes).unwrap_or(0),
+            files: u64::try_from(u.files).unwrap_or(0),
+        }
+    }
+}
+
+/// What `contact`'s stored files take: one row by its key.
+pub(crate) fn storage_use(conn: &mut Conn, contact: ContactId) -> Result<StorageUse> {
+    let mut sql = Sql::default();
+    let c = sql.id(contact.db());
+    sql.push(&format!(
+        "SELECT bytes, files FROM upload_usage WHERE contact_id = {c}"
+    ));
+    let row: Option<Use> = sql.query::<Db>().get_result(conn).optional()?;
+    Ok(row.map(StorageUse::from).unwrap_or_default())
+}
+
+/// What every contact's stored files take together.
+pub(crate) fn storage_total(conn: &mut Conn) -> Result<StorageUse> {
+    let mut sql = Sql::default();
+    // PostgreSQL's SUM of a BIGINT is a NUMERIC.
+    sql.push(
+        "SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes, \
+                CAST(COALESCE(SUM(files), 0) AS BIGINT) AS files \
+         FROM upload_usage",
+    );
+    let row: Use = sql.query::<Db>().get_result(conn)?;
+    Ok(row.into())
 }
 
 /// The `outbox`'s events of a write of attachment `a` alone.
@@ -218,7 +301,6 @@ fn visible_ids(
     cursor: Option<Cursor<AttachmentId>>,
     fetch: i64,
 ) -> Result<Vec<DbId>> {
-    use confab_store_sql::raw::Bind;
     let mut sql = Sql::default();
     let viewer = sql.id(v);
     let (seek, order) = match cursor {

@@ -1,7 +1,7 @@
 //! `/v1/attachments` (API.md section 15): upload, list, get, rename,
 //! delete, and the content itself.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
@@ -45,8 +45,13 @@ pub fn endpoints() -> Vec<Endpoint> {
 /// What a multipart body may hold beyond its file: the part headers, the
 /// boundaries and a `filename` part.
 const FORM_OVERHEAD: u64 = 64 * 1024;
-/// The longest wait for the next piece of an upload's body (then 408).
-const UPLOAD_IDLE: Duration = Duration::from_secs(10);
+/// The least an upload's body must bring in each [`RATE_WINDOW`] of the
+/// client's time (then 408): 8 KiB in 10 s, about 6.5 kbit/s, which a slow
+/// mobile network passes (2G's GPRS carries 20 to 40 kbit/s; a stall of a
+/// few seconds is averaged over the window), and a trickle does not.
+const MIN_BYTES_PER_WINDOW: u64 = 8 * 1024;
+/// The window of [`MIN_BYTES_PER_WINDOW`].
+const RATE_WINDOW: Duration = Duration::from_secs(10);
 /// The longest an upload may take in all (then 408).
 const UPLOAD_DEADLINE: Duration = Duration::from_secs(600);
 /// The longest `filename` part, in bytes.
@@ -91,7 +96,8 @@ async fn list(
 /// Upload a file (`multipart/form-data`: a part `file`, and optionally a
 /// part `filename`, else the file part's own name). Its type is detected
 /// from its bytes. It is the caller's until attached to a message
-/// (`attachments[i][id]`), and deleted after 24 h if never attached.
+/// (`attachments[i][id]`), and deleted after 24 h if never attached. It
+/// counts in the caller's quota of stored bytes until deleted.
 #[utoipa::path(
     post, path = "/v1/attachments", tag = "attachments", operation_id = "upload_attachment",
     params(crate::http::openapi::IdempotencyKey),
@@ -101,8 +107,11 @@ async fn list(
             status = 201, description = "the upload", body = AttachmentDto,
             headers(("Location" = String, description = "the attachment's URL")),
         ),
-        (status = 413, description = "the file is over CONFAB_MAX_UPLOAD_BYTES (`param` `file`)", body = ErrorBody),
+        (status = 408, description = "the body came slower than 8 KiB in 10 s, or took over 10 minutes", body = ErrorBody),
+        (status = 413, description = "the file is over CONFAB_MAX_UPLOAD_BYTES (`payload_too_large`), or past what is left of the caller's quota of stored bytes (`storage_quota`, with their use in the message); `param` `file`", body = ErrorBody),
+        (status = 429, description = "too many requests (`rate_limited`, `Retry-After`), or as many uploads under way as a contact may have (`too_many_uploads`)", body = ErrorBody),
         (status = 415, description = "the body is not multipart/form-data", body = ErrorBody),
+        (status = 507, description = "the server's disk is short of space for files (`insufficient_storage`)", body = ErrorBody),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
@@ -152,31 +161,36 @@ async fn receive(
     if declared.is_some_and(|n| n > allowance) {
         return Err(ApiError::upload_too_large(max));
     }
+    // A place among the caller's uploads under way, room in its quota and
+    // on the disk, before a byte of the body is read.
+    let mut admission = Some(service.admit_upload(&caller.0, declared).await?);
+    let cut = Rc::new(Cell::new(None));
     let stream = Limited {
         body,
         left: allowance,
-        idle: Box::pin(tokio::time::sleep(UPLOAD_IDLE)),
+        rate: Rate::new(declared),
+        cut: cut.clone(),
     };
     let mut form = Multipart::new(req.headers(), stream);
     let mut file: Option<(confab_service::Upload, Option<String>)> = None;
     let mut named: Option<String> = None;
     let read = async {
         while let Some(part) = form.next().await {
-            let mut part = part.map_err(|e| multipart_error(e, max))?;
+            let mut part = part.map_err(|e| multipart_error(e, max, cut.get()))?;
             match part.name() {
                 Some("file") => {
-                    if file.is_some() {
+                    let Some(admitted) = admission.take() else {
                         return Err(ApiError::invalid("file", "file must be given once"));
-                    }
+                    };
                     let own_name = part
                         .content_disposition()
                         .and_then(|d| d.get_filename())
                         .map(str::to_owned);
-                    let mut upload = service.begin_upload(&caller.0).await?;
+                    let mut upload = service.start_upload(admitted).await?;
                     while let Some(chunk) = part.next().await {
                         let written = match chunk {
                             Ok(chunk) => upload.write(chunk.to_vec()).await.map_err(ApiError::from),
-                            Err(e) => Err(multipart_error(e, max)),
+                            Err(e) => Err(multipart_error(e, max, cut.get())),
                         };
                         if let Err(e) = written {
                             upload.abort().await;
@@ -191,7 +205,7 @@ async fn receive(
                     }
                     let mut text = Vec::new();
                     while let Some(chunk) = part.next().await {
-                        let chunk = chunk.map_err(|e| multipart_error(e, max))?;
+                        let chunk = chunk.map_err(|e| multipart_error(e, max, cut.get()))?;
                         if text.len() + chunk.len() > FILENAME_PART_MAX {
                             return Err(ApiError::invalid(
                                 "filename",
@@ -238,26 +252,105 @@ async fn receive(
     Ok(upload.finish(filename).await?)
 }
 
+/// Why [`Limited`] cut a body short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// It passed the allowance.
+    Overflow,
+    /// It came slower than [`MIN_BYTES_PER_WINDOW`] per [`RATE_WINDOW`].
+    TooSlow,
+}
+
 /// A multipart error as the contract's: a body over the allowance is 413,
-/// one that stops arriving 408, any other malformed body 400.
-fn multipart_error(e: actix_multipart::MultipartError, max: u64) -> ApiError {
+/// one that comes too slowly 408, any other malformed body 400 (a part's
+/// headers longer than the parser's buffer among them: that overflow is
+/// the parser's, not the body's).
+fn multipart_error(e: actix_multipart::MultipartError, max: u64, cut: Option<Cut>) -> ApiError {
     use actix_multipart::MultipartError as M;
-    match e {
-        M::Payload(PayloadError::Overflow) => ApiError::upload_too_large(max),
-        M::Payload(PayloadError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
-            ApiError::request_timeout()
+    match (e, cut) {
+        (M::Payload(_), Some(Cut::Overflow)) => ApiError::upload_too_large(max),
+        (M::Payload(_), Some(Cut::TooSlow)) => {
+            ApiError::body_too_slow(MIN_BYTES_PER_WINDOW, RATE_WINDOW.as_secs())
         }
-        e => ApiError::body_invalid(format!("the multipart body cannot be read: {e}")),
+        (M::Payload(PayloadError::Overflow), None) => {
+            ApiError::body_invalid("a part's headers are too long")
+        }
+        (e, _) => ApiError::body_invalid(format!("the multipart body cannot be read: {e}")),
     }
 }
 
-/// The request body, at most `left` bytes more (then an overflow), each
-/// piece within [`UPLOAD_IDLE`] of the last (then a time-out). The body
+/// An upload body's pace: at least [`MIN_BYTES_PER_WINDOW`] in each
+/// [`RATE_WINDOW`] of the time spent waiting for the client (time this
+/// server spends storing what came does not count: a slow storage never
+/// cuts a client short), or all that is left of a body whose length was
+/// declared, when that is less.
+struct Rate {
+    /// When the current window ends.
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Bytes received in it.
+    got: u64,
+    /// What the declared length leaves, if one was declared.
+    left: Option<u64>,
+    /// Since when the body is not being read (a chunk was handed on).
+    handed_on: Option<tokio::time::Instant>,
+}
+
+impl Rate {
+    fn new(declared: Option<u64>) -> Self {
+        Self {
+            deadline: Box::pin(tokio::time::sleep(RATE_WINDOW)),
+            got: 0,
+            left: declared,
+            handed_on: None,
+        }
+    }
+
+    /// What this window must bring.
+    fn needed(&self) -> u64 {
+        self.left
+            .map_or(MIN_BYTES_PER_WINDOW, |left| left.min(MIN_BYTES_PER_WINDOW))
+    }
+
+    /// The reader is back: the time it spent elsewhere moves the
+    /// window's end.
+    fn resume(&mut self) {
+        if let Some(at) = self.handed_on.take() {
+            let end = self.deadline.deadline() + at.elapsed();
+            self.deadline.as_mut().reset(end);
+        }
+    }
+
+    fn received(&mut self, n: u64) {
+        self.got += n;
+        self.left = self.left.map(|left| left.saturating_sub(n));
+        self.handed_on = Some(tokio::time::Instant::now());
+    }
+
+    /// Whether the window ended short; else a new window begins.
+    fn poll_short(&mut self, cx: &mut Context<'_>) -> bool {
+        if self.deadline.as_mut().poll(cx).is_pending() {
+            return false;
+        }
+        if self.got < self.needed() {
+            return true;
+        }
+        self.got = 0;
+        let next = tokio::time::Instant::now() + RATE_WINDOW;
+        self.deadline.as_mut().reset(next);
+        // Registers the new window's wake-up.
+        let _ = self.deadline.as_mut().poll(cx);
+        false
+    }
+}
+
+/// The request body, at most `left` bytes more (then an overflow), at
+/// its [`Rate`] (then a time-out); why it was cut goes in `cut`. The body
 /// stays in the shared cell, so that a refusal can keep it unread.
 struct Limited {
     body: Rc<RefCell<Option<Payload>>>,
     left: u64,
-    idle: Pin<Box<tokio::time::Sleep>>,
+    rate: Rate,
+    cut: Rc<Cell<Option<Cut>>>,
 }
 
 impl Stream for Limited {
@@ -265,6 +358,7 @@ impl Stream for Limited {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        this.rate.resume();
         let polled = match this.body.borrow_mut().as_mut() {
             Some(body) => Pin::new(body).poll_next(cx),
             None => return Poll::Ready(None),
@@ -273,21 +367,23 @@ impl Stream for Limited {
             Poll::Ready(Some(Ok(chunk))) => {
                 let n = chunk.len() as u64;
                 if n > this.left {
+                    this.cut.set(Some(Cut::Overflow));
                     return Poll::Ready(Some(Err(PayloadError::Overflow)));
                 }
                 this.left -= n;
-                this.idle
-                    .as_mut()
-                    .reset(tokio::time::Instant::now() + UPLOAD_IDLE);
+                this.rate.received(n);
                 Poll::Ready(Some(Ok(chunk)))
             }
-            Poll::Pending => match this.idle.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(PayloadError::Io(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "the body stopped arriving",
-                ))))),
-                Poll::Pending => Poll::Pending,
-            },
+            Poll::Pending => {
+                if this.rate.poll_short(cx) {
+                    this.cut.set(Some(Cut::TooSlow));
+                    return Poll::Ready(Some(Err(PayloadError::Io(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "the body came too slowly",
+                    )))));
+                }
+                Poll::Pending
+            }
             other => other,
         }
     }

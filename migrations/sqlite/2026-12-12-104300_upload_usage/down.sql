@@ -1,0 +1,2 @@
+DROP TRIGGER attachments_upload_released;
+DROP TABLE upload_usage;
