@@ -71,8 +71,11 @@ fn recent_limited(
 /// indexes for a `LIMIT` instead, through every newer message of every
 /// conversation: the page's order is applied to what the index found.
 /// Without such a term, the searcher's ranges are read whole (a cost that
-/// follows what they can see). Runs in a transaction of its own (the door's
-/// reads run in none), for its `SET LOCAL`.
+/// follows what they can see): every query has a term of three letters or
+/// digits in a row (`SearchQuery`'s rule), so that is only a query of
+/// letters beyond ASCII in a database whose locale makes no trigrams of
+/// them. Runs in a transaction of its own (the door's reads run in none),
+/// for its `SET LOCAL`.
 pub(crate) fn indexed(conn: &mut PgConnection, scope: &SearchScope) -> QueryResult<Vec<Found>> {
     let unicode = trigrams_beyond_ascii(conn)?;
     let (by_index, rest): (Vec<&String>, Vec<&String>) =

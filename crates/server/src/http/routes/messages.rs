@@ -96,6 +96,9 @@ async fn list(
     params(SearchMessagesIn),
     responses(
         (status = 200, description = "a page of messages", body = ListDto<MessageDto>),
+        (status = 400, description = "`parameter_invalid` on `query`: a term under 3 \
+            characters, or no term with 3 letters or digits in a row (punctuation alone \
+            cannot be searched); or another parameter", body = ErrorBody),
         (status = 404, description = "no such conversation (`conversation_id`) among the \
             caller's", body = ErrorBody),
     ),
