@@ -15,6 +15,15 @@ use confab_store_sql::search::{
     like_anywhere, Found, Marks, RecentRow, SearchScope, RECENT_MIN_PER_RANGE, RECENT_ROWS,
 };
 
+/// Run on each of searches' own connections after the session's
+/// settings: one statement of a search may run 1 s before PostgreSQL
+/// cancels it (and the search answers `Unavailable`), shorter than the
+/// other calls' 1.5 s, so that a search that cannot finish gives its
+/// connection back before its caller's deadline (1.8 s) has passed.
+/// Behind a pooler in transaction mode no session setting is made: the
+/// role's own `statement_timeout` applies (docs/deployment.md).
+pub(crate) const SEARCH_SESSION_SETTINGS: &str = "SET statement_timeout = '1000ms'";
+
 /// PostgreSQL's substring test: exact, no pattern syntax.
 fn contains(text: &str, term: &str) -> String {
     format!("strpos({text}, {term}) > 0")

@@ -22,6 +22,7 @@ mod moderation;
 mod openapi;
 mod rate_limit;
 mod search;
+mod search_limits;
 mod security_headers;
 mod support;
 mod tickets;

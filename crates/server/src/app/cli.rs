@@ -239,7 +239,10 @@ fn run(command: Command, common: &Common) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let database: DatabaseConfig = common.database()?;
+    let mut database: DatabaseConfig = common.database()?;
+    if let Command::Serve(settings) = &command {
+        database.search_connections = settings.search.search_connections;
+    }
     runtime.block_on(async move {
         // A server (and its migration step) may start before its database:
         // they wait for it; the one-shot commands fail at once.
@@ -389,6 +392,7 @@ async fn serve(
     let service = service
         .with_idempotency_quota(settings.idempotency_keys_per_day)
         .with_max_group_members(settings.max_group_members)
+        .with_max_searches_per_contact(settings.search.max_searches_per_contact)
         .with_files(std::sync::Arc::new(files), settings.max_upload_bytes);
     let app = Application::build_with_options(service, listener, options).await?;
     let limits = app.connection_limits();

@@ -25,6 +25,8 @@ pub struct ApiError {
     param: Option<String>,
     /// For 405: the methods the path takes.
     allow: Option<&'static str>,
+    /// For a 429 whose wait is known: `Retry-After`, in seconds.
+    retry_after: Option<u64>,
     /// For 5xx: the cause with its chain of sources, for the request's log
     /// line only (never in the body).
     cause: Option<String>,
@@ -55,6 +57,7 @@ pub const CODES: &[&str] = &[
     "idempotency_key_reused",
     "rate_limited",
     "too_many_streams",
+    "too_many_searches",
     "contact_blocked",
     "idempotency_quota",
     "request_timeout",
@@ -113,6 +116,7 @@ impl ApiError {
             message: message.into(),
             param: None,
             allow: None,
+            retry_after: None,
             cause: None,
         }
     }
@@ -389,6 +393,21 @@ impl ApiError {
         )
     }
 
+    /// 429 with `Retry-After: 1`: the caller already runs as many
+    /// searches at once as a contact may (`CONFAB_MAX_SEARCHES_PER_CONTACT`).
+    pub fn too_many_searches(max: u32) -> Self {
+        let mut error = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_searches",
+            format!(
+                "at most {max} searches may run at once for a contact; retry when one of yours \
+                 has answered"
+            ),
+        );
+        error.retry_after = Some(1);
+        error
+    }
+
     /// 429: the caller stored as many idempotency keys today as a contact
     /// may; a request without a key still runs.
     pub fn idempotency_quota(max: u32, retry_after_secs: u64) -> Self {
@@ -490,6 +509,9 @@ impl ResponseError for ApiError {
         if let Some(allow) = self.allow {
             response.insert_header((header::ALLOW, HeaderValue::from_static(allow)));
         }
+        if let Some(secs) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, HeaderValue::from(secs)));
+        }
         // The rest of a body we refuse is never read (API.md section 9
         // "Hostile load"): the connection closes after the answer instead
         // of draining whatever the client still sends.
@@ -590,6 +612,7 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::NotFound { of } => Self::not_found(of.map(param).as_deref()),
             ServiceError::TooLarge { max } => Self::upload_too_large(max),
+            ServiceError::TooManySearches { max } => Self::too_many_searches(max),
             ServiceError::Conflict(what) => Self::conflict(what),
             ServiceError::IdempotencyInFlight => Self::idempotency_in_flight(),
             ServiceError::IdempotencyKeyReused => Self::idempotency_key_reused(),
