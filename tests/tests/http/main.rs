@@ -16,6 +16,7 @@ mod groups;
 mod hostile;
 mod http1_parser;
 mod idempotency;
+mod links;
 mod messages;
 mod metrics;
 mod moderation;

@@ -387,6 +387,15 @@ async fn serve(
         max_connections: settings.max_connections,
         public_url: settings.public_url.clone(),
     };
+    if settings.public_url.is_none() {
+        tracing::warn!(
+            %address,
+            "CONFAB_PUBLIC_URL is not set: links to uploaded files name this server's own \
+             address as each connection reached it (or, from CONFAB_TRUSTED_PROXIES, the host \
+             they forward), never a host a request names; set CONFAB_PUBLIC_URL to the URL \
+             clients reach this service at (e.g. https://chat.example.com)"
+        );
+    }
     let files = open_files(&settings.storage_url, database)?;
     tracing::info!(storage = %files.describe(), "uploaded files are kept here");
     let service = service

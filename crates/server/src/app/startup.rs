@@ -358,6 +358,10 @@ impl Application {
                     if let Err(e) = tcp.set_nodelay(true) {
                         tracing::debug!(error = %e, "TCP_NODELAY not set on a connection");
                     }
+                    // The base of file links without CONFAB_PUBLIC_URL.
+                    if let Ok(local) = tcp.local_addr() {
+                        ext.insert(crate::http::links::LocalAddr(local));
+                    }
                 }
                 let n = open.fetch_add(1, Ordering::SeqCst) + 1;
                 ext.insert(ConnectionTicket {
