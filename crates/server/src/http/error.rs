@@ -26,7 +26,7 @@ pub struct ApiError {
     /// For 405: the methods the path takes.
     allow: Option<&'static str>,
     /// For a 429 whose wait is known: `Retry-After`, in seconds.
-    retry_after: Option<u64>,
+    retry_after: Option<u32>,
     /// For 5xx: the cause with its chain of sources, for the request's log
     /// line only (never in the body).
     cause: Option<String>,

@@ -88,9 +88,10 @@ mod tests {
             (5, Some(3))
         );
         for bad in ["0", "1001", "-1", "two", ""] {
-            let e = parse(&["--max-searches-per-contact", bad]).expect_err(bad);
+            // `=`, so that "-1" is a value, not an option.
+            let e = parse(&[&format!("--max-searches-per-contact={bad}")]).expect_err(bad);
             assert!(e.contains("CONFAB_MAX_SEARCHES_PER_CONTACT"), "{bad}: {e}");
-            let e = parse(&["--search-connections", bad]).expect_err(bad);
+            let e = parse(&[&format!("--search-connections={bad}")]).expect_err(bad);
             assert!(e.contains("CONFAB_SEARCH_CONNECTIONS"), "{bad}: {e}");
         }
     }
