@@ -14,6 +14,11 @@
 # (psql or sqlite3) from one it sent, with the server stopped. Prints the
 # victim's p50/p99 without and with the attack; exits non-zero when the
 # target fails. About a minute.
+#
+# Knobs (environment): SEARCH_MESSAGES (50000), SEARCH_BASELINE_SECS (10),
+# SEARCH_ATTACK_SECS (20), SEARCH_TARGET_P99_MS (50), SEARCH_QUERIES (the
+# attacker's queries, comma-separated; default search_load.py's COSTLY),
+# SEARCH_KEEP=1 keeps the work folder; CONFAB_* variables reach the server.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
