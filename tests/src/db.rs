@@ -122,6 +122,7 @@ pub fn app_database(db: &TestDb) -> DatabaseConfig {
             )),
             pooler: Pooler::Transaction,
             listen_url: Some(db.url.clone()),
+            search_connections: None,
         },
         _ => DatabaseConfig::direct(Database::from_env_value(Some(&db.url)).expect("database url")),
     }

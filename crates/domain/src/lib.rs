@@ -48,7 +48,7 @@ pub use report::{
     NewReport, ParseReportError, Report, ReportDescription, ReportReason, ReportStatus,
     ReportTarget,
 };
-pub use search::{fold, SearchQuery, MAX_QUERY_CHARS, MIN_TERM_CHARS};
+pub use search::{fold, SearchQuery, MAX_QUERY_CHARS, MIN_TERM_CHARS, MIN_WORD_RUN};
 pub use time::Timestamp;
 pub use typing::{
     ParseTypingStateError, Typing, TypingState, TYPING_EXPIRES_SECS, TYPING_MIN_INTERVAL_MICROS,

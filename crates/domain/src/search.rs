@@ -21,6 +21,9 @@
 //! // Too short a term, or nothing at all, is refused.
 //! assert!(SearchQuery::parse("hi there").is_err());
 //! assert!(SearchQuery::parse("   ").is_err());
+//! // So is punctuation alone; beside a word it is found like any text.
+//! assert!(SearchQuery::parse("...").is_err());
+//! assert!(SearchQuery::parse("version 1.2.3").unwrap().matches("version 1.2.3 is out"));
 //! ```
 
 use unicode_normalization::UnicodeNormalization as _;
@@ -33,6 +36,13 @@ pub const MAX_QUERY_CHARS: usize = 200;
 /// The fewest characters a term may have: shorter ones would match too
 /// much to be worth answering, and no trigram index could find them.
 pub const MIN_TERM_CHARS: usize = 3;
+
+/// The letters or digits in a row that at least one term of a query must
+/// have. A term of punctuation (`...`, `-.-`) is found by no index that
+/// reads words: every message of the searcher would have to be read for
+/// it. Beside such a term, the other terms are checked on the messages
+/// found by it.
+pub const MIN_WORD_RUN: usize = 3;
 
 /// `text` as searches compare it: composed (NFC), then each character
 /// lowercased on its own (never by its neighbours, so that a Greek final
@@ -55,8 +65,10 @@ pub struct SearchQuery {
 impl SearchQuery {
     /// The query in `text`: 1 to [`MAX_QUERY_CHARS`] characters, no NUL,
     /// whose whitespace-separated terms each have at least
-    /// [`MIN_TERM_CHARS`] characters. Every other character, `%`, `_`,
-    /// `\` and quotes included, is text to find, never a wildcard.
+    /// [`MIN_TERM_CHARS`] characters, at least one of them with
+    /// [`MIN_WORD_RUN`] letters or digits in a row (of any script). Every
+    /// other character, `%`, `_`, `\` and quotes included, is text to
+    /// find, never a wildcard.
     /// # Errors
     /// [`DomainError::Invalid`] on [`Field::SearchQuery`] saying which rule
     /// `text` breaks.
@@ -81,6 +93,13 @@ impl SearchQuery {
         if terms.is_empty() {
             return Err(invalid("must have at least one term"));
         }
+        if !terms.iter().any(|t| has_word_run(t)) {
+            return Err(invalid(
+                "must have a term with at least 3 letters or digits in a row, such as a word \
+                 or a number: punctuation alone cannot be searched (add a word that is \
+                 near it in the text)",
+            ));
+        }
         Ok(Self { terms })
     }
 
@@ -93,6 +112,15 @@ impl SearchQuery {
     pub fn matches(&self, folded: &str) -> bool {
         self.terms.iter().all(|t| folded.contains(t.as_str()))
     }
+}
+
+/// Whether `term` has [`MIN_WORD_RUN`] letters or digits in a row.
+fn has_word_run(term: &str) -> bool {
+    let mut run = 0;
+    term.chars().any(|c| {
+        run = if c.is_alphanumeric() { run + 1 } else { 0 };
+        run >= MIN_WORD_RUN
+    })
 }
 
 #[cfg(test)]
@@ -138,5 +166,28 @@ mod tests {
         assert!(SearchQuery::parse(&"東".repeat(200)).is_ok());
         assert!(SearchQuery::parse("東京都").is_ok());
         assert!(SearchQuery::parse("東京").is_err());
+    }
+
+    #[test]
+    fn a_query_needs_a_term_with_three_letters_or_digits_in_a_row() {
+        for bad in ["...", "-.-", "a.b.c", "e()", "%%% ___", "a_b c-d", "12.5"] {
+            let e = SearchQuery::parse(bad).expect_err(bad);
+            assert!(e.to_string().contains("letters or digits"), "{bad:?}: {e}");
+        }
+        // One such term is enough: the others are checked on what it finds.
+        for good in [
+            "abc",
+            "100%",
+            "a.b.c version",
+            "e() snake",
+            "1.2.3 v42",
+            "東京都",
+            "Ärg",
+        ] {
+            assert!(SearchQuery::parse(good).is_ok(), "{good:?}");
+        }
+        // Letters of any script, digits of any script; not underscores.
+        assert!(SearchQuery::parse("٣٤٥").is_ok());
+        assert!(SearchQuery::parse("a_b_c").is_err());
     }
 }

@@ -266,3 +266,31 @@ fn a_bad_setting_stops_startup_naming_the_variable() {
         "{stderr}"
     );
 }
+
+/// Without `CONFAB_PUBLIC_URL`, the start log says to set it (file links
+/// then name this server's own address); with it, nothing is said.
+#[test]
+fn the_start_log_asks_for_a_public_url_until_one_is_set() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("c.db");
+    for (public_url, warned) in [(None, true), (Some("https://chat.example.com"), false)] {
+        let log = dir.path().join(format!("confab-{warned}.log"));
+        let port = free_port();
+        let env: Vec<(&str, &str)> = public_url
+            .map(|u| ("CONFAB_PUBLIC_URL", u))
+            .into_iter()
+            .collect();
+        let _server = serve(&db, &format!("127.0.0.1:{port}"), port, &log, &env);
+        let log = read_log(&log);
+        let lines = lines_with(&log, "CONFAB_PUBLIC_URL is not set");
+        assert_eq!(lines.len(), usize::from(warned), "{log}");
+        if warned {
+            assert!(lines[0].contains(" WARN "), "{}", lines[0]);
+            assert!(
+                lines[0].contains(&format!("127.0.0.1:{port}")),
+                "{}",
+                lines[0]
+            );
+        }
+    }
+}

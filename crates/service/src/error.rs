@@ -45,6 +45,10 @@ pub enum ServiceError {
     /// request did not run; without a key it would.
     #[error("at most {max} new idempotency keys a day")]
     IdempotencyQuota { max: u32, retry_after_secs: u64 },
+    /// The caller already runs `max` searches, as many as a contact may at
+    /// once: this one did not run. One may start when another ends.
+    #[error("at most {max} searches at once")]
+    TooManySearches { max: u32 },
     /// An upload passed the largest size allowed, `max` bytes; nothing of
     /// it was kept.
     #[error("the file is larger than {max} bytes")]

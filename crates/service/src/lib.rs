@@ -61,6 +61,7 @@ pub use idempotency::{
 pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
 pub use messages::{AttachmentInput, MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;
+pub use search::DEFAULT_SEARCHES_PER_CONTACT;
 pub use tickets::{is_ticket, Ticket, TicketCaller, TICKET_PREFIX, TICKET_TTL_SECS};
 pub use upload_limits::{
     Admission, UploadLimits, UploadSlot, DEFAULT_MIN_FREE_BYTES, DEFAULT_UPLOADS_PER_CONTACT,
@@ -195,6 +196,9 @@ pub struct Confab {
     budgeted: Option<Arc<BudgetedPorts>>,
     /// The typing starts that hold now (see [`Confab::typing`]).
     typing_board: Arc<typing::TypingBoard>,
+    /// The searches each contact runs now, and how many it may (see
+    /// [`Confab::with_max_searches_per_contact`]).
+    searches: Arc<search::SearchSlots>,
 }
 
 /// Builds the storage ports on handles of the store that share a budget.
@@ -215,7 +219,17 @@ impl Confab {
             uploads: Arc::new(upload_limits::UploadGate::new(UploadLimits::default())),
             budgeted: None,
             typing_board: Arc::default(),
+            searches: Arc::new(search::SearchSlots::new(DEFAULT_SEARCHES_PER_CONTACT)),
         }
+    }
+
+    /// At most `max` searches at once per contact, all its tokens together
+    /// (`CONFAB_MAX_SEARCHES_PER_CONTACT`, at least 1); one more is
+    /// [`ServiceError::TooManySearches`].
+    #[must_use]
+    pub fn with_max_searches_per_contact(mut self, max: u32) -> Self {
+        self.searches = Arc::new(search::SearchSlots::new(max));
+        self
     }
 
     /// Keeps uploaded files in `files`, each at most `max_upload_bytes`

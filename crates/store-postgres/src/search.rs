@@ -15,6 +15,15 @@ use confab_store_sql::search::{
     like_anywhere, Found, Marks, RecentRow, SearchScope, RECENT_MIN_PER_RANGE, RECENT_ROWS,
 };
 
+/// Run on each of searches' own connections after the session's
+/// settings: one statement of a search may run 1 s before PostgreSQL
+/// cancels it (and the search answers `Unavailable`), shorter than the
+/// other calls' 1.5 s, so that a search that cannot finish gives its
+/// connection back before its caller's deadline (1.8 s) has passed.
+/// Behind a pooler in transaction mode no session setting is made: the
+/// role's own `statement_timeout` applies (docs/deployment.md).
+pub(crate) const SEARCH_SESSION_SETTINGS: &str = "SET statement_timeout = '1000ms'";
+
 /// PostgreSQL's substring test: exact, no pattern syntax.
 fn contains(text: &str, term: &str) -> String {
     format!("strpos({text}, {term}) > 0")
@@ -71,8 +80,11 @@ fn recent_limited(
 /// indexes for a `LIMIT` instead, through every newer message of every
 /// conversation: the page's order is applied to what the index found.
 /// Without such a term, the searcher's ranges are read whole (a cost that
-/// follows what they can see). Runs in a transaction of its own (the door's
-/// reads run in none), for its `SET LOCAL`.
+/// follows what they can see): every query has a term of three letters or
+/// digits in a row (`SearchQuery`'s rule), so that is only a query of
+/// letters beyond ASCII in a database whose locale makes no trigrams of
+/// them. Runs in a transaction of its own (the door's reads run in none),
+/// for its `SET LOCAL`.
 pub(crate) fn indexed(conn: &mut PgConnection, scope: &SearchScope) -> QueryResult<Vec<Found>> {
     let unicode = trigrams_beyond_ascii(conn)?;
     let (by_index, rest): (Vec<&String>, Vec<&String>) =

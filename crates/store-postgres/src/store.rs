@@ -20,6 +20,7 @@ use confab_store_sql::error::Error;
 use confab_store_sql::id::DbId;
 use confab_store_sql::rows::{MessageRow, WholeRow};
 use confab_store_sql::schema::{conversations, groups, messages};
+use confab_store_sql::search_share::SearchShare;
 use confab_store_sql::visible_to;
 use confab_store_sql::{Pooled, SqlBackend};
 
@@ -97,6 +98,8 @@ pub struct PgStore {
     conns: Arc<crate::pg_async::AsyncConns>,
     /// Behind a pooler in transaction mode ([`PgStore::connect_pooled`]).
     pooled: bool,
+    /// Searches' own connections (see [`PgStore::with_search_connections`]).
+    search: SearchShare<Manager>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -165,10 +168,7 @@ impl PgStore {
     fn open(database_url: &str, pool_size: u32, pooled: bool) -> anyhow::Result<Self> {
         let pool_size = pool_size.max(1);
         let suspect_until = Arc::new(AtomicU64::new(0));
-        let manager = Manager {
-            inner: ConnectionManager::new(with_client_timeouts(database_url)),
-            suspect_until: suspect_until.clone(),
-        };
+        let manager = Manager::new(database_url, suspect_until.clone());
         let statements = Arc::new(AtomicU64::new(0));
         let pool = Pool::builder()
             .max_size(pool_size)
@@ -179,9 +179,22 @@ impl PgStore {
             .connection_customizer(Box::new(Setup {
                 statements: statements.clone(),
                 pooled,
+                search: false,
             }))
             .build(manager)
             .context("cannot connect to PostgreSQL")?;
+        let search = SearchShare::open(
+            Manager::new(database_url, suspect_until.clone()),
+            Box::new(Setup {
+                statements: statements.clone(),
+                pooled,
+                search: true,
+            }),
+            CHECKOUT_TIMEOUT,
+            true,
+            "PostgreSQL",
+        )
+        .context("cannot set up PostgreSQL's connections for searches")?;
         let mut conns = crate::pg_async::AsyncConns::new(
             database_url,
             async_per_thread(pool_size),
@@ -200,7 +213,17 @@ impl PgStore {
             budget: None,
             conns: Arc::new(conns),
             pooled,
+            search,
         })
+    }
+
+    /// This store with `connections` searches at once (default: half the
+    /// CPUs, at least 1), each on a connection of its own beside the pool,
+    /// its statements cancelled after 1 s (`search::SEARCH_SESSION_SETTINGS`).
+    #[must_use]
+    pub fn with_search_connections(mut self, connections: u32) -> Self {
+        self.search = self.search.with_connections(connections);
+        self
     }
 
     /// This store with another deadline for each port call (default 1.8 s):
@@ -642,6 +665,10 @@ impl SqlBackend for PgStore {
         confab_store_sql::door::counted_checkout(&self.pool, &self.gate).map_err(Error::Pool)
     }
 
+    fn search_share(&self) -> &SearchShare<Manager> {
+        &self.search
+    }
+
     fn connection_lost(&self) {
         let until = unix_millis().saturating_add(SUSPECT_FOR.as_millis() as u64);
         self.suspect_until.fetch_max(until, Ordering::Relaxed);
@@ -669,6 +696,16 @@ impl SqlBackend for PgStore {
 pub struct Manager {
     inner: ConnectionManager<PgConnection>,
     suspect_until: Arc<AtomicU64>,
+}
+
+impl Manager {
+    fn new(url: &str, suspect_until: Arc<AtomicU64>) -> Self {
+        let inner = ConnectionManager::new(with_client_timeouts(url));
+        Self {
+            inner,
+            suspect_until,
+        }
+    }
 }
 
 impl ManageConnection for Manager {
@@ -705,6 +742,8 @@ struct Setup {
     statements: Arc<AtomicU64>,
     /// Behind a pooler in transaction mode ([`PgStore::connect_pooled`]).
     pooled: bool,
+    /// Searches' own: their shorter statement timeout too.
+    search: bool,
 }
 
 impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for Setup {
@@ -714,6 +753,10 @@ impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for Setup {
         } else {
             conn.batch_execute(SESSION_SETTINGS)
                 .map_err(diesel::r2d2::Error::QueryError)?;
+            if self.search {
+                conn.batch_execute(crate::search::SEARCH_SESSION_SETTINGS)
+                    .map_err(diesel::r2d2::Error::QueryError)?;
+            }
         }
         count_statements(conn, self.statements.clone());
         Ok(())

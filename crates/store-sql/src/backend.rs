@@ -162,6 +162,10 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// A pooled connection, failing fast when the database is down.
     fn checkout(&self) -> Result<Pooled<Self>, Error>;
 
+    /// Searches' own share of the database ([`crate::door::search`]):
+    /// where they take turns, and the connections they run on.
+    fn search_share(&self) -> &crate::search_share::SearchShare<Self::Manager>;
+
     /// A statement failed because its connection is gone (e.g. the server
     /// restarted): the pool's other connections may be dead too. Checkouts
     /// are never tested otherwise (no `SELECT 1` per request).

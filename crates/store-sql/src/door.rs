@@ -34,7 +34,11 @@
 //! ([`ping`]) skips the gate: it must not queue behind a backlog of
 //! requests to tell whether the database answers.
 //!
-//! Only PostgreSQL's calls take turns ([`SqlBackend::GATED`]). SQLite's
+//! Searches take their turns at a gate of their own, on connections of
+//! their own ([`search`], `search_share`), on both stores: however many
+//! searches run or wait, the pool and its gate stay for everything else.
+//!
+//! Only PostgreSQL's other calls take turns ([`SqlBackend::GATED`]). SQLite's
 //! are short work in this process, for which the hand-off through the gate
 //! (a wake of the async worker, then of a blocking thread, between one
 //! call and the next on a connection) cost more than the order gained:
@@ -188,6 +192,8 @@ enum Turn {
     /// The readiness probe, and every call of a backend without a gate:
     /// straight to the pool.
     Ungated,
+    /// A search: at the gate of searches' own share ([`search`]).
+    Search,
 }
 
 impl Turn {
@@ -218,13 +224,19 @@ where
     let span = tracing::Span::current();
     let abandoned = Abandoned::default();
     let _mark = AbandonOnDrop(abandoned.clone());
-    let gate = store.gate().clone();
+    let (gate, threads) = match turn {
+        Turn::Search => {
+            let share = store.search_share();
+            (share.gate().clone(), share.threads().cloned())
+        }
+        Turn::Gated | Turn::Ungated => (store.gate().clone(), None),
+    };
     let task = async move {
         let permit = match turn {
-            Turn::Gated => Some(gate.turn().await?),
+            Turn::Gated | Turn::Search => Some(gate.turn().await?),
             Turn::Ungated => None,
         };
-        tokio::task::spawn_blocking(move || {
+        let work = move || {
             // Held until this thread is done with its connection, also when
             // the caller stopped waiting before.
             let _permit = permit;
@@ -239,9 +251,14 @@ where
                 }
                 result
             })
-        })
-        .await
-        .map_err(|e| StoreError::Other(Box::new(e)))
+        };
+        match threads {
+            // A search on its share's own threads (SQLite).
+            Some(threads) => threads.run(work).await,
+            None => tokio::task::spawn_blocking(work)
+                .await
+                .map_err(|e| StoreError::Other(Box::new(e))),
+        }
     };
     let outcome = tokio::time::timeout(deadline, task).await;
     charge(&store_for_charge, started.elapsed());
@@ -291,6 +308,30 @@ where
         abandoned.check()?;
         f(&mut conn)
     })
+    .await
+}
+
+/// A search: [`query`] within searches' own share of the database
+/// ([`SqlBackend::search_share`]), on backends with and without a gate
+/// alike. It waits for its turn there, counted against its deadline like
+/// any other wait, and runs on a connection of the share: however many
+/// searches run or wait, the pool and its gate stay for everything else.
+pub async fn search<S, T, F>(store: &S, f: F) -> Result<T, StoreError>
+where
+    S: SqlBackend,
+    T: Send + 'static,
+    F: FnOnce(&mut S::Conn) -> Result<T, Error> + Send + 'static,
+{
+    call(
+        store,
+        store.deadline(),
+        Turn::Search,
+        move |store, abandoned| {
+            let mut conn = store.search_share().checkout()?;
+            abandoned.check()?;
+            f(&mut conn)
+        },
+    )
     .await
 }
 

@@ -46,6 +46,7 @@ pub mod raw;
 pub mod rows;
 pub mod schema;
 pub mod search;
+pub mod search_share;
 mod typing;
 mod wakeups;
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use cpu_time::ThreadTime;
 
 use diesel::prelude::*;
+use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 use diesel::SqliteConnection;
 
 use confab_store_sql::id::DbId;
@@ -18,6 +19,54 @@ use confab_store_sql::schema::group_members;
 use confab_store_sql::search::{
     fts_phrase, per_range, settle, Found, Marks, RecentRow, SearchScope,
 };
+use confab_store_sql::search_share::{default_search_connections, SearchShare};
+
+/// Searches' own connections to the file at `path`
+/// (`confab_store_sql::search_share`), opened as searches need them and
+/// set up by `setup` like the store's, waiting at most `checkout_timeout`
+/// for one; for an in-memory database (`:memory:`, which lives in its one
+/// connection), `pool`'s. Run on threads of their own that yield the CPU
+/// ([`yield_the_cpu`]).
+pub(crate) fn share(
+    path: &str,
+    pool: &Pool<ConnectionManager<SqliteConnection>>,
+    setup: Box<dyn CustomizeConnection<SqliteConnection, diesel::r2d2::Error>>,
+    checkout_timeout: Duration,
+) -> anyhow::Result<SearchShare<ConnectionManager<SqliteConnection>>> {
+    use anyhow::Context as _;
+    let share = if path == ":memory:" {
+        SearchShare::new(pool.clone(), default_search_connections())
+    } else {
+        SearchShare::open(
+            ConnectionManager::new(path),
+            setup,
+            checkout_timeout,
+            false,
+            "SQLite",
+        )
+        .with_context(|| format!("cannot open SQLite database {path} for searches"))?
+    };
+    Ok(share.on_own_threads(yield_the_cpu))
+}
+
+/// How much less than other threads a search thread asks of the CPU: the
+/// nice value 10, about a tenth of a core's time beside one busy thread of
+/// the default 0. A search reads in this process; on its own threads at
+/// this priority it takes what sends and reads leave, never their turn.
+const SEARCH_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to [`SEARCH_NICE`]
+/// (Linux: a thread's own nice value); elsewhere, or if refused, the
+/// thread keeps its priority and searches stay bounded by their number.
+fn yield_the_cpu() {
+    #[cfg(target_os = "linux")]
+    {
+        let tid = rustix::thread::gettid();
+        if let Err(error) = rustix::process::setpriority_process(Some(tid), SEARCH_NICE) {
+            tracing::warn!(%error, "a search thread keeps its priority");
+        }
+    }
+}
 
 /// SQLite's substring test: exact, no pattern syntax.
 fn contains(text: &str, term: &str) -> String {
@@ -336,6 +385,42 @@ mod tests {
 
     fn first(expected: &[Found], n: usize) -> Vec<Found> {
         expected.iter().take(n).copied().collect()
+    }
+
+    /// Searches run on threads of their own, which yield the CPU to every
+    /// other thread of the process.
+    #[tokio::test]
+    async fn searches_run_on_their_own_threads_at_a_lower_priority() {
+        let dir = std::env::temp_dir().join(format!("confab-share-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("share.db").display().to_string();
+        let pool = Pool::builder()
+            .max_size(1)
+            .build(ConnectionManager::<SqliteConnection>::new(&path))
+            .expect("pool");
+        let setup = Box::new(diesel::r2d2::NopConnectionCustomizer);
+        let share = share(&path, &pool, setup, Duration::from_secs(1))
+            .expect("share")
+            .with_connections(2);
+        let threads = share.threads().expect("threads of its own");
+        let (name, nice) = threads
+            .run(|| {
+                let nice = rustix::process::getpriority_process(None).expect("priority");
+                (std::thread::current().name().map(str::to_owned), nice)
+            })
+            .await
+            .expect("run");
+        assert!(name.is_some_and(|n| n.starts_with("confab-search-")));
+        #[cfg(target_os = "linux")]
+        assert_eq!(nice, SEARCH_NICE);
+        let _ = nice;
+        // This thread keeps its own.
+        assert_ne!(
+            rustix::process::getpriority_process(None).ok(),
+            Some(SEARCH_NICE)
+        );
+        drop(share);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Step 2 with a first window of 4 rowids: the same page with every

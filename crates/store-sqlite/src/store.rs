@@ -81,6 +81,8 @@ pub struct SqliteStore {
     /// Keeps search's index fed from its backlog, off the writers' path
     /// (`search_index`).
     _search_index: crate::search_index::Indexer,
+    /// Searches' own connections (see [`SqliteStore::with_search_connections`]).
+    search: confab_store_sql::search_share::SearchShare<ConnectionManager<SqliteConnection>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -156,6 +158,8 @@ impl SqliteStore {
         let pool = builder
             .build(ConnectionManager::new(path))
             .with_context(|| format!("cannot open SQLite database {path}"))?;
+        let pragmas = Box::new(Pragmas(statements.clone(), synchronous));
+        let search = crate::search::share(path, &pool, pragmas, CHECKOUT_TIMEOUT)?;
         let index_source = if in_memory {
             crate::search_index::Source::Pool(pool.clone())
         } else {
@@ -176,7 +180,19 @@ impl SqliteStore {
             budget: None,
             _checkpoints: checkpoints,
             _search_index: search_index,
+            search,
         })
+    }
+
+    /// This store with `connections` searches at once (at least 1; default
+    /// half the CPUs, at least 1), each on a connection of its own: a
+    /// search reads in this process, so that is how many cores searches
+    /// may take; the others wait their turn, and sends and reads never
+    /// wait for them.
+    #[must_use]
+    pub fn with_search_connections(mut self, connections: u32) -> Self {
+        self.search = self.search.with_connections(connections);
+        self
     }
 
     /// This store with another deadline for each port call (default 1.8 s):
@@ -419,6 +435,12 @@ impl SqlBackend for SqliteStore {
 
     fn checkout(&self) -> Result<Pooled<Self>, Error> {
         confab_store_sql::door::counted_checkout(&self.pool, &self.gate).map_err(Error::Pool)
+    }
+
+    fn search_share(
+        &self,
+    ) -> &confab_store_sql::search_share::SearchShare<ConnectionManager<SqliteConnection>> {
+        &self.search
     }
 
     /// `BEGIN IMMEDIATE`: takes the write lock up front, so a transaction

@@ -108,22 +108,24 @@ async fn every_character_is_literal(app: TestApp) {
     let quoted = send(&app, &alice, &conv, r#"she said "it's fine" -- OR NOT"#).await;
     let dotted = send(&app, &alice, &conv, "version a.b.c released").await;
 
-    // `%` and `_` match themselves only, never any character.
+    // `%` and `_` match themselves only, never any character (a term of
+    // punctuation alone goes beside a word: alone it is refused).
     assert_eq!(ids(&app, &alice, "100%").await, [percent.as_str()]);
-    assert_eq!(ids(&app, &alice, "e_c").await, [snake.as_str()]);
-    assert_eq!(ids(&app, &alice, "%%%").await, Vec::<String>::new());
-    assert_eq!(ids(&app, &alice, "___").await, Vec::<String>::new());
-    assert_eq!(ids(&app, &alice, r"k\s").await, [slash]);
-    assert_eq!(ids(&app, &alice, r"\\\").await, Vec::<String>::new());
+    assert_eq!(ids(&app, &alice, "e_c call").await, [snake.as_str()]);
+    assert_eq!(ids(&app, &alice, "%%% are").await, Vec::<String>::new());
+    assert_eq!(ids(&app, &alice, "___ call").await, Vec::<String>::new());
+    assert_eq!(ids(&app, &alice, r"k\s path").await, [slash]);
+    assert_eq!(ids(&app, &alice, r"\\\ path").await, Vec::<String>::new());
     // Quotes and query words of SQL or FTS5 are text.
-    assert_eq!(ids(&app, &alice, r#""it's"#).await, [quoted.as_str()]);
+    assert_eq!(ids(&app, &alice, r#""it's said"#).await, [quoted.as_str()]);
     assert_eq!(ids(&app, &alice, "fine\"").await, [quoted.as_str()]);
-    assert_eq!(ids(&app, &alice, "'1'='1'").await, Vec::<String>::new());
+    assert_eq!(ids(&app, &alice, "'1'='1' she").await, Vec::<String>::new());
     assert_eq!(ids(&app, &alice, "\"AND\"").await, Vec::<String>::new());
     assert_eq!(ids(&app, &alice, "NOT").await, [quoted.as_str()]);
-    // Terms with no three letters or digits in a row.
-    assert_eq!(ids(&app, &alice, "a.b.c").await, [dotted]);
-    assert_eq!(ids(&app, &alice, "e()").await, [snake]);
+    // Terms with no three letters or digits in a row, beside one with.
+    assert_eq!(ids(&app, &alice, "a.b.c version").await, [dotted.as_str()]);
+    assert_eq!(ids(&app, &alice, "released a.b.c").await, [dotted]);
+    assert_eq!(ids(&app, &alice, "e() snake").await, [snake]);
 }
 
 /// Where a query is refused, the same query counts as a 400 on `query`:
@@ -143,6 +145,9 @@ async fn bad_input_is_a_clear_400(app: TestApp) {
             "query",
         ),
         (vec![("query", "--")], "parameter_invalid", "query"),
+        // No term with three letters or digits in a row.
+        (vec![("query", "...")], "parameter_invalid", "query"),
+        (vec![("query", "a.b.c e()")], "parameter_invalid", "query"),
         (vec![("query", &too_long)], "parameter_invalid", "query"),
         (vec![("query", "abc\0def")], "parameter_invalid", "query"),
         (

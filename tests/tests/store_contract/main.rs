@@ -22,6 +22,7 @@ mod messages;
 mod moderation;
 mod resilience;
 mod search;
+mod search_share;
 mod statements;
 mod support;
 mod tokens;

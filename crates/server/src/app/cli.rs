@@ -239,7 +239,10 @@ fn run(command: Command, common: &Common) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let database: DatabaseConfig = common.database()?;
+    let mut database: DatabaseConfig = common.database()?;
+    if let Command::Serve(settings) = &command {
+        database.search_connections = settings.search.search_connections;
+    }
     runtime.block_on(async move {
         // A server (and its migration step) may start before its database:
         // they wait for it; the one-shot commands fail at once.
@@ -386,11 +389,21 @@ async fn serve(
         max_pending_per_address: settings.shares.max_pending_per_address,
         public_url: settings.public_url.clone(),
     };
+    if settings.public_url.is_none() {
+        tracing::warn!(
+            %address,
+            "CONFAB_PUBLIC_URL is not set: links to uploaded files name this server's own \
+             address as each connection reached it (or, from CONFAB_TRUSTED_PROXIES, the host \
+             they forward), never a host a request names; set CONFAB_PUBLIC_URL to the URL \
+             clients reach this service at (e.g. https://chat.example.com)"
+        );
+    }
     let files = open_files(&settings.storage_url, database)?;
     tracing::info!(storage = %files.describe(), "uploaded files are kept here");
     let service = service
         .with_idempotency_quota(settings.idempotency_keys_per_day)
         .with_max_group_members(settings.max_group_members)
+        .with_max_searches_per_contact(settings.search.max_searches_per_contact)
         .with_files(std::sync::Arc::new(files), settings.max_upload_bytes)
         .with_upload_limits(settings.shares.upload_limits());
     let app = Application::build_with_options(service, listener, options).await?;

@@ -13,6 +13,12 @@ use crate::delivery::events::{HubOptions, StreamSlots};
 use crate::http::client_addr::TrustedProxies;
 use crate::http::ratelimit::{Quota, RateLimits};
 
+mod cors;
+mod search;
+use cors::parse_cors_origins;
+pub use cors::CorsOrigins;
+pub use search::SearchSettings;
+
 /// Where the data lives (`DATABASE_URL`).
 #[derive(Clone, PartialEq, Eq)]
 pub enum Database {
@@ -174,6 +180,7 @@ impl Common {
             database: self.database.clone(),
             pooler: self.db_pooler,
             listen_url: self.listen_database_url.clone().map(|u| u.0),
+            search_connections: None,
         })
     }
 }
@@ -187,6 +194,9 @@ pub struct DatabaseConfig {
     pub pooler: Pooler,
     /// `CONFAB_LISTEN_DATABASE_URL` (may hold a password: never printed).
     pub listen_url: Option<String>,
+    /// `CONFAB_SEARCH_CONNECTIONS`: searches that run at once, each on a
+    /// connection of their own; `None`: the store's default.
+    pub search_connections: Option<u32>,
 }
 
 impl fmt::Debug for DatabaseConfig {
@@ -199,6 +209,7 @@ impl fmt::Debug for DatabaseConfig {
                 "listen_url",
                 &self.listen_url.as_ref().map(|_| "<redacted>"),
             )
+            .field("search_connections", &self.search_connections)
             .finish()
     }
 }
@@ -210,6 +221,7 @@ impl DatabaseConfig {
             database,
             pooler: Pooler::None,
             listen_url: None,
+            search_connections: None,
         }
     }
 }
@@ -519,6 +531,10 @@ pub struct Settings {
     pub max_connections: Option<usize>,
     #[command(flatten)]
     pub shares: shares::ShareSettings,
+
+    /// How many searches run at once, per contact and in all.
+    #[command(flatten)]
+    pub search: SearchSettings,
 }
 
 /// What `migrate` reads besides [`Common`].
@@ -737,62 +753,6 @@ fn parse_synchronous(raw: &str) -> Result<Synchronous, String> {
             "CONFAB_SQLITE_SYNCHRONOUS {raw:?} is neither full (every commit synced) nor normal (synced at checkpoints)"
         )),
     }
-}
-
-/// The browser origins CORS allows (`CONFAB_CORS_ORIGINS`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum CorsOrigins {
-    /// No CORS headers at all (the default).
-    #[default]
-    Off,
-    /// `*`: any origin.
-    Any,
-    /// These origins exactly (`scheme://host[:port]`).
-    Some(Vec<String>),
-}
-
-fn parse_cors_origins(raw: &str) -> Result<CorsOrigins, String> {
-    let origins: Vec<&str> = raw
-        .split(',')
-        .map(str::trim)
-        .filter(|o| !o.is_empty())
-        .collect();
-    if origins.is_empty() {
-        return Ok(CorsOrigins::Off);
-    }
-    if origins == ["*"] {
-        return Ok(CorsOrigins::Any);
-    }
-    for origin in &origins {
-        if !is_origin(origin) {
-            return Err(format!(
-                "CONFAB_CORS_ORIGINS: {origin:?} is not an origin like https://app.example or http://localhost:3000 (scheme, host and port only, no path), nor * alone"
-            ));
-        }
-    }
-    Ok(CorsOrigins::Some(
-        origins.into_iter().map(str::to_owned).collect(),
-    ))
-}
-
-/// `http(s)://host[:port]`, as a browser sends it in `Origin`.
-fn is_origin(s: &str) -> bool {
-    let Some(rest) = s
-        .strip_prefix("https://")
-        .or_else(|| s.strip_prefix("http://"))
-    else {
-        return false;
-    };
-    let (host, port) = match rest.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(']') || rest.starts_with('[') => (h, Some(p)),
-        _ => (rest, None),
-    };
-    !host.is_empty()
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'[' | b']' | b':'))
-        && port
-            .is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 pub mod shares;

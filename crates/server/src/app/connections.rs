@@ -514,6 +514,10 @@ pub(crate) fn on_connect(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY not set on a connection");
         }
+        // The base of file links without CONFAB_PUBLIC_URL.
+        if let Ok(local) = tcp.local_addr() {
+            ext.insert(crate::http::links::LocalAddr(local));
+        }
     }
     let peer = tcp.and_then(|t| t.peer_addr().ok()).map(|a| a.ip());
     match gate.admit(peer, tcp.map(SockRef::from)) {

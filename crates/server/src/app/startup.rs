@@ -71,7 +71,10 @@ pub fn open_service_migrated(
         Database::Postgres(url) => {
             let pool_size = pool_size.unwrap_or_else(PgStore::default_pool_size);
             let pooled = db.pooler == Pooler::Transaction;
-            let store = connect_postgres(url, wait, pool_size, pooled)?;
+            let mut store = connect_postgres(url, wait, pool_size, pooled)?;
+            if let Some(n) = db.search_connections {
+                store = store.with_search_connections(n);
+            }
             applied = match (&db.listen_url, pooled) {
                 // Behind a pooler, over the direct connection when there
                 // is one (a session of its own, as without a pooler).
@@ -104,10 +107,13 @@ pub fn open_service_migrated(
                 Synchronous::Full => confab_store_sqlite::Synchronous::Full,
                 Synchronous::Normal => confab_store_sqlite::Synchronous::Normal,
             };
-            let store =
+            let mut store =
                 SqliteStore::open_with(path, pool_size, synchronous).with_context(|| {
                     format!("cannot open the SQLite database {path:?} (DATABASE_URL)")
                 })?;
+            if let Some(n) = db.search_connections {
+                store = store.with_search_connections(n);
+            }
             applied = store
                 .migrate()
                 .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;

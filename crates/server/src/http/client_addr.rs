@@ -14,6 +14,10 @@ use actix_web::http::header::HeaderMap;
 
 /// `X-Forwarded-For`.
 const FORWARDED_FOR: &str = "x-forwarded-for";
+/// `X-Forwarded-Host`: the host the client asked a proxy for.
+const FORWARDED_HOST: &str = "x-forwarded-host";
+/// `X-Forwarded-Proto`: the scheme the client spoke to a proxy.
+const FORWARDED_PROTO: &str = "x-forwarded-proto";
 
 /// An address block, `addr/len` (a bare address is a block of one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +124,34 @@ impl TrustedProxies {
         self.0.iter().any(|block| block.contains(ip))
     }
 
+    /// `scheme://host` as a trusted proxy forwarded them, for a request
+    /// from `peer` with these headers: `X-Forwarded-Host` (its last value,
+    /// the one the nearest proxy wrote), and `X-Forwarded-Proto` (`http`
+    /// or `https`; `http` when absent). `None` when `peer` is not a
+    /// trusted proxy (a client cannot name the host others' links point
+    /// at), or no host was forwarded, or it is not a plain `host[:port]`.
+    pub fn forwarded_origin(&self, peer: IpAddr, headers: &HeaderMap) -> Option<String> {
+        if !self.trusts(canonical(peer)) {
+            return None;
+        }
+        let last = |name: &str| {
+            headers
+                .get_all(name)
+                .filter_map(|v| v.to_str().ok())
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+                .next_back()
+        };
+        let host = last(FORWARDED_HOST).filter(|h| is_authority(h))?;
+        let scheme = match last(FORWARDED_PROTO).map(str::to_ascii_lowercase) {
+            None => "http",
+            Some(p) if p == "http" => "http",
+            Some(p) if p == "https" => "https",
+            Some(_) => return None,
+        };
+        Some(format!("{scheme}://{host}"))
+    }
+
     /// The client's address for a request from `peer` with these headers
     /// (see the module docs). A malformed `X-Forwarded-For` entry ends the
     /// walk at the hop that appended it: the last trusted hop is taken as
@@ -146,6 +178,31 @@ impl TrustedProxies {
         }
         client
     }
+}
+
+/// A plain `host[:port]`: a name, an IPv4 address or a bracketed IPv6 one,
+/// and digits after the colon; nothing that could add a path, a user or
+/// another host to a URL.
+fn is_authority(s: &str) -> bool {
+    let (host, port) = match s.rsplit_once(':') {
+        Some((h, p)) if !p.contains(']') => (h, Some(p)),
+        _ => (s, None),
+    };
+    let host_ok = match host.strip_prefix('[') {
+        Some(v6) => v6
+            .strip_suffix(']')
+            .is_some_and(|a| a.parse::<Ipv6Addr>().is_ok()),
+        None => {
+            !host.is_empty()
+                && host.len() <= 253
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-')
+        }
+    };
+    let port_ok =
+        port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()));
+    host_ok && port_ok
 }
 
 /// One `X-Forwarded-For` entry: an address, possibly with a port
@@ -251,6 +308,81 @@ mod tests {
         // Garbage stops the walk at the last trusted hop.
         let headers = forwarded(&["198.51.100.4, garbage, 10.0.0.3"]);
         assert_eq!(trusted.client(peer, &headers), ip("10.0.0.3"));
+    }
+
+    #[test]
+    fn forwarded_host_and_scheme_only_from_trusted_proxies() {
+        let mut headers = HeaderMap::new();
+        let mut add = |name: &'static str, value: &str| {
+            headers.append(
+                HeaderName::from_static(name),
+                HeaderValue::from_str(value).expect("value"),
+            );
+        };
+        add(FORWARDED_HOST, "evil.example, chat.example.com:8443");
+        add(FORWARDED_PROTO, "https");
+        let trusted = proxies("10.0.0.0/8");
+        assert_eq!(
+            trusted
+                .forwarded_origin(ip("10.1.2.3"), &headers)
+                .as_deref(),
+            Some("https://chat.example.com:8443")
+        );
+        // Anyone else's headers are not believed.
+        assert_eq!(trusted.forwarded_origin(ip("198.51.100.4"), &headers), None);
+        assert_eq!(
+            TrustedProxies::default().forwarded_origin(ip("10.1.2.3"), &headers),
+            None
+        );
+        // Mapped IPv4 peers are IPv4.
+        assert!(trusted
+            .forwarded_origin(ip("::ffff:10.0.0.1"), &headers)
+            .is_some());
+        let origin = |host: &str, proto: Option<&str>| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                HeaderName::from_static(FORWARDED_HOST),
+                HeaderValue::from_str(host).expect("host"),
+            );
+            if let Some(p) = proto {
+                h.insert(
+                    HeaderName::from_static(FORWARDED_PROTO),
+                    HeaderValue::from_str(p).expect("proto"),
+                );
+            }
+            trusted.forwarded_origin(ip("10.0.0.1"), &h)
+        };
+        assert_eq!(
+            origin("a.example", None).as_deref(),
+            Some("http://a.example")
+        );
+        assert_eq!(
+            origin("[2001:db8::1]:443", Some("HTTPS")).as_deref(),
+            Some("https://[2001:db8::1]:443")
+        );
+        assert_eq!(
+            origin("192.0.2.7", None).as_deref(),
+            Some("http://192.0.2.7")
+        );
+        for bad in [
+            "evil.example/x",
+            "user@evil.example",
+            "evil.example:80:80",
+            "evil.example:",
+            "evil.example:123456",
+            "[::1",
+            "[nope]",
+            "a b",
+            "",
+        ] {
+            assert_eq!(origin(bad, None), None, "{bad:?}");
+        }
+        assert_eq!(origin("a.example", Some("ftp")), None);
+        // No host forwarded: nothing.
+        assert_eq!(
+            trusted.forwarded_origin(ip("10.0.0.1"), &HeaderMap::new()),
+            None
+        );
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct ApiError {
     param: Option<String>,
     /// For 405: the methods the path takes.
     allow: Option<&'static str>,
+    /// For a 429 whose wait is known: `Retry-After`, in seconds.
+    retry_after: Option<u32>,
     /// For 5xx: the cause with its chain of sources, for the request's log
     /// line only (never in the body).
     cause: Option<String>,
@@ -59,6 +61,7 @@ pub const CODES: &[&str] = &[
     "too_many_uploads",
     "storage_quota",
     "insufficient_storage",
+    "too_many_searches",
     "contact_blocked",
     "idempotency_quota",
     "request_timeout",
@@ -117,6 +120,7 @@ impl ApiError {
             message: message.into(),
             param: None,
             allow: None,
+            retry_after: None,
             cause: None,
         }
     }
@@ -393,6 +397,21 @@ impl ApiError {
         )
     }
 
+    /// 429 with `Retry-After: 1`: the caller already runs as many
+    /// searches at once as a contact may (`CONFAB_MAX_SEARCHES_PER_CONTACT`).
+    pub fn too_many_searches(max: u32) -> Self {
+        let mut error = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_searches",
+            format!(
+                "at most {max} searches may run at once for a contact; retry when one of yours \
+                 has answered"
+            ),
+        );
+        error.retry_after = Some(1);
+        error
+    }
+
     /// 429: the caller stored as many idempotency keys today as a contact
     /// may; a request without a key still runs.
     pub fn idempotency_quota(max: u32, retry_after_secs: u64) -> Self {
@@ -493,6 +512,9 @@ impl ResponseError for ApiError {
         }
         if let Some(allow) = self.allow {
             response.insert_header((header::ALLOW, HeaderValue::from_static(allow)));
+        }
+        if let Some(secs) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, HeaderValue::from(secs)));
         }
         // The rest of a body we refuse is never read (API.md section 9
         // "Hostile load"): the connection closes after the answer instead
@@ -597,6 +619,7 @@ impl From<ServiceError> for ApiError {
             ServiceError::UploadQuota { used, limit } => Self::storage_quota(used, limit),
             ServiceError::TooManyUploads { max } => Self::too_many_uploads(max),
             ServiceError::StorageFull { .. } => Self::insufficient_storage(),
+            ServiceError::TooManySearches { max } => Self::too_many_searches(max),
             ServiceError::Conflict(what) => Self::conflict(what),
             ServiceError::IdempotencyInFlight => Self::idempotency_in_flight(),
             ServiceError::IdempotencyKeyReused => Self::idempotency_key_reused(),

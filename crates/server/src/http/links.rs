@@ -2,20 +2,35 @@
 //! absolute link to `GET /v1/attachments/{id}/content`, signed so that an
 //! `<img>` tag works without a header, minted afresh on every read.
 //!
-//! The base is `CONFAB_PUBLIC_URL` when set, else the scheme and host the
-//! request was made to (set `CONFAB_PUBLIC_URL` behind a proxy). Event
-//! payloads are rendered once, by the request that made the change: their
-//! links are that request's, and expire like any other (a client re-reads
-//! the attachment for a fresh one).
+//! The base is `CONFAB_PUBLIC_URL` when set. Without it, never what the
+//! request says of itself: a sender's request renders the payload of the
+//! `message.created` its recipients and webhooks receive, so a `Host` or
+//! `X-Forwarded-Host` it wrote would send everyone's links to its own
+//! server. The base is then the scheme and host forwarded by a trusted
+//! proxy (`CONFAB_TRUSTED_PROXIES`: `X-Forwarded-Proto` and
+//! `X-Forwarded-Host`, [`TrustedProxies::forwarded_origin`]), else this
+//! server's own address as the connection reached it (`serve` logs that
+//! `CONFAB_PUBLIC_URL` should be set). Event payloads are rendered once,
+//! by the request that made the change: their links are that request's,
+//! and expire like any other (a client re-reads the attachment for a
+//! fresh one).
 
 use std::future::{ready, Ready};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use actix_web::{web, FromRequest, HttpRequest};
 use uuid::Uuid;
 
+use crate::http::client_addr::TrustedProxies;
 use crate::http::content::{expiry, LinkSigner};
 use crate::http::error::ApiError;
+
+/// The local address of a connection, as the server accepted it (set for
+/// each connection when it opens): the address of this server the client
+/// reached, which no header can change.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalAddr(pub SocketAddr);
 
 /// How file links are made: the signing key every instance shares, and
 /// the public base URL when configured. Registered as app data.
@@ -39,10 +54,7 @@ impl LinkConfig {
     pub(crate) fn for_request(&self, req: &HttpRequest) -> FileLinks {
         let base: Arc<str> = match &self.public_url {
             Some(url) => url.clone(),
-            None => {
-                let info = req.connection_info();
-                Arc::from(format!("{}://{}", info.scheme(), info.host()))
-            }
+            None => Arc::from(own_base(req)),
         };
         FileLinks {
             base,
@@ -102,6 +114,25 @@ impl FromRequest for FileLinks {
     fn from_request(req: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
         ready(Ok(links_of(req)))
     }
+}
+
+/// Without `CONFAB_PUBLIC_URL`: the scheme and host a trusted proxy
+/// forwarded, else this server's address as the connection reached it
+/// (the listener's, when a connection's is unknown).
+fn own_base(req: &HttpRequest) -> String {
+    let forwarded = req.peer_addr().and_then(|peer| {
+        req.app_data::<web::Data<TrustedProxies>>()?
+            .forwarded_origin(peer.ip(), req.headers())
+    });
+    if let Some(origin) = forwarded {
+        return origin;
+    }
+    let config = req.app_config();
+    let local = req
+        .conn_data::<LocalAddr>()
+        .map_or(config.local_addr(), |a| a.0);
+    let scheme = if config.secure() { "https" } else { "http" };
+    format!("{scheme}://{local}")
 }
 
 /// The links of the request `req` (unsigned relative ones in an app built

@@ -16,6 +16,7 @@ mod keys;
 mod messages;
 mod moderation;
 mod retention;
+mod search;
 mod tickets;
 mod typing;
 

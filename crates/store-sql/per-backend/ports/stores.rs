@@ -572,7 +572,8 @@ impl confab_ports::SearchStore for Store {
         filter: confab_ports::SearchFilter,
         page: Page<MessageId>,
     ) -> Result<Paged<Message>, StoreError> {
-        query(self, move |c| {
+        // On searches' own share of the database, never the pool's.
+        confab_store_sql::door::search(self, move |c| {
             q::search_messages(c, viewer, query_text, filter, page)
         })
         .await

@@ -213,3 +213,23 @@ fn nested_params_are_prefixed() {
     assert_eq!(e.param(), Some("attachments[0][file_url]"));
     assert_eq!(e.to_string(), "attachments[0][file_url] must be a URL");
 }
+
+#[test]
+fn too_many_searches_is_a_429_that_says_when_to_retry() {
+    let e = ApiError::from(ServiceError::TooManySearches { max: 2 });
+    let r = e.error_response();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        r.headers().get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    let body = body_of(&e);
+    assert_eq!(body["code"], "too_many_searches");
+    assert!(body["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("at most 2 searches")));
+    assert!(CODES.contains(&"too_many_searches"));
+    // Other errors say nothing of a wait.
+    let r = ApiError::conflict("x").error_response();
+    assert!(r.headers().get("retry-after").is_none());
+}

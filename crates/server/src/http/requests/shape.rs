@@ -167,9 +167,10 @@ pub fn search_query() -> Schema {
     bounded(
         Some(3),
         confab_domain::MAX_QUERY_CHARS,
-        "at most 200 characters: terms separated by white space, each at least 3 characters; \
-         a message matches when its text contains every term, ignoring case. Every \
-         character is literal (`%`, `_`, `\\` and quotes included)",
+        "at most 200 characters: terms separated by white space, each at least 3 characters, \
+         at least one with 3 letters or digits in a row (punctuation alone cannot be \
+         searched); a message matches when its text contains every term, ignoring case. \
+         Every character is literal (`%`, `_`, `\\` and quotes included)",
     )
     .pattern(Some(r"^\s*[^\s\x00]{3,}(\s+[^\s\x00]{3,})*\s*$"))
     .build()

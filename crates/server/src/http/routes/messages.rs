@@ -90,14 +90,27 @@ async fn list(
 }
 
 /// Search the caller's conversations: the messages whose text contains
-/// every term of `query` (ignoring case, any script), newest first.
+/// every term of `query` (ignoring case, any script), newest first. A
+/// contact runs at most `CONFAB_MAX_SEARCHES_PER_CONTACT` (default 2)
+/// searches at once; a search that does not answer within the server's
+/// time limit is 503.
 #[utoipa::path(
     get, path = "/v1/messages/search", tag = "messages", operation_id = "search_messages",
     params(SearchMessagesIn),
     responses(
         (status = 200, description = "a page of messages", body = ListDto<MessageDto>),
+        (status = 400, description = "`parameter_invalid` on `query`: a term under 3 \
+            characters, or no term with 3 letters or digits in a row (punctuation alone \
+            cannot be searched); or another parameter", body = ErrorBody),
         (status = 404, description = "no such conversation (`conversation_id`) among the \
             caller's", body = ErrorBody),
+        (
+            status = 429,
+            description = "`too_many_searches`: the caller's contact already runs as many \
+                searches at once as it may (default 2); or `rate_limited`",
+            body = ErrorBody,
+            headers(("Retry-After" = String, description = "seconds to wait")),
+        ),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
