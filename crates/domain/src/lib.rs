@@ -51,7 +51,8 @@ pub use report::{
 pub use search::{fold, SearchQuery, MAX_QUERY_CHARS, MIN_TERM_CHARS};
 pub use time::Timestamp;
 pub use typing::{
-    ParseTypingStateError, Typing, TypingState, TYPING_EXPIRES_SECS, TYPING_MIN_INTERVAL_MICROS,
+    ParseTypingStateError, Typing, TypingLine, TypingState, TypingStep, TYPING_EXPIRES_SECS,
+    TYPING_MIN_INTERVAL_MICROS,
 };
 pub use values::{
     AvatarUrl, FileSize, FileType, FileUrl, Filename, GroupDescription, GroupName, MessageText,

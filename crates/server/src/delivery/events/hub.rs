@@ -686,15 +686,31 @@ fn now_micros() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
-/// Hands typing news to the streams of those who hear it, as it comes.
+/// How often the typing loop looks for news whose turn came (news that
+/// waits for its turn asks for a wake-up the loop learns of at the latest
+/// then): the most a stop that waited may come late.
+const TYPING_TICK: Duration = Duration::from_millis(100);
+
+/// Hands typing news to the streams of those who hear it, as it comes, and
+/// tells the news that waited for its turn when its turn comes
+/// ([`confab_service::Confab::typing_wake`]: it goes through the relay,
+/// and comes back here as news).
 async fn typing_loop(inner: Arc<Inner>) {
     let mut closing = inner.shutdown.subscribe();
     loop {
+        let wait = inner.service.typing_next_wake().map_or(TYPING_TICK, |at| {
+            let micros = at.micros().saturating_sub(now_micros()).max(0);
+            Duration::from_micros(micros.unsigned_abs()).min(TYPING_TICK)
+        });
         let news = tokio::select! {
             () = until_closed(&mut closing) => return,
             news = inner.service.typing_news() => news,
+            () = tokio::time::sleep(wait) => Vec::new(),
         };
-        deliver_typing(&inner, news).await;
+        inner.service.typing_wake();
+        if !news.is_empty() {
+            deliver_typing(&inner, news).await;
+        }
     }
 }
 
