@@ -45,8 +45,8 @@ pub use message::{
 };
 pub use page::{Cursor, Page, PageLimit, Paged};
 pub use report::{
-    NewReport, ParseReportError, Report, ReportDescription, ReportReason, ReportStatus,
-    ReportTarget,
+    report_hour, secs_to_next_report_hour, NewReport, ParseReportError, Report, ReportDescription,
+    ReportReason, ReportStatus, ReportTarget, DEFAULT_REPORTS_PER_HOUR,
 };
 pub use search::{fold, SearchQuery, MAX_QUERY_CHARS, MIN_TERM_CHARS};
 pub use time::Timestamp;

@@ -45,6 +45,11 @@ pub enum ServiceError {
     /// request did not run; without a key it would.
     #[error("at most {max} new idempotency keys a day")]
     IdempotencyQuota { max: u32, retry_after_secs: u64 },
+    /// A new report, refused: the caller already filed `max` new reports
+    /// this UTC hour, which ends in `retry_after_secs`. Nothing was
+    /// written.
+    #[error("at most {max} new reports an hour")]
+    ReportQuota { max: u32, retry_after_secs: u64 },
     /// An upload passed the largest size allowed, `max` bytes; nothing of
     /// it was kept.
     #[error("the file is larger than {max} bytes")]

@@ -388,6 +388,7 @@ async fn serve(
     tracing::info!(storage = %files.describe(), "uploaded files are kept here");
     let service = service
         .with_idempotency_quota(settings.idempotency_keys_per_day)
+        .with_report_quota(settings.reports_per_hour)
         .with_max_group_members(settings.max_group_members)
         .with_files(std::sync::Arc::new(files), settings.max_upload_bytes);
     let app = Application::build_with_options(service, listener, options).await?;

@@ -28,6 +28,8 @@ pub struct ApiError {
     /// For 5xx: the cause with its chain of sources, for the request's log
     /// line only (never in the body).
     cause: Option<String>,
+    /// `Retry-After`, in seconds, for a refusal that ends at a known time.
+    retry_after: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -57,6 +59,7 @@ pub const CODES: &[&str] = &[
     "too_many_streams",
     "contact_blocked",
     "idempotency_quota",
+    "report_quota",
     "request_timeout",
     "range_not_satisfiable",
     "internal_error",
@@ -114,6 +117,7 @@ impl ApiError {
             param: None,
             allow: None,
             cause: None,
+            retry_after: None,
         }
     }
 
@@ -403,6 +407,18 @@ impl ApiError {
         .with_param(IDEMPOTENCY_KEY)
     }
 
+    /// 429: the caller filed as many new reports this hour as a contact
+    /// may; `Retry-After` says when the next hour starts.
+    pub fn report_quota(max: u32, retry_after_secs: u64) -> Self {
+        let mut error = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "report_quota",
+            format!("at most {max} new reports an hour: retry in {retry_after_secs} s"),
+        );
+        error.retry_after = Some(retry_after_secs);
+        error
+    }
+
     /// 408: the request body did not arrive in time.
     pub fn request_timeout() -> Self {
         Self::new(
@@ -489,6 +505,9 @@ impl ResponseError for ApiError {
         }
         if let Some(allow) = self.allow {
             response.insert_header((header::ALLOW, HeaderValue::from_static(allow)));
+        }
+        if let Some(secs) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, HeaderValue::from(secs)));
         }
         // The rest of a body we refuse is never read (API.md section 9
         // "Hostile load"): the connection closes after the answer instead
@@ -597,6 +616,10 @@ impl From<ServiceError> for ApiError {
                 max,
                 retry_after_secs,
             } => Self::idempotency_quota(max, retry_after_secs),
+            ServiceError::ReportQuota {
+                max,
+                retry_after_secs,
+            } => Self::report_quota(max, retry_after_secs),
             e @ ServiceError::Unavailable(_) => Self::unavailable(&e),
             e @ ServiceError::Internal { .. } => Self::internal_error(&e),
         }
