@@ -32,8 +32,8 @@ pub use event::{
     Change, Event, EventId, EventType, ParseEventTypeError, Subject,
 };
 pub use group::{
-    check_list, Group, GroupEdit, GroupMember, GroupParts, GroupRole, DEFAULT_MAX_GROUP_MEMBERS,
-    FIRST_MEMBERS,
+    check_list, Group, GroupDetailsPatch, GroupEdit, GroupMember, GroupParts, GroupRole,
+    DEFAULT_MAX_GROUP_MEMBERS, FIRST_MEMBERS,
 };
 pub use ids::{
     AttachmentId, ContactId, ConversationId, EditId, GroupId, MessageId, ParseIdError, ReportId,
