@@ -284,6 +284,14 @@ pub(crate) fn rename_attachment(
     if current.filename == filename.as_str() {
         return Attachment::try_from(current);
     }
+    // The new name reaches the conversation's members: only from a
+    // member now (the service said why before; one removed since is
+    // refused here, in the write).
+    if let Some(c) = current.conversation_id {
+        if !is_member(conn, by.db(), c)? {
+            return Err(not_found());
+        }
+    }
     diesel::update(attachments::table.find(id.db()))
         .set(attachments::filename.eq(filename.as_str()))
         .execute(conn)?;
