@@ -309,15 +309,27 @@ fn contacts_of(sql: &mut Sql, audience: &Audience) -> Option<String> {
             ))
         }
         Audience::GroupMembers { .. } => None,
-        // The contact and the peers of its direct conversations.
+        // The contact and the peers of its direct conversations, but
+        // those who blocked it: a block stops what it writes reaching
+        // them (its profile's text included), and the blocked, who
+        // still hears the blocker's, learns nothing of it.
         Audience::ContactCircle(c) => {
             let c = sql.id(c.db());
+            let unless_blocked_by = |peer: &str| {
+                format!(
+                    "NOT EXISTS (SELECT 1 FROM blocks b \
+                         WHERE b.blocker_id = conversations.{peer} AND b.blocked_id = {c})"
+                )
+            };
             Some(format!(
                 "SELECT {c} AS contact_id \
                  UNION SELECT peer_id FROM conversations \
                      WHERE creator_id = {c} AND group_id IS NULL AND peer_id IS NOT NULL \
+                         AND {} \
                  UNION SELECT creator_id FROM conversations \
-                     WHERE peer_id = {c} AND group_id IS NULL"
+                     WHERE peer_id = {c} AND group_id IS NULL AND {}",
+                unless_blocked_by("peer_id"),
+                unless_blocked_by("creator_id"),
             ))
         }
         // No contact: the event is the operator's (webhooks) alone.
