@@ -28,3 +28,4 @@ mod tickets;
 mod token_cache;
 mod unread;
 mod wire;
+mod writes;

@@ -27,3 +27,4 @@ mod support;
 mod tokens;
 mod unread;
 mod webhooks;
+mod writes;
