@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use confab_domain::{
     attachment_changed, conversation_created, conversation_deleted, conversation_opened,
-    conversation_updated,
-    group_deleted, message_deleted, message_sent, message_updated, Contact, Conversation,
-    ConversationId, EventId, EventType, MemberStatePatch, PinnedMessageChange,
+    conversation_updated, group_deleted, message_deleted, message_sent, message_updated, Contact,
+    Conversation, ConversationId, EventId, EventType, MemberStatePatch, PinnedMessageChange,
 };
 use confab_ports::FanOutLimits;
 

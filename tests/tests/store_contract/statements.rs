@@ -698,7 +698,11 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     // are in a block first (+1).
     ("PUT /v1/conversations/:id (pinned_message_id)", 13, 13),
     // Changes nothing: the conversation as the caller sees it, no more.
-    ("PUT /v1/conversations/:id (the same pinned_message_id)", 1, 1),
+    (
+        "PUT /v1/conversations/:id (the same pinned_message_id)",
+        1,
+        1,
+    ),
     ("GET /v1/messages?conversation_id=", 1, 1),
     ("GET /v1/messages (all conversations)", 1, 1),
     ("GET /v1/messages?conversation_id=&starting_after=", 1, 1),
@@ -729,7 +733,11 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("POST /v1/messages (group)", 1, 8),
     // A group's pin: its row, one event read by the group and the actor's
     // own view beside it, whatever the group's size; no block to ask of.
-    ("PUT /v1/conversations/:id (pinned_message_id, group)", 11, 11),
+    (
+        "PUT /v1/conversations/:id (pinned_message_id, group)",
+        11,
+        11,
+    ),
     // Changes nothing: the group and the caller's right to change it, no
     // write.
     ("PUT /v1/groups/:id (the same name)", 4, 4),

@@ -47,7 +47,10 @@ async fn details_already_set_write_nothing_but_still_need_the_right() {
     m.signal = Some(signal);
     let svc = m.service();
     // The owner renaming to the same name: the group as it is.
-    assert_eq!(svc.update_group(&alice(), gid, same()).await.expect("200"), g);
+    assert_eq!(
+        svc.update_group(&alice(), gid, same()).await.expect("200"),
+        g
+    );
     // A plain member may not change the details, the same or not.
     assert!(matches!(
         svc.update_group(&bob(), gid, same()).await,

@@ -203,7 +203,10 @@ async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told()
         ]
     );
     let stop = published.lock().expect("lock")[1];
-    assert_eq!(stop.expires_at(), Timestamp::from_micros(secs(NOW as f64 + 2.0)));
+    assert_eq!(
+        stop.expires_at(),
+        Timestamp::from_micros(secs(NOW as f64 + 2.0))
+    );
     assert_eq!(s.typing_next_wake(), None);
     // A start and a stop both within the next 2 s: the stop takes the
     // start back, and the others never hear either.

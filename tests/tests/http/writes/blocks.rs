@@ -15,7 +15,8 @@ const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0
 /// `who` uploads a file named `name` and sends it into `conv`: its id.
 async fn send_file(app: &TestApp, who: &User, conv: &str, name: &str) -> String {
     let upload = id_of(app.upload(who, name, PNG).await.expect(201));
-    let body = json!({"conversation_id": conv, "message": "a file", "attachments": [{"id": upload}]});
+    let body =
+        json!({"conversation_id": conv, "message": "a file", "attachments": [{"id": upload}]});
     app.json(Method::POST, who, "/v1/messages", &body)
         .await
         .expect(201);
@@ -117,11 +118,9 @@ async fn a_removed_member_renames_nothing_in_the_conversation_they_left(app: Tes
     // Her file is still hers to see, not hers to rename there.
     let r = app.get(&alice, &format!("/v1/attachments/{file}")).await;
     assert_eq!(r.expect(200)["filename"], "minutes.png");
-    rename(&app, &alice, &file, "still here, listening").await.expect_error(
-        403,
-        "forbidden",
-        None,
-    );
+    rename(&app, &alice, &file, "still here, listening")
+        .await
+        .expect_error(403, "forbidden", None);
     let marker = say(&app, &carol, &conv, "after").await;
     let events = events_until(&app, &bob, from_bob.as_deref(), created(&marker)).await;
     assert!(

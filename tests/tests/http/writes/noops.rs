@@ -69,7 +69,11 @@ async fn writes_that_change_nothing_write_nothing_and_tell_nobody(app: TestApp) 
 
     // The same again, every way: 200 with the object as it is.
     for (who, view, pairs) in [
-        (&alice, &alices_view, vec![("pinned_message_id", m.as_str())]),
+        (
+            &alice,
+            &alices_view,
+            vec![("pinned_message_id", m.as_str())],
+        ),
         (
             &alice,
             &alices_view,
@@ -113,7 +117,10 @@ async fn writes_that_change_nothing_write_nothing_and_tell_nobody(app: TestApp) 
         .await;
     assert_eq!(r.expect(200), &group_now, "{}", r.raw);
     let me = app.get(&alice, "/v1/contacts/me").await.expect(200).clone();
-    let phone = me["phone_number"].as_str().expect("her own number").to_owned();
+    let phone = me["phone_number"]
+        .as_str()
+        .expect("her own number")
+        .to_owned();
     let r = app
         .put(
             &alice,
@@ -146,7 +153,9 @@ async fn writes_that_change_nothing_write_nothing_and_tell_nobody(app: TestApp) 
         .await
         .last()
         .map(|e| e["id"].as_str().expect("id").to_owned());
-    let r = app.put(&alice, &path, &[("pinned_message_id", &other)]).await;
+    let r = app
+        .put(&alice, &path, &[("pinned_message_id", &other)])
+        .await;
     assert_eq!(r.expect(200)["pinned_message_id"], other.as_str());
     let events = events_until(&app, &bob, from.as_deref(), |e: &Value| {
         e["type"] == "conversation.updated"

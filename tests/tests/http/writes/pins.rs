@@ -55,13 +55,19 @@ async fn a_pin_in_a_group_is_one_row_for_any_size_and_every_view_stays_right(app
     let m = say(&app, &bob, &conv, "pin me").await;
     let marker = say(&app, &alice, &conv, "ready").await;
     let from_bob = events_until(&app, &bob, None, created(&marker)).await;
-    let from_bob = from_bob.last().map(|e| e["id"].as_str().expect("id").to_owned());
+    let from_bob = from_bob
+        .last()
+        .map(|e| e["id"].as_str().expect("id").to_owned());
     let from_alice = latest_event(&app, &alice).await;
     let from_member = latest_event(&app, &others[0]).await;
 
     let (recipients, by_group) = (rows(&app, "event_recipients"), rows(&app, "event_groups"));
     let r = app
-        .put(&alice, &path, &[("pinned_message_id", &m), ("is_pinned", "true")])
+        .put(
+            &alice,
+            &path,
+            &[("pinned_message_id", &m), ("is_pinned", "true")],
+        )
         .await;
     let answer = r.expect(200).clone();
     assert_eq!(answer["pinned_message_id"], m.as_str());

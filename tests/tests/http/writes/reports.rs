@@ -66,16 +66,17 @@ async fn reports_past_the_hours_limit_are_refused_and_write_nothing(backend: Bac
     assert_eq!(refused, 30 - LIMIT as usize);
     assert_eq!(rows(&app, "reports"), i64::from(LIMIT), "a refusal wrote");
     // One more, one at a time: refused too.
-    let last = messages.iter().find(|m| {
-        !filed
-            .iter()
-            .any(|f| f["message_id"] == m.as_str())
-    });
+    let last = messages
+        .iter()
+        .find(|m| !filed.iter().any(|f| f["message_id"] == m.as_str()));
     let r = app
         .post(
             &alice,
             "/v1/reports",
-            &[("message_id", last.expect("an unreported one")), ("reason", "spam")],
+            &[
+                ("message_id", last.expect("an unreported one")),
+                ("reason", "spam"),
+            ],
         )
         .await;
     r.expect_error(429, "report_quota", None);
@@ -93,7 +94,11 @@ async fn reports_past_the_hours_limit_are_refused_and_write_nothing(backend: Bac
     assert_eq!(again.expect(200)["id"], filed[0]["id"]);
     // Another contact has a limit of its own.
     let r = app
-        .post(&bob, "/v1/reports", &[("contact_id", &alice.id), ("reason", "other")])
+        .post(
+            &bob,
+            "/v1/reports",
+            &[("contact_id", &alice.id), ("reason", "other")],
+        )
         .await;
     r.expect(201);
     assert_eq!(rows(&app, "reports"), i64::from(LIMIT) + 1);

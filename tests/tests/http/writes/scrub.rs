@@ -36,9 +36,13 @@ async fn a_deleted_attachment_leaves_its_messages_earlier_events(app: TestApp) {
         .clone();
     let m = id_of(&sent);
     // A message.updated of it (an edit), and the read mark bob's open makes.
-    app.put(&alice, &format!("/v1/messages/{m}"), &[("message", "two files!")])
-        .await
-        .expect(200);
+    app.put(
+        &alice,
+        &format!("/v1/messages/{m}"),
+        &[("message", "two files!")],
+    )
+    .await
+    .expect(200);
     app.get(&bob, &format!("/v1/conversations/{conv}"))
         .await
         .expect(200);
@@ -74,7 +78,10 @@ async fn a_deleted_attachment_leaves_its_messages_earlier_events(app: TestApp) {
                 json!({"id": upload, "deleted": true}),
                 "{e}"
             );
-            assert_eq!(e["payload"]["attachments"][1]["filename"], "keep.png", "{e}");
+            assert_eq!(
+                e["payload"]["attachments"][1]["filename"], "keep.png",
+                "{e}"
+            );
             assert_eq!(e["payload"]["conversation_id"], conv.as_str(), "{e}");
         }
     }
@@ -82,7 +89,10 @@ async fn a_deleted_attachment_leaves_its_messages_earlier_events(app: TestApp) {
     assert!(left.is_empty(), "its name is still stored: {left:?}");
     // The message itself reads without it.
     let now = app.get(&bob, &format!("/v1/messages/{m}")).await;
-    let attachments = now.expect(200)["attachments"].as_array().expect("list").clone();
+    let attachments = now.expect(200)["attachments"]
+        .as_array()
+        .expect("list")
+        .clone();
     assert_eq!(attachments.len(), 1, "{attachments:?}");
 }
 

@@ -68,7 +68,13 @@ async fn alternating_starts_and_stops_reach_each_listener_a_few_times(backend: B
 
     let began = Instant::now();
     for n in 0..200 {
-        typing(&app, &alice, &conv, if n % 2 == 0 { "start" } else { "stop" }).await;
+        typing(
+            &app,
+            &alice,
+            &conv,
+            if n % 2 == 0 { "start" } else { "stop" },
+        )
+        .await;
     }
     let ended = Instant::now();
     let took = ended - began;
