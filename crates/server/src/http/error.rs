@@ -28,8 +28,9 @@ pub struct ApiError {
     /// For 5xx: the cause with its chain of sources, for the request's log
     /// line only (never in the body).
     cause: Option<String>,
-    /// `Retry-After`, in seconds, for a refusal that ends at a known time.
-    retry_after: Option<u64>,
+    /// `Retry-After`, in seconds, for a refusal that ends at a known time
+    /// (32 bits: this type stays small enough to return by value).
+    retry_after: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -415,7 +416,7 @@ impl ApiError {
             "report_quota",
             format!("at most {max} new reports an hour: retry in {retry_after_secs} s"),
         );
-        error.retry_after = Some(retry_after_secs);
+        error.retry_after = Some(u32::try_from(retry_after_secs).unwrap_or(u32::MAX));
         error
     }
 
