@@ -259,7 +259,7 @@ fn hostile_load_settings() {
             "lots",
             "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
         ),
-        ("--reports-per-hour", "-1", "CONFAB_REPORTS_PER_HOUR"),
+        ("--reports-per-hour", "many", "CONFAB_REPORTS_PER_HOUR"),
         ("--max-group-members", "0", "CONFAB_MAX_GROUP_MEMBERS"),
         ("--max-group-members", "many", "CONFAB_MAX_GROUP_MEMBERS"),
     ] {
