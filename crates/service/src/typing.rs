@@ -230,6 +230,18 @@ impl Confab {
         self.typing_board.next_wake()
     }
 
+    /// How long to wait, by the service's clock, before
+    /// [`Confab::typing_wake`] may have news to tell: until
+    /// [`Confab::typing_next_wake`] (zero when it is due), at most `max`
+    /// (a waiter learns of wake-ups asked for since at the latest then).
+    pub fn typing_wait(&self, max: std::time::Duration) -> std::time::Duration {
+        let now = self.now().micros();
+        self.typing_next_wake().map_or(max, |at| {
+            let micros = at.micros().saturating_sub(now).max(0).unsigned_abs();
+            std::time::Duration::from_micros(micros).min(max)
+        })
+    }
+
     /// Tells the typing news whose turn has come (through the relay, like
     /// any news): for the event hub, at [`Confab::typing_next_wake`].
     pub fn typing_wake(&self) {

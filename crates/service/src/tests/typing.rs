@@ -189,6 +189,12 @@ async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told()
         s.typing_next_wake(),
         Some(Timestamp::from_micros(secs(NOW as f64 + 2.0)))
     );
+    let max = std::time::Duration::from_secs(5);
+    assert_eq!(s.typing_wait(max), std::time::Duration::from_millis(1_900));
+    assert_eq!(
+        s.typing_wait(std::time::Duration::from_millis(100)),
+        std::time::Duration::from_millis(100)
+    );
     // Too early: nothing yet.
     now.fetch_add(secs(1.8), Ordering::SeqCst);
     s.typing_wake();
@@ -208,6 +214,7 @@ async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told()
         Timestamp::from_micros(secs(NOW as f64 + 2.0))
     );
     assert_eq!(s.typing_next_wake(), None);
+    assert_eq!(s.typing_wait(max), max, "nothing waits");
     // A start and a stop both within the next 2 s: the stop takes the
     // start back, and the others never hear either.
     now.fetch_add(secs(0.5), Ordering::SeqCst);

@@ -686,22 +686,15 @@ fn now_micros() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
-/// How often the typing loop looks for news whose turn came (news that
-/// waits for its turn asks for a wake-up the loop learns of at the latest
-/// then): the most a stop that waited may come late.
+/// The typing loop's longest sleep: how late it may learn of a wake-up.
 const TYPING_TICK: Duration = Duration::from_millis(100);
 
 /// Hands typing news to the streams of those who hear it, as it comes, and
-/// tells the news that waited for its turn when its turn comes
-/// ([`confab_service::Confab::typing_wake`]: it goes through the relay,
-/// and comes back here as news).
+/// has news that waited told in its turn (`Confab::typing_wake`).
 async fn typing_loop(inner: Arc<Inner>) {
     let mut closing = inner.shutdown.subscribe();
     loop {
-        let wait = inner.service.typing_next_wake().map_or(TYPING_TICK, |at| {
-            let micros = at.micros().saturating_sub(now_micros()).max(0);
-            Duration::from_micros(micros.unsigned_abs()).min(TYPING_TICK)
-        });
+        let wait = inner.service.typing_wait(TYPING_TICK);
         let news = tokio::select! {
             () = until_closed(&mut closing) => return,
             news = inner.service.typing_news() => news,
