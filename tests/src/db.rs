@@ -459,6 +459,26 @@ pub fn mentions(url: &str, backend: Backend, needles: &[&str]) -> Vec<String> {
     found
 }
 
+/// The one number `sql` (a query of one row with a BIGINT column `n`)
+/// answers on the database at `url`: for a test that counts the rows a
+/// request wrote, which the API does not show.
+pub fn count(url: &str, backend: Backend, sql: &str) -> i64 {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let row: Count = match backend {
+        Backend::Postgres => diesel::sql_query(sql)
+            .get_result(&mut PgConnection::establish(url).expect("connect"))
+            .expect("count"),
+        Backend::Sqlite => diesel::sql_query(sql)
+            .get_result(&mut SqliteConnection::establish(url).expect("open"))
+            .expect("count"),
+    };
+    row.n
+}
+
 /// Runs `sql` (statements without results) on the database at `url`: for a
 /// test that moves the clock of stored rows (a deadline passed), which the
 /// API cannot.

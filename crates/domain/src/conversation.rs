@@ -329,6 +329,28 @@ impl MemberStatePatch {
     pub fn is_empty(&self) -> bool {
         self.is_pinned.is_none() && self.is_muted.is_none() && self.archived_at.is_none()
     }
+
+    /// The part of the patch that changes `state`: an attribute submitted
+    /// with the value `state` already has is left out, so that a patch
+    /// that changes nothing [`is_empty`](Self::is_empty) (no write, no
+    /// event).
+    ///
+    /// ```
+    /// use confab_domain::{MemberState, MemberStatePatch};
+    ///
+    /// let muted = MemberState { is_muted: true, ..MemberState::default() };
+    /// let again = MemberStatePatch { is_muted: Some(true), ..Default::default() };
+    /// assert!(again.against(&muted).is_empty());
+    /// let unmute = MemberStatePatch { is_muted: Some(false), ..Default::default() };
+    /// assert_eq!(unmute.against(&muted), unmute);
+    /// ```
+    pub fn against(self, state: &MemberState) -> Self {
+        Self {
+            is_pinned: self.is_pinned.filter(|p| *p != state.is_pinned),
+            is_muted: self.is_muted.filter(|m| *m != state.is_muted),
+            archived_at: self.archived_at.filter(|a| *a != state.archived_at),
+        }
+    }
 }
 
 /// A change to the shared pinned message.
@@ -338,6 +360,23 @@ pub enum PinnedMessageChange {
     Pin(MessageId),
     /// Leave the conversation without a pinned message.
     Unpin,
+}
+
+impl PinnedMessageChange {
+    /// The pinned message after the change.
+    pub fn target(self) -> Option<MessageId> {
+        match self {
+            Self::Pin(m) => Some(m),
+            Self::Unpin => None,
+        }
+    }
+
+    /// Whether it changes `conversation`'s pinned message: pinning the
+    /// message already pinned, or unpinning where nothing is pinned,
+    /// changes nothing (no write, no event).
+    pub fn changes(self, conversation: &Conversation) -> bool {
+        conversation.pinned_message_id != self.target()
+    }
 }
 
 /// A conversation as one member sees it.
@@ -477,6 +516,55 @@ mod tests {
         };
         assert_eq!(s.patched(&unarchive).archived_at, None);
         assert!(MemberStatePatch::default().is_empty());
+    }
+
+    #[test]
+    fn a_value_already_set_is_no_change() {
+        let state = MemberState {
+            is_pinned: true,
+            archived_at: Some(Timestamp::from_secs(5)),
+            ..MemberState::default()
+        };
+        let same = MemberStatePatch {
+            is_pinned: Some(true),
+            is_muted: Some(false),
+            archived_at: Some(Some(Timestamp::from_secs(5))),
+        };
+        assert!(same.against(&state).is_empty());
+        let unarchive = MemberStatePatch {
+            is_pinned: Some(true),
+            archived_at: Some(None),
+            ..Default::default()
+        };
+        assert_eq!(
+            unarchive.against(&state),
+            MemberStatePatch {
+                archived_at: Some(None),
+                ..Default::default()
+            }
+        );
+        assert!(unarchive
+            .against(&MemberState::default())
+            .is_pinned
+            .is_some());
+    }
+
+    #[test]
+    fn pinning_the_pinned_message_is_no_change() {
+        let m = MessageId::from_uuid(Uuid::from_u128(7));
+        let unpinned = direct(Timestamp::from_secs(0));
+        assert!(PinnedMessageChange::Pin(m).changes(&unpinned));
+        assert!(!PinnedMessageChange::Unpin.changes(&unpinned));
+        let pinned = Conversation::new(ConversationParts {
+            pinned_message_id: Some(m),
+            ..unpinned.into_parts()
+        })
+        .expect("a valid conversation");
+        assert!(!PinnedMessageChange::Pin(m).changes(&pinned));
+        assert!(PinnedMessageChange::Unpin.changes(&pinned));
+        let other = MessageId::from_uuid(Uuid::from_u128(8));
+        assert!(PinnedMessageChange::Pin(other).changes(&pinned));
+        assert_eq!(PinnedMessageChange::Unpin.target(), None);
     }
 
     #[test]

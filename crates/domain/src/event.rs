@@ -400,8 +400,11 @@ pub fn conversation_opened(
 
 /// A conversation changed by the actor: `conversation.updated` for the
 /// actor alone when only its own state changed (pin, mute, archive), for
-/// every member (each with their own view) when the shared pinned message
-/// changed.
+/// every member when the shared pinned message changed (a direct
+/// conversation's two members each with their own view; a group's with
+/// the shared attributes alone, the actor with their own view too, so that
+/// it costs the same whatever the group's size). A change that changes
+/// nothing makes no event: the use case does not call this for it.
 pub fn conversation_updated(
     change: Change,
     mut ids: impl FnMut() -> EventId,

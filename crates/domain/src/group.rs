@@ -385,6 +385,39 @@ impl GroupEdit<'_> {
     }
 }
 
+/// A change of a group's details (the owner's). `None` leaves one as it
+/// is.
+///
+/// A plain carrier (public fields): each value is checked where it is
+/// made, and any combination is a valid change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GroupDetailsPatch {
+    /// A new name.
+    pub name: Option<GroupName>,
+    /// A new description.
+    pub description: Option<GroupDescription>,
+    /// A new avatar (an empty one removes it).
+    pub avatar_url: Option<AvatarUrl>,
+}
+
+impl GroupDetailsPatch {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.name.is_none() && self.description.is_none() && self.avatar_url.is_none()
+    }
+
+    /// The part of the patch that changes `group`: a detail submitted with
+    /// the value the group already has is left out, so that a rename to
+    /// the same name [`is_empty`](Self::is_empty) (no write, no event).
+    pub fn against(self, group: &Group) -> Self {
+        Self {
+            name: self.name.filter(|n| n != group.name()),
+            description: self.description.filter(|d| d != group.description()),
+            avatar_url: self.avatar_url.filter(|a| a != group.avatar_url()),
+        }
+    }
+}
+
 /// Checks a list of contacts to add to (or remove from) a group: each
 /// contact once.
 ///
@@ -445,6 +478,29 @@ mod tests {
             member(2, GroupRole::Member),
         ]))
         .expect("valid")
+    }
+
+    #[test]
+    fn details_already_set_are_no_change() {
+        let g = group();
+        let same = GroupDetailsPatch {
+            name: Some(GroupName::new("g".into()).expect("valid")),
+            description: Some(GroupDescription::empty()),
+            avatar_url: Some(AvatarUrl::none()),
+        };
+        assert!(same.clone().against(&g).is_empty());
+        let renamed = GroupDetailsPatch {
+            name: Some(GroupName::new("h".into()).expect("valid")),
+            ..same
+        };
+        assert_eq!(
+            renamed.against(&g),
+            GroupDetailsPatch {
+                name: Some(GroupName::new("h".into()).expect("valid")),
+                ..GroupDetailsPatch::default()
+            }
+        );
+        assert!(GroupDetailsPatch::default().is_empty());
     }
 
     #[test]

@@ -32,8 +32,8 @@ pub use event::{
     Change, Event, EventId, EventType, ParseEventTypeError, Subject,
 };
 pub use group::{
-    check_list, Group, GroupEdit, GroupMember, GroupParts, GroupRole, DEFAULT_MAX_GROUP_MEMBERS,
-    FIRST_MEMBERS,
+    check_list, Group, GroupDetailsPatch, GroupEdit, GroupMember, GroupParts, GroupRole,
+    DEFAULT_MAX_GROUP_MEMBERS, FIRST_MEMBERS,
 };
 pub use ids::{
     AttachmentId, ContactId, ConversationId, EditId, GroupId, MessageId, ParseIdError, ReportId,
@@ -45,13 +45,14 @@ pub use message::{
 };
 pub use page::{Cursor, Page, PageLimit, Paged};
 pub use report::{
-    NewReport, ParseReportError, Report, ReportDescription, ReportReason, ReportStatus,
-    ReportTarget,
+    report_hour, secs_to_next_report_hour, NewReport, ParseReportError, Report, ReportDescription,
+    ReportReason, ReportStatus, ReportTarget, DEFAULT_REPORTS_PER_HOUR,
 };
 pub use search::{fold, SearchQuery, MAX_QUERY_CHARS, MIN_TERM_CHARS, MIN_WORD_RUN};
 pub use time::Timestamp;
 pub use typing::{
-    ParseTypingStateError, Typing, TypingState, TYPING_EXPIRES_SECS, TYPING_MIN_INTERVAL_MICROS,
+    ParseTypingStateError, Typing, TypingLine, TypingState, TypingStep, TYPING_EXPIRES_SECS,
+    TYPING_MIN_INTERVAL_MICROS,
 };
 pub use values::{
     AvatarUrl, FileSize, FileType, FileUrl, Filename, GroupDescription, GroupName, MessageText,

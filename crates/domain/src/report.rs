@@ -165,6 +165,39 @@ impl NewReport {
     }
 }
 
+/// New reports a contact may file in an hour unless the deployment says
+/// otherwise: far more than anyone reports by hand, far fewer than a
+/// script floods the operator's queue with.
+pub const DEFAULT_REPORTS_PER_HOUR: u32 = 30;
+
+/// The hour a report filed at `at` counts in, for the limit on new reports
+/// per contact: whole hours since the Unix epoch, UTC. The count starts
+/// over with each hour.
+///
+/// ```
+/// use confab_domain::{report_hour, secs_to_next_report_hour, Timestamp};
+///
+/// let at = Timestamp::from_secs(7_200 + 1_800);
+/// assert_eq!(report_hour(at), 2);
+/// assert_eq!(secs_to_next_report_hour(at), 1_800);
+/// assert_eq!(secs_to_next_report_hour(Timestamp::from_secs(7_200)), 3_600);
+/// ```
+pub fn report_hour(at: Timestamp) -> i64 {
+    at.micros().div_euclid(MICROS_PER_HOUR)
+}
+
+/// The seconds from `at` to the start of the next hour (when a contact past
+/// the limit may report again), at least 1.
+pub fn secs_to_next_report_hour(at: Timestamp) -> u64 {
+    let next = (report_hour(at) + 1) * MICROS_PER_HOUR;
+    let micros = next - at.micros();
+    u64::try_from((micros + 999_999) / 1_000_000)
+        .unwrap_or(1)
+        .max(1)
+}
+
+const MICROS_PER_HOUR: i64 = 3_600 * 1_000_000;
+
 /// A report, as stored.
 ///
 /// A plain record (public fields): its values are each checked, and the

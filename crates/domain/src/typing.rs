@@ -6,7 +6,11 @@
 //! contact in one conversation closer than [`TYPING_MIN_INTERVAL_MICROS`]
 //! apart add nothing (the first still holds); a stop, or a message sent by
 //! the same contact, ends a start that still holds, and means nothing
-//! without one.
+//! without one. Whatever a member says, the others hear at most one piece
+//! of news of theirs per conversation every [`TYPING_MIN_INTERVAL_MICROS`]
+//! ([`TypingLine`]): news that comes sooner waits for its turn, and only
+//! the last word waiting is told, so a stop is never lost and nobody is
+//! shown "typing" past a start's expiry.
 
 use std::fmt;
 use std::str::FromStr;
@@ -170,6 +174,169 @@ impl Typing {
     pub fn renewed_too_soon_at(&self, now: Timestamp) -> bool {
         self.state == TypingState::Start
             && now.micros() - self.made_at().micros() < TYPING_MIN_INTERVAL_MICROS
+    }
+}
+
+/// What one member's line in one conversation does with a piece of news
+/// ([`TypingLine::say`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypingStep {
+    /// Tell the others this now.
+    Tell(Typing),
+    /// The news waits its turn: ask [`TypingLine::due`] at this time (a
+    /// line asks for one wake-up at a time; news that comes while one is
+    /// asked for replaces what waits, and needs none of its own).
+    WakeAt(Timestamp),
+    /// Nothing to tell (a start within 2 s of the one that holds, a stop
+    /// with nothing to stop, or news that replaced what waits).
+    Nothing,
+}
+
+/// What the other members of a conversation were last told of one
+/// member's typing, and what waits to be told: the rule that they hear
+/// at most one piece of news every [`TYPING_MIN_INTERVAL_MICROS`],
+/// whatever the member sends (a start, a stop, a send), and that the
+/// member's last word still reaches them.
+///
+/// - A start within 2 s of the start the others were told adds nothing
+///   (that one still holds), and takes back a stop that waits (the member
+///   types again).
+/// - A stop ends a start the others were told and that still holds; a
+///   stop of nothing tells nothing, and takes back a start that waits.
+/// - News that comes within 2 s of the last told waits until then; at
+///   most one piece waits (the last), and a start that waits is told
+///   only if it still holds then, with its own expiry.
+///
+/// So a listener never shows "typing" for longer than a start's
+/// [`TYPING_EXPIRES_SECS`], a stop reaches them at most 2 s late, and
+/// any sequence of starts and stops (alternating included) reaches them
+/// as at most one piece of news per 2 s.
+///
+/// ```
+/// use confab_domain::{ContactId, ConversationId, Timestamp, Typing, TypingLine, TypingStep};
+/// use uuid::Uuid;
+///
+/// let (c, who) = (ConversationId::from_uuid(Uuid::from_u128(1)), ContactId::from_uuid(Uuid::from_u128(2)));
+/// let at = |ms: i64| Timestamp::from_micros(1_700_000_000_000_000 + ms * 1_000);
+/// let start = Typing::start(c, who, at(0));
+/// let mut line = TypingLine::told(start);
+/// // A stop 100 ms later waits for its turn, 2 s after the start...
+/// assert_eq!(line.say(Typing::stop(c, who, at(100)), at(100)), TypingStep::WakeAt(at(2_000)));
+/// // ...a start and a stop on top of it add nothing...
+/// assert_eq!(line.say(Typing::start(c, who, at(200)), at(200)), TypingStep::Nothing);
+/// assert_eq!(line.say(Typing::stop(c, who, at(300)), at(300)), TypingStep::Nothing);
+/// // ...and the last word is told when its turn comes.
+/// assert_eq!(line.due(at(2_000)), Some(TypingStep::Tell(Typing::stop(c, who, at(2_000)))));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypingLine {
+    told: Typing,
+    /// When the last news was told.
+    told_at: Timestamp,
+    waiting: Option<Typing>,
+    /// Whether a wake-up is asked for.
+    wake_asked: bool,
+}
+
+impl TypingLine {
+    /// A line whose last news told was `told`, when it was made.
+    pub fn told(told: Typing) -> Self {
+        Self {
+            told,
+            told_at: told.made_at(),
+            waiting: None,
+            wake_asked: false,
+        }
+    }
+
+    /// The last news the others were told.
+    pub fn last_told(&self) -> Typing {
+        self.told
+    }
+
+    /// The news that waits for its turn, if any.
+    pub fn waiting(&self) -> Option<Typing> {
+        self.waiting
+    }
+
+    /// When the next news may be told.
+    pub fn next_turn(&self) -> Timestamp {
+        Timestamp::from_micros(self.told_at.micros() + TYPING_MIN_INTERVAL_MICROS)
+    }
+
+    /// Whether the line can be forgotten at `now`: nothing waits and the
+    /// others are not shown "typing" (a line of news told less than 2 s
+    /// ago is kept, its turn still counts).
+    pub fn is_idle_at(&self, now: Timestamp) -> bool {
+        self.waiting.is_none()
+            && !self.wake_asked
+            && !self.told.holds_at(now)
+            && now >= self.next_turn()
+    }
+
+    /// The member says `news` at `now` (a send says a stop): what to do.
+    pub fn say(&mut self, news: Typing, now: Timestamp) -> TypingStep {
+        match news.state() {
+            TypingState::Start if self.told.renewed_too_soon_at(now) => {
+                self.waiting = None;
+                return TypingStep::Nothing;
+            }
+            TypingState::Stop if !self.told.holds_at(now) => {
+                self.waiting = None;
+                return TypingStep::Nothing;
+            }
+            TypingState::Start | TypingState::Stop => {}
+        }
+        if now >= self.next_turn() && !self.wake_asked {
+            self.tell(news, now);
+            return TypingStep::Tell(news);
+        }
+        self.waiting = Some(news);
+        if self.wake_asked {
+            TypingStep::Nothing
+        } else {
+            self.wake_asked = true;
+            TypingStep::WakeAt(self.next_turn())
+        }
+    }
+
+    /// The wake-up asked for by [`TypingLine::say`] came at `now`: the
+    /// news that waits, told now if it still means something (`Tell`),
+    /// or a later wake-up when its turn moved (news another server
+    /// process told since); `None` when nothing is left to do.
+    pub fn due(&mut self, now: Timestamp) -> Option<TypingStep> {
+        self.wake_asked = false;
+        let waiting = self.waiting?;
+        if now < self.next_turn() {
+            self.wake_asked = true;
+            return Some(TypingStep::WakeAt(self.next_turn()));
+        }
+        self.waiting = None;
+        let news = match waiting.state() {
+            // Told with its own expiry, if it has not passed.
+            TypingState::Start if waiting.holds_at(now) => waiting,
+            TypingState::Stop if self.told.holds_at(now) => {
+                Typing::stop(waiting.conversation_id(), waiting.contact_id(), now)
+            }
+            TypingState::Start | TypingState::Stop => return None,
+        };
+        self.tell(news, now);
+        Some(TypingStep::Tell(news))
+    }
+
+    /// Another server process told `news` (made at its own time): the
+    /// others heard it, so it counts as the last news told.
+    pub fn heard_elsewhere(&mut self, news: Typing) {
+        if news.made_at() >= self.told_at {
+            self.told = news;
+            self.told_at = news.made_at();
+        }
+    }
+
+    fn tell(&mut self, news: Typing, now: Timestamp) {
+        self.told = news;
+        self.told_at = now;
+        self.waiting = None;
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use confab_domain::{
-    Attachment, Contact, ContactId, ConversationView, Event, EventId, EventType, Group, Message,
-    Report, Timestamp,
+    Attachment, Contact, ContactId, Conversation, ConversationView, Event, EventId, EventType,
+    Group, Message, Report, Timestamp,
 };
 use uuid::Uuid;
 
@@ -26,6 +26,11 @@ pub trait PayloadRenderer: Send + Sync {
     /// differently to each member, so the store renders one per recipient
     /// whose view it wrote.
     fn conversation(&self, conversation: &ConversationView) -> String;
+    /// The payload of an event about a change of a group conversation's
+    /// shared state (its pinned message), the same for every member: its
+    /// shared attributes alone, none of a member's own (pin, mute,
+    /// archive, last opened, unread counts), which each member keeps.
+    fn conversation_shared(&self, conversation: &Conversation) -> String;
     /// The payload of an event about `message`: the message as written,
     /// with its reactions and attachments.
     fn message(&self, message: &Message) -> String;

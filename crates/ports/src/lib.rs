@@ -144,7 +144,8 @@ pub trait ContactStore: Send + Sync {
     async fn contact_by_username(&self, username: &str) -> Result<Option<Contact>, StoreError>;
     /// Changes the submitted profile attributes; returns the contact. Writes
     /// the `outbox`'s events (`contact.updated`, payload the contact as
-    /// returned) when the patch is not empty.
+    /// returned) when a submitted value differs from the stored one (the
+    /// same values again write nothing).
     /// # Errors
     /// - MUST return `NotFound` when the contact does not exist.
     async fn update_contact(
@@ -350,10 +351,15 @@ pub trait ConversationStore: Send + Sync {
         outbox: Outbox,
     ) -> Result<ConversationView, StoreError>;
     /// Changes the shared pinned message (if given) and the viewer's own
-    /// state, in one transaction; returns the new view. Writes the
-    /// `outbox`'s events (`conversation.updated`): for the viewer alone, its
-    /// payload the view returned; for every member, each with their own
-    /// view as payload.
+    /// state, in one transaction, each only where it differs from what is
+    /// stored; returns the new view. Writes the `outbox`'s events
+    /// (`conversation.updated`) only when a row changed: for the viewer
+    /// alone, its payload the view returned; for every member of a direct
+    /// conversation, each with their own view as payload; for a group
+    /// conversation's members, one event read by the group whose payload
+    /// is the shared attributes alone
+    /// ([`PayloadRenderer::conversation_shared`]), and the viewer's own
+    /// view beside it for the viewer.
     /// # Errors
     /// - MUST return `NotFound` when it does not exist or viewer is not a member.
     /// - MUST return `Rule(Invalid { field: PinnedMessage, rule:
@@ -655,7 +661,8 @@ pub trait GroupStore: Send + Sync {
         page: Page<GroupId>,
     ) -> Result<Paged<Group>, StoreError>;
     /// Applies `change` in one transaction (contacts added join at `at`,
-    /// after the members already in); returns the group as it is after.
+    /// after the members already in; details written only where they
+    /// differ from the group's); returns the group as it is after.
     /// Writes the `outbox`'s events (`group.updated`, payload the group
     /// returned) when anything changed, for the members after it and, of
     /// the audience's `also`, only those it removed.

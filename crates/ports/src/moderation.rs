@@ -82,12 +82,18 @@ pub trait ModerationStore: Send + Sync {
     /// event. A target is a message (`message_id`), or a contact (no
     /// `message_id`). With a `completion`, stores its response in the
     /// same transaction.
+    ///
+    /// A new report counts against its reporter's `per_hour` new reports
+    /// of the hour it is filed in (`confab_domain::report_hour` of its
+    /// `created_at`; `None`: no limit): past it, `None`, and nothing is
+    /// written. Reports filed at once never pass the limit together.
     async fn file_report(
         &self,
         report: Report,
+        per_hour: Option<u32>,
         outbox: Outbox,
         completion: Option<Completion<Made<Report>>>,
-    ) -> Result<Made<Report>, StoreError>;
+    ) -> Result<Option<Made<Report>>, StoreError>;
     /// The report with this id.
     async fn report(&self, id: ReportId) -> Result<Option<Report>, StoreError>;
     /// A page of the reports `reporter` filed, oldest first (their

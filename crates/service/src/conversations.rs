@@ -158,7 +158,11 @@ impl Confab {
     }
 
     /// Changes the pinned message (shared) and the caller's own pin, mute
-    /// and archive state. Only submitted attributes change.
+    /// and archive state. Only submitted attributes change, and only those
+    /// that differ from what the caller sees: a request that changes
+    /// nothing (the pinned message pinned again, a mute already set)
+    /// answers the conversation as it is, writing nothing and telling
+    /// nobody.
     pub async fn update_conversation(
         &self,
         caller: &Contact,
@@ -177,6 +181,9 @@ impl Confab {
         let pinned = match pinned {
             None => None,
             Some(None) => Some(PinnedMessageChange::Unpin),
+            // The message pinned now is this conversation's: pinning it
+            // again needs no look at it.
+            Some(Some(m)) if view.conversation.pinned_message_id() == Some(m) => None,
             Some(Some(message_id)) => {
                 let not_here =
                     || ServiceError::invalid(Field::PinnedMessage, Rule::OutsideConversation);
@@ -191,13 +198,23 @@ impl Confab {
                 ))
             }
         };
+        let pinned = pinned.filter(|change| change.changes(&view.conversation));
         let patch = MemberStatePatch {
             is_pinned,
             is_muted,
             archived_at,
-        };
+        }
+        .against(&view.state);
         if pinned.is_none() && patch.is_empty() {
             return Ok(view);
+        }
+        // The pinned message is shared: its change reaches the other
+        // member, which a block between the two refuses (one's own pin,
+        // mute and archive stay allowed).
+        if pinned.is_some() && view.conversation.group_id().is_none() {
+            if let Some(blocked) = self.conversation_blocked(caller, id, None).await? {
+                return Err(blocked);
+            }
         }
         // The pinned message is shared: every member hears of its change.
         let events = conversation_updated(

@@ -49,6 +49,11 @@ pub enum ServiceError {
     /// once: this one did not run. One may start when another ends.
     #[error("at most {max} searches at once")]
     TooManySearches { max: u32 },
+    /// A new report, refused: the caller already filed `max` new reports
+    /// this UTC hour, which ends in `retry_after_secs`. Nothing was
+    /// written.
+    #[error("at most {max} new reports an hour")]
+    ReportQuota { max: u32, retry_after_secs: u64 },
     /// An upload passed the largest size allowed, `max` bytes; nothing of
     /// it was kept.
     #[error("the file is larger than {max} bytes")]

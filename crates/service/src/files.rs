@@ -24,6 +24,11 @@ pub const UPLOAD_TTL_SECS: i64 = 24 * 3600;
 pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 25 * 1024 * 1024;
 /// The name of the shared secret that signs file links.
 const FILE_LINK_SECRET: &str = "file_links";
+
+/// Why an uploader who left (or was removed from) the conversation of
+/// their attachment cannot rename it.
+const NOT_A_MEMBER_TO_RENAME: &str =
+    "only a member of its conversation may rename an attachment of it";
 /// Due file deletions handled per sweep call.
 const SWEEP_BATCH: u32 = 100;
 /// An upload looks at the disk's free space again after this many bytes
@@ -315,7 +320,9 @@ impl Confab {
         Ok(attachment)
     }
 
-    /// Renames the caller's attachment.
+    /// Renames the caller's attachment: theirs, and, once attached, only
+    /// while they are a member of its conversation and not in a block with
+    /// its other member.
     pub async fn rename_attachment(
         &self,
         caller: &Contact,
@@ -330,6 +337,26 @@ impl Confab {
         }
         if current.filename == filename {
             return Ok(current);
+        }
+        // An attached file's new name reaches its conversation's members:
+        // only a member may send it there (a removed uploader keeps their
+        // file, not a voice in the conversation), and not across a block,
+        // as for a message's text.
+        if let Some(conversation) = current.conversation_id {
+            let members = self
+                .ports
+                .depth
+                .members_among(conversation, vec![caller.id()])
+                .await?;
+            if !members.contains(&caller.id()) {
+                return Err(ServiceError::Forbidden(NOT_A_MEMBER_TO_RENAME));
+            }
+            if let Some(blocked) = self
+                .conversation_blocked(caller, conversation, None)
+                .await?
+            {
+                return Err(blocked);
+            }
         }
         let now = self.now();
         let events = attachment_changed(

@@ -4,8 +4,8 @@ use std::collections::HashMap;
 
 use confab_domain::{
     check_list, group_created, group_deleted, group_updated, AvatarUrl, Change, Contact, ContactId,
-    Field, Group, GroupDescription, GroupEdit, GroupId, GroupMember, GroupName, GroupRole, Page,
-    Paged,
+    Field, Group, GroupDescription, GroupDetailsPatch, GroupEdit, GroupId, GroupMember, GroupName,
+    GroupRole, Page, Paged,
 };
 use confab_ports::{Completion, GroupChange, NewGroup};
 
@@ -134,10 +134,13 @@ impl Confab {
             self.max_group_members,
         )?;
         let group = self.visible_group(caller, id).await?;
+        let submitted = GroupDetailsPatch {
+            name: update.name,
+            description: update.description,
+            avatar_url: update.avatar_url,
+        };
         let edit = GroupEdit {
-            changes_details: update.name.is_some()
-                || update.description.is_some()
-                || update.avatar_url.is_some(),
+            changes_details: !submitted.is_empty(),
             adds: &update.add_contact_ids,
             removes: &update.remove_contact_ids,
             add_admins: &update.add_admin_ids,
@@ -163,6 +166,19 @@ impl Confab {
             .into_iter()
             .collect();
         group.check_update(caller.id(), &edit, |c| roles.get(&c).copied())?;
+        // A detail given the value it has changes nothing (a rename to the
+        // same name): with no member or admin named either, nothing is
+        // written and nobody hears of it. (Members named are the store's
+        // to judge: one already in, or not in, is skipped there.)
+        let details = submitted.against(&group);
+        if details.is_empty()
+            && edit.adds.is_empty()
+            && edit.removes.is_empty()
+            && edit.add_admins.is_empty()
+            && edit.remove_admins.is_empty()
+        {
+            return Ok(group);
+        }
         // Nobody is added by someone they blocked.
         self.check_not_blocked_by_any(caller.id(), edit.adds, Field::AddedMembers)
             .await?;
@@ -176,9 +192,9 @@ impl Confab {
             &update.remove_contact_ids,
         );
         let change = GroupChange {
-            name: update.name,
-            description: update.description,
-            avatar_url: update.avatar_url,
+            name: details.name,
+            description: details.description,
+            avatar_url: details.avatar_url,
             add: update.add_contact_ids,
             remove: update.remove_contact_ids,
             add_admins: update.add_admin_ids,

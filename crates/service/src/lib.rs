@@ -199,6 +199,9 @@ pub struct Confab {
     /// The searches each contact runs now, and how many it may (see
     /// [`Confab::with_max_searches_per_contact`]).
     searches: Arc<search::SearchSlots>,
+    /// New reports a contact may file an hour; `None`: no limit (see
+    /// [`Confab::with_report_quota`]).
+    reports_per_hour: Option<u32>,
 }
 
 /// Builds the storage ports on handles of the store that share a budget.
@@ -220,6 +223,7 @@ impl Confab {
             budgeted: None,
             typing_board: Arc::default(),
             searches: Arc::new(search::SearchSlots::new(DEFAULT_SEARCHES_PER_CONTACT)),
+            reports_per_hour: Some(confab_domain::DEFAULT_REPORTS_PER_HOUR),
         }
     }
 
@@ -295,6 +299,15 @@ impl Confab {
     #[must_use]
     pub fn with_idempotency_quota(mut self, keys_per_day: u32) -> Self {
         self.keys_per_day = (keys_per_day > 0).then_some(keys_per_day);
+        self
+    }
+
+    /// At most `per_hour` new reports per contact and UTC hour, all its
+    /// tokens together (`CONFAB_REPORTS_PER_HOUR`); one more is
+    /// [`ServiceError::ReportQuota`], and writes nothing. 0: no limit.
+    #[must_use]
+    pub fn with_report_quota(mut self, per_hour: u32) -> Self {
+        self.reports_per_hour = (per_hour > 0).then_some(per_hour);
         self
     }
 

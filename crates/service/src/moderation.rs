@@ -4,9 +4,9 @@
 //! messages). Group roles themselves are the groups' use cases'.
 
 use confab_domain::{
-    check_other_contact, report_created, Block, Change, Contact, ContactId, ConversationId,
-    DomainError, Field, Message, NewReport, Page, Paged, Report, ReportId, ReportStatus,
-    ReportTarget,
+    check_other_contact, report_created, secs_to_next_report_hour, Block, Change, Contact,
+    ContactId, ConversationId, DomainError, Field, Message, NewReport, Page, Paged, Report,
+    ReportId, ReportStatus, ReportTarget,
 };
 use confab_ports::{Completion, Made, StoreError};
 
@@ -161,6 +161,9 @@ impl Confab {
 
     /// Files a report of a message the caller can see or of a contact:
     /// new (`created`), or the caller's open report of the same target.
+    /// A new one past the caller's reports of the hour
+    /// ([`Confab::with_report_quota`]) is `ReportQuota`, and nothing is
+    /// written.
     pub async fn file_report(
         &self,
         caller: &Contact,
@@ -204,8 +207,17 @@ impl Confab {
         let made = self
             .ports
             .moderation
-            .file_report(filed, self.outbox(events), completion)
-            .await?;
+            .file_report(
+                filed,
+                self.reports_per_hour,
+                self.outbox(events),
+                completion,
+            )
+            .await?
+            .ok_or(ServiceError::ReportQuota {
+                max: self.reports_per_hour.unwrap_or(0),
+                retry_after_secs: secs_to_next_report_hour(now),
+            })?;
         if made.created {
             self.committed();
         }

@@ -1,24 +1,32 @@
 //! Typing (API.md section 16): a member says they are typing; the other
 //! members connected now hear it, through each server process's hub.
 //!
-//! Nothing is stored. Each process keeps a board of the starts that still
-//! hold, its own and those the other processes relayed, so that every
-//! process drops a start made too soon after the last (whichever process
-//! took it), turns a stop or a send into news only when a start holds,
-//! and forgets a start once it expires. The board holds at most the starts
-//! of the last [`TYPING_EXPIRES_SECS`], and is pruned as it grows.
+//! Nothing is stored. Each process keeps a board of lines, one per member
+//! typing in a conversation ([`TypingLine`]: what the others were last told
+//! and what waits for its turn), its own and those the other processes
+//! relayed, so that every process tells at most one piece of news per
+//! member and conversation every 2 s whatever the member sends (starts,
+//! stops, sends, in any order), and tells the last word when its turn
+//! comes: the hub asks for the news that waits ([`Confab::typing_wake`])
+//! when [`Confab::typing_next_wake`] says. The board holds only lines that
+//! still mean something, and is pruned as it grows.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use confab_domain::{Contact, ContactId, ConversationId, Timestamp, Typing, TypingState};
+use confab_domain::{
+    Contact, ContactId, ConversationId, Timestamp, Typing, TypingLine, TypingState, TypingStep,
+};
 
 use crate::{Confab, ServiceError};
 
-/// Starts the board holds before its first pruning.
+/// Lines the board holds before its first pruning.
 const PRUNE_FROM: usize = 1024;
 
-/// The starts that still hold, by conversation and contact.
+type Key = (ConversationId, ContactId);
+
+/// Each member's line in each conversation, and the wake-ups they asked
+/// for.
 #[derive(Debug)]
 pub(crate) struct TypingBoard {
     state: Mutex<Board>,
@@ -26,8 +34,10 @@ pub(crate) struct TypingBoard {
 
 #[derive(Debug)]
 struct Board {
-    held: HashMap<(ConversationId, ContactId), Typing>,
-    /// The size at which expired starts are dropped next.
+    lines: HashMap<Key, TypingLine>,
+    /// When a line's waiting news may be told, earliest first.
+    wakes: BTreeSet<(Timestamp, ConversationId, ContactId)>,
+    /// The size at which idle lines are dropped next.
     prune_at: usize,
 }
 
@@ -35,7 +45,8 @@ impl Default for TypingBoard {
     fn default() -> Self {
         Self {
             state: Mutex::new(Board {
-                held: HashMap::new(),
+                lines: HashMap::new(),
+                wakes: BTreeSet::new(),
                 prune_at: PRUNE_FROM,
             }),
         }
@@ -48,71 +59,116 @@ impl TypingBoard {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records `start` (made at `now`) unless a start of the same contact
-    /// in the same conversation was made too recently: whether it counts.
-    pub(crate) fn start(&self, start: Typing, now: Timestamp) -> bool {
-        let key = (start.conversation_id(), start.contact_id());
-        let mut board = self.lock();
-        if board
-            .held
-            .get(&key)
-            .is_some_and(|held| held.renewed_too_soon_at(now))
-        {
-            return false;
+    /// What `news` (made at `now`) would do, without doing it.
+    fn peek(&self, news: Typing, now: Timestamp) -> TypingStep {
+        let key = (news.conversation_id(), news.contact_id());
+        match self.lock().lines.get(&key) {
+            Some(line) => {
+                let mut line = *line;
+                line.say(news, now)
+            }
+            None if news.state() == TypingState::Start => TypingStep::Tell(news),
+            None => TypingStep::Nothing,
         }
-        board.held.insert(key, start);
+    }
+
+    /// `news` said at `now`: the news to tell now, if any (a wake-up
+    /// asked for is kept on the board).
+    pub(crate) fn say(&self, news: Typing, now: Timestamp) -> Option<Typing> {
+        let key = (news.conversation_id(), news.contact_id());
+        let mut board = self.lock();
+        let step = match board.lines.get_mut(&key) {
+            Some(line) => line.say(news, now),
+            None if news.state() == TypingState::Start => {
+                board.lines.insert(key, TypingLine::told(news));
+                TypingStep::Tell(news)
+            }
+            None => TypingStep::Nothing,
+        };
+        let told = board.apply(key, step);
         board.prune(now);
-        true
+        told
     }
 
-    /// Forgets the start of `contact` in `conversation`: whether one held
-    /// at `now`.
-    fn end(&self, conversation: ConversationId, contact: ContactId, now: Timestamp) -> bool {
-        self.lock()
-            .held
-            .remove(&(conversation, contact))
-            .is_some_and(|held| held.holds_at(now))
+    /// Forgets the line of `contact` in `conversation`.
+    fn forget(&self, conversation: ConversationId, contact: ContactId) {
+        self.lock().lines.remove(&(conversation, contact));
     }
 
-    /// Another process's news.
+    /// The earliest wake-up asked for.
+    fn next_wake(&self) -> Option<Timestamp> {
+        self.lock().wakes.first().map(|w| w.0)
+    }
+
+    /// The news whose turn has come at `now`.
+    fn wake(&self, now: Timestamp) -> Vec<Typing> {
+        let mut board = self.lock();
+        let mut told = Vec::new();
+        while let Some(&(at, conversation, contact)) = board.wakes.first() {
+            if at > now {
+                break;
+            }
+            board.wakes.pop_first();
+            let key = (conversation, contact);
+            let step = board.lines.get_mut(&key).and_then(|line| line.due(now));
+            if let Some(news) = step.and_then(|step| board.apply(key, step)) {
+                told.push(news);
+            }
+        }
+        told
+    }
+
+    /// Another process's news: it was told there.
     fn record(&self, news: Typing, now: Timestamp) {
         let key = (news.conversation_id(), news.contact_id());
         let mut board = self.lock();
-        match news.state() {
-            TypingState::Start if news.holds_at(now) => {
-                board.held.insert(key, news);
+        match board.lines.get_mut(&key) {
+            Some(line) => line.heard_elsewhere(news),
+            None if news.holds_at(now) => {
+                board.lines.insert(key, TypingLine::told(news));
                 board.prune(now);
             }
-            TypingState::Start => {}
-            TypingState::Stop => {
-                board.held.remove(&key);
-            }
+            None => {}
         }
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.lock().held.len()
+        self.lock().lines.len()
     }
 }
 
 impl Board {
-    /// Drops the expired starts once the board has grown to `prune_at`;
-    /// the next pruning waits until it holds twice what is left (at least
-    /// [`PRUNE_FROM`]), so pruning costs O(1) per start on average.
+    /// Keeps the wake-up `step` asks for: the news it tells now, if any.
+    fn apply(&mut self, key: Key, step: TypingStep) -> Option<Typing> {
+        match step {
+            TypingStep::Tell(news) => Some(news),
+            TypingStep::WakeAt(at) => {
+                self.wakes.insert((at, key.0, key.1));
+                None
+            }
+            TypingStep::Nothing => None,
+        }
+    }
+
+    /// Drops the idle lines once the board has grown to `prune_at`; the
+    /// next pruning waits until it holds twice what is left (at least
+    /// [`PRUNE_FROM`]), so pruning costs O(1) per line on average.
     fn prune(&mut self, now: Timestamp) {
-        if self.held.len() < self.prune_at {
+        if self.lines.len() < self.prune_at {
             return;
         }
-        self.held.retain(|_, held| held.holds_at(now));
-        self.prune_at = (self.held.len() * 2).max(PRUNE_FROM);
+        self.lines.retain(|_, line| !line.is_idle_at(now));
+        self.prune_at = (self.lines.len() * 2).max(PRUNE_FROM);
     }
 }
 
 impl Confab {
     /// `caller` started or stopped typing in `conversation`: the other
-    /// members connected now hear it, unless it adds nothing (a start too
-    /// soon after the last, a stop with no start holding).
+    /// members connected now hear it, at most once every 2 s (news that
+    /// comes sooner waits its turn, see [`TypingLine`]), unless it adds
+    /// nothing (a start too soon after the last, a stop with no start
+    /// holding).
     ///
     /// # Errors
     ///
@@ -136,39 +192,61 @@ impl Confab {
         }
         let now = self.now();
         let news = match state {
-            TypingState::Start => {
-                let start = Typing::start(conversation, caller.id(), now);
-                if !self.typing_board.start(start, now) {
-                    return Ok(());
-                }
-                start
-            }
-            TypingState::Stop => {
-                if !self.typing_board.end(conversation, caller.id(), now) {
-                    return Ok(());
-                }
-                Typing::stop(conversation, caller.id(), now)
-            }
+            TypingState::Start => Typing::start(conversation, caller.id(), now),
+            TypingState::Stop => Typing::stop(conversation, caller.id(), now),
         };
-        if let Some(blocked) = self
-            .conversation_blocked(caller, conversation, None)
-            .await?
-        {
-            self.typing_board.end(conversation, caller.id(), now);
-            return Err(blocked);
+        // Only news that reaches the others (now or in its turn) asks
+        // about blocks: what adds nothing costs nothing more.
+        if self.typing_board.peek(news, now) != TypingStep::Nothing {
+            if let Some(blocked) = self
+                .conversation_blocked(caller, conversation, None)
+                .await?
+            {
+                self.typing_board.forget(conversation, caller.id());
+                return Err(blocked);
+            }
         }
-        self.ports.typing.publish(news);
+        if let Some(told) = self.typing_board.say(news, now) {
+            self.ports.typing.publish(told);
+        }
         Ok(())
     }
 
     /// After `sender` sent a message in `conversation`: a start of theirs
-    /// that still holds ends (the other members hear a stop).
+    /// that still holds ends (the other members hear a stop, in its turn).
     pub(crate) fn typing_ended_by_send(&self, sender: ContactId, conversation: ConversationId) {
         let now = self.now();
-        if self.typing_board.end(conversation, sender, now) {
-            self.ports
-                .typing
-                .publish(Typing::stop(conversation, sender, now));
+        if let Some(told) = self
+            .typing_board
+            .say(Typing::stop(conversation, sender, now), now)
+        {
+            self.ports.typing.publish(told);
+        }
+    }
+
+    /// When the next typing news that waits for its turn may be told
+    /// (ask [`Confab::typing_wake`] then); `None` when none waits.
+    pub fn typing_next_wake(&self) -> Option<Timestamp> {
+        self.typing_board.next_wake()
+    }
+
+    /// How long to wait, by the service's clock, before
+    /// [`Confab::typing_wake`] may have news to tell: until
+    /// [`Confab::typing_next_wake`] (zero when it is due), at most `max`
+    /// (a waiter learns of wake-ups asked for since at the latest then).
+    pub fn typing_wait(&self, max: std::time::Duration) -> std::time::Duration {
+        let now = self.now().micros();
+        self.typing_next_wake().map_or(max, |at| {
+            let micros = at.micros().saturating_sub(now).max(0).unsigned_abs();
+            std::time::Duration::from_micros(micros).min(max)
+        })
+    }
+
+    /// Tells the typing news whose turn has come (through the relay, like
+    /// any news): for the event hub, at [`Confab::typing_next_wake`].
+    pub fn typing_wake(&self) {
+        for news in self.typing_board.wake(self.now()) {
+            self.ports.typing.publish(news);
         }
     }
 

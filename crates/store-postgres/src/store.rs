@@ -578,6 +578,17 @@ impl SqlBackend for PgStore {
         format!("(SELECT CAST(value AS uuid) AS id FROM json_array_elements_text(CAST({array} AS json)))")
     }
 
+    fn json_mark_deleted(doc: &str, key: &str, id: &str) -> String {
+        format!(
+            "CAST(jsonb_set(CAST({doc} AS jsonb), '{{{key}}}', COALESCE(( \
+                 SELECT jsonb_agg(CASE WHEN x.e ->> 'id' = {id} \
+                     THEN jsonb_build_object('id', x.e -> 'id', 'deleted', true) \
+                     ELSE x.e END ORDER BY x.n) \
+                 FROM jsonb_array_elements(CAST({doc} AS jsonb) -> '{key}') \
+                     WITH ORDINALITY AS x(e, n)), '[]'::jsonb)) AS TEXT)"
+        )
+    }
+
     /// The function of migration `quote_function`, whose plan PostgreSQL
     /// keeps for the session, instead of a join in every page's plan, set
     /// up on every execution (and planned on every execution behind a

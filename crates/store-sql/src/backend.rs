@@ -93,6 +93,13 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// set to `value` (an SQL expression of JSON text), as text.
     fn json_set_key(doc: &str, key: &str, value: &str) -> String;
 
+    /// An SQL expression: the JSON object `doc` (text) with each object of
+    /// its array `key` whose `"id"` is `id` (an SQL expression of text)
+    /// replaced by `{"id": <id>, "deleted": true}`, the others left as they
+    /// are and in their order, as text. How a deleted attachment leaves the
+    /// earlier payloads of its message.
+    fn json_mark_deleted(doc: &str, key: &str, id: &str) -> String;
+
     /// Whether the database runs several writes as one data-modifying `WITH`
     /// statement (PostgreSQL), so that a send is one round trip inside its
     /// transaction (`queries/messages.rs`).

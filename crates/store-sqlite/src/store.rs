@@ -358,6 +358,16 @@ impl SqlBackend for SqliteStore {
         format!("(SELECT value AS id FROM json_each({array}))")
     }
 
+    fn json_mark_deleted(doc: &str, key: &str, id: &str) -> String {
+        format!(
+            "json_set({doc}, '$.{key}', json((SELECT json_group_array(\
+                 CASE WHEN json_extract(x.value, '$.id') = {id} \
+                 THEN json_object('id', json_extract(x.value, '$.id'), 'deleted', json('true')) \
+                 ELSE json(x.value) END ORDER BY x.key) \
+             FROM json_each({doc}, '$.{key}') AS x)))"
+        )
+    }
+
     fn search_recent(
         conn: &mut SqliteConnection,
         scope: &confab_store_sql::search::SearchScope,

@@ -31,3 +31,4 @@ mod token_cache;
 mod unread;
 mod upload_limits;
 mod wire;
+mod writes;

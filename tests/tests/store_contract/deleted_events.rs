@@ -8,9 +8,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use confab_domain::{
-    conversation_created, conversation_deleted, conversation_opened, conversation_updated,
-    group_deleted, message_deleted, message_sent, message_updated, Contact, Conversation,
-    ConversationId, EventId, EventType, MemberStatePatch, PinnedMessageChange,
+    attachment_changed, conversation_created, conversation_deleted, conversation_opened,
+    conversation_updated, group_deleted, message_deleted, message_sent, message_updated, Contact,
+    Conversation, ConversationId, EventId, EventType, MemberStatePatch, PinnedMessageChange,
 };
 use confab_ports::FanOutLimits;
 
@@ -383,8 +383,63 @@ async fn a_deleted_groups_conversations_leave_their_events(s: S) {
     assert!(after.iter().any(|(_, _, p)| p.contains("a direct word")));
 }
 
+async fn a_deleted_attachment_leaves_its_messages_earlier_events(s: S) {
+    let ev = Events::all_committing();
+    let alice = contact(&s, "alice").await;
+    let bob = contact(&s, "bob").await;
+    let c = direct(&s, &alice, &bob, at(1)).await;
+    let mut m = new_message(&c, &alice, "two files", at(2));
+    m.attachments = vec![attachment(7), attachment(8)];
+    let gone = m.attachments[0].id();
+    let gone_url = link_url(&m.attachments[0]);
+    let e = message_sent(by(&alice, at(2)), ids(), m.id, c.id());
+    let m = s.append_message(m, ev.out(e), None).await.expect("send");
+    let mut edit = change(&alice, at(3));
+    edit.text = Some(text("two files, see"));
+    let e = message_updated(by(&alice, at(3)), ids(), m.id(), c.id(), &[]);
+    s.update_message(m.id(), edit, ev.out(e))
+        .await
+        .expect("edit");
+    let before = every_payload(&s, &ev, &[&alice, &bob]).await;
+    assert!(before.iter().any(|(_, _, p)| p.contains("file7")));
+
+    let current = s
+        .attachment(gone)
+        .await
+        .expect("read")
+        .expect("the attachment");
+    let e = attachment_changed(
+        by(&alice, at(4)),
+        ids(),
+        EventType::AttachmentDeleted,
+        &current,
+    );
+    s.delete_attachment(gone, alice.id(), ev.out(e))
+        .await
+        .expect("delete");
+
+    let after = every_payload(&s, &ev, &[&alice, &bob]).await;
+    assert_gone(&after, &["file7", &gone_url]);
+    let of_message: Vec<serde_json::Value> = after
+        .iter()
+        .filter(|(_, k, _)| matches!(k, EventType::MessageCreated | EventType::MessageUpdated))
+        .map(|(_, _, p)| serde_json::from_str(p).expect("json"))
+        .collect();
+    assert!(!of_message.is_empty());
+    for p in of_message {
+        assert_eq!(
+            p["attachments"][0],
+            serde_json::json!({"id": gone.to_string(), "deleted": true}),
+            "{p}"
+        );
+        assert_eq!(p["attachments"][1]["filename"], "file8.txt", "{p}");
+        assert_eq!(p["id"], m.id().to_string(), "the message stays: {p}");
+    }
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_store;
+    a_deleted_attachment_leaves_its_messages_earlier_events,
     a_deleted_messages_earlier_events_keep_only_its_id,
     a_deleted_conversations_earlier_events_keep_only_ids,
     a_deleted_groups_conversations_leave_their_events,

@@ -28,3 +28,4 @@ mod support;
 mod tokens;
 mod unread;
 mod webhooks;
+mod writes;

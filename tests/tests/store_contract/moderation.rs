@@ -163,15 +163,17 @@ async fn a_reporter_has_one_open_report_of_a_target(s: S) {
         .expect("send");
 
     let first = s
-        .file_report(report(&alice, &bob, 10), no_events(), None)
+        .file_report(report(&alice, &bob, 10), None, no_events(), None)
         .await
-        .expect("file");
+        .expect("file")
+        .expect("no limit");
     assert!(first.created);
     // The same target again: the first, unchanged.
     let again = s
-        .file_report(report(&alice, &bob, 11), no_events(), None)
+        .file_report(report(&alice, &bob, 11), None, no_events(), None)
         .await
-        .expect("again");
+        .expect("again")
+        .expect("no limit");
     assert!(!again.created);
     assert_eq!(again.item, first.item);
     // The message is another target; another reporter, another report.
@@ -180,15 +182,17 @@ async fn a_reporter_has_one_open_report_of_a_target(s: S) {
         ..report(&alice, &bob, 12)
     };
     assert!(
-        s.file_report(of_message, no_events(), None)
+        s.file_report(of_message, None, no_events(), None)
             .await
             .expect("message")
+            .expect("no limit")
             .created
     );
     assert!(
-        s.file_report(report(&carol, &bob, 13), no_events(), None)
+        s.file_report(report(&carol, &bob, 13), None, no_events(), None)
             .await
             .expect("carol")
+            .expect("no limit")
             .created
     );
 
@@ -243,9 +247,10 @@ async fn a_reporter_has_one_open_report_of_a_target(s: S) {
 
     // Closed, the target may be reported again.
     let anew = s
-        .file_report(report(&alice, &bob, 30), no_events(), None)
+        .file_report(report(&alice, &bob, 30), None, no_events(), None)
         .await
-        .expect("anew");
+        .expect("anew")
+        .expect("no limit");
     assert!(anew.created);
     assert_ne!(anew.item.id, first.item.id);
     // Reopening the first now would make two open ones: refused.

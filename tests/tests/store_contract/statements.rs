@@ -374,6 +374,12 @@ mod per_endpoint {
         )
         .await;
         rows.push(("PUT /v1/conversations/:id (pinned_message_id)", n));
+        let (n, _) = cost(
+            &count,
+            svc.update_conversation(&alice, conv.id(), Some(Some(sent.id())), None, None, None),
+        )
+        .await;
+        rows.push(("PUT /v1/conversations/:id (the same pinned_message_id)", n));
 
         let (n, p) = cost(
             &count,
@@ -514,6 +520,33 @@ mod per_endpoint {
         )
         .await;
         rows.push(("POST /v1/messages (group)", n));
+        let team_message = team.as_ref().expect("group message").id();
+        let (n, _) = cost(
+            &count,
+            svc.update_conversation(
+                &carol,
+                group_conv.id(),
+                Some(Some(team_message)),
+                None,
+                None,
+                None,
+            ),
+        )
+        .await;
+        rows.push(("PUT /v1/conversations/:id (pinned_message_id, group)", n));
+        let (n, _) = cost(
+            &count,
+            svc.update_group(
+                &alice,
+                g.id(),
+                GroupUpdate {
+                    name: Some(GroupName::new("Team".into()).expect("name")),
+                    ..Default::default()
+                },
+            ),
+        )
+        .await;
+        rows.push(("PUT /v1/groups/:id (the same name)", n));
         let (n, _) = cost(
             &count,
             svc.list_messages(&carol, Some(group_conv.id()).into(), page(10, None)),
@@ -594,7 +627,8 @@ mod per_endpoint {
 /// of events and recipients. Two writes cost more: opening a conversation
 /// that marks messages read loads those messages for their
 /// `message.updated` payloads (+1, so 6 -> 9), and a pinned-message change
-/// loads every member's own view of the conversation (+1, so 8 -> 11).
+/// of a direct conversation loads its two members' own views of it (+1, so
+/// 8 -> 11; a group's carries the shared attributes alone).
 ///
 /// A message is read whole in one statement: its sender, reactions (with
 /// their reactors' usernames) and attachments come with it, as columns of
@@ -660,7 +694,15 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("POST /v1/messages (Idempotency-Key: claim a new key)", 1, 6),
     ("POST /v1/messages (Idempotency-Key: the send)", 1, 9),
     ("POST /v1/messages (Idempotency-Key: a replay)", 3, 7),
-    ("PUT /v1/conversations/:id (pinned_message_id)", 12, 12),
+    // A direct conversation's pin reaches the other member: whether the two
+    // are in a block first (+1).
+    ("PUT /v1/conversations/:id (pinned_message_id)", 13, 13),
+    // Changes nothing: the conversation as the caller sees it, no more.
+    (
+        "PUT /v1/conversations/:id (the same pinned_message_id)",
+        1,
+        1,
+    ),
     ("GET /v1/messages?conversation_id=", 1, 1),
     ("GET /v1/messages (all conversations)", 1, 1),
     ("GET /v1/messages?conversation_id=&starting_after=", 1, 1),
@@ -689,6 +731,16 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     // blocked the caller: two statements, whatever the lists' length.
     ("PUT /v1/groups/:id (add_contact_ids)", 19, 21),
     ("POST /v1/messages (group)", 1, 8),
+    // A group's pin: its row, one event read by the group and the actor's
+    // own view beside it, whatever the group's size; no block to ask of.
+    (
+        "PUT /v1/conversations/:id (pinned_message_id, group)",
+        11,
+        11,
+    ),
+    // Changes nothing: the group and the caller's right to change it, no
+    // write.
+    ("PUT /v1/groups/:id (the same name)", 4, 4),
     ("GET /v1/messages?conversation_id= (group)", 1, 1),
     // The quoted message and the thread's first message read, and the
     // caller's and the mentioned's membership in one statement (3); then

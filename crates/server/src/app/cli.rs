@@ -402,6 +402,7 @@ async fn serve(
     tracing::info!(storage = %files.describe(), "uploaded files are kept here");
     let service = service
         .with_idempotency_quota(settings.idempotency_keys_per_day)
+        .with_report_quota(settings.reports_per_hour)
         .with_max_group_members(settings.max_group_members)
         .with_max_searches_per_contact(settings.search.max_searches_per_contact)
         .with_files(std::sync::Arc::new(files), settings.max_upload_bytes)

@@ -444,6 +444,18 @@ pub struct Settings {
     )]
     pub idempotency_keys_per_day: u32,
 
+    /// New reports (`POST /v1/reports`) one contact may file in a UTC
+    /// hour, all its tokens together; one more is 429 `report_quota` (0:
+    /// no limit).
+    #[arg(
+        long,
+        env = "CONFAB_REPORTS_PER_HOUR",
+        default_value_t = confab_domain::DEFAULT_REPORTS_PER_HOUR,
+        value_name = "N",
+        value_parser = limit_parser("CONFAB_REPORTS_PER_HOUR")
+    )]
+    pub reports_per_hour: u32,
+
     /// The most members a group may have (API.md section 13); a create or
     /// an update past it is 400 naming the list.
     #[arg(

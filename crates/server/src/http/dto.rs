@@ -12,7 +12,7 @@
 //! descriptions in the OpenAPI document: what a reader of the code alone
 //! needs is in `//` comments.
 
-use confab_domain::{ConversationView, Timestamp};
+use confab_domain::{Conversation, ConversationView, Timestamp};
 use serde::Serialize;
 use utoipa::openapi::schema::{
     AdditionalProperties, ArrayBuilder, KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type,
@@ -252,6 +252,38 @@ impl From<&ConversationView> for ConversationDto {
             archived_at: opt_secs(v.state.archived_at),
             unread_count: v.state.unread_count,
             unread_mention_count: v.state.unread_mention_count,
+        }
+    }
+}
+
+/// A group conversation's shared attributes alone: the payload of the
+/// `conversation.updated` of a change every member shares (its pinned
+/// message), the same for all of them. A member's own attributes
+/// (`is_pinned`, `is_muted`, `archived_at`, `last_opened_at`,
+/// `unread_count`, `unread_mention_count`) are not in it: each member's
+/// stay as they were. (Event payloads are not in the OpenAPI document.)
+#[derive(Debug, Serialize)]
+pub struct SharedConversationDto {
+    pub id: String,
+    /// Null: a group conversation's.
+    pub contact_id: Option<String>,
+    pub group_id: Option<String>,
+    pub pinned_message_id: Option<String>,
+    pub last_active_at: Option<i64>,
+    pub created_at: i64,
+}
+
+impl From<&Conversation> for SharedConversationDto {
+    fn from(c: &Conversation) -> Self {
+        Self {
+            id: c.id().to_string(),
+            // The other member is a direct conversation's, and differs by
+            // member: never shared.
+            contact_id: None,
+            group_id: c.group_id().map(|id| id.to_string()),
+            pinned_message_id: c.pinned_message_id().map(|id| id.to_string()),
+            last_active_at: opt_secs(c.last_active_at()),
+            created_at: secs(c.created_at()),
         }
     }
 }

@@ -30,6 +30,9 @@ pub struct ApiError {
     /// For 5xx: the cause with its chain of sources, for the request's log
     /// line only (never in the body).
     cause: Option<String>,
+    /// `Retry-After`, in seconds, for a refusal that ends at a known time
+    /// (32 bits: this type stays small enough to return by value).
+    retry_after: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -64,6 +67,7 @@ pub const CODES: &[&str] = &[
     "too_many_searches",
     "contact_blocked",
     "idempotency_quota",
+    "report_quota",
     "request_timeout",
     "range_not_satisfiable",
     "internal_error",
@@ -122,6 +126,7 @@ impl ApiError {
             allow: None,
             retry_after: None,
             cause: None,
+            retry_after: None,
         }
     }
 
@@ -426,6 +431,18 @@ impl ApiError {
         .with_param(IDEMPOTENCY_KEY)
     }
 
+    /// 429: the caller filed as many new reports this hour as a contact
+    /// may; `Retry-After` says when the next hour starts.
+    pub fn report_quota(max: u32, retry_after_secs: u64) -> Self {
+        let mut error = Self::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "report_quota",
+            format!("at most {max} new reports an hour: retry in {retry_after_secs} s"),
+        );
+        error.retry_after = Some(u32::try_from(retry_after_secs).unwrap_or(u32::MAX));
+        error
+    }
+
     /// 408: the request body did not arrive in time.
     pub fn request_timeout() -> Self {
         Self::new(
@@ -627,6 +644,10 @@ impl From<ServiceError> for ApiError {
                 max,
                 retry_after_secs,
             } => Self::idempotency_quota(max, retry_after_secs),
+            ServiceError::ReportQuota {
+                max,
+                retry_after_secs,
+            } => Self::report_quota(max, retry_after_secs),
             e @ ServiceError::Unavailable(_) => Self::unavailable(&e),
             e @ ServiceError::Internal { .. } => Self::internal_error(&e),
         }

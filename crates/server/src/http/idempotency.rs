@@ -184,11 +184,15 @@ where
         Err(ServiceError::IdempotencyInFlight) => Err(ApiError::idempotency_in_flight()),
         Err(e) => {
             let error = ApiError::from(e);
-            if error.status_code().is_server_error() {
-                // A failure (5xx: nothing was written) frees the key so that
-                // a retry runs again. In the background: the database may be
-                // what failed, and the answer must not wait on it a second
-                // time (the lease frees the key if this cannot).
+            if error.status_code().is_server_error()
+                || error.status_code() == StatusCode::TOO_MANY_REQUESTS
+            {
+                // A failure (5xx: nothing was written), or a quota that
+                // refused the write (429: a retry later may run), frees the
+                // key so that a retry runs again. In the background: the
+                // database may be what failed, and the answer must not wait
+                // on it a second time (the lease frees the key if this
+                // cannot).
                 let service = service.clone();
                 tokio::spawn(async move { service.end_idempotent(claim, None).await });
             } else {

@@ -6,13 +6,13 @@
 use std::sync::{Mutex, PoisonError};
 
 use confab_domain::{
-    Attachment, Contact, ConversationView, Group, Message, MessageId, Report, Viewer,
+    Attachment, Contact, Conversation, ConversationView, Group, Message, MessageId, Report, Viewer,
 };
 use confab_service::PayloadRenderer;
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::http::dto::ConversationDto;
+use crate::http::dto::{ConversationDto, SharedConversationDto};
 use crate::http::wire::{self, FileLinks};
 
 /// Renders payloads as the JSON the API answers with, uploads' links made
@@ -49,6 +49,12 @@ impl PayloadRenderer for WirePayloads {
 
     fn conversation(&self, conversation: &ConversationView) -> String {
         payload(serde_json::to_vec(&ConversationDto::from(conversation)))
+    }
+
+    fn conversation_shared(&self, conversation: &Conversation) -> String {
+        payload(serde_json::to_vec(&SharedConversationDto::from(
+            conversation,
+        )))
     }
 
     fn message(&self, message: &Message) -> String {
@@ -163,6 +169,10 @@ impl PayloadRenderer for RenderedOnce {
 
     fn conversation(&self, conversation: &ConversationView) -> String {
         self.payloads.conversation(conversation)
+    }
+
+    fn conversation_shared(&self, conversation: &Conversation) -> String {
+        self.payloads.conversation_shared(conversation)
     }
 
     fn message(&self, message: &Message) -> String {

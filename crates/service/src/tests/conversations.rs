@@ -1,6 +1,6 @@
 //! Conversations: creating, updating and deleting them, direct or of a
 //! group.
-use confab_domain::{Field, Rule};
+use confab_domain::{Field, MemberStatePatch, Rule};
 
 use crate::{ConversationTarget, ServiceError};
 
@@ -117,6 +117,132 @@ async fn per_member_changes_go_to_the_store_for_the_caller() {
         .update_conversation(&bob(), conv_id(), None, None, Some(true), None)
         .await
         .is_ok());
+}
+
+/// `view(of)` with `msg_id()` pinned and the viewer's own state `state`.
+fn pinned_view(of: &Contact, state: MemberState) -> ConversationView {
+    let pinned = Conversation::new(confab_domain::ConversationParts {
+        pinned_message_id: Some(msg_id()),
+        ..direct().into_parts()
+    })
+    .expect("valid");
+    ConversationView {
+        conversation: pinned,
+        viewer: of.id(),
+        state,
+    }
+}
+
+#[tokio::test]
+async fn a_change_to_what_is_already_set_writes_nothing() {
+    let state = MemberState {
+        is_pinned: true,
+        is_muted: true,
+        archived_at: Some(Timestamp::from_secs(NOW - 10)),
+        ..MemberState::default()
+    };
+    let mut m = Mocks::new();
+    let v = pinned_view(&bob(), state);
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    // Nothing is read of the pinned message, nothing written, no event.
+    m.messages.expect_message_for().never();
+    m.conversations.expect_update_conversation().never();
+    let mut signal = MockEventSignal::new();
+    signal.expect_committed().never();
+    m.signal = Some(signal);
+    let svc = m.service();
+    for (pinned, is_pinned, is_muted, archived_at) in [
+        (Some(Some(msg_id())), None, None, None),
+        (None, Some(true), Some(true), None),
+        (None, None, None, Some(Some(Timestamp::from_secs(NOW - 10)))),
+        (
+            Some(Some(msg_id())),
+            Some(true),
+            Some(true),
+            Some(Some(Timestamp::from_secs(NOW - 10))),
+        ),
+    ] {
+        let answer = svc
+            .update_conversation(&bob(), conv_id(), pinned, is_pinned, is_muted, archived_at)
+            .await
+            .expect("200");
+        assert_eq!(answer, pinned_view(&bob(), state));
+    }
+}
+
+#[tokio::test]
+async fn only_what_changes_goes_to_the_store() {
+    let mut m = Mocks::new();
+    let state = MemberState {
+        is_muted: true,
+        ..MemberState::default()
+    };
+    let v = pinned_view(&bob(), state);
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    let after = pinned_view(&bob(), state);
+    m.conversations
+        .expect_update_conversation()
+        .withf(|_, _, pinned, patch, outbox| {
+            pinned.is_none()
+                && *patch
+                    == MemberStatePatch {
+                        is_pinned: Some(true),
+                        ..MemberStatePatch::default()
+                    }
+                // Only the caller's own state: an event for them alone.
+                && matches!(outbox.events.as_slice(), [e]
+                    if e.audience == confab_domain::Audience::Contact(bob().id()))
+        })
+        .times(1)
+        .returning(move |_, _, _, _, _| Ok(after.clone()));
+    m.service()
+        .update_conversation(
+            &bob(),
+            conv_id(),
+            Some(Some(msg_id())),
+            Some(true),
+            Some(true),
+            None,
+        )
+        .await
+        .expect("200");
+}
+
+#[tokio::test]
+async fn a_pin_does_not_reach_across_a_block_but_ones_own_state_does() {
+    let mut m = Mocks::new();
+    let v = view(&alice());
+    m.conversations
+        .expect_conversation_for()
+        .returning(move |_, _| Ok(Some(v.clone())));
+    visible_message(&mut m, bob(), &alice());
+    let mut moderation = MockModerationStore::new();
+    moderation
+        .expect_conversation_blocker()
+        .returning(|_, _| Ok(Some(bob().id())));
+    m.moderation = moderation;
+    let after = view(&alice());
+    m.conversations
+        .expect_update_conversation()
+        .withf(|_, _, pinned, _, _| pinned.is_none())
+        .times(1)
+        .returning(move |_, _, _, _, _| Ok(after.clone()));
+    let svc = m.service();
+    assert!(matches!(
+        svc.update_conversation(&alice(), conv_id(), Some(Some(msg_id())), None, None, None)
+            .await,
+        Err(ServiceError::Blocked {
+            field: None,
+            by_caller: false
+        })
+    ));
+    svc.update_conversation(&alice(), conv_id(), None, None, Some(true), None)
+        .await
+        .expect("one's own mute stays allowed");
 }
 
 fn group_conversation_view(creator: &Contact, viewer: &Contact) -> ConversationView {

@@ -216,6 +216,62 @@ async fn only_the_uploader_renames_or_deletes() {
     ));
 }
 
+/// The service over `attachments`, with alice (1) a member of
+/// conversation 9 when `member`, and a block in it when `blocked`.
+fn renaming(attachments: MockAttachmentStore, member: bool, blocked: bool) -> Confab {
+    let mut depth = confab_ports::MockDepthStore::new();
+    depth
+        .expect_members_among()
+        .returning(move |_, asked| Ok(if member { asked } else { vec![] }));
+    let mut moderation = confab_ports::MockModerationStore::new();
+    moderation
+        .expect_conversation_blocker()
+        .returning(move |_, _| Ok(blocked.then(|| contact(2, "bob").id())));
+    Confab::new(Ports {
+        attachments: Arc::new(attachments),
+        depth: Arc::new(depth),
+        moderation: Arc::new(moderation),
+        ..mocked_ports(NOW)
+    })
+}
+
+#[tokio::test]
+async fn an_uploader_out_of_the_conversation_or_blocked_renames_nothing() {
+    let alice = contact(1, "alice");
+    let id = upload_of(1, Some(9)).id;
+    let new_name = || Filename::new("b.png".into()).expect("valid");
+    for (member, blocked) in [(false, false), (true, true)] {
+        let mut attachments = MockAttachmentStore::new();
+        // Her own upload: she still sees it...
+        attachments
+            .expect_attachment_for()
+            .returning(|_, _| Ok(Some(upload_of(1, Some(9)))));
+        // ...but its new name would reach the conversation: never written.
+        attachments.expect_rename_attachment().never();
+        let s = renaming(attachments, member, blocked);
+        match s.rename_attachment(&alice, id, new_name()).await {
+            Err(ServiceError::Forbidden(_)) if !member => {}
+            Err(ServiceError::Blocked {
+                field: None,
+                by_caller: false,
+            }) if blocked => {}
+            other => panic!("member {member}, blocked {blocked}: {other:?}"),
+        }
+    }
+    // The same name: nothing to tell, nothing asked.
+    let mut attachments = MockAttachmentStore::new();
+    attachments
+        .expect_attachment_for()
+        .returning(|_, _| Ok(Some(upload_of(1, Some(9)))));
+    attachments.expect_rename_attachment().never();
+    let s = renaming(attachments, false, true);
+    let same = s
+        .rename_attachment(&alice, id, Filename::new("a.png".into()).expect("valid"))
+        .await
+        .expect("unchanged");
+    assert_eq!(same, upload_of(1, Some(9)));
+}
+
 #[tokio::test]
 async fn the_sweeper_takes_the_row_then_the_file_then_the_deletion() {
     let order = Arc::new(Mutex::new(Vec::<String>::new()));

@@ -25,6 +25,70 @@ async fn a_member_may_only_remove_themself_from_a_group() {
     ));
 }
 
+#[tokio::test]
+async fn details_already_set_write_nothing_but_still_need_the_right() {
+    let gid = GroupId::from_uuid(Uuid::from_u128(7));
+    let same = || crate::GroupUpdate {
+        name: Some(GroupName::new("team".into()).expect("valid")),
+        description: Some(GroupDescription::empty()),
+        avatar_url: Some(AvatarUrl::none()),
+        ..Default::default()
+    };
+    let mut m = Mocks::new();
+    let g = group_with(&alice(), &bob());
+    roles_of(&mut m, &g);
+    let seen = g.clone();
+    m.groups
+        .expect_group_for()
+        .returning(move |_, _| Ok(Some(seen.clone())));
+    m.groups.expect_update_group().never();
+    let mut signal = MockEventSignal::new();
+    signal.expect_committed().never();
+    m.signal = Some(signal);
+    let svc = m.service();
+    // The owner renaming to the same name: the group as it is.
+    assert_eq!(
+        svc.update_group(&alice(), gid, same()).await.expect("200"),
+        g
+    );
+    // A plain member may not change the details, the same or not.
+    assert!(matches!(
+        svc.update_group(&bob(), gid, same()).await,
+        Err(ServiceError::Forbidden(_))
+    ));
+}
+
+#[tokio::test]
+async fn only_the_details_that_differ_reach_the_store() {
+    let gid = GroupId::from_uuid(Uuid::from_u128(7));
+    let mut m = Mocks::new();
+    let g = group_with(&alice(), &bob());
+    roles_of(&mut m, &g);
+    let seen = g.clone();
+    m.groups
+        .expect_group_for()
+        .returning(move |_, _| Ok(Some(seen.clone())));
+    m.groups
+        .expect_update_group()
+        .withf(|_, change, _, _| {
+            change.name.is_none()
+                && change.avatar_url.is_none()
+                && change.description.as_ref().map(|d| d.as_str()) == Some("new")
+        })
+        .times(1)
+        .returning(move |_, _, _, _| Ok(g.clone()));
+    let update = crate::GroupUpdate {
+        name: Some(GroupName::new("team".into()).expect("valid")),
+        description: Some(GroupDescription::new("new".into()).expect("valid")),
+        avatar_url: Some(AvatarUrl::none()),
+        ..Default::default()
+    };
+    m.service()
+        .update_group(&alice(), gid, update)
+        .await
+        .expect("200");
+}
+
 /// A group of `owner`, `admin` (an admin) and `member`.
 fn group_with_admin(owner: &Contact, admin: &Contact, member: &Contact) -> Group {
     let mut parts = group_with(owner, member).into_parts();

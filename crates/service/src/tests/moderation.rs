@@ -69,8 +69,9 @@ async fn a_message_report_names_its_sender_and_goes_to_the_operator_alone() {
     visible_message(&mut m, bob(), &alice());
     m.moderation
         .expect_file_report()
-        .withf(|r, outbox, _| {
-            r.message_id == Some(msg_id())
+        .withf(|r, per_hour, outbox, _| {
+            *per_hour == Some(confab_domain::DEFAULT_REPORTS_PER_HOUR)
+                && r.message_id == Some(msg_id())
                 && r.contact_id == bob().id()
                 && r.reporter == alice().id()
                 && matches!(outbox.events.as_slice(), [e]
@@ -78,11 +79,11 @@ async fn a_message_report_names_its_sender_and_goes_to_the_operator_alone() {
                         && e.kind == confab_domain::EventType::ReportCreated)
         })
         .times(1)
-        .returning(|r, _, _| {
-            Ok(confab_ports::Made {
+        .returning(|r, _, _, _| {
+            Ok(Some(confab_ports::Made {
                 item: r,
                 created: true,
-            })
+            }))
         });
     let made = m
         .service()
@@ -111,4 +112,54 @@ async fn nobody_blocks_themself() {
         .to_string(),
         "you blocked this contact; unblock them first"
     );
+}
+
+#[tokio::test]
+async fn a_report_past_the_hours_limit_is_refused_until_the_next_hour() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, bob(), &alice());
+    m.moderation
+        .expect_file_report()
+        .withf(|_, per_hour, _, _| *per_hour == Some(5))
+        .times(1)
+        .returning(|_, _, _, _| Ok(None));
+    let mut signal = MockEventSignal::new();
+    signal.expect_committed().never();
+    m.signal = Some(signal);
+    match m
+        .service()
+        .with_report_quota(5)
+        .file_report(&alice(), report(ReportTarget::Message(msg_id())), None)
+        .await
+    {
+        Err(ServiceError::ReportQuota {
+            max: 5,
+            retry_after_secs,
+        }) => {
+            // NOW is 1_700_000_000: 2,400 s into its hour.
+            assert_eq!(retry_after_secs, 3_600 - (NOW % 3_600) as u64);
+        }
+        other => panic!("expected the report quota, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn no_limit_is_no_limit() {
+    let mut m = Mocks::new();
+    visible_message(&mut m, bob(), &alice());
+    m.moderation
+        .expect_file_report()
+        .withf(|_, per_hour, _, _| per_hour.is_none())
+        .times(1)
+        .returning(|r, _, _, _| {
+            Ok(Some(confab_ports::Made {
+                item: r,
+                created: true,
+            }))
+        });
+    m.service()
+        .with_report_quota(0)
+        .file_report(&alice(), report(ReportTarget::Message(msg_id())), None)
+        .await
+        .expect("filed");
 }

@@ -143,13 +143,15 @@ async fn a_stop_is_news_only_while_a_start_holds() {
     s.typing(&alice(), conv_id(), TypingState::Start)
         .await
         .expect("204");
+    now.fetch_add(secs(2.0), Ordering::SeqCst);
     s.typing(&alice(), conv_id(), TypingState::Stop)
         .await
         .expect("204");
     s.typing(&alice(), conv_id(), TypingState::Stop)
         .await
         .expect("204");
-    // After a stop, a new start counts at once.
+    // After a stop, a new start counts in its turn: 2 s after the stop.
+    now.fetch_add(secs(2.0), Ordering::SeqCst);
     s.typing(&alice(), conv_id(), TypingState::Start)
         .await
         .expect("204");
@@ -166,6 +168,107 @@ async fn a_stop_is_news_only_while_a_start_holds() {
             (alice().id(), TypingState::Start),
         ]
     );
+    assert_eq!(s.typing_next_wake(), None, "nothing waits");
+}
+
+#[tokio::test]
+async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let s = service(vec![alice().id(), bob().id()], &now, &published);
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    // A stop 0.1 s later waits until 2 s after the start.
+    now.fetch_add(secs(0.1), Ordering::SeqCst);
+    s.typing(&alice(), conv_id(), TypingState::Stop)
+        .await
+        .expect("204");
+    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    assert_eq!(
+        s.typing_next_wake(),
+        Some(Timestamp::from_micros(secs(NOW as f64 + 2.0)))
+    );
+    let max = std::time::Duration::from_secs(5);
+    assert_eq!(s.typing_wait(max), std::time::Duration::from_millis(1_900));
+    assert_eq!(
+        s.typing_wait(std::time::Duration::from_millis(100)),
+        std::time::Duration::from_millis(100)
+    );
+    // Too early: nothing yet.
+    now.fetch_add(secs(1.8), Ordering::SeqCst);
+    s.typing_wake();
+    assert_eq!(states(&published).len(), 1);
+    now.fetch_add(secs(0.1), Ordering::SeqCst);
+    s.typing_wake();
+    assert_eq!(
+        states(&published),
+        vec![
+            (alice().id(), TypingState::Start),
+            (alice().id(), TypingState::Stop)
+        ]
+    );
+    let stop = published.lock().expect("lock")[1];
+    assert_eq!(
+        stop.expires_at(),
+        Timestamp::from_micros(secs(NOW as f64 + 2.0))
+    );
+    assert_eq!(s.typing_next_wake(), None);
+    assert_eq!(s.typing_wait(max), max, "nothing waits");
+    // A start and a stop both within the next 2 s: the stop takes the
+    // start back, and the others never hear either.
+    now.fetch_add(secs(0.5), Ordering::SeqCst);
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    s.typing(&alice(), conv_id(), TypingState::Stop)
+        .await
+        .expect("204");
+    now.fetch_add(secs(2.0), Ordering::SeqCst);
+    s.typing_wake();
+    assert_eq!(states(&published).len(), 2, "{:?}", states(&published));
+}
+
+#[tokio::test]
+async fn alternating_starts_and_stops_reach_the_others_once_per_two_seconds() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let s = service(vec![alice().id(), bob().id()], &now, &published);
+    // 200 requests, 1 ms apart, start first: what used to be 200 frames.
+    for n in 0..200 {
+        let state = if n % 2 == 0 {
+            TypingState::Start
+        } else {
+            TypingState::Stop
+        };
+        s.typing(&alice(), conv_id(), state).await.expect("204");
+        now.fetch_add(secs(0.001), Ordering::SeqCst);
+    }
+    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    // The last word, a stop, comes in its turn: the others are not left
+    // with "typing".
+    now.store(secs(NOW as f64 + 2.0), Ordering::SeqCst);
+    s.typing_wake();
+    assert_eq!(
+        states(&published),
+        vec![
+            (alice().id(), TypingState::Start),
+            (alice().id(), TypingState::Stop)
+        ]
+    );
+    // The same for 20 s of it, 10 ms apart: at most one frame per 2 s.
+    for n in 0..2000 {
+        let state = if n % 2 == 0 {
+            TypingState::Start
+        } else {
+            TypingState::Stop
+        };
+        s.typing(&alice(), conv_id(), state).await.expect("204");
+        now.fetch_add(secs(0.01), Ordering::SeqCst);
+        s.typing_wake();
+    }
+    let frames = states(&published).len();
+    assert!(frames <= 2 + 10 + 1, "{frames} frames in 20 s");
 }
 
 #[tokio::test]
@@ -178,7 +281,12 @@ async fn a_send_ends_a_start_that_holds() {
     s.typing(&alice(), conv_id(), TypingState::Start)
         .await
         .expect("204");
+    // Sent within 2 s of the start: its stop comes in its turn.
     s.typing_ended_by_send(alice().id(), conv_id());
+    s.typing_ended_by_send(alice().id(), conv_id());
+    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    now.fetch_add(secs(2.0), Ordering::SeqCst);
+    s.typing_wake();
     s.typing_ended_by_send(alice().id(), conv_id());
     assert_eq!(
         states(&published),
@@ -222,7 +330,9 @@ async fn other_processes_news_holds_back_and_ends_starts_here() {
     let members = vec![alice().id(), bob().id()];
     let s = service_on(members, &now, relay, no_blocks());
     assert_eq!(s.typing_news().await, elsewhere);
-    // Alice's start elsewhere holds: hers here is too soon; bob's ended.
+    // Alice's start elsewhere holds: hers here is too soon. Bob's ended
+    // elsewhere now: his start here, and alice's send (a stop), wait for
+    // their turn, 2 s after what was told elsewhere.
     s.typing(&alice(), conv_id(), TypingState::Start)
         .await
         .expect("204");
@@ -230,11 +340,16 @@ async fn other_processes_news_holds_back_and_ends_starts_here() {
         .await
         .expect("204");
     s.typing_ended_by_send(alice().id(), conv_id());
+    assert!(states(&published).is_empty());
+    now.fetch_add(secs(2.0), Ordering::SeqCst);
+    s.typing_wake();
+    let mut told = states(&published);
+    told.sort_by_key(|(who, _)| *who);
     assert_eq!(
-        states(&published),
+        told,
         vec![
-            (bob().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop)
+            (alice().id(), TypingState::Stop),
+            (bob().id(), TypingState::Start)
         ]
     );
 }
@@ -285,13 +400,13 @@ fn the_board_forgets_expired_starts_as_it_grows() {
     let at = Timestamp::from_secs(NOW);
     for n in 0..5000u128 {
         let who = ContactId::from_uuid(Uuid::from_u128(n + 100));
-        assert!(board.start(Typing::start(conv_id(), who, at), at));
+        assert!(board.say(Typing::start(conv_id(), who, at), at).is_some());
     }
     assert_eq!(board.len(), 5000, "all hold");
     let later = Timestamp::from_secs(NOW + 9);
     for n in 0..6000u128 {
         let who = ContactId::from_uuid(Uuid::from_u128(n + 100_000));
-        board.start(Typing::start(conv_id(), who, later), later);
+        board.say(Typing::start(conv_id(), who, later), later);
     }
     // Pruned when it reached twice what held at the last pruning: the
     // 5,000 expired starts are gone, the 6,000 that hold are kept.

@@ -72,11 +72,12 @@ impl ModerationStore for Store {
     async fn file_report(
         &self,
         report: Report,
+        per_hour: Option<u32>,
         outbox: Outbox,
         completion: Option<Completion<Made<Report>>>,
-    ) -> Result<Made<Report>, StoreError> {
+    ) -> Result<Option<Made<Report>>, StoreError> {
         write(self, move |c| {
-            q::file_report(c, report, &outbox, completion)
+            q::file_report(c, report, per_hour, &outbox, completion)
         })
         .await
     }

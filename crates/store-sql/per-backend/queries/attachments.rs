@@ -366,6 +366,14 @@ pub(crate) fn rename_attachment(
     if current.filename == filename.as_str() {
         return Attachment::try_from(current);
     }
+    // The new name reaches the conversation's members: only from a
+    // member now (the service said why before; one removed since is
+    // refused here, in the write).
+    if let Some(c) = current.conversation_id {
+        if !is_member(conn, by.db(), c)? {
+            return Err(not_found());
+        }
+    }
     diesel::update(attachments::table.find(id.db()))
         .set(attachments::filename.eq(filename.as_str()))
         .execute(conn)?;
@@ -390,8 +398,32 @@ fn scrub_attachment_events(conn: &mut Conn, id: DbId) -> Result<()> {
     Ok(())
 }
 
+/// Scrubs attachment `id` out of the earlier payloads of message `m`
+/// of conversation `c` that carry it (its `message.created` and
+/// `message.updated` events): in their `attachments`, it becomes
+/// `{"id", "deleted": true}`, its name and link gone, the message's
+/// other attachments left as they were. Found by the events' index on
+/// `(conversation_id, message_id)`: the cost follows the message's
+/// events, never the table.
+fn scrub_from_message_events(conn: &mut Conn, c: DbId, m: DbId, id: DbId) -> Result<()> {
+    let mut sql = Sql::default();
+    let (cm, mm, a, a2) = (sql.id(c), sql.id(m), sql.id(id), sql.id(id));
+    let marked =
+        Backend::json_mark_deleted("payload", "attachments", &format!("CAST({a} AS TEXT)"));
+    sql.push(&format!(
+        "UPDATE events SET payload = {marked} \
+         WHERE conversation_id = {cm} AND message_id = {mm} \
+             AND type IN ('message.created', 'message.updated') \
+             AND payload LIKE '%' || CAST({a2} AS TEXT) || '%'"
+    ));
+    sql.query::<Db>().execute(conn)?;
+    Ok(())
+}
+
 /// Deletes `by`'s attachment `id`, its events resolved first; the
 /// trigger `attachments_file_deleted` schedules its file's deletion.
+/// Deleted means gone: its own earlier events, and its entry in the
+/// earlier events of its message, keep nothing of it.
 pub(crate) fn delete_attachment(
     conn: &mut Conn,
     id: AttachmentId,
@@ -401,6 +433,9 @@ pub(crate) fn delete_attachment(
     let current = Attachment::try_from(own_row(conn, id, by)?)?;
     write_events(conn, outbox, &current)?;
     scrub_attachment_events(conn, id.db())?;
+    if let (Some(c), Some(m)) = (current.conversation_id, current.message_id) {
+        scrub_from_message_events(conn, c.db(), m.db(), id.db())?;
+    }
     diesel::delete(attachments::table.find(id.db())).execute(conn)?;
     Ok(())
 }

@@ -4,6 +4,7 @@ use confab_domain::{Contact, ContactId, ContactProfilePatch, Page, Paged, Timest
 use confab_ports::{Outbox, StoreError};
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use diesel::sql_types::Bool;
 
 use super::outbox::{self, Written};
 use super::{Conn, Db, Result};
@@ -70,21 +71,30 @@ pub(crate) fn update_contact(
     patch: ContactProfilePatch,
     outbox: &Outbox,
 ) -> Result<Contact> {
-    let changes_something = !patch.is_empty();
-    if changes_something {
+    let mut changed = false;
+    if !patch.is_empty() {
         let changes = ContactChangeset {
             phone_number: patch.phone_number.map(|p| p.into_inner()),
             avatar_url: patch.avatar_url.map(|a| a.into_inner()),
         };
-        let n = diesel::update(contacts::table.find(id.db()))
-            .set(&changes)
-            .execute(conn)?;
-        if n == 0 {
-            return Err(not_found());
+        // Written only where a submitted value differs from the stored
+        // one: the same number or avatar again changes nothing, and has
+        // no event.
+        let mut differs: Box<dyn BoxableExpression<contacts::table, Db, SqlType = Bool>> =
+            Box::new(diesel::dsl::sql::<Bool>("1 = 0"));
+        if let Some(phone) = &changes.phone_number {
+            differs = Box::new(differs.or(contacts::phone_number.ne(phone.clone())));
         }
+        if let Some(avatar) = &changes.avatar_url {
+            differs = Box::new(differs.or(contacts::avatar_url.ne(avatar.clone())));
+        }
+        changed = diesel::update(contacts::table.find(id.db()).filter(differs))
+            .set(&changes)
+            .execute(conn)?
+            > 0;
     }
     let updated = contact(conn, id)?.ok_or_else(not_found)?;
-    if changes_something {
+    if changed {
         outbox::write(
             conn,
             outbox,

@@ -8,7 +8,7 @@ use confab_domain::{
 use confab_ports::{Completion, ConversationFilter, Outbox};
 use diesel::dsl::{exists, sql};
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
+use diesel::sql_types::{BigInt, Bool};
 use diesel::upsert::excluded;
 
 use super::idempotency::complete;
@@ -24,7 +24,7 @@ use confab_store_sql::rows::{
     member_state, unread_sql, ConversationRow, DbKey, StateChangeset, StateRow,
 };
 use confab_store_sql::schema::{
-    contacts, conversation_states, conversations, group_members, groups, message_gaps, messages,
+    contacts, conversation_states, conversations, groups, message_gaps, messages,
 };
 use confab_store_sql::SqlBackend as _;
 
@@ -105,31 +105,22 @@ pub(crate) fn create_conversation(
     Ok(())
 }
 
-/// Every current member's own view of `conversation`, in one
-/// statement (a member without a state row has the default one).
+/// Both members' own views of direct `conversation`, in one statement
+/// (a member without a state row has the default one); none for a
+/// group's (its events carry the shared attributes alone).
 fn member_views(conn: &mut Conn, conversation: &Conversation) -> Result<Vec<ConversationView>> {
     let c = conversation.id().db();
-    let mut q = contacts::table
+    let Some(members) = conversation.direct_members() else {
+        return Ok(Vec::new());
+    };
+    let q = contacts::table
         .left_join(
             conversation_states::table.on(conversation_states::contact_id
                 .eq(contacts::id)
                 .and(conversation_states::conversation_id.eq(c))),
         )
         .select((contacts::id, Option::<StateRow>::as_select()))
-        .into_boxed::<Db>();
-    q = match (conversation.direct_members(), conversation.group_id()) {
-        (Some(members), _) => {
-            q.filter(contacts::id.eq_any(members.iter().map(DbKey::db).collect::<Vec<_>>()))
-        }
-        (None, Some(group)) => q.filter(
-            contacts::id.eq_any(
-                group_members::table
-                    .filter(group_members::group_id.eq(group.db()))
-                    .select(group_members::contact_id),
-            ),
-        ),
-        (None, None) => return Ok(Vec::new()),
-    };
+        .filter(contacts::id.eq_any(members.iter().map(DbKey::db).collect::<Vec<_>>()));
     let rows: Vec<(DbId, Option<StateRow>)> = q.load(conn)?;
     // Each member's unread count (as `unread_sql` works it out), from
     // the conversation's numbers and its gaps, read once.
@@ -416,6 +407,71 @@ pub(crate) fn open_conversation(
     Ok(view)
 }
 
+/// Pins (or unpins) the conversation's shared message, when that
+/// changes it: whether it did. A message to pin is locked so that it
+/// cannot be deleted before this commits.
+fn change_pinned(conn: &mut Conn, v: DbId, c: DbId, change: PinnedMessageChange) -> Result<bool> {
+    let of_it = conversations::table.find(c);
+    let n = match change {
+        PinnedMessageChange::Pin(m) => {
+            let message = Backend::lock_message(conn, m.db(), v)?;
+            if message.map(|r| r.conversation_id) != Some(c) {
+                return Err(
+                    DomainError::breaks(Field::PinnedMessage, Rule::OutsideConversation).into(),
+                );
+            }
+            let m = m.db();
+            diesel::update(
+                of_it.filter(
+                    conversations::pinned_message_id
+                        .is_null()
+                        .or(conversations::pinned_message_id.ne(m)),
+                ),
+            )
+            .set(conversations::pinned_message_id.eq(Some(m)))
+            .execute(conn)?
+        }
+        PinnedMessageChange::Unpin => {
+            diesel::update(of_it.filter(conversations::pinned_message_id.is_not_null()))
+                .set(conversations::pinned_message_id.eq(None::<DbId>))
+                .execute(conn)?
+        }
+    };
+    Ok(n > 0)
+}
+
+/// Whether a submitted attribute of `patch` differs from the state
+/// row's: the condition under which an existing row is written.
+fn state_differs(
+    patch: &MemberStatePatch,
+) -> Box<dyn BoxableExpression<conversation_states::table, Db, SqlType = Bool>> {
+    let mut any: Box<dyn BoxableExpression<conversation_states::table, Db, SqlType = Bool>> =
+        Box::new(diesel::dsl::sql::<Bool>("1 = 0"));
+    if let Some(p) = patch.is_pinned {
+        any = Box::new(any.or(conversation_states::is_pinned.ne(p)));
+    }
+    if let Some(m) = patch.is_muted {
+        any = Box::new(any.or(conversation_states::is_muted.ne(m)));
+    }
+    match patch.archived_at {
+        None => {}
+        Some(None) => any = Box::new(any.or(conversation_states::archived_at.is_not_null())),
+        Some(Some(at)) => {
+            let at = at.micros();
+            any = Box::new(
+                any.or(conversation_states::archived_at
+                    .is_null()
+                    .or(conversation_states::archived_at.ne(at).assume_not_null())),
+            );
+        }
+    }
+    any
+}
+
+/// Changes the shared pinned message and the viewer's own state, each
+/// only where it differs from what is stored (the service left out what
+/// it saw unchanged; this holds under a race too). A change that wrote
+/// nothing writes no event either.
 pub(crate) fn update_conversation(
     conn: &mut Conn,
     viewer: ContactId,
@@ -428,26 +484,11 @@ pub(crate) fn update_conversation(
     if !is_member(conn, v, c)? {
         return Err(not_found());
     }
-    if let Some(change) = pinned {
-        let target = match change {
-            PinnedMessageChange::Pin(m) => {
-                // Locked so that it cannot be deleted before this commits.
-                let message = Backend::lock_message(conn, m.db(), v)?;
-                if message.map(|r| r.conversation_id) != Some(c) {
-                    return Err(DomainError::breaks(
-                        Field::PinnedMessage,
-                        Rule::OutsideConversation,
-                    )
-                    .into());
-                }
-                Some(m.db())
-            }
-            PinnedMessageChange::Unpin => None,
-        };
-        diesel::update(conversations::table.find(c))
-            .set(conversations::pinned_message_id.eq(target))
-            .execute(conn)?;
-    }
+    let shared_changed = match pinned {
+        Some(change) => change_pinned(conn, v, c, change)?,
+        None => false,
+    };
+    let mut own_changed = false;
     if !patch.is_empty() {
         // Only the submitted columns change, also when two requests race.
         let changes = StateChangeset {
@@ -455,30 +496,42 @@ pub(crate) fn update_conversation(
             is_muted: patch.is_muted,
             archived_at: patch.archived_at.map(|a| a.map(Timestamp::micros)),
         };
-        let fresh = MemberState::default().patched(&patch);
-        diesel::insert_into(conversation_states::table)
-            .values(&StateRow::new(c, v, fresh))
+        let fresh = StateRow::new(c, v, MemberState::default().patched(&patch));
+        let upsert = diesel::insert_into(conversation_states::table)
+            .values(&fresh)
             .on_conflict((
                 conversation_states::conversation_id,
                 conversation_states::contact_id,
             ))
             .do_update()
-            .set(&changes)
-            .execute(conn)?;
+            .set(&changes);
+        // `ON CONFLICT ... DO UPDATE ... WHERE`: a row that already has
+        // the submitted values is left unwritten.
+        own_changed = diesel::query_dsl::methods::FilterDsl::filter(upsert, state_differs(&patch))
+            .execute(conn)?
+            > 0;
     }
     let view = conversation_for(conn, viewer, id)?.ok_or_else(not_found)?;
-    // The shared pinned message changed: each member hears of it
-    // with their own view.
-    let each = match pinned {
-        Some(_) => Some(member_views(conn, &view.conversation)?),
-        None => None,
+    if !shared_changed && !own_changed {
+        return Ok(view);
+    }
+    // The shared pinned message changed: a direct conversation's two
+    // members hear of it with their own views; a group's members read
+    // one event by group, its payload the shared attributes alone (the
+    // actor's own view beside it, for the actor), so that a pin costs
+    // the same rows whatever the group's size (docs/api.md, "Big groups").
+    let each = match (shared_changed, view.conversation.group_id()) {
+        (true, None) => Some(member_views(conn, &view.conversation)?),
+        _ => None,
     };
+    let shared = shared_changed && view.conversation.group_id().is_some();
     outbox::write(
         conn,
         outbox,
         &Written {
             view: Some(&view),
             member_views: each.as_deref(),
+            shared_only: shared,
             ..Written::default()
         },
     )?;

@@ -9,7 +9,7 @@ use confab_domain::{
 use confab_ports::{Completion, GroupChange, NewGroup, Outbox};
 use diesel::dsl::{max, sql};
 use diesel::prelude::*;
-use diesel::sql_types::BigInt;
+use diesel::sql_types::{BigInt, Bool};
 
 use super::idempotency::complete;
 use super::membership::count_known_contacts;
@@ -333,16 +333,31 @@ pub(crate) fn update_group(
     if !Backend::lock_group(conn, g)? {
         return Err(not_found());
     }
-    let mut changed =
-        change.name.is_some() || change.description.is_some() || change.avatar_url.is_some();
-    if changed {
-        diesel::update(groups::table.find(g))
-            .set(&GroupChangeset {
-                name: change.name.map(GroupName::into_inner),
-                description: change.description.map(GroupDescription::into_inner),
-                avatar_url: change.avatar_url.map(AvatarUrl::into_inner),
-            })
-            .execute(conn)?;
+    let details = GroupChangeset {
+        name: change.name.map(GroupName::into_inner),
+        description: change.description.map(GroupDescription::into_inner),
+        avatar_url: change.avatar_url.map(AvatarUrl::into_inner),
+    };
+    let mut changed = false;
+    if details.name.is_some() || details.description.is_some() || details.avatar_url.is_some() {
+        // Written only where a detail differs (the service left out what
+        // it saw unchanged; this holds under a race too): a change that
+        // writes nothing has no event.
+        let mut differs: Box<dyn BoxableExpression<groups::table, Db, SqlType = Bool>> =
+            Box::new(sql::<Bool>("1 = 0"));
+        if let Some(name) = &details.name {
+            differs = Box::new(differs.or(groups::name.ne(name.clone())));
+        }
+        if let Some(description) = &details.description {
+            differs = Box::new(differs.or(groups::description.ne(description.clone())));
+        }
+        if let Some(avatar) = &details.avatar_url {
+            differs = Box::new(differs.or(groups::avatar_url.ne(avatar.clone())));
+        }
+        changed = diesel::update(groups::table.find(g).filter(differs))
+            .set(&details)
+            .execute(conn)?
+            > 0;
     }
 
     // Each contact once (the service refuses lists that repeat one;

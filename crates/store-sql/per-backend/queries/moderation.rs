@@ -2,8 +2,8 @@
 //! 18; migration `moderation`).
 
 use confab_domain::{
-    Block, Contact, ContactId, ConversationId, MessageId, Page, Paged, Report, ReportDescription,
-    ReportId, ReportStatus, Timestamp,
+    report_hour, Block, Contact, ContactId, ConversationId, MessageId, Page, Paged, Report,
+    ReportDescription, ReportId, ReportStatus, Timestamp,
 };
 use confab_ports::{Completion, Made, Outbox};
 use diesel::prelude::*;
@@ -294,12 +294,57 @@ fn open_report_of(conn: &mut Conn, report: &Report) -> Result<Option<Report>> {
         .transpose()
 }
 
+/// Counts one more new report of `reporter` in `hour`, unless they
+/// filed `max` in it already: whether it counted. One statement, under
+/// the counter's row lock (reports filed at once queue on it); a refusal
+/// writes nothing.
+fn count_report(conn: &mut Conn, reporter: ContactId, hour: i64, max: u32) -> Result<bool> {
+    use confab_store_sql::raw::{Bind, Sql};
+
+    #[derive(QueryableByName)]
+    struct Filed {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        #[allow(dead_code)]
+        filed: i64,
+    }
+    let mut sql = Sql::default();
+    let who = sql.id(reporter.db());
+    let hour = sql.bind(Bind::Int(hour));
+    let max = sql.bind(Bind::Int(i64::from(max)));
+    sql.push(&format!(
+        "INSERT INTO report_quota (contact_id, hour, filed) VALUES ({who}, {hour}, 1) \
+         ON CONFLICT (contact_id) DO UPDATE SET \
+             filed = CASE WHEN report_quota.hour = excluded.hour \
+                 THEN report_quota.filed + 1 ELSE 1 END, \
+             hour = excluded.hour \
+         WHERE report_quota.hour <> excluded.hour OR report_quota.filed < {max} \
+         RETURNING filed"
+    ));
+    Ok(!sql.query::<Db>().load::<Filed>(conn)?.is_empty())
+}
+
 pub(crate) fn file_report(
     conn: &mut Conn,
     report: Report,
+    per_hour: Option<u32>,
     outbox: &Outbox,
     completion: Option<Completion<Made<Report>>>,
-) -> Result<Made<Report>> {
+) -> Result<Option<Made<Report>>> {
+    // The same target again while the reporter's report of it is open
+    // is that report, and no new one: it does not count.
+    if let Some(open) = open_report_of(conn, &report)? {
+        let made = Made {
+            item: open,
+            created: false,
+        };
+        complete(conn, completion, &made)?;
+        return Ok(Some(made));
+    }
+    if let Some(max) = per_hour {
+        if !count_report(conn, report.reporter, report_hour(report.created_at), max)? {
+            return Ok(None);
+        }
+    }
     // The unique index on open targets settles a race: the loser inserts
     // nothing and finds the winner's.
     let inserted = diesel::insert_into(reports::table)
@@ -336,7 +381,7 @@ pub(crate) fn file_report(
         }
     };
     complete(conn, completion, &made)?;
-    Ok(made)
+    Ok(Some(made))
 }
 
 /// Which reports a list holds.

@@ -67,6 +67,11 @@ pub(super) struct Written<'a> {
     /// a conversation event then goes to exactly these members, each
     /// with their own payload.
     pub(super) member_views: Option<&'a [ConversationView]>,
+    /// A change of a group conversation's shared state: its event's
+    /// payload is the conversation's shared attributes alone, read by
+    /// the group's members, and the actor gets their own view ([`view`]
+    /// (Self::view)) beside it.
+    pub(super) shared_only: bool,
 }
 
 /// An event's payload.
@@ -80,12 +85,17 @@ enum Payload {
         actor: String,
         each: Vec<(DbId, String)>,
     },
+    /// `shared` for the audience, and a recipient of their own beside
+    /// it: a group conversation's shared change, for its members, and
+    /// the actor's own view (a conversation's own event too).
+    SharedAnd { shared: String, own: (DbId, String) },
 }
 
 impl Payload {
+    /// The event's own payload (the one of its row).
     fn actor(&self) -> &str {
         match self {
-            Self::Shared(p) | Self::Each { actor: p, .. } => p,
+            Self::Shared(p) | Self::Each { actor: p, .. } | Self::SharedAnd { shared: p, .. } => p,
         }
     }
 }
@@ -178,7 +188,14 @@ fn payload(render: &dyn PayloadRenderer, event: &Event, w: &Written<'_>) -> Resu
         Subject::Contact(_) => render.contact(w.contact.ok_or_else(missing)?),
         Subject::Report(_) => render.report(w.report.ok_or_else(missing)?),
         Subject::Conversation(_) => {
-            let actor = render.conversation(w.view.ok_or_else(missing)?);
+            let view = w.view.ok_or_else(missing)?;
+            if w.shared_only {
+                return Ok(Payload::SharedAnd {
+                    shared: render.conversation_shared(&view.conversation),
+                    own: (view.viewer.db(), render.conversation(view)),
+                });
+            }
+            let actor = render.conversation(view);
             if let Some(views) = w.member_views {
                 let each = views
                     .iter()
@@ -292,15 +309,27 @@ fn contacts_of(sql: &mut Sql, audience: &Audience) -> Option<String> {
             ))
         }
         Audience::GroupMembers { .. } => None,
-        // The contact and the peers of its direct conversations.
+        // The contact and the peers of its direct conversations, but
+        // those who blocked it: a block stops what it writes reaching
+        // them (its profile's text included), and the blocked, who
+        // still hears the blocker's, learns nothing of it.
         Audience::ContactCircle(c) => {
             let c = sql.id(c.db());
+            let unless_blocked_by = |peer: &str| {
+                format!(
+                    "NOT EXISTS (SELECT 1 FROM blocks b \
+                         WHERE b.blocker_id = conversations.{peer} AND b.blocked_id = {c})"
+                )
+            };
             Some(format!(
                 "SELECT {c} AS contact_id \
                  UNION SELECT peer_id FROM conversations \
                      WHERE creator_id = {c} AND group_id IS NULL AND peer_id IS NOT NULL \
+                         AND {} \
                  UNION SELECT creator_id FROM conversations \
-                     WHERE peer_id = {c} AND group_id IS NULL"
+                     WHERE peer_id = {c} AND group_id IS NULL AND {}",
+                unless_blocked_by("peer_id"),
+                unless_blocked_by("creator_id"),
             ))
         }
         // No contact: the event is the operator's (webhooks) alone.
@@ -354,11 +383,16 @@ fn insert_recipients(
     let mut rows: Vec<(DbId, i64, DbId, Option<&str>)> = Vec::new();
     for (e, p) in events.iter().zip(payloads) {
         let (id, position) = (e.id.as_uuid().db(), position_of(e)?);
+        let mut shared = || match by_audience.iter_mut().find(|(a, _)| *a == &e.audience) {
+            Some((_, list)) => list.push((id, position)),
+            None => by_audience.push((&e.audience, vec![(id, position)])),
+        };
         match p {
-            Payload::Shared(_) => match by_audience.iter_mut().find(|(a, _)| *a == &e.audience) {
-                Some((_, list)) => list.push((id, position)),
-                None => by_audience.push((&e.audience, vec![(id, position)])),
-            },
+            Payload::Shared(_) => shared(),
+            Payload::SharedAnd { own, .. } => {
+                shared();
+                rows.push((own.0, position, id, Some(own.1.as_str())));
+            }
             Payload::Each { actor, each } => {
                 for (contact, own) in each {
                     // The actor's view is the event's own payload.

@@ -120,8 +120,8 @@ async fn starts_too_soon_and_stops_without_a_start_add_nothing_and_a_send_stops(
     );
     let message = message.expect("the message");
     assert_eq!(message.data["payload"]["message"], "done typing");
-    // Ended by the send: a new start counts at once, a second send says
-    // nothing more.
+    // Ended by the send: a new start counts (in its turn, 2 s after the
+    // stop), and so does a stop after it; a second send says nothing more.
     typing(&app, &alice, &conv, None).await;
     heard(&mut to_bob, &alice, &conv, "start").await;
     typing(&app, &alice, &conv, Some("stop")).await;
@@ -141,6 +141,9 @@ async fn typing_is_never_stored_listed_or_replayed(app: TestApp) {
         .event_of("message.created", WAIT)
         .await
         .expect("the message");
+    // The send's stop comes in its turn (2 s after the start): heard live,
+    // before the stream below opens.
+    heard(&mut to_bob, &alice, &conv, "stop").await;
     // Nothing in the catch-up but the message.
     let (raw, events) = catch_up(&app, &bob.token, &since).await;
     assert!(!raw.contains("typing"), "{raw}");
@@ -242,11 +245,12 @@ async fn on_postgres_typing_crosses_to_another_server_process() {
     let elsewhere = format!("http://127.0.0.1:{port}");
     let mut to_bob = Sse::open(&elsewhere, &bob.token, "/v1/events", &[]).await;
     // The other process listens once its hub first waits: a start until
-    // one crosses (each a new one: a stop in between).
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // one crosses (each a new one: a stop in between; each waits its turn,
+    // at most 2 s after the last).
+    let deadline = Instant::now() + Duration::from_secs(15);
     loop {
         typing(&app, &alice, &conv, Some("start")).await;
-        if let Some(news) = to_bob.typing(Duration::from_secs(1)).await {
+        if let Some(news) = to_bob.typing(Duration::from_millis(2_500)).await {
             assert_eq!(news["contact_id"], alice.id.as_str(), "{news}");
             assert_eq!(news["state"], "start", "{news}");
             break;

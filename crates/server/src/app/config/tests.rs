@@ -205,6 +205,7 @@ fn hostile_load_settings() {
     let s = settings(&[]).expect("defaults");
     assert_eq!(s.max_streams_per_contact, 10);
     assert_eq!(s.idempotency_keys_per_day, 10_000);
+    assert_eq!(s.reports_per_hour, 30);
     assert_eq!(s.max_group_members, 10_000);
     assert_eq!(s.trusted_proxies, TrustedProxies::default());
     assert_eq!(s.metrics_listen, None);
@@ -220,11 +221,14 @@ fn hostile_load_settings() {
         "500",
         "--idempotency-keys-per-day",
         "0",
+        "--reports-per-hour",
+        "5",
         "--max-group-members",
         "250",
     ])
     .expect("set");
     assert_eq!(s.idempotency_keys_per_day, 0);
+    assert_eq!(s.reports_per_hour, 5);
     assert_eq!(s.max_group_members, 250);
     assert_eq!(s.max_streams_per_contact, 3);
     assert_eq!(
@@ -255,6 +259,7 @@ fn hostile_load_settings() {
             "lots",
             "CONFAB_IDEMPOTENCY_KEYS_PER_DAY",
         ),
+        ("--reports-per-hour", "many", "CONFAB_REPORTS_PER_HOUR"),
         ("--max-group-members", "0", "CONFAB_MAX_GROUP_MEMBERS"),
         ("--max-group-members", "many", "CONFAB_MAX_GROUP_MEMBERS"),
     ] {

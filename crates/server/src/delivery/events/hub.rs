@@ -686,15 +686,24 @@ fn now_micros() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
-/// Hands typing news to the streams of those who hear it, as it comes.
+/// The typing loop's longest sleep: how late it may learn of a wake-up.
+const TYPING_TICK: Duration = Duration::from_millis(100);
+
+/// Hands typing news to the streams of those who hear it, as it comes, and
+/// has news that waited told in its turn (`Confab::typing_wake`).
 async fn typing_loop(inner: Arc<Inner>) {
     let mut closing = inner.shutdown.subscribe();
     loop {
+        let wait = inner.service.typing_wait(TYPING_TICK);
         let news = tokio::select! {
             () = until_closed(&mut closing) => return,
             news = inner.service.typing_news() => news,
+            () = tokio::time::sleep(wait) => Vec::new(),
         };
-        deliver_typing(&inner, news).await;
+        inner.service.typing_wake();
+        if !news.is_empty() {
+            deliver_typing(&inner, news).await;
+        }
     }
 }
 

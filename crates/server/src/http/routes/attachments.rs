@@ -420,7 +420,9 @@ async fn get(
     )),
     responses(
         (status = 200, description = "the attachment", body = AttachmentDto),
-        (status = 403, description = "only the uploader may rename it", body = ErrorBody),
+        (status = 403, description = "only the uploader may rename it, while a member of its \
+            conversation (`forbidden`); in a direct conversation whose two members are in a \
+            block, `contact_blocked`", body = ErrorBody),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]

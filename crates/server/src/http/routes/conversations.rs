@@ -133,7 +133,9 @@ async fn open(
 }
 
 /// Pin a message, pin, mute or archive the conversation (the last three
-/// for the caller only). Only the submitted attributes change.
+/// for the caller only). Only the submitted attributes change; a request
+/// that changes nothing answers the conversation as it is, and writes and
+/// tells nothing.
 #[utoipa::path(
     put, path = "/v1/conversations/{id}", tag = "conversations", operation_id = "update_conversation",
     params(("id" = String, Path, description = "the conversation id")),
@@ -141,7 +143,11 @@ async fn open(
         (UpdateConversationIn = "application/x-www-form-urlencoded"),
         (UpdateConversationIn = "application/json"),
     )),
-    responses((status = 200, description = "the conversation", body = ConversationDto)),
+    responses(
+        (status = 200, description = "the conversation", body = ConversationDto),
+        (status = 403, description = "`contact_blocked`: a new `pinned_message_id` in a direct \
+            conversation whose two members are in a block", body = ErrorBody),
+    ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn update(

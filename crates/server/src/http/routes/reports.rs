@@ -43,6 +43,9 @@ pub fn endpoints() -> Vec<Endpoint> {
         ),
         (status = 200, description = "the caller's open report of it", body = ReportDto),
         (status = 400, description = "oneself, or one's own message", body = ErrorBody),
+        (status = 429, description = "`report_quota`: the caller filed as many new reports \
+            this hour as a contact may (`CONFAB_REPORTS_PER_HOUR`); `Retry-After` says when the \
+            next hour starts", body = ErrorBody),
     ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
