@@ -25,14 +25,12 @@ pub struct ApiError {
     param: Option<String>,
     /// For 405: the methods the path takes.
     allow: Option<&'static str>,
-    /// For a 429 whose wait is known: `Retry-After`, in seconds.
+    /// `Retry-After`, in seconds, for a refusal that ends at a known time
+    /// (32 bits: this type stays small enough to return by value).
     retry_after: Option<u32>,
     /// For 5xx: the cause with its chain of sources, for the request's log
     /// line only (never in the body).
     cause: Option<String>,
-    /// `Retry-After`, in seconds, for a refusal that ends at a known time
-    /// (32 bits: this type stays small enough to return by value).
-    retry_after: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -126,7 +124,6 @@ impl ApiError {
             allow: None,
             retry_after: None,
             cause: None,
-            retry_after: None,
         }
     }
 
