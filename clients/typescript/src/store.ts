@@ -625,7 +625,9 @@ export class Store {
   private setConversation(c: Conversation): void {
     const before = this.conversations.get(c.id);
     if (!before || activity(c) > activity(before)) this.touched.set(c.id, ++this.touches);
-    this.conversations.set(c.id, c);
+    // Merged, not replaced: a group conversation's pin change carries only
+    // the attributes every member shares, none of the member's own.
+    this.conversations.set(c.id, before ? { ...before, ...c } : c);
     this.sorted = null;
   }
 
