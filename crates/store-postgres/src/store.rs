@@ -13,7 +13,7 @@ use diesel::pg::{Pg, PgConnection};
 use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, ManageConnection, Pool};
 
-use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness as _};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations};
 
 use confab_store_sql::door::{count_statements, unless_abandoned, Abandoned, LogErrors};
 use confab_store_sql::error::Error;
