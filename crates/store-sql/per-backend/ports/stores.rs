@@ -12,9 +12,10 @@ use confab_domain::{
 use confab_ports::{
     AttachmentFilter, AttachmentStore, ClaimOutcome, ClaimRequest, Completion, ContactStore,
     ConversationFilter, ConversationMember, ConversationStore, ErasePlan, Erasure, GroupChange,
-    GroupStore, HealthCheck, IdempotencyStore, KeyClaim, MessageChange, MessageStore, NewGroup,
-    NewMessage, NewServerKey, NewTicket, NewToken, Outbox, ReactionMade, ServerKey, StorageUse,
-    StoreError, StoredResponse, TicketHolder, TokenInfo, TokenStore, Uploaded,
+    GroupStore, HealthCheck, IdempotencyStore, KeyClaim, LiveToken, Lookup, MessageChange,
+    MessageStore, NewGroup, NewMessage, NewServerKey, NewTicket, NewToken, Outbox, ReactionMade,
+    ServerKey, StorageUse, StoreError, StoredResponse, TicketHolder, TokenInfo, TokenStore,
+    Uploaded,
 };
 use uuid::Uuid;
 
@@ -175,7 +176,7 @@ impl TokenStore for Store {
         &self,
         hash: &str,
         now: Timestamp,
-    ) -> Result<Option<Contact>, StoreError> {
+    ) -> Result<Lookup<LiveToken>, StoreError> {
         let hash = hash.to_owned();
         query(self, move |c| q::contact_for_token(c, &hash, now)).await
     }
@@ -210,7 +211,7 @@ impl TokenStore for Store {
         &self,
         hash: &str,
         now: Timestamp,
-    ) -> Result<Option<TicketHolder>, StoreError> {
+    ) -> Result<Lookup<TicketHolder>, StoreError> {
         let hash = hash.to_owned();
         query(self, move |c| q::ticket_holder(c, &hash, now)).await
     }
