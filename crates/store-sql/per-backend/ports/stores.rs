@@ -78,6 +78,15 @@ impl IdempotencyStore for Store {
         write_alone(self, move |c| q::complete_key(c, claim, response)).await
     }
 
+    async fn key_answered(
+        &self,
+        contact_id: ContactId,
+        key: String,
+        since: Timestamp,
+    ) -> Result<bool, StoreError> {
+        query(self, move |c| q::key_answered(c, contact_id, &key, since)).await
+    }
+
     async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError> {
         write_alone(self, move |c| q::release_key(c, claim)).await
     }
@@ -467,8 +476,12 @@ impl AttachmentStore for Store {
         upload: Attachment,
         quota: Option<u64>,
         outbox: Outbox,
+        completion: Option<Completion<Attachment>>,
     ) -> Result<Uploaded, StoreError> {
-        write(self, move |c| q::insert_upload(c, upload, quota, &outbox)).await
+        write(self, move |c| {
+            q::insert_upload(c, upload, quota, &outbox, completion)
+        })
+        .await
     }
 
     async fn storage_use(&self, contact: ContactId) -> Result<StorageUse, StoreError> {
