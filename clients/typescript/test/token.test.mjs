@@ -26,15 +26,9 @@ test("an expired token is refreshed with getToken, requests and the stream carry
   const alice = await server.user("alice");
   const bob = await server.user("bob");
 
-  const code = await expiredCode(server, "alice");
-  if (code !== "token_expired") {
-    t.todo(
-      `PENDING: this server answers an expired token with 401 "${code}", not "token_expired"; ` +
-        "a client cannot tell it from a wrong token, so the SDK (rightly) does not refresh. " +
-        "This test runs once the server tells them apart.",
-    );
-    return;
-  }
+  // The server tells an expired token from a wrong one: only then may a
+  // client refresh.
+  assert.equal(await expiredCode(server, "alice"), "token_expired");
 
   // getToken hands out short tokens first, then a lasting one.
   const reasons = [];
@@ -61,7 +55,7 @@ test("an expired token is refreshed with getToken, requests and the stream carry
   const send = (text) => server.api(bob.token, "POST", "/v1/messages", { conversation_id: conversation.id, message: text });
   await send("before expiry");
 
-  // Past the expiry (plus the server's 3 s cache of live tokens) the
+  // Past the expiry (the server refuses it from that instant) the
   // next request answers token_expired; the SDK refreshes and retries.
   await waitFor(async () => (await server.api(handed[0], "GET", "/v1/contacts/me")).status === 401, {
     timeout: 15_000,

@@ -18,7 +18,7 @@ use confab_domain::{
     Timestamp,
 };
 
-use crate::{Outbox, StoreError};
+use crate::{Completion, Outbox, StoreError};
 
 /// Which attachments a list holds besides being visible to its viewer.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,12 +65,16 @@ pub trait AttachmentStore: Send + Sync {
     /// one transaction; when that use would then pass `quota` bytes,
     /// writes nothing and answers [`Uploaded::OverQuota`]. Concurrent
     /// uploads of one contact are counted one after the other: together
-    /// they never pass the quota.
+    /// they never pass the quota. With a `completion`, the idempotency key
+    /// it holds is completed in the same transaction (the write rolls back
+    /// with `ClaimLost` when the claim was lost); over the quota it is
+    /// left as it was.
     async fn insert_upload(
         &self,
         upload: Attachment,
         quota: Option<u64>,
         outbox: Outbox,
+        completion: Option<Completion<Attachment>>,
     ) -> Result<Uploaded, StoreError>;
     /// What `contact`'s stored files take (its uploads, attached or not).
     async fn storage_use(&self, contact: ContactId) -> Result<StorageUse, StoreError>;

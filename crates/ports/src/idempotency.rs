@@ -194,6 +194,14 @@ pub trait IdempotencyStore: Send + Sync {
         claim: KeyClaim,
         response: StoredResponse,
     ) -> Result<bool, StoreError>;
+    /// Whether the caller's `key` holds an answer for a request made at or
+    /// after `since` (a retry will be replayed or refused, not run).
+    async fn key_answered(
+        &self,
+        contact_id: ContactId,
+        key: String,
+        since: Timestamp,
+    ) -> Result<bool, StoreError>;
     /// Gives up a key still held and not answered, so a retry can run.
     async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError>;
     /// Forgets keys created before `before`, and the quota counts of the

@@ -73,7 +73,8 @@ pub use idempotency::{
 #[cfg(feature = "mocks")]
 pub use tokens::MockTokenStore;
 pub use tokens::{
-    NewServerKey, NewTicket, NewToken, ServerKey, TicketHolder, TokenInfo, TokenStore,
+    LiveToken, Lookup, NewServerKey, NewTicket, NewToken, ServerKey, TicketHolder, TokenInfo,
+    TokenStore,
 };
 pub use wakeups::{EventWakeups, PollOnly};
 

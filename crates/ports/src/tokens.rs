@@ -32,13 +32,14 @@ pub trait TokenStore: Send + Sync {
     /// # Errors
     /// - MUST return `NotFound` when the contact does not exist.
     async fn insert_token(&self, token: NewToken) -> Result<(), StoreError>;
-    /// The contact holding the token with this hash, when that token is
-    /// neither revoked nor expired at `now`.
+    /// The token with this hash at `now`, in one lookup: `Live` with its
+    /// contact; `Expired` when it is stored, not revoked, and expired;
+    /// `Unknown` when no such token is stored or it was revoked.
     async fn contact_for_token(
         &self,
         hash: &str,
         now: Timestamp,
-    ) -> Result<Option<Contact>, StoreError>;
+    ) -> Result<Lookup<LiveToken>, StoreError>;
     /// Revokes every live token of the contact (neither revoked nor expired
     /// at `at`), recording `at` as their revocation time; returns how many
     /// (0 when it has none).
@@ -66,13 +67,16 @@ pub trait TokenStore: Send + Sync {
     /// # Errors
     /// - MUST return `NotFound` when there is no such live token.
     async fn insert_ticket(&self, ticket: NewTicket) -> Result<(), StoreError>;
-    /// The holder of the ticket with this hash, when the ticket has not
-    /// expired at `now` and its token is live at `now`.
+    /// The ticket with this hash at `now`, in one lookup: `Live` with its
+    /// holder when neither it nor its token has expired and the token is
+    /// not revoked; `Expired` when the ticket or its token has expired (and
+    /// the token is not revoked); `Unknown` when no such ticket is stored
+    /// or its token was revoked.
     async fn ticket_holder(
         &self,
         hash: &str,
         now: Timestamp,
-    ) -> Result<Option<TicketHolder>, StoreError>;
+    ) -> Result<Lookup<TicketHolder>, StoreError>;
     /// Deletes at most `batch` tickets that expired before `before`;
     /// returns how many.
     async fn prune_tickets(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError>;
@@ -95,6 +99,47 @@ pub trait TokenStore: Send + Sync {
     /// Records a request with the key: sets its `last_used_at` to `at` if
     /// that is later.
     async fn touch_server_key(&self, id: Uuid, at: Timestamp) -> Result<(), StoreError>;
+}
+
+/// What the store holds for a credential presented by its hash. Only these
+/// three answers exist: a credential that expired is told apart (its holder
+/// may get a new one), a revoked one is not told from one never issued.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<T> {
+    /// Accepted now.
+    Live(T),
+    /// Issued and not revoked, but past its lifetime.
+    Expired,
+    /// Never issued, or revoked.
+    Unknown,
+}
+
+impl<T> Lookup<T> {
+    /// The live value, `None` for the two refusals.
+    pub fn live(self) -> Option<T> {
+        match self {
+            Lookup::Live(value) => Some(value),
+            Lookup::Expired | Lookup::Unknown => None,
+        }
+    }
+
+    /// Changes the live value.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Lookup<U> {
+        match self {
+            Lookup::Live(value) => Lookup::Live(f(value)),
+            Lookup::Expired => Lookup::Expired,
+            Lookup::Unknown => Lookup::Unknown,
+        }
+    }
+}
+
+/// A live token as its lookup finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveToken {
+    /// The contact it authenticates.
+    pub contact: Contact,
+    /// When it stops being accepted; `None`: never.
+    pub expires_at: Option<Timestamp>,
 }
 
 /// An event ticket to store (a browser's credential for `GET

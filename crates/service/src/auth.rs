@@ -11,7 +11,7 @@ use confab_domain::{
     AvatarUrl, Contact, ContactId, ContactParts, Field, Page, Paged, PhoneNumber, Rule, Timestamp,
     Username,
 };
-use confab_ports::{NewToken, TokenInfo};
+use confab_ports::{LiveToken, Lookup, NewToken, TokenInfo};
 use uuid::Uuid;
 
 use crate::error::page_error;
@@ -37,8 +37,10 @@ pub(crate) const TOKEN_CACHE_SIZE: usize = 10_000;
 /// round trip. Unknown tokens are never remembered.
 #[derive(Debug, Default)]
 pub(crate) struct TokenCache {
-    /// Live tokens by hash, with their contact.
-    by_hash: Trusted<String, Contact>,
+    /// Live tokens by hash, with their contact and expiry (a remembered
+    /// token is refused from its expiry on, not up to [`TOKEN_TRUST`]
+    /// later).
+    by_hash: Trusted<String, LiveToken>,
     /// The contacts' activity writes this process made or is making.
     touches: Touches<ContactId>,
     /// The tokens' `last_used_at` writes, by token hash.
@@ -211,22 +213,21 @@ impl<K: Hash + Eq, V: Clone> Trusted<K, V> {
 }
 
 impl TokenCache {
-    fn get(&self, hash: &str) -> Option<Contact> {
+    fn get(&self, hash: &str) -> Option<LiveToken> {
         self.by_hash.get(hash)
     }
 
     /// Remembers that the store, `asked` at that instant, found the token
-    /// of `hash` live for `contact`; unless this process revoked tokens
-    /// since.
-    fn put(&self, hash: String, contact: Contact, asked: Instant) {
-        self.by_hash.put(hash, contact, asked);
+    /// of `hash` live; unless this process revoked tokens since.
+    fn put(&self, hash: String, token: LiveToken, asked: Instant) {
+        self.by_hash.put(hash, token, asked);
     }
 
     /// Forgets every token of `contact`, after its tokens were revoked:
     /// their next request asks the store. Lookups still in flight, which
     /// may have read a token before the revocation, are not remembered.
     pub(crate) fn forget(&self, contact: ContactId) {
-        self.by_hash.forget(|cached| cached.id() == contact);
+        self.by_hash.forget(|cached| cached.contact.id() == contact);
     }
 
     /// Claims the once-a-minute activity write of `contact` at `now`
@@ -243,8 +244,8 @@ impl TokenCache {
     /// when their tokens were checked.
     pub(crate) fn refresh(&self, contact: &Contact) {
         self.by_hash.update(|cached| {
-            if cached.id() == contact.id() {
-                *cached = contact.clone();
+            if cached.contact.id() == contact.id() {
+                cached.contact = contact.clone();
             }
         });
     }
@@ -462,8 +463,10 @@ impl Confab {
 
     /// The contact holding this bearer token, when it is live (as the store
     /// said less than 3 s ago, and this process revoked none of its
-    /// contact's tokens since). Records the contact's activity at most once
-    /// a minute.
+    /// contact's tokens since; never past its expiry). Records the
+    /// contact's activity at most once a minute. `Expired` when the token
+    /// was issued, is not revoked, and has expired; `Unauthorized` for
+    /// anything else.
     pub async fn authenticate(&self, token: &str) -> Result<Contact, ServiceError> {
         // Cheap shape check first: no store round trip for garbage.
         if !token.starts_with(TOKEN_PREFIX) || token.len() > 256 {
@@ -471,21 +474,24 @@ impl Confab {
         }
         let now = self.now();
         let hash = hash_token(token);
-        let contact = match self.tokens.get(&hash) {
-            Some(contact) => contact,
+        let live = match self.tokens.get(&hash) {
+            Some(live) => live,
             None => {
                 let asked = Instant::now();
-                let contact = self
-                    .ports
-                    .tokens
-                    .contact_for_token(&hash, now)
-                    .await?
-                    .ok_or(ServiceError::Unauthorized)?;
-                self.tokens.put(hash.clone(), contact.clone(), asked);
-                contact
+                let found = self.ports.tokens.contact_for_token(&hash, now).await?;
+                let live = match found {
+                    Lookup::Live(live) => live,
+                    Lookup::Expired => return Err(ServiceError::Expired),
+                    Lookup::Unknown => return Err(ServiceError::Unauthorized),
+                };
+                self.tokens.put(hash.clone(), live.clone(), asked);
+                live
             }
         };
-        self.record_use(contact, &hash, now).await
+        if live.expires_at.is_some_and(|at| at <= now) {
+            return Err(ServiceError::Expired);
+        }
+        self.record_use(live.contact, &hash, now).await
     }
 
     /// Records a request made with the token of this hash (directly, or
@@ -529,10 +535,10 @@ mod tests {
         AvatarUrl, Contact, ContactId, ContactParts, PhoneNumber, Timestamp, Username,
     };
 
-    use super::{hash_token, TokenCache};
+    use super::{hash_token, LiveToken, TokenCache};
 
-    fn alice() -> Contact {
-        Contact::new(ContactParts {
+    fn alice() -> LiveToken {
+        let contact = Contact::new(ContactParts {
             id: ContactId::from_uuid(uuid::Uuid::from_u128(1)),
             username: Username::new("alice".into()).expect("valid"),
             phone_number: PhoneNumber::new("+15550100".into()).expect("valid"),
@@ -540,7 +546,11 @@ mod tests {
             last_active_at: Timestamp::from_secs(0),
             created_at: Timestamp::from_secs(0),
         })
-        .expect("valid")
+        .expect("valid");
+        LiveToken {
+            contact,
+            expires_at: None,
+        }
     }
 
     /// A lookup that asked the store before a revocation in this process,
@@ -551,13 +561,16 @@ mod tests {
         let cache = TokenCache::default();
         cache.put("other".into(), alice(), Instant::now());
         let asked = Instant::now();
-        cache.forget(alice().id());
+        cache.forget(alice().contact.id());
         assert!(cache.get("other").is_none(), "forgotten at once");
         cache.put("late".into(), alice(), asked);
         assert!(cache.get("late").is_none(), "asked before the revocation");
         std::thread::sleep(Duration::from_millis(1));
         cache.put("fresh".into(), alice(), Instant::now());
-        assert_eq!(cache.get("fresh").map(|c| c.id()), Some(alice().id()));
+        assert_eq!(
+            cache.get("fresh").map(|t| t.contact.id()),
+            Some(alice().contact.id())
+        );
     }
 
     #[test]

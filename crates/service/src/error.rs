@@ -15,6 +15,10 @@ pub enum ServiceError {
     /// The caller did not prove who they are.
     #[error("unauthorized")]
     Unauthorized,
+    /// The caller's credential (a token, an event ticket) was good but
+    /// has expired: a new one will do.
+    #[error("the credential has expired")]
+    Expired,
     /// The caller may see the thing but may not do this to it.
     #[error("{0}")]
     Forbidden(&'static str),

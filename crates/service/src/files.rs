@@ -9,7 +9,8 @@ use confab_domain::{
     FileSize, FileSource, FileType, Filename, Page, Paged, Rule,
 };
 use confab_ports::{
-    AttachmentFilter, ByteRange, FileReader, FileStorage, FileWriter, StoreError, Uploaded,
+    AttachmentFilter, ByteRange, Completion, FileReader, FileStorage, FileWriter, StoreError,
+    Uploaded,
 };
 use sha2::{Digest as _, Sha256};
 
@@ -90,8 +91,9 @@ pub struct Upload {
     /// The first bytes, for the type.
     head: Vec<u8>,
     /// The uploader's stored bytes when it was let in: the quota's room
-    /// is what is left above them.
-    used: u64,
+    /// is what is left above them. `None`: not metered while it streams
+    /// (a retry to be replayed); its insert still checks the quota.
+    used: Option<u64>,
     /// Where the disk's free space is next looked at.
     check_free_at: u64,
     /// Its place among the uploader's uploads under way, until it ends.
@@ -126,12 +128,9 @@ impl Upload {
         if self.size > max {
             return Err(ServiceError::TooLarge { max });
         }
-        if let Some(limit) = self.service.upload_limits().quota_bytes {
-            if self.used.saturating_add(self.size) > limit {
-                return Err(ServiceError::UploadQuota {
-                    used: self.used,
-                    limit,
-                });
+        if let (Some(limit), Some(used)) = (self.service.upload_limits().quota_bytes, self.used) {
+            if used.saturating_add(self.size) > limit {
+                return Err(ServiceError::UploadQuota { used, limit });
             }
         }
         if self.size >= self.check_free_at {
@@ -155,6 +154,23 @@ impl Upload {
     /// [`ServiceError::UploadQuota`] when uploads that finished meanwhile
     /// left no room for it: the file is then given up.
     pub async fn finish(self, filename: Filename) -> Result<Attachment, ServiceError> {
+        self.finish_with(filename, None).await
+    }
+
+    /// The SHA-256 of the bytes written so far (all of them once the body
+    /// is read): with the parameters, what tells a retry of an upload from
+    /// another request with its idempotency key.
+    pub fn content_digest(&self) -> [u8; 32] {
+        self.digest.clone().finalize().into()
+    }
+
+    /// [`Upload::finish`], completing the idempotency key `completion`
+    /// holds in the same transaction as the upload's row.
+    pub async fn finish_with(
+        self,
+        filename: Filename,
+        completion: Option<Completion<Attachment>>,
+    ) -> Result<Attachment, ServiceError> {
         if let Err(e) = check_upload_name(&filename) {
             self.abort().await;
             return Err(e);
@@ -197,7 +213,7 @@ impl Upload {
         let stored = match service
             .ports
             .attachments
-            .insert_upload(upload, quota, service.outbox(events))
+            .insert_upload(upload, quota, service.outbox(events), completion)
             .await?
         {
             Uploaded::Stored(stored) => stored,

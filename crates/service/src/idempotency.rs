@@ -20,9 +20,9 @@
 //! replay.
 
 use confab_domain::{Contact, DomainError, Field};
-use confab_ports::{ClaimOutcome, ClaimRequest, KeyClaim};
+use confab_ports::{ClaimOutcome, ClaimRequest};
 
-pub use confab_ports::{Completion, StoredResponse};
+pub use confab_ports::{Completion, KeyClaim, StoredResponse};
 
 use crate::{Confab, ServiceError};
 
@@ -125,6 +125,22 @@ impl Confab {
                 retry_after_secs,
             }),
         }
+    }
+
+    /// Whether the caller's `key` already holds an answer (a request with
+    /// it will be replayed or refused, not run): lets an upload's retry
+    /// in before its bytes, and so its fingerprint, are read.
+    pub async fn key_answered(
+        &self,
+        caller: &Contact,
+        key: &IdempotencyKey,
+    ) -> Result<bool, ServiceError> {
+        let since = self.now().plus_secs(-KEY_TTL_SECS);
+        Ok(self
+            .ports
+            .idempotency
+            .key_answered(caller.id(), key.0.clone(), since)
+            .await?)
     }
 
     /// Ends a run that did not complete its key in a write: keeps

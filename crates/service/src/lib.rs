@@ -55,8 +55,8 @@ pub use events::{FanOutBatch, FanOutEvent, FanOutLimits, StreamToken};
 pub use files::{Upload, DEFAULT_MAX_UPLOAD_BYTES, UPLOAD_TTL_SECS};
 pub use groups::{GroupUpdate, NewGroupRequest};
 pub use idempotency::{
-    Completion, IdempotencyKey, Idempotent, StoredResponse, DEFAULT_KEYS_PER_DAY, KEY_TTL_SECS,
-    LEASE_SECS,
+    Completion, IdempotencyKey, Idempotent, KeyClaim, StoredResponse, DEFAULT_KEYS_PER_DAY,
+    KEY_TTL_SECS, LEASE_SECS,
 };
 pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
 pub use messages::{AttachmentInput, MessageUpdate, SendMessage};

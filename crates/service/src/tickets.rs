@@ -6,7 +6,7 @@
 //! refuses its tickets, and ends the streams they opened.
 
 use confab_domain::{Contact, Timestamp};
-use confab_ports::NewTicket;
+use confab_ports::{Lookup, NewTicket};
 
 use crate::auth::{hash_token, random_hex, TOKEN_PREFIX};
 use crate::events::StreamToken;
@@ -20,6 +20,10 @@ pub const TICKET_PREFIX: &str = "cft_";
 /// How long a ticket opens streams: 10 minutes (a stream it opened stays
 /// open past that; a reconnect after it needs a new ticket).
 pub const TICKET_TTL_SECS: i64 = 600;
+
+/// How long an expired ticket is kept before it is pruned: meanwhile it is
+/// refused as expired (a client knows to make a new one), not as unknown.
+pub const EXPIRED_TICKET_KEPT_SECS: i64 = 86_400;
 
 /// A ticket just made: the secret is shown this once.
 #[derive(Debug, Clone)]
@@ -76,19 +80,25 @@ impl Confab {
     }
 
     /// The holder of a live ticket (not expired, its token live), with the
-    /// contact's activity recorded as for a token. `Unauthorized` otherwise.
+    /// contact's activity recorded as for a token. `Expired` when the
+    /// ticket or its token has expired (a new token makes a new ticket);
+    /// `Unauthorized` otherwise (unknown, or its token revoked).
     pub async fn authenticate_ticket(&self, ticket: &str) -> Result<TicketCaller, ServiceError> {
         // Cheap shape check first: no store round trip for garbage.
         if !is_ticket(ticket) || ticket.len() > 256 {
             return Err(ServiceError::Unauthorized);
         }
         let now = self.now();
-        let holder = self
+        let found = self
             .ports
             .tokens
             .ticket_holder(&hash_token(ticket), now)
-            .await?
-            .ok_or(ServiceError::Unauthorized)?;
+            .await?;
+        let holder = match found {
+            Lookup::Live(holder) => holder,
+            Lookup::Expired => return Err(ServiceError::Expired),
+            Lookup::Unknown => return Err(ServiceError::Unauthorized),
+        };
         let contact = self
             .record_use(holder.contact, &holder.token_hash, now)
             .await?;
@@ -98,8 +108,10 @@ impl Confab {
         })
     }
 
-    /// Deletes at most `batch` expired tickets; returns how many.
+    /// Deletes at most `batch` tickets that expired over
+    /// [`EXPIRED_TICKET_KEPT_SECS`] ago; returns how many.
     pub async fn prune_tickets(&self, batch: u32) -> Result<u64, ServiceError> {
-        Ok(self.ports.tokens.prune_tickets(self.now(), batch).await?)
+        let before = self.now().plus_secs(-EXPIRED_TICKET_KEPT_SECS);
+        Ok(self.ports.tokens.prune_tickets(before, batch).await?)
     }
 }

@@ -112,8 +112,9 @@ impl Drop for UploadSlot {
 pub struct Admission {
     pub(crate) caller: Contact,
     pub(crate) slot: UploadSlot,
-    /// The uploader's stored bytes when it was let in.
-    pub(crate) used: u64,
+    /// The uploader's stored bytes when it was let in; `None` when it was
+    /// let in as a retry to be replayed, not metered while it streams.
+    pub(crate) used: Option<u64>,
 }
 
 impl Confab {
@@ -144,6 +145,30 @@ impl Confab {
         caller: &Contact,
         declared: Option<u64>,
     ) -> Result<Admission, ServiceError> {
+        self.admit(caller, declared, true).await
+    }
+
+    /// [`Confab::admit_upload`] for the retry of an upload already
+    /// answered (its idempotency key holds an answer): it will be
+    /// replayed (or refused as another request), never stored, so the
+    /// caller's quota is not looked at while it streams (a full quota
+    /// would refuse the retry of the upload that filled it). Its place
+    /// among the caller's uploads and the disk's floor still count; the
+    /// quota is checked again should it be stored after all.
+    pub async fn admit_upload_retry(
+        &self,
+        caller: &Contact,
+        declared: Option<u64>,
+    ) -> Result<Admission, ServiceError> {
+        self.admit(caller, declared, false).await
+    }
+
+    async fn admit(
+        &self,
+        caller: &Contact,
+        declared: Option<u64>,
+        metered: bool,
+    ) -> Result<Admission, ServiceError> {
         let limits = self.uploads.limits;
         let slot = self
             .uploads
@@ -152,14 +177,15 @@ impl Confab {
                 max: limits.per_contact,
             })?;
         let used = match limits.quota_bytes {
-            Some(limit) => {
+            Some(limit) if metered => {
                 let used = self.ports.attachments.storage_use(caller.id()).await?.bytes;
                 if used >= limit {
                     return Err(ServiceError::UploadQuota { used, limit });
                 }
-                used
+                Some(used)
             }
-            None => 0,
+            Some(_) => None,
+            None => Some(0),
         };
         self.check_free_space(declared.unwrap_or(0)).await?;
         Ok(Admission {

@@ -30,5 +30,6 @@ mod tickets;
 mod token_cache;
 mod unread;
 mod upload_limits;
+mod upload_retries;
 mod wire;
 mod writes;

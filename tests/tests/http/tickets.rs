@@ -167,6 +167,38 @@ async fn revoking_the_token_refuses_its_tickets_and_ends_their_streams(app: Test
     .await;
 }
 
+/// A ticket past its lifetime is an expired credential: 401
+/// `token_expired` (the client makes a new one), with its challenge. A
+/// ticket lives no longer than its token: one whose token expired is
+/// refused the same way.
+async fn an_expired_ticket_is_token_expired(app: TestApp) {
+    let mut alice = app.user("alice").await;
+    let issued = Instant::now();
+    alice.token = app
+        .service
+        .issue_token("alice", Some(2))
+        .await
+        .expect("issue");
+    let ticket = make_ticket(&app, &alice).await;
+    let path = format!("/v1/events?ticket={ticket}");
+    tokio::time::sleep_until((issued + Duration::from_millis(2_300)).into()).await;
+    let r = anonymous(&app, &path, &[]).await;
+    r.expect_error(401, "token_expired", None);
+    let www = r.header("www-authenticate").unwrap_or_default();
+    assert!(
+        www.starts_with("Bearer error=\"invalid_token\""),
+        "WWW-Authenticate: {www:?}"
+    );
+    // Unknown tickets stay `unauthorized`: nothing says whether one exists.
+    anonymous(
+        &app,
+        "/v1/events?ticket=cft_0000000000000000000000000000000000000000000000000000000000000000",
+        &[],
+    )
+    .await
+    .expect_error(401, "unauthorized", None);
+}
+
 async fn a_server_key_makes_no_ticket(app: TestApp) {
     let alice = app.user("alice").await;
     let key = app
@@ -192,4 +224,5 @@ confab_tests::on_both_stores!(
     a_ticket_opens_nothing_else,
     revoking_the_token_refuses_its_tickets_and_ends_their_streams,
     a_server_key_makes_no_ticket,
+    an_expired_ticket_is_token_expired,
 );

@@ -2,7 +2,7 @@
 //! unknown parameters, booleans, ids, timestamps, success codes), the error
 //! body, and bearer authentication.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use confab_tests::http::{encode_form, Resp, TestApp, User};
 use reqwest::Method;
@@ -552,6 +552,25 @@ fn assert_401(r: &Resp) {
     assert!(www.starts_with("Bearer"), "WWW-Authenticate: {www:?}");
 }
 
+/// The challenge of a 401: a bare `Bearer` when no token came, with
+/// `error="invalid_token"` and a description when one came and was
+/// refused (RFC 6750 section 3).
+#[track_caller]
+fn assert_challenge(r: &Resp, token_refused: bool) {
+    let www = r
+        .header("www-authenticate")
+        .expect("WWW-Authenticate header");
+    if token_refused {
+        assert!(
+            www.starts_with("Bearer error=\"invalid_token\", error_description=\""),
+            "WWW-Authenticate: {www:?}"
+        );
+        assert!(www.ends_with('"') && www.len() > 60, "{www:?}");
+    } else {
+        assert_eq!(www, "Bearer");
+    }
+}
+
 async fn missing_or_malformed_token_is_401(app: TestApp) {
     let alice = app.user("alice").await;
     let r = app
@@ -579,6 +598,10 @@ async fn missing_or_malformed_token_is_401(app: TestApp) {
             .await;
         assert_eq!(r.status.as_u16(), 401, "Authorization: {header:?}");
         assert_401(&r);
+        // A Bearer token came (misshapen or unknown): it is refused as
+        // such; no token, or another scheme, only asks for one.
+        let came = header.starts_with("Bearer ") && header.len() > "Bearer ".len();
+        assert_challenge(&r, came);
     }
     // Also on writes: nothing happens without a valid token.
     let r = app
@@ -591,6 +614,7 @@ async fn missing_or_malformed_token_is_401(app: TestApp) {
         )
         .await;
     assert_401(&r);
+    assert_challenge(&r, true);
     // The real token works.
     app.get(&alice, "/v1/conversations").await.expect(200);
 }
@@ -623,7 +647,9 @@ async fn revoked_token_is_401(app: TestApp) {
     loop {
         let r = app.get(&alice, "/v1/conversations").await;
         if r.status.as_u16() == 401 {
+            // Revoked is not expired: a client must not refresh it.
             assert_401(&r);
+            assert_challenge(&r, true);
             break;
         }
         r.expect(200);
@@ -642,8 +668,12 @@ async fn revoked_token_is_401(app: TestApp) {
     r.expect(200);
 }
 
-async fn expired_token_is_401(app: TestApp) {
-    let _alice = app.user("alice").await;
+/// An expired token is 401 `token_expired` (the client gets a new one),
+/// from the instant it expires: also while this process still trusts its
+/// earlier lookup (a few seconds), and once it asks the store again.
+async fn expired_token_is_401_token_expired(app: TestApp) {
+    let alice = app.user("alice").await;
+    let issued = Instant::now();
     let short = app
         .service
         .issue_token("alice", Some(2))
@@ -653,11 +683,51 @@ async fn expired_token_is_401(app: TestApp) {
         .send(Method::GET, "/v1/conversations", Some(&short), None, &[])
         .await;
     r.expect(200);
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let expired = |r: &Resp| {
+        r.expect_error(401, "token_expired", None);
+        assert_json_type(r);
+        assert_challenge(r, true);
+    };
+    // Past its expiry, within the 3 s its lookup is trusted.
+    tokio::time::sleep_until((issued + Duration::from_millis(2_300)).into()).await;
+    let r = app
+        .send(Method::GET, "/v1/conversations", Some(&short), None, &[])
+        .await;
+    expired(&r);
+    // Asked of the store again: the same answer, on writes too.
+    tokio::time::sleep_until((issued + Duration::from_millis(3_600)).into()).await;
+    let r = app
+        .send(
+            Method::POST,
+            "/v1/conversations",
+            Some(&short),
+            Some((FORM, format!("contact_id={}", alice.id).into_bytes())),
+            &[],
+        )
+        .await;
+    expired(&r);
+    // Her lasting token is untouched.
+    app.get(&alice, "/v1/conversations").await.expect(200);
+}
+
+/// A token revoked before it expired stays `unauthorized` after its
+/// expiry: only a token that would still be good but for its age is
+/// `token_expired`.
+async fn revoked_then_expired_token_is_unauthorized(app: TestApp) {
+    let _alice = app.user("alice").await;
+    let issued = Instant::now();
+    let short = app
+        .service
+        .issue_token("alice", Some(1))
+        .await
+        .expect("issue");
+    app.service.revoke_tokens("alice").await.expect("revoke");
+    tokio::time::sleep_until((issued + Duration::from_millis(1_300)).into()).await;
     let r = app
         .send(Method::GET, "/v1/conversations", Some(&short), None, &[])
         .await;
     assert_401(&r);
+    assert_challenge(&r, true);
 }
 
 async fn healthz_needs_no_token(app: TestApp) {
@@ -842,7 +912,8 @@ confab_tests::on_both_stores!(
     missing_or_malformed_token_is_401,
     token_in_query_string_is_not_accepted,
     revoked_token_is_401,
-    expired_token_is_401,
+    expired_token_is_401_token_expired,
+    revoked_then_expired_token_is_unauthorized,
     healthz_needs_no_token,
     created_resources_have_location,
     delete_is_204_empty_then_404,

@@ -5,7 +5,10 @@ use confab_domain::{
     AddAttachment, Attachment, AttachmentId, ContentDigest, DomainError, Field, FileSize,
     FileSource, FileType, Filename, Rule,
 };
-use confab_ports::{AttachmentFilter, StorageUse, StoreError, Uploaded};
+use confab_ports::{
+    AttachmentFilter, ClaimOutcome, ClaimRequest, Completion, KeyClaim, StorageUse, StoreError,
+    StoredResponse, Uploaded,
+};
 
 use crate::support::{assert_err, at, contact, direct, new_id, new_message, no_events, page, S};
 
@@ -28,7 +31,11 @@ fn upload(by: &confab_domain::Contact, t: i64) -> Attachment {
 async fn stored_upload(s: &S, by: &confab_domain::Contact, t: i64) -> Attachment {
     let u = upload(by, t);
     s.expect_file(u.id, at(t + 86_400)).await.expect("schedule");
-    match s.insert_upload(u, None, no_events()).await.expect("insert") {
+    match s
+        .insert_upload(u, None, no_events(), None)
+        .await
+        .expect("insert")
+    {
         Uploaded::Stored(u) => u,
         other => panic!("not stored: {other:?}"),
     }
@@ -317,7 +324,7 @@ async fn uploads_are_counted_within_the_quota_even_together(s: S) {
         async move {
             let u = upload(&by, t);
             s.expect_file(u.id, at(t + 86_400)).await.expect("schedule");
-            s.insert_upload(u, quota, no_events())
+            s.insert_upload(u, quota, no_events(), None)
                 .await
                 .expect("insert")
         }
@@ -343,7 +350,7 @@ async fn uploads_are_counted_within_the_quota_even_together(s: S) {
     let mut big = upload(&bob, 4);
     big.file_size = Some(FileSize::new(101).expect("size"));
     assert_eq!(
-        s.insert_upload(big, quota, no_events())
+        s.insert_upload(big, quota, no_events(), None)
             .await
             .expect("insert"),
         Uploaded::OverQuota { used: 0 }
@@ -369,8 +376,102 @@ async fn uploads_are_counted_within_the_quota_even_together(s: S) {
     );
 }
 
+/// An upload's idempotency key is completed in the upload's own
+/// transaction: stored with its answer, or (over the quota, or with its
+/// claim lost) neither written nor answered.
+async fn an_upload_completes_its_key_with_its_row(s: S) {
+    let alice = contact(&s, "alice").await;
+    let claim_of = |key: &str| KeyClaim {
+        contact_id: alice.id(),
+        key: key.to_owned(),
+        holder: crate::support::new_id(),
+    };
+    let claim = |c: &KeyClaim, t: i64| {
+        let (s, c) = (s.clone(), c.clone());
+        async move {
+            s.claim_key(ClaimRequest {
+                claim: c,
+                fingerprint: "upload".into(),
+                now: at(t),
+                locked_until: at(t + 10),
+                expired_before: at(t - 86_400),
+                new_keys_per_day: None,
+            })
+            .await
+            .expect("claim")
+        }
+    };
+    let completion = |c: &KeyClaim| {
+        Completion::new(c.clone(), |a: &Attachment| StoredResponse {
+            code: 201,
+            location: None,
+            body: a.id.to_string(),
+        })
+    };
+    let answered = |key: &'static str, since: i64| {
+        let s = s.clone();
+        let who = alice.id();
+        async move {
+            s.key_answered(who, key.into(), at(since))
+                .await
+                .expect("answered")
+        }
+    };
+    let first = claim_of("u1");
+    assert_eq!(claim(&first, 1).await, ClaimOutcome::Claimed);
+    assert!(!answered("u1", 0).await, "claimed, not answered yet");
+    let u = upload(&alice, 1);
+    s.expect_file(u.id, at(86_401)).await.expect("schedule");
+    let stored = s
+        .insert_upload(u.clone(), Some(100), no_events(), Some(completion(&first)))
+        .await
+        .expect("insert");
+    assert_eq!(stored, Uploaded::Stored(u.clone()));
+    assert!(answered("u1", 0).await);
+    assert!(!answered("u1", 2).await, "answered before `since`");
+    assert!(!answered("u2", 0).await, "never claimed");
+    match claim(&claim_of("u1"), 3).await {
+        ClaimOutcome::Completed {
+            same_request: true,
+            response,
+        } => assert_eq!(response.body, u.id.to_string()),
+        other => panic!("not replayed: {other:?}"),
+    }
+    // Over the quota: nothing written, the key left unanswered.
+    let over = claim_of("u3");
+    assert_eq!(claim(&over, 4).await, ClaimOutcome::Claimed);
+    let mut big = upload(&alice, 4);
+    big.file_size = Some(FileSize::new(60).expect("size"));
+    assert_eq!(
+        s.insert_upload(big, Some(100), no_events(), Some(completion(&over)))
+            .await
+            .expect("insert"),
+        Uploaded::OverQuota { used: 42 }
+    );
+    assert!(!answered("u3", 0).await);
+    // A claim lost meanwhile: the upload's row is not written either.
+    let lost = claim_of("u4");
+    assert_eq!(claim(&lost, 5).await, ClaimOutcome::Claimed);
+    let taken_over = KeyClaim {
+        holder: crate::support::new_id(),
+        ..lost.clone()
+    };
+    assert_err!(
+        s.insert_upload(
+            upload(&alice, 5),
+            None,
+            no_events(),
+            Some(completion(&taken_over))
+        )
+        .await,
+        StoreError::ClaimLost
+    );
+    assert_eq!(used(&s, &alice).await, (42, 1));
+}
+
 confab_tests::on_both_stores!(
     crate::support::on_store;
+    an_upload_completes_its_key_with_its_row,
     uploads_are_counted_within_the_quota_even_together,
     the_unfiltered_list_pages_through_what_the_viewer_sees,
     an_upload_is_its_uploader_s_until_attached,

@@ -2,7 +2,7 @@
 //! revoked one by one, their use recorded), event tickets and server keys.
 
 use confab_domain::{Contact, ContactId, Cursor, Timestamp};
-use confab_ports::{NewServerKey, NewTicket, NewToken, StoreError};
+use confab_ports::{Lookup, NewServerKey, NewTicket, NewToken, StoreError};
 use uuid::Uuid;
 
 use crate::support::{assert_err, at, at_us, contact, new_id, page, S};
@@ -47,29 +47,43 @@ async fn tokens_live_expired_revoked_unknown(s: S) {
             s.contact_for_token(hash, now)
                 .await
                 .expect("lookup")
-                .map(|c| c.id())
+                .map(|t| t.contact.id())
         }
     };
-    assert_eq!(who("aa01", at(50)).await, Some(alice.id()));
-    assert_eq!(who("aa02", at(50)).await, Some(alice.id()));
-    assert_eq!(who("bb01", at(50)).await, Some(bob.id()));
-    assert_eq!(who("ffff", at(50)).await, None, "unknown");
-    assert_eq!(who("cc01", at(50)).await, None, "never stored");
-    // Expired at `expires_at`.
-    assert_eq!(who("aa02", at_us(99, 999_999)).await, Some(alice.id()));
-    assert_eq!(who("aa02", at(100)).await, None);
-    assert_eq!(who("aa03", at(50)).await, None);
+    let live = |id: ContactId| Lookup::Live(id);
+    assert_eq!(who("aa01", at(50)).await, live(alice.id()));
+    assert_eq!(who("aa02", at(50)).await, live(alice.id()));
+    assert_eq!(who("bb01", at(50)).await, live(bob.id()));
+    assert_eq!(who("ffff", at(50)).await, Lookup::Unknown, "unknown");
+    assert_eq!(who("cc01", at(50)).await, Lookup::Unknown, "never stored");
+    // Expired at `expires_at`, and told apart from unknown.
+    assert_eq!(who("aa02", at_us(99, 999_999)).await, live(alice.id()));
+    assert_eq!(who("aa02", at(100)).await, Lookup::Expired);
+    assert_eq!(who("aa03", at(50)).await, Lookup::Expired);
+    // A live token's expiry comes with it.
+    assert_eq!(
+        s.contact_for_token("aa02", at(50))
+            .await
+            .expect("lookup")
+            .live()
+            .map(|t| t.expires_at),
+        Some(Some(at(100)))
+    );
 
     // Revokes the live ones only (aa03 has expired by then).
     assert_eq!(
         s.revoke_tokens(alice.id(), at(50)).await.expect("revoke"),
         2
     );
-    assert_eq!(who("aa01", at(51)).await, None);
-    assert_eq!(who("aa02", at(51)).await, None);
+    assert_eq!(who("aa01", at(51)).await, Lookup::Unknown);
+    assert_eq!(who("aa02", at(51)).await, Lookup::Unknown);
+    // Revoked stays unknown past its expiry: never told as expired.
+    assert_eq!(who("aa02", at(200)).await, Lookup::Unknown);
+    // Expired before the revocation (which left it alone): expired.
+    assert_eq!(who("aa03", at(51)).await, Lookup::Expired);
     assert_eq!(
         who("bb01", at(51)).await,
-        Some(bob.id()),
+        live(bob.id()),
         "other contacts keep theirs"
     );
     assert_eq!(
@@ -154,12 +168,13 @@ async fn tokens_are_listed_revoked_one_by_one_and_their_use_recorded(s: S) {
     );
     assert_eq!(
         s.contact_for_token("a1", at(52)).await.expect("lookup"),
-        None
+        Lookup::Unknown
     );
     assert!(s
         .contact_for_token("a0", at(52))
         .await
         .expect("lookup")
+        .live()
         .is_some());
     let left = listed(None, 10).await;
     assert_eq!(
@@ -280,18 +295,24 @@ async fn tickets_live_no_longer_than_their_token(s: S) {
                 .map(|h| (h.contact.id(), h.token_hash))
         }
     };
-    assert_eq!(holder("t1", 50).await, Some((alice.id(), "aa01".into())));
-    assert_eq!(holder("t3", 15).await, Some((bob.id(), "bb01".into())));
-    assert_eq!(holder("t4", 50).await, None, "never made");
-    assert_eq!(holder("aa01", 50).await, None, "a token is not a ticket");
-    // Expired at `expires_at`.
-    assert_eq!(holder("t3", 20).await, None);
-    // Its token expired: refused although the ticket has not.
-    assert_eq!(holder("t2", 99).await, Some((alice.id(), "aa02".into())));
-    assert_eq!(holder("t2", 100).await, None);
-    // Its token revoked: refused.
+    let live = |id: ContactId, token: &str| Lookup::Live((id, token.to_owned()));
+    assert_eq!(holder("t1", 50).await, live(alice.id(), "aa01"));
+    assert_eq!(holder("t3", 15).await, live(bob.id(), "bb01"));
+    assert_eq!(holder("t4", 50).await, Lookup::Unknown, "never made");
+    assert_eq!(
+        holder("aa01", 50).await,
+        Lookup::Unknown,
+        "a token is not a ticket"
+    );
+    // Expired at `expires_at`, and told apart from unknown.
+    assert_eq!(holder("t3", 20).await, Lookup::Expired);
+    // Its token expired: expired although the ticket has not.
+    assert_eq!(holder("t2", 99).await, live(alice.id(), "aa02"));
+    assert_eq!(holder("t2", 100).await, Lookup::Expired);
+    // Its token revoked: refused as unknown, expired or not.
     s.revoke_tokens(alice.id(), at(60)).await.expect("revoke");
-    assert_eq!(holder("t1", 61).await, None);
+    assert_eq!(holder("t1", 61).await, Lookup::Unknown);
+    assert_eq!(holder("t1", 700).await, Lookup::Unknown);
     // Pruning takes the expired ones only, in batches.
     s.insert_ticket(ticket("t6", "bb01", 30, 630))
         .await
@@ -299,7 +320,7 @@ async fn tickets_live_no_longer_than_their_token(s: S) {
     assert_eq!(s.prune_tickets(at(700), 1).await.expect("prune"), 1);
     assert_eq!(s.prune_tickets(at(620), 10).await.expect("prune"), 2);
     assert_eq!(s.prune_tickets(at(620), 10).await.expect("prune"), 0);
-    assert_eq!(holder("t6", 40).await, Some((bob.id(), "bb01".into())));
+    assert_eq!(holder("t6", 40).await, live(bob.id(), "bb01"));
 }
 
 confab_tests::on_both_stores!(

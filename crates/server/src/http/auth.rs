@@ -41,6 +41,18 @@ pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&str> {
         .then_some(token)
 }
 
+/// Whether an `Authorization` header brings something with the Bearer
+/// scheme (any case), well-formed or not.
+fn has_bearer_scheme(headers: &HeaderMap) -> bool {
+    headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .is_some_and(|(scheme, rest)| {
+            scheme.eq_ignore_ascii_case("bearer") && !rest.trim().is_empty()
+        })
+}
+
 /// Authenticates every request it wraps, or answers 401; applies the rate
 /// limits (see [`crate::http::ratelimit`]), answering 429.
 ///
@@ -192,8 +204,14 @@ async fn authenticate(
                 let caller = match service.authenticate_ticket(ticket).await {
                     Ok(caller) => caller,
                     Err(ServiceError::Unauthorized) => {
-                        return Err(anonymous(ApiError::unauthorized_because(
-                            "the ticket is unknown, expired, or its token was revoked: \
+                        return Err(anonymous(ApiError::invalid_token_because(
+                            "the ticket is unknown or its token was revoked: \
+                             make a new one (POST /v1/events/tickets)",
+                        )))
+                    }
+                    Err(ServiceError::Expired) => {
+                        return Err(anonymous(ApiError::token_expired(
+                            "the ticket (or the token that made it) has expired: \
                              make a new one (POST /v1/events/tickets)",
                         )))
                     }
@@ -209,6 +227,9 @@ async fn authenticate(
                 };
                 Ok((Authenticated::Ticket(caller), budget))
             }
+            // A Bearer header whose token is misshapen is a refused
+            // token; no header (or another scheme) asks for one.
+            None if has_bearer_scheme(req.headers()) => Err(anonymous(ApiError::invalid_token())),
             None => Err(anonymous(ApiError::unauthorized())),
         };
     };
@@ -218,7 +239,7 @@ async fn authenticate(
     if is_server_key(token) {
         let key = match service.authenticate_key(token).await {
             Ok(key) => key,
-            Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
+            Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::invalid_token())),
             Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
         };
         tracing::Span::current().record("actor", tracing::field::display(key.id));
@@ -257,9 +278,13 @@ async fn authenticate(
             budget,
         ));
     }
+    // Expired or not, a refused token spends the address's anonymous
+    // allowance: a client retrying with it is no valid caller.
     let contact = match service.authenticate(token).await {
         Ok(contact) => contact,
-        Err(ServiceError::Unauthorized) => return Err(anonymous(ApiError::unauthorized())),
+        Err(e @ (ServiceError::Unauthorized | ServiceError::Expired)) => {
+            return Err(anonymous(ApiError::from(e)))
+        }
         Err(e) => return Err(HttpResponse::from_error(ApiError::from(e))),
     };
     tracing::Span::current().record("caller", tracing::field::display(contact.id()));

@@ -28,6 +28,10 @@ pub struct ApiError {
     /// `Retry-After`, in seconds, for a refusal that ends at a known time
     /// (32 bits: this type stays small enough to return by value).
     retry_after: Option<u32>,
+    /// For 401: a token came and was refused (unknown, malformed, revoked,
+    /// expired): the challenge says `error="invalid_token"` (RFC 6750
+    /// section 3.1). Without it the challenge is a bare `Bearer`.
+    invalid_token: bool,
     /// For 5xx: the cause with its chain of sources, for the request's log
     /// line only (never in the body).
     cause: Option<String>,
@@ -49,6 +53,7 @@ pub const CODES: &[&str] = &[
     "parameter_invalid",
     "parameter_unknown",
     "unauthorized",
+    "token_expired",
     "forbidden",
     "not_found",
     "method_not_allowed",
@@ -123,6 +128,7 @@ impl ApiError {
             param: None,
             allow: None,
             retry_after: None,
+            invalid_token: false,
             cause: None,
         }
     }
@@ -170,6 +176,38 @@ impl ApiError {
             "unauthorized",
             "a valid access token is required: Authorization: Bearer <token>",
         )
+    }
+
+    /// 401 `unauthorized` for a credential that came and was refused
+    /// (unknown, malformed, revoked): a new token is needed, not a fresh
+    /// copy of this one.
+    pub fn invalid_token() -> Self {
+        Self {
+            invalid_token: true,
+            ..Self::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "the access token is unknown, malformed or revoked",
+            )
+        }
+    }
+
+    /// 401 `unauthorized` for a refused credential, with its own
+    /// explanation (an event ticket).
+    pub fn invalid_token_because(message: impl Into<String>) -> Self {
+        Self {
+            invalid_token: true,
+            ..Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+        }
+    }
+
+    /// 401 `token_expired`: the credential was good and has expired; the
+    /// client gets a new one (from its app's backend) and tries again.
+    pub fn token_expired(message: impl Into<String>) -> Self {
+        Self {
+            invalid_token: true,
+            ..Self::new(StatusCode::UNAUTHORIZED, "token_expired", message)
+        }
     }
 
     /// 401 with its own explanation (a server key without
@@ -503,6 +541,26 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The `WWW-Authenticate` value of a 401: `Bearer`, and for a refused
+    /// credential `error="invalid_token"` with the message as the
+    /// description (only the characters RFC 6750 allows in it).
+    fn challenge(&self) -> HeaderValue {
+        if !self.invalid_token {
+            return HeaderValue::from_static("Bearer");
+        }
+        let description: String = self
+            .message
+            .chars()
+            .filter(|c| matches!(c, ' '..='~') && *c != '"' && *c != '\\')
+            .collect();
+        HeaderValue::from_str(&format!(
+            "Bearer error=\"invalid_token\", error_description=\"{description}\""
+        ))
+        .unwrap_or_else(|_| HeaderValue::from_static("Bearer error=\"invalid_token\""))
+    }
+}
+
 /// The header a POST's idempotency key comes in, named as `param`.
 pub const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 
@@ -522,7 +580,7 @@ impl ResponseError for ApiError {
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status);
         if self.status == StatusCode::UNAUTHORIZED {
-            response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+            response.insert_header((header::WWW_AUTHENTICATE, self.challenge()));
         }
         if let Some(allow) = self.allow {
             response.insert_header((header::ALLOW, HeaderValue::from_static(allow)));
@@ -623,7 +681,10 @@ impl From<ServiceError> for ApiError {
     fn from(e: ServiceError) -> Self {
         match e {
             ServiceError::Invalid { field, rule } => Self::breaks(field, rule),
-            ServiceError::Unauthorized => Self::unauthorized(),
+            ServiceError::Unauthorized => Self::invalid_token(),
+            ServiceError::Expired => {
+                Self::token_expired("the access token has expired: get a new one")
+            }
             ServiceError::Forbidden(why) => Self::forbidden(why),
             ServiceError::Blocked { field, by_caller } => {
                 Self::contact_blocked(by_caller, field.map(param).as_deref())

@@ -11,7 +11,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpMessage as _, HttpRequest, HttpResponse, ResponseError as _};
 use confab_domain::Contact;
 use confab_service::{
-    Completion, Confab, IdempotencyKey, Idempotent, ServiceError, StoredResponse,
+    Completion, Confab, IdempotencyKey, Idempotent, KeyClaim, ServiceError, StoredResponse,
 };
 use sha2::{Digest as _, Sha256};
 
@@ -89,6 +89,12 @@ fn fingerprint(req: &HttpRequest) -> String {
         .get::<BodyDigest>()
         .copied()
         .unwrap_or_else(|| BodyDigest::of(b""));
+    fingerprint_of(req, body)
+}
+
+/// The fingerprint of a request whose parameters have the digest `body`
+/// (an upload's: its parts, the file's bytes by their SHA-256).
+pub fn fingerprint_of(req: &HttpRequest, body: BodyDigest) -> String {
     let mut hash = Sha256::new();
     hash.update(req.method().as_str());
     hash.update([0]);
@@ -123,6 +129,106 @@ fn mime_json() -> HeaderValue {
     HeaderValue::from_static("application/json")
 }
 
+/// The request's `Idempotency-Key`, when it has one.
+///
+/// # Errors
+/// 400 naming the header for a malformed key.
+pub fn key_of(req: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
+    let Some(raw) = req.headers().get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let key = raw
+        .to_str()
+        .map_err(|_| {
+            ApiError::invalid(
+                IDEMPOTENCY_KEY,
+                "Idempotency-Key must be 1 to 255 visible ASCII characters",
+            )
+        })
+        .and_then(|k| IdempotencyKey::parse(k).map_err(ApiError::from))?;
+    Ok(Some(key))
+}
+
+/// What a request with a key does, once its fingerprint is known.
+pub enum Begun {
+    /// Runs, completing this claim with its answer ([`finish`]).
+    Run(KeyClaim),
+    /// Is answered at once: a replay (`Idempotent-Replayed: true`), or 429
+    /// `idempotency_quota`.
+    Answered(HttpResponse),
+}
+
+/// Claims `key` for the request of this `fingerprint`.
+///
+/// # Errors
+/// 409 while another run of the request holds the key, 422 for a key used
+/// by another request.
+pub async fn begin(
+    service: &Confab,
+    caller: &Contact,
+    key: IdempotencyKey,
+    fingerprint: String,
+) -> Result<Begun, ApiError> {
+    match service.begin_idempotent(caller, key, fingerprint).await {
+        Ok(Idempotent::Replay(stored)) => {
+            let mut response = respond(stored);
+            response
+                .headers_mut()
+                .insert(REPLAYED, HeaderValue::from_static("true"));
+            Ok(Begun::Answered(response))
+        }
+        Ok(Idempotent::Run(claim)) => Ok(Begun::Run(claim)),
+        Err(ServiceError::IdempotencyQuota {
+            max,
+            retry_after_secs,
+        }) => Ok(Begun::Answered(quota_spent(max, retry_after_secs))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Ends the run of a claimed key with what it came to: a success was kept
+/// by its write; a failure that may pass (5xx, 429, a quota's 413) frees
+/// the key for a retry; any other answer the operation decided is kept
+/// for retries like a success.
+pub async fn finish<T>(
+    service: &Confab,
+    claim: KeyClaim,
+    outcome: Result<T, ServiceError>,
+) -> Result<T, ApiError> {
+    match outcome {
+        // The write kept the answer in its own transaction.
+        Ok(done) => Ok(done),
+        Err(ServiceError::IdempotencyInFlight) => Err(ApiError::idempotency_in_flight()),
+        Err(e) => {
+            let passing = matches!(e, ServiceError::UploadQuota { .. });
+            let error = ApiError::from(e);
+            if passing
+                || error.status_code().is_server_error()
+                || error.status_code() == StatusCode::TOO_MANY_REQUESTS
+            {
+                // A failure (5xx: nothing was written), or a quota that
+                // refused the write (429, 413 `storage_quota`: a retry
+                // later may run), frees the key so that a retry runs
+                // again. In the background: the database may be what
+                // failed, and the answer must not wait on it a second time
+                // (the lease frees the key if this cannot).
+                let service = service.clone();
+                tokio::spawn(async move { service.end_idempotent(claim, None).await });
+            } else {
+                // An answer the operation decided (400, 403, 404) is kept
+                // like a success; the database just answered.
+                let keep = StoredResponse {
+                    code: error.status_code().as_u16(),
+                    location: None,
+                    body: error.body_text(),
+                };
+                service.end_idempotent(claim, Some(keep)).await;
+            }
+            Err(error)
+        }
+    }
+}
+
 /// Runs a POST's operation `run`, honouring the request's idempotency key
 /// when it has one. `render` makes the answer of a success; it is called
 /// inside the write's transaction (to keep the answer) and for the answer
@@ -147,65 +253,15 @@ where
     F: FnOnce(Option<Completion<T>>) -> Fut,
     Fut: Future<Output = Result<T, ServiceError>>,
 {
-    let Some(raw) = req.headers().get(IDEMPOTENCY_KEY) else {
+    let Some(key) = key_of(req)? else {
         let done = run(None).await?;
         return Ok(respond(render(&done)));
     };
-    let key = raw
-        .to_str()
-        .map_err(|_| {
-            ApiError::invalid(
-                IDEMPOTENCY_KEY,
-                "Idempotency-Key must be 1 to 255 visible ASCII characters",
-            )
-        })
-        .and_then(|k| IdempotencyKey::parse(k).map_err(ApiError::from))?;
-    let claim = match service
-        .begin_idempotent(caller, key, fingerprint(req))
-        .await
-    {
-        Ok(Idempotent::Replay(stored)) => {
-            let mut response = respond(stored);
-            response
-                .headers_mut()
-                .insert(REPLAYED, HeaderValue::from_static("true"));
-            return Ok(response);
-        }
-        Ok(Idempotent::Run(claim)) => claim,
-        Err(ServiceError::IdempotencyQuota {
-            max,
-            retry_after_secs,
-        }) => return Ok(quota_spent(max, retry_after_secs)),
-        Err(e) => return Err(e.into()),
+    let claim = match begin(service, caller, key, fingerprint(req)).await? {
+        Begun::Run(claim) => claim,
+        Begun::Answered(response) => return Ok(response),
     };
-    match run(Some(Completion::new(claim.clone(), render.clone()))).await {
-        // The write kept the answer in its own transaction.
-        Ok(done) => Ok(respond(render(&done))),
-        Err(ServiceError::IdempotencyInFlight) => Err(ApiError::idempotency_in_flight()),
-        Err(e) => {
-            let error = ApiError::from(e);
-            if error.status_code().is_server_error()
-                || error.status_code() == StatusCode::TOO_MANY_REQUESTS
-            {
-                // A failure (5xx: nothing was written), or a quota that
-                // refused the write (429: a retry later may run), frees the
-                // key so that a retry runs again. In the background: the
-                // database may be what failed, and the answer must not wait
-                // on it a second time (the lease frees the key if this
-                // cannot).
-                let service = service.clone();
-                tokio::spawn(async move { service.end_idempotent(claim, None).await });
-            } else {
-                // An answer the operation decided (400, 403, 404) is kept
-                // like a success; the database just answered.
-                let keep = StoredResponse {
-                    code: error.status_code().as_u16(),
-                    location: None,
-                    body: error.body_text(),
-                };
-                service.end_idempotent(claim, Some(keep)).await;
-            }
-            Err(error)
-        }
-    }
+    let outcome = run(Some(Completion::new(claim.clone(), render.clone()))).await;
+    let done = finish(service, claim, outcome).await?;
+    Ok(respond(render(&done)))
 }

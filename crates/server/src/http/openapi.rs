@@ -193,8 +193,11 @@ fn add_v1_errors(method: &HttpMethod, operation: &mut Operation, admin: bool, up
         ),
         (
             "401",
-            "no valid access token or server key, or a server key without a valid \
-             `Confab-Contact` (`WWW-Authenticate: Bearer`)",
+            "`token_expired`: the token (or event ticket) has expired, get a new one and \
+             retry; `unauthorized`: no valid access token or server key (unknown, malformed \
+             or revoked), or a server key without a valid `Confab-Contact`. With \
+             `WWW-Authenticate: Bearer` (`error=\"invalid_token\"` when a credential came \
+             and was refused)",
         ),
         (
             "404",

@@ -1,17 +1,61 @@
 //! Authentication: token lookups, the cache of live tokens, revocation and
 //! the contact's last activity.
-use confab_ports::StoreError;
+use confab_ports::{LiveToken, Lookup, StoreError};
 
 use crate::ServiceError;
 
 use super::*;
+
+/// What the store answers for a live token that never expires.
+fn live(contact: confab_domain::Contact) -> Lookup<LiveToken> {
+    Lookup::Live(LiveToken {
+        contact,
+        expires_at: None,
+    })
+}
+
+#[tokio::test]
+async fn an_expired_token_is_expired_not_unauthorized() {
+    let mut m = Mocks::new();
+    m.tokens
+        .expect_contact_for_token()
+        .times(1)
+        .returning(|_, _| Ok(Lookup::Expired));
+    assert!(matches!(
+        m.service().authenticate("cfb_old").await,
+        Err(ServiceError::Expired)
+    ));
+}
+
+/// A token remembered as live is refused from its expiry on, not when
+/// the memory of it lapses.
+#[tokio::test]
+async fn a_token_is_refused_from_its_expiry_even_when_remembered() {
+    let mut m = Mocks::new();
+    m.tokens
+        .expect_contact_for_token()
+        .times(1)
+        .returning(|_, _| {
+            Ok(Lookup::Live(LiveToken {
+                contact: alice(),
+                expires_at: Some(Timestamp::from_secs(NOW)),
+            }))
+        });
+    let svc = m.service();
+    for _ in 0..2 {
+        assert!(matches!(
+            svc.authenticate("cfb_ends_now").await,
+            Err(ServiceError::Expired)
+        ));
+    }
+}
 
 #[tokio::test]
 async fn revoked_or_unknown_token_is_unauthorized() {
     let mut m = Mocks::new();
     m.tokens
         .expect_contact_for_token()
-        .returning(|_, _| Ok(None));
+        .returning(|_, _| Ok(Lookup::Unknown));
     let svc = m.service();
     assert!(matches!(
         svc.authenticate("cfb_0000").await,
@@ -36,7 +80,7 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
     m.tokens
         .expect_contact_for_token()
         .with(eq(hash.clone()), eq(Timestamp::from_secs(NOW)))
-        .returning(move |_, _| Ok(Some(stale.clone())));
+        .returning(move |_, _| Ok(live(stale.clone())));
     m.contacts
         .expect_touch_contact()
         .with(eq(alice().id()), eq(Timestamp::from_secs(NOW)))
@@ -59,7 +103,7 @@ async fn tokens_are_looked_up_by_hash_and_activity_is_recorded_at_most_once_a_mi
     let mut m = Mocks::new();
     m.tokens
         .expect_contact_for_token()
-        .returning(|_, _| Ok(Some(alice())));
+        .returning(|_, _| Ok(live(alice())));
     m.tokens
         .expect_touch_token()
         .times(1)
@@ -99,12 +143,12 @@ async fn a_revocation_in_this_process_drops_its_cached_tokens_at_once() {
         .expect_contact_for_token()
         .times(1)
         .in_sequence(&mut lookups)
-        .returning(|_, _| Ok(Some(alice())));
+        .returning(|_, _| Ok(live(alice())));
     m.tokens
         .expect_contact_for_token()
         .times(1)
         .in_sequence(&mut lookups)
-        .returning(|_, _| Ok(None));
+        .returning(|_, _| Ok(Lookup::Unknown));
     m.contacts
         .expect_contact_by_username()
         .returning(|_| Ok(Some(alice())));
@@ -140,7 +184,7 @@ fn alice_last_seen_a_minute_ago() -> Mocks {
     m.tokens
         .expect_contact_for_token()
         .times(1)
-        .returning(move |_, _| Ok(Some(stale.clone())));
+        .returning(move |_, _| Ok(live(stale.clone())));
     // The token's `last_used_at`: once, by the first request that gets
     // through.
     m.tokens
@@ -224,7 +268,7 @@ async fn a_failed_token_use_write_is_made_by_the_next_request() {
     let mut m = Mocks::new();
     m.tokens
         .expect_contact_for_token()
-        .returning(|_, _| Ok(Some(alice())));
+        .returning(|_, _| Ok(live(alice())));
     let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = attempts.clone();
     m.tokens.expect_touch_token().returning(move |_, _| {

@@ -90,7 +90,7 @@ async fn an_upload_schedules_its_deletion_before_storing_a_byte() {
     attachments
         .expect_insert_upload()
         .times(1)
-        .returning(move |upload, quota, outbox| {
+        .returning(move |upload, quota, outbox, _| {
             o.lock().expect("order").push("row written");
             assert_eq!(quota, None);
             assert_eq!(upload.message_id, None);
@@ -438,7 +438,7 @@ async fn the_quota_refuses_before_reading_while_writing_and_at_the_row() {
     attachments
         .expect_insert_upload()
         .times(1)
-        .returning(|_, quota, _| {
+        .returning(|_, quota, _, _| {
             assert_eq!(quota, Some(100));
             Ok(Uploaded::OverQuota { used: 97 })
         });

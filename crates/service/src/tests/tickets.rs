@@ -1,6 +1,6 @@
 //! Event tickets: made for a live token only, stored by hash, expiring
 //! after 10 minutes, authenticating the token's contact.
-use confab_ports::{StoreError, TicketHolder};
+use confab_ports::{Lookup, StoreError, TicketHolder};
 
 use crate::ServiceError;
 
@@ -67,7 +67,7 @@ async fn a_live_ticket_authenticates_its_token_s_contact() {
     m.tokens
         .expect_ticket_holder()
         .with(eq(hash), eq(Timestamp::from_secs(NOW)))
-        .returning(move |_, _| Ok(Some(holder.clone())));
+        .returning(move |_, _| Ok(Lookup::Live(holder.clone())));
     m.tokens.expect_touch_token().returning(|_, _| Ok(()));
     let svc = m.service();
     let caller = svc.authenticate_ticket(ticket).await.expect("holder");
@@ -78,7 +78,9 @@ async fn a_live_ticket_authenticates_its_token_s_contact() {
 #[tokio::test]
 async fn unknown_or_misshapen_tickets_are_unauthorized() {
     let mut m = Mocks::new();
-    m.tokens.expect_ticket_holder().returning(|_, _| Ok(None));
+    m.tokens
+        .expect_ticket_holder()
+        .returning(|_, _| Ok(Lookup::Unknown));
     let svc = m.service();
     assert!(matches!(
         svc.authenticate_ticket("cft_unknown").await,
@@ -93,4 +95,27 @@ async fn unknown_or_misshapen_tickets_are_unauthorized() {
             Err(ServiceError::Unauthorized)
         ));
     }
+}
+
+#[tokio::test]
+async fn an_expired_ticket_is_expired_not_unauthorized() {
+    let mut m = Mocks::new();
+    m.tokens
+        .expect_ticket_holder()
+        .returning(|_, _| Ok(Lookup::Expired));
+    assert!(matches!(
+        m.service().authenticate_ticket("cft_old").await,
+        Err(ServiceError::Expired)
+    ));
+}
+
+#[tokio::test]
+async fn expired_tickets_are_kept_a_day_before_they_are_pruned() {
+    let mut m = Mocks::new();
+    m.tokens
+        .expect_prune_tickets()
+        .with(eq(Timestamp::from_secs(NOW - 86_400)), eq(50))
+        .times(1)
+        .returning(|_, _| Ok(3));
+    assert_eq!(m.service().prune_tickets(50).await.expect("prune"), 3);
 }

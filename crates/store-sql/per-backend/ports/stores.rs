@@ -12,9 +12,10 @@ use confab_domain::{
 use confab_ports::{
     AttachmentFilter, AttachmentStore, ClaimOutcome, ClaimRequest, Completion, ContactStore,
     ConversationFilter, ConversationMember, ConversationStore, ErasePlan, Erasure, GroupChange,
-    GroupStore, HealthCheck, IdempotencyStore, KeyClaim, MessageChange, MessageStore, NewGroup,
-    NewMessage, NewServerKey, NewTicket, NewToken, Outbox, ReactionMade, ServerKey, StorageUse,
-    StoreError, StoredResponse, TicketHolder, TokenInfo, TokenStore, Uploaded,
+    GroupStore, HealthCheck, IdempotencyStore, KeyClaim, LiveToken, Lookup, MessageChange,
+    MessageStore, NewGroup, NewMessage, NewServerKey, NewTicket, NewToken, Outbox, ReactionMade,
+    ServerKey, StorageUse, StoreError, StoredResponse, TicketHolder, TokenInfo, TokenStore,
+    Uploaded,
 };
 use uuid::Uuid;
 
@@ -75,6 +76,15 @@ impl IdempotencyStore for Store {
         response: StoredResponse,
     ) -> Result<bool, StoreError> {
         write_alone(self, move |c| q::complete_key(c, claim, response)).await
+    }
+
+    async fn key_answered(
+        &self,
+        contact_id: ContactId,
+        key: String,
+        since: Timestamp,
+    ) -> Result<bool, StoreError> {
+        query(self, move |c| q::key_answered(c, contact_id, &key, since)).await
     }
 
     async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError> {
@@ -175,7 +185,7 @@ impl TokenStore for Store {
         &self,
         hash: &str,
         now: Timestamp,
-    ) -> Result<Option<Contact>, StoreError> {
+    ) -> Result<Lookup<LiveToken>, StoreError> {
         let hash = hash.to_owned();
         query(self, move |c| q::contact_for_token(c, &hash, now)).await
     }
@@ -210,7 +220,7 @@ impl TokenStore for Store {
         &self,
         hash: &str,
         now: Timestamp,
-    ) -> Result<Option<TicketHolder>, StoreError> {
+    ) -> Result<Lookup<TicketHolder>, StoreError> {
         let hash = hash.to_owned();
         query(self, move |c| q::ticket_holder(c, &hash, now)).await
     }
@@ -466,8 +476,12 @@ impl AttachmentStore for Store {
         upload: Attachment,
         quota: Option<u64>,
         outbox: Outbox,
+        completion: Option<Completion<Attachment>>,
     ) -> Result<Uploaded, StoreError> {
-        write(self, move |c| q::insert_upload(c, upload, quota, &outbox)).await
+        write(self, move |c| {
+            q::insert_upload(c, upload, quota, &outbox, completion)
+        })
+        .await
     }
 
     async fn storage_use(&self, contact: ContactId) -> Result<StorageUse, StoreError> {

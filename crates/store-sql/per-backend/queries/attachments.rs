@@ -9,9 +9,10 @@ use confab_domain::{
     Attachment, AttachmentId, ContactId, Cursor, DomainError, Field, Filename, MessageId, Page,
     Paged, Rule, Timestamp,
 };
-use confab_ports::{AttachmentFilter, Outbox, StorageUse, StoreError, Uploaded};
+use confab_ports::{AttachmentFilter, Completion, Outbox, StorageUse, StoreError, Uploaded};
 use diesel::prelude::*;
 
+use super::idempotency::complete;
 use super::membership::is_member;
 use super::outbox::{self, Written, SCRUBBED};
 use super::Backend;
@@ -49,6 +50,7 @@ pub(crate) fn insert_upload(
     upload: Attachment,
     quota: Option<u64>,
     outbox: &Outbox,
+    completion: Option<Completion<Attachment>>,
 ) -> Result<Uploaded> {
     let size = upload.file_size.map_or(0, |s| s.bytes()).max(0);
     let limit = quota.map_or(i64::MAX, |q| i64::try_from(q).unwrap_or(i64::MAX));
@@ -81,6 +83,7 @@ pub(crate) fn insert_upload(
         .values(AttachmentRow::of(&upload, 0))
         .execute(conn)?;
     write_events(conn, outbox, &upload)?;
+    complete(conn, completion, &upload)?;
     Ok(Uploaded::Stored(upload))
 }
 

@@ -334,6 +334,22 @@ pub(crate) fn complete_key(
     store_response(conn, &claim, &response)
 }
 
+pub(crate) fn key_answered(
+    conn: &mut Conn,
+    contact: confab_domain::ContactId,
+    key: &str,
+    since: Timestamp,
+) -> Result<bool> {
+    let found: i64 = keys::table
+        .filter(keys::contact_id.eq(contact.db()))
+        .filter(keys::key.eq(key))
+        .filter(keys::status.is_not_null())
+        .filter(keys::created_at.ge(since.micros()))
+        .count()
+        .get_result(conn)?;
+    Ok(found > 0)
+}
+
 pub(crate) fn release_key(conn: &mut Conn, claim: KeyClaim) -> Result<()> {
     diesel::delete(
         keys::table

@@ -2,7 +2,8 @@
 
 use confab_domain::{Contact, ContactId, Page, Paged, Timestamp};
 use confab_ports::{
-    NewServerKey, NewTicket, NewToken, ServerKey, StoreError, TicketHolder, TokenInfo,
+    LiveToken, Lookup, NewServerKey, NewTicket, NewToken, ServerKey, StoreError, TicketHolder,
+    TokenInfo,
 };
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
@@ -38,25 +39,30 @@ pub(crate) fn insert_token(conn: &mut Conn, token: NewToken) -> Result<()> {
     Ok(())
 }
 
+/// One indexed lookup by hash whatever the answer: an expired token is
+/// told from an unknown or revoked one by its row, not by a second query.
 pub(crate) fn contact_for_token(
     conn: &mut Conn,
     hash: &str,
     now: Timestamp,
-) -> Result<Option<Contact>> {
-    tokens::table
+) -> Result<Lookup<LiveToken>> {
+    let found: Option<(ContactRow, Option<i64>)> = tokens::table
         .inner_join(contacts::table)
         .filter(tokens::token_hash.eq(hash))
         .filter(tokens::revoked_at.is_null())
-        .filter(
-            tokens::expires_at
-                .is_null()
-                .or(tokens::expires_at.gt(now.micros())),
-        )
-        .select(ContactRow::as_select())
+        .select((ContactRow::as_select(), tokens::expires_at))
         .first(conn)
-        .optional()?
-        .map(Contact::try_from)
-        .transpose()
+        .optional()?;
+    let Some((row, expires_at)) = found else {
+        return Ok(Lookup::Unknown);
+    };
+    if expires_at.is_some_and(|at| at <= now.micros()) {
+        return Ok(Lookup::Expired);
+    }
+    Ok(Lookup::Live(LiveToken {
+        contact: Contact::try_from(row)?,
+        expires_at: expires_at.map(Timestamp::from_micros),
+    }))
 }
 
 pub(crate) fn revoke_tokens(conn: &mut Conn, owner: ContactId, at: Timestamp) -> Result<u64> {
@@ -176,29 +182,37 @@ pub(crate) fn insert_ticket(conn: &mut Conn, ticket: NewTicket) -> Result<()> {
     Ok(())
 }
 
+/// As [`contact_for_token`]: one lookup, and an expired ticket (or one
+/// whose token expired) is told from an unknown one or one whose token was
+/// revoked.
 pub(crate) fn ticket_holder(
     conn: &mut Conn,
     hash: &str,
     now: Timestamp,
-) -> Result<Option<TicketHolder>> {
+) -> Result<Lookup<TicketHolder>> {
     let now = now.micros();
-    let found: Option<(ContactRow, String)> = event_tickets::table
+    let found: Option<(ContactRow, String, i64, Option<i64>)> = event_tickets::table
         .inner_join(tokens::table.inner_join(contacts::table))
         .filter(event_tickets::ticket_hash.eq(hash))
-        .filter(event_tickets::expires_at.gt(now))
         .filter(tokens::revoked_at.is_null())
-        .filter(tokens::expires_at.is_null().or(tokens::expires_at.gt(now)))
-        .select((ContactRow::as_select(), tokens::token_hash))
+        .select((
+            ContactRow::as_select(),
+            tokens::token_hash,
+            event_tickets::expires_at,
+            tokens::expires_at,
+        ))
         .first(conn)
         .optional()?;
-    found
-        .map(|(row, token_hash)| {
-            Ok(TicketHolder {
-                contact: Contact::try_from(row)?,
-                token_hash,
-            })
-        })
-        .transpose()
+    let Some((row, token_hash, ticket_expires, token_expires)) = found else {
+        return Ok(Lookup::Unknown);
+    };
+    if ticket_expires <= now || token_expires.is_some_and(|at| at <= now) {
+        return Ok(Lookup::Expired);
+    }
+    Ok(Lookup::Live(TicketHolder {
+        contact: Contact::try_from(row)?,
+        token_hash,
+    }))
 }
 
 pub(crate) fn prune_tickets(conn: &mut Conn, before: Timestamp, batch: u32) -> Result<u64> {

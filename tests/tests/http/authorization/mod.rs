@@ -49,6 +49,8 @@ enum Want {
     Invalid(&'static str),
     /// 401 `unauthorized` with `WWW-Authenticate: Bearer`.
     Unauthorized,
+    /// 401 `token_expired` with `WWW-Authenticate: Bearer`.
+    Expired,
 }
 
 impl Want {
@@ -59,7 +61,8 @@ impl Want {
 
 /// A row of the matrix: the answers of the seven authenticated roles, in
 /// the order owner, creator, member, outsider, admin, blocked, blocker;
-/// every request without a live token is 401, whatever the operation.
+/// every request without a live token is 401, whatever the operation
+/// (`token_expired` for the expired one).
 const fn row(
     owner: Want,
     creator: Want,
@@ -69,9 +72,9 @@ const fn row(
     blocked: Want,
     blocker: Want,
 ) -> [Want; 10] {
-    use Want::Unauthorized as U;
+    use Want::{Expired as E, Unauthorized as U};
     [
-        owner, creator, member, outsider, admin, blocked, blocker, U, U, U,
+        owner, creator, member, outsider, admin, blocked, blocker, U, U, E,
     ]
 }
 
@@ -107,7 +110,7 @@ async fn authorization_matrix(app: TestApp) {
     // Columns: owner, creator, member, outsider, admin, blocked, blocker
     // (`members(m, o)` when the six members agree, `staff(owner, admin)`
     // when only those two may); then no token, revoked, expired: always
-    // 401.
+    // 401 (`token_expired` for the last).
     let table: [(Op, [Want; 10]); 48] = [
         (ListAllMessages, members(Listed(true), Listed(false))),
         (ListConversationMessages, members(Listed(true), NF_CONV)),
@@ -279,6 +282,7 @@ async fn authorization_matrix(app: TestApp) {
                 ContactBlocked(p) => (403, Some("contact_blocked"), p),
                 Invalid(p) => (400, Some("parameter_invalid"), Some(p)),
                 Unauthorized => (401, Some("unauthorized"), None),
+                Expired => (401, Some("token_expired"), None),
             };
             if status != want_status {
                 failures.push(format!(
@@ -295,7 +299,7 @@ async fn authorization_matrix(app: TestApp) {
                     "{ctx}: want code {code} param {want_param:?}, got {}",
                     r.raw
                 );
-                if let Unauthorized = want {
+                if let Unauthorized | Expired = want {
                     let www = r.header("www-authenticate");
                     check!(
                         failures,

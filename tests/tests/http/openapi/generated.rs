@@ -380,8 +380,8 @@ async fn idempotency_key_is_listed_exactly_where_a_retry_replays() {
         }
     }
 
-    // Each listed operation replays a retry (the upload's body is a stream:
-    // its replay is checked with the upload's own tests).
+    // Each listed operation replays a retry (the upload's quota and bytes
+    // are checked further with the upload's own tests).
     let retried: BTreeMap<&str, Value> = BTreeMap::from([
         ("/v1/contacts/{id}/block", json!({})),
         // Not distinct: a second direct conversation with bob.
@@ -396,18 +396,23 @@ async fn idempotency_key_is_listed_exactly_where_a_retry_replays() {
             json!({"message_id": w.bobs_message, "reason": "other"}),
         ),
     ]);
+    let (upload_type, upload_body) = confab_tests::http::multipart(&[(
+        "file",
+        Some("retried.txt"),
+        Some("text/plain"),
+        b"retried",
+    )]);
     for (method, path) in &listed {
-        if path == "/v1/attachments" {
-            continue;
-        }
-        let body = retried
-            .get(path.as_str())
-            .unwrap_or_else(|| panic!("{method} {path}: no retry checked"));
+        let body = match retried.get(path.as_str()) {
+            Some(json) => ("application/json", json.to_string().into_bytes()),
+            None if path == "/v1/attachments" => (upload_type.as_str(), upload_body.clone()),
+            None => panic!("{method} {path}: no retry checked"),
+        };
         let (url, credential) = w.call(method, path);
         let key = format!("retry {path}");
         let headers = [("Idempotency-Key", key.as_str())];
         let send = || {
-            let body = Some(("application/json", body.to_string().into_bytes()));
+            let body = Some((body.0, body.1.clone()));
             w.app
                 .send(Method::POST, &url, Some(credential), body, &headers)
         };

@@ -55,6 +55,24 @@ fn unauthorized_and_405_carry_headers() {
     );
 }
 
+/// A refused credential's challenge names `invalid_token` and carries the
+/// message as its description, stripped of what a quoted string cannot
+/// hold (RFC 6750 section 3).
+#[test]
+fn a_refused_credential_s_challenge_says_invalid_token() {
+    let r = ApiError::token_expired("it \"expired\"\\ é").error_response();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        r.headers().get("www-authenticate").map(|v| v.as_bytes()),
+        Some(&br#"Bearer error="invalid_token", error_description="it expired ""#[..])
+    );
+    let r = ApiError::from(confab_service::ServiceError::Unauthorized).error_response();
+    let www = r.headers().get("www-authenticate").expect("challenge");
+    assert!(www
+        .as_bytes()
+        .starts_with(br#"Bearer error="invalid_token", error_description=""#));
+}
+
 #[test]
 fn fields_and_rules_become_params_and_messages() {
     let cases = [

@@ -4,6 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -15,7 +16,9 @@ use actix_web::http::StatusCode;
 use actix_web::web::Bytes;
 use actix_web::{web, HttpMessage as _, HttpRequest, HttpResponse};
 use confab_domain::{Attachment, AttachmentId, FileSource, Filename};
-use confab_service::{AttachmentFilter, ByteRange, FileReader, ServiceError};
+use confab_service::{
+    AttachmentFilter, ByteRange, Completion, FileReader, ServiceError, StoredResponse,
+};
 use futures_util::{Stream, StreamExt as _};
 
 use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
@@ -24,7 +27,7 @@ use crate::http::content::{self, Ranged};
 use crate::http::dto::{AttachmentDto, ListDto, UploadForm};
 use crate::http::error::ApiError;
 use crate::http::error::ErrorBody;
-use crate::http::idempotency::respond;
+use crate::http::idempotency::{self, respond, Begun, BodyDigest};
 use crate::http::links::{unix_now, FileLinks, LinkConfig};
 use crate::http::requests::attachments::{ListAttachmentsIn, UpdateAttachmentIn};
 use crate::http::requests::{Input, NoParams};
@@ -123,11 +126,8 @@ async fn upload(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let body = Rc::new(RefCell::new(Some(payload.into_inner())));
-    match receive(&service, &caller, &req, body.clone()).await {
-        Ok(attachment) => Ok(respond(created_json(
-            format!("/v1/attachments/{}", attachment.id),
-            wire::attachment(&attachment, &links),
-        ))),
+    match receive(&service, &caller, &links, &req, body.clone()).await {
+        Ok(response) => Ok(response),
         Err(e) => {
             // The rest of the body is not read: the connection closes
             // after the answer (`unread_body`).
@@ -141,16 +141,26 @@ async fn upload(
 
 /// Reads the form and stores its file; on any refusal the upload is given
 /// up (nothing is kept).
+///
+/// With an `Idempotency-Key`, the key is claimed once the whole body is
+/// read, its fingerprint made of the parts (the file by the SHA-256 of its
+/// bytes, computed as they stream): a retry of an answered upload is
+/// replayed and its bytes given up, another request with the key is 422,
+/// one still running 409. A retry of an answered upload is let in without
+/// looking at the quota (it will not be stored); a new one completes its
+/// key in the transaction that writes its row.
 async fn receive(
     service: &Service,
     caller: &Caller,
+    links: &FileLinks,
     req: &HttpRequest,
     body: Rc<RefCell<Option<Payload>>>,
-) -> Result<Attachment, ApiError> {
+) -> Result<HttpResponse, ApiError> {
     let essence = req.mime_type().ok().flatten();
     if essence.is_none_or(|m| m.essence_str() != "multipart/form-data") {
         return Err(ApiError::unsupported_media_type());
     }
+    let key = idempotency::key_of(req)?;
     let max = service.max_upload_bytes();
     let allowance = max.saturating_add(FORM_OVERHEAD);
     let declared = req
@@ -163,7 +173,16 @@ async fn receive(
     }
     // A place among the caller's uploads under way, room in its quota and
     // on the disk, before a byte of the body is read.
-    let mut admission = Some(service.admit_upload(&caller.0, declared).await?);
+    let answered = match &key {
+        Some(key) => service.key_answered(&caller.0, key).await?,
+        None => false,
+    };
+    let admitted = if answered {
+        service.admit_upload_retry(&caller.0, declared).await?
+    } else {
+        service.admit_upload(&caller.0, declared).await?
+    };
+    let mut admission = Some(admitted);
     let cut = Rc::new(Cell::new(None));
     let stream = Limited {
         body,
@@ -238,6 +257,7 @@ async fn receive(
     let Some((upload, own_name)) = file else {
         return Err(ApiError::missing("file"));
     };
+    let params = upload_params(&upload, named.as_deref(), own_name.as_deref());
     let Some(name) = named.or(own_name) else {
         upload.abort().await;
         return Err(ApiError::missing("filename"));
@@ -249,7 +269,66 @@ async fn receive(
             return Err(e.into());
         }
     };
-    Ok(upload.finish(filename).await?)
+    // Rendered once, in the write's transaction when a key is kept: the
+    // answer sent and the one kept are the same bytes (its link's expiry
+    // included).
+    let rendered = Arc::new(Mutex::new(None::<StoredResponse>));
+    let render = {
+        let (links, rendered) = (links.clone(), rendered.clone());
+        move |a: &Attachment| {
+            let answer = created_json(
+                format!("/v1/attachments/{}", a.id),
+                wire::attachment(a, &links),
+            );
+            *rendered.lock().unwrap_or_else(PoisonError::into_inner) = Some(answer.clone());
+            answer
+        }
+    };
+    let Some(key) = key else {
+        let attachment = upload.finish(filename).await?;
+        return Ok(respond(render(&attachment)));
+    };
+    let fingerprint = idempotency::fingerprint_of(req, BodyDigest::of_params(&params));
+    let claim = match idempotency::begin(service, &caller.0, key, fingerprint).await {
+        Ok(Begun::Run(claim)) => claim,
+        Ok(Begun::Answered(answer)) => {
+            upload.abort().await;
+            return Ok(answer);
+        }
+        Err(e) => {
+            upload.abort().await;
+            return Err(e);
+        }
+    };
+    let completion = Completion::new(claim.clone(), render.clone());
+    let outcome = upload.finish_with(filename, Some(completion)).await;
+    let attachment = idempotency::finish(service, claim, outcome).await?;
+    let kept = rendered
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    Ok(respond(kept.unwrap_or_else(|| render(&attachment))))
+}
+
+/// An upload's parameters, as its idempotency fingerprint counts them: the
+/// file's bytes (by their SHA-256), its part's own name and the `filename`
+/// part, each as sent (absent: `null`).
+fn upload_params(
+    upload: &confab_service::Upload,
+    named: Option<&str>,
+    own_name: Option<&str>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let digest: String = upload
+        .content_digest()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let text = |v: Option<&str>| v.map_or(serde_json::Value::Null, |v| v.into());
+    let mut params = serde_json::Map::new();
+    params.insert("file".into(), digest.into());
+    params.insert("file_part_name".into(), text(own_name));
+    params.insert("filename".into(), text(named));
+    params
 }
 
 /// Why [`Limited`] cut a body short.
