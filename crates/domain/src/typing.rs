@@ -236,6 +236,10 @@ pub struct TypingLine {
     waiting: Option<Typing>,
     /// Whether a wake-up is asked for.
     wake_asked: bool,
+    /// Whether a message ended the start last told: the others' clients
+    /// take a message as the end of its sender's typing, so a new start
+    /// is news to them, however soon it comes.
+    ended_by_send: bool,
 }
 
 impl TypingLine {
@@ -246,6 +250,7 @@ impl TypingLine {
             told_at: told.made_at(),
             waiting: None,
             wake_asked: false,
+            ended_by_send: false,
         }
     }
 
@@ -277,7 +282,7 @@ impl TypingLine {
     /// The member says `news` at `now` (a send says a stop): what to do.
     pub fn say(&mut self, news: Typing, now: Timestamp) -> TypingStep {
         match news.state() {
-            TypingState::Start if self.told.renewed_too_soon_at(now) => {
+            TypingState::Start if self.told.renewed_too_soon_at(now) && !self.ended_by_send => {
                 self.waiting = None;
                 return TypingStep::Nothing;
             }
@@ -298,6 +303,19 @@ impl TypingLine {
             self.wake_asked = true;
             TypingStep::WakeAt(self.next_turn())
         }
+    }
+
+    /// The member sent a message at `now`: it ends their start, for the
+    /// others at once (their clients take the message as its end), and a
+    /// stop is told in its turn for those that do not. A start after it
+    /// is news again (told in its turn), however soon it comes.
+    pub fn sent(&mut self, stop: Typing, now: Timestamp) -> TypingStep {
+        let holds = self.told.holds_at(now);
+        let step = self.say(stop, now);
+        if holds {
+            self.ended_by_send = true;
+        }
+        step
     }
 
     /// The wake-up asked for by [`TypingLine::say`] came at `now`: the
@@ -330,6 +348,7 @@ impl TypingLine {
         if news.made_at() >= self.told_at {
             self.told = news;
             self.told_at = news.made_at();
+            self.ended_by_send = false;
         }
     }
 
@@ -337,6 +356,7 @@ impl TypingLine {
         self.told = news;
         self.told_at = now;
         self.waiting = None;
+        self.ended_by_send = false;
     }
 }
 

@@ -90,6 +90,17 @@ impl TypingBoard {
         told
     }
 
+    /// `stop` is a send's (made at `now`): the news to tell now, if any.
+    fn sent(&self, stop: Typing, now: Timestamp) -> Option<Typing> {
+        let key = (stop.conversation_id(), stop.contact_id());
+        let mut board = self.lock();
+        let step = match board.lines.get_mut(&key) {
+            Some(line) => line.sent(stop, now),
+            None => TypingStep::Nothing,
+        };
+        board.apply(key, step)
+    }
+
     /// Forgets the line of `contact` in `conversation`.
     fn forget(&self, conversation: ConversationId, contact: ContactId) {
         self.lock().lines.remove(&(conversation, contact));
@@ -218,7 +229,7 @@ impl Confab {
         let now = self.now();
         if let Some(told) = self
             .typing_board
-            .say(Typing::stop(conversation, sender, now), now)
+            .sent(Typing::stop(conversation, sender, now), now)
         {
             self.ports.typing.publish(told);
         }

@@ -298,6 +298,44 @@ async fn a_send_ends_a_start_that_holds() {
 }
 
 #[tokio::test]
+async fn a_start_soon_after_a_send_is_told_in_its_turn() {
+    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+    let published = Published::default();
+    let s = service(vec![alice().id(), bob().id()], &now, &published);
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    // The message ends the start on the others' screens: a start 0.5 s
+    // later is news to them (before, it was taken for a renewal of the
+    // first and dropped, with the stop that waited).
+    now.fetch_add(secs(0.3), Ordering::SeqCst);
+    s.typing_ended_by_send(alice().id(), conv_id());
+    now.fetch_add(secs(0.2), Ordering::SeqCst);
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    now.fetch_add(secs(1.5), Ordering::SeqCst);
+    s.typing_wake();
+    assert_eq!(
+        states(&published),
+        vec![
+            (alice().id(), TypingState::Start),
+            (alice().id(), TypingState::Start)
+        ]
+    );
+    // Without a send in between, a start within 2 s of the one told (made
+    // at 0.5 s) is still a renewal that adds nothing.
+    now.fetch_add(secs(0.1), Ordering::SeqCst);
+    s.typing(&alice(), conv_id(), TypingState::Start)
+        .await
+        .expect("204");
+    now.fetch_add(secs(2.0), Ordering::SeqCst);
+    s.typing_wake();
+    assert_eq!(states(&published).len(), 2);
+}
+
+#[tokio::test]
 async fn typing_in_a_blocked_direct_conversation_is_refused() {
     let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
     let published = Published::default();

@@ -130,6 +130,28 @@ async fn starts_too_soon_and_stops_without_a_start_add_nothing_and_a_send_stops(
     quiet(&mut to_bob, "a send without a start").await;
 }
 
+/// A message ends its sender's typing on the others' screens: typing again
+/// right after it is heard (in its turn), not taken for a renewal of the
+/// start before the message.
+async fn typing_again_right_after_a_send_is_heard(app: TestApp) {
+    let (alice, bob, _carol, conv) = trio(&app).await;
+    let mut to_bob = stream(&app, &bob).await;
+    typing(&app, &alice, &conv, None).await;
+    heard(&mut to_bob, &alice, &conv, "start").await;
+    send(&app, &alice, &conv, "first line", &[]).await;
+    typing(&app, &alice, &conv, None).await;
+    let deadline = Instant::now() + WAIT;
+    let mut news = Vec::new();
+    while news.last().and_then(|n: &Value| n["state"].as_str()) != Some("start") {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match to_bob.frame(left).await {
+            Some(Frame::Typing(n)) => news.push(n),
+            Some(_) => {}
+            None => panic!("no start after the send; typing news heard: {news:?}"),
+        }
+    }
+}
+
 async fn typing_is_never_stored_listed_or_replayed(app: TestApp) {
     let (alice, bob, _carol, conv) = trio(&app).await;
     let since = conversation_created(&app, &bob).await;
@@ -214,6 +236,7 @@ confab_tests::on_both_stores!(
     crate::support::on_server;
     the_other_members_streams_hear_it_and_nobody_else,
     starts_too_soon_and_stops_without_a_start_add_nothing_and_a_send_stops,
+    typing_again_right_after_a_send_is_heard,
     typing_is_never_stored_listed_or_replayed,
     bad_typing_is_refused,
 );
