@@ -5,7 +5,14 @@
 # binary's own /openapi.json, builds the SDK and the web client, runs the
 # SDK's tests in Node (the machine's, and Node 18, the oldest supported,
 # from the npm registry's `node` package) and the web client's test in
-# headless Chromium.
+# headless Chromium, loading the client from the binary itself (its
+# built-in copy at /app/, CONFAB_WEB_APP=true).
+#
+# The server embeds the web client's build from crates/server/webapp/
+# (committed, so that `cargo build` needs no Node); this script fails when
+# those files differ by a byte from the build of the current sources. To
+# refresh them: `node build.mjs --embed` in clients/web (after this script
+# or another build of the SDK), then rebuild the binary.
 # Exits non-zero on any failure.
 #
 #   clients/run.sh target/debug/confab
@@ -119,6 +126,31 @@ build_sdk() {
 build_web() {
     npm_ci "$WEB" && (cd "$WEB" && npx tsc -p tsconfig.json --noEmit && node build.mjs)
 }
+# The copy the binary embeds is the build of these sources, byte for byte;
+# and the build is deterministic (a second one gives the same bytes).
+EMBEDDED="$HERE/../crates/server/webapp"
+embedded_is_current() {
+    local file ok=0
+    mkdir -p "$WORK/first-build"
+    cp "$WEB/dist/index.html" "$WEB/dist/app.js" "$WEB/dist/app.css" "$WORK/first-build/"
+    (cd "$WEB" && node build.mjs >/dev/null) || return 1
+    for file in index.html app.js app.css; do
+        if ! cmp -s "$WORK/first-build/$file" "$WEB/dist/$file"; then
+            echo "clients: two builds of the web client differ in $file" >&2
+            ok=1
+        fi
+        if ! cmp -s "$WEB/dist/$file" "$EMBEDDED/$file"; then
+            echo "clients: crates/server/webapp/$file is not the build of clients/web's sources;" \
+                "run 'node build.mjs --embed' in clients/web and commit it" >&2
+            ok=1
+        fi
+    done
+    [ "$(ls "$EMBEDDED" | sort | tr '\n' ' ')" = "app.css app.js index.html " ] || {
+        echo "clients: crates/server/webapp/ holds other files than the build's three" >&2
+        ok=1
+    }
+    return "$ok"
+}
 
 step "SDK: types generated and built" build_sdk
 if [ "$status" = 0 ]; then
@@ -127,6 +159,7 @@ if [ "$status" = 0 ]; then
     step "SDK: the same tests on Node 18" bash -c "$(declare -f npm_ci say); HERE='$HERE' CACHE='$CACHE' npm_ci '$SDK/test/node18' && cd '$SDK' && test/node18/node_modules/.bin/node --test --test-concurrency=2 test/*.test.mjs"
     step "web client: built" build_web
     if [ "${results[-1]}" = "ok     web client: built" ]; then
+        step "web client: the copy in the binary is this build" embedded_is_current
         step "web client: browser test (Chromium)" bash -c "cd '$WEB' && node --test test/*.test.mjs"
     fi
 fi

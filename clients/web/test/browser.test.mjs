@@ -1,6 +1,9 @@
 // The web client in a real browser (Debian's Chromium, headless, driven by
 // playwright-core; nothing downloads a browser): alice and bob, each in a
-// browser context of their own, against a live confab behind one origin.
+// browser context of their own, against a live confab that serves the
+// client itself (its built-in copy at /app/, CONFAB_WEB_APP=true), so the
+// files the binary embeds are the ones tested, under its
+// Content-Security-Policy.
 // They exchange messages and a photo, see the unread badge, typing, the
 // "Seen" mark, a reaction, a thread reply, search, report and block.
 // Presence and per-member read positions are checked when the server's
@@ -45,16 +48,15 @@ async function features(url) {
 
 test("two users exchange messages and a photo in the web client", { timeout: 240_000 }, async (t) => {
   assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing (apt-get install chromium)`);
-  assert.ok(existsSync(join(here, "..", "dist", "app.js")), "build the web client first (npm run build)");
   await rm(OUT, { recursive: true, force: true });
   await mkdir(OUT, { recursive: true });
 
-  const server = await ConfabServer.start();
+  // The binary serves the client: no other server, one origin.
+  const server = await ConfabServer.start({ CONFAB_WEB_APP: "true" });
   t.after(() => server.close());
   const alice = await server.user("alice");
   const bob = await server.user("bob");
-  const web = await serve({ confab: server.url });
-  t.after(() => web.close());
+  const web = { url: server.url };
   const has = await features(server.url);
 
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
@@ -76,7 +78,9 @@ test("two users exchange messages and a photo in the web client", { timeout: 240
     await page.screenshot({ path: file });
   };
   const signIn = async (page, user) => {
-    await page.goto(`${web.url}/app/`);
+    const loaded = await page.goto(`${web.url}/app/`);
+    assert.match(loaded.headers()["content-security-policy"] ?? "", /default-src 'none'/);
+    assert.equal(await page.getByLabel("Server URL").inputValue(), web.url, "the page's own origin by default");
     await page.getByLabel("Access token").fill(user.token);
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByText(`Signed in as ${user.username}`).waitFor();
@@ -180,6 +184,8 @@ test("two users exchange messages and a photo in the web client", { timeout: 240
     const reply = a.locator("#thread-messages .message", { hasText: "Lovely colours" });
     await reply.locator("mark.mention.me", { hasText: "@alice" }).waitFor();
     await shot(a, "alice-sees-reaction-and-thread");
+    // The README's picture (docs/web-client.png is a copy of this one).
+    await a.screenshot({ path: join(OUT, "web-client.png") });
   });
 
   await t.test("alice searches her messages", async () => {
@@ -223,6 +229,7 @@ test("two users exchange messages and a photo in the web client", { timeout: 240
 });
 
 test("the web client works from another origin (CORS)", { timeout: 120_000 }, async (t) => {
+  assert.ok(existsSync(join(here, "..", "dist", "app.js")), "build the web client first (npm run build)");
   // The files on one origin, confab on another that lists it.
   const files = await serve({ confab: null });
   t.after(() => files.close());

@@ -31,5 +31,6 @@ mod token_cache;
 mod unread;
 mod upload_limits;
 mod upload_retries;
+mod web_app;
 mod wire;
 mod writes;

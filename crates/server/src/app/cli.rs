@@ -388,6 +388,7 @@ async fn serve(
         max_connections_per_address: settings.shares.max_connections_per_address,
         max_pending_per_address: settings.shares.max_pending_per_address,
         public_url: settings.public_url.clone(),
+        web_app: settings.web_app,
     };
     if settings.public_url.is_none() {
         tracing::warn!(

@@ -518,6 +518,12 @@ pub struct Settings {
     )]
     pub public_url: Option<String>,
 
+    /// Serve the reference web client (built into the binary) at /app/
+    /// (true or false); it calls the API on the same origin.
+    #[arg(long, env = "CONFAB_WEB_APP", default_value = "false", value_name = "BOOL",
+        action = clap::ArgAction::Set, value_parser = parse_web_app)]
+    pub web_app: bool,
+
     /// A second address serving only `GET /metrics` (host:port), for
     /// Prometheus on a private network; the main listener then answers 404
     /// there. Unset: `/metrics` is on the main listener, within the
@@ -640,6 +646,10 @@ pub(crate) fn parse_allow_private(raw: &str) -> Result<bool, String> {
             "CONFAB_WEBHOOK_ALLOW_PRIVATE {raw:?} is not true or false"
         )),
     }
+}
+
+fn parse_web_app(raw: &str) -> Result<bool, String> {
+    parse_allow_private(raw).map_err(|_| format!("CONFAB_WEB_APP {raw:?} is not true or false"))
 }
 
 fn parse_database(raw: &str) -> Result<Database, String> {

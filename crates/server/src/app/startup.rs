@@ -212,6 +212,8 @@ pub struct ServerOptions {
     /// The base of the links to uploaded files (`CONFAB_PUBLIC_URL`);
     /// `None`: each request's own scheme and host.
     pub public_url: Option<String>,
+    /// Serve the web client at `/app/` (`CONFAB_WEB_APP`).
+    pub web_app: bool,
 }
 
 /// The HTTP server, bound and ready to run.
@@ -310,6 +312,8 @@ impl Application {
         };
         let metrics_private = metrics_server.is_some();
         let cors = options.cors;
+        let web_app =
+            (options.web_app).then(|| routes::webapp::WebApp::new(options.public_url.as_deref()));
         let server = HttpServer::new(move || {
             // Middleware order, outermost first (the last `wrap` is the
             // outermost):
@@ -350,6 +354,7 @@ impl Application {
                 .app_data(links.clone())
                 .app_data(web::Data::new(routes::MetricsElsewhere(metrics_private)))
                 .configure(routes::configure)
+                .configure(|cfg| routes::webapp::configure(cfg, web_app.as_ref()))
                 .default_service(web::to(routes::route_not_found))
                 .wrap(from_fn(crate::http::service::with_db_budget))
                 .wrap(from_fn(crate::http::unread_body::keep_with_answer))

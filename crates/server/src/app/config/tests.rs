@@ -177,6 +177,16 @@ fn webhook_allow_private_is_a_boolean() {
 }
 
 #[test]
+fn web_app_is_off_unless_asked_for() {
+    assert!(!settings(&[]).expect("default").web_app);
+    let web_app = |v: &str| settings(&["--web-app", v]).map(|s| s.web_app);
+    assert!(web_app("true").expect("true"));
+    assert!(!web_app("false").expect("false"));
+    let error = web_app("maybe").expect_err("not a boolean").to_string();
+    assert!(error.contains("CONFAB_WEB_APP"), "{error}");
+}
+
+#[test]
 fn cors_origins() {
     let cors = |v: &str| settings(&["--cors-origins", v]).map(|s| s.cors_origins);
     assert_eq!(cors("").expect("empty"), CorsOrigins::Off);

@@ -16,6 +16,7 @@ mod groups;
 mod health;
 mod messages;
 mod reports;
+pub(crate) mod webapp;
 
 use std::str::FromStr;
 use std::sync::OnceLock;
