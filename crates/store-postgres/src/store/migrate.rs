@@ -150,17 +150,21 @@ fn take_lock(conn: &mut PgConnection, wait: Duration) -> anyhow::Result<()> {
             return Ok(());
         }
         if waited >= wait {
-            let holder = lock_holder(conn)?;
-            anyhow::bail!(
-                "the migration lock is held by {} and was not released within {} s: \
-                 nothing was migrated. If that session is stuck, end it \
-                 (SELECT pg_terminate_backend(<pid>)) and run `confab migrate` again",
-                holder.map_or_else(
-                    || "another session (gone by now)".to_owned(),
-                    |h| h.to_string()
+            let held_by = match lock_holder(conn)? {
+                Some(h) => format!(
+                    "{h} and was not released within {} s: nothing was migrated. If that \
+                     session is stuck, end it (SELECT pg_terminate_backend({})) and run \
+                     `confab migrate` again",
+                    wait.as_secs(),
+                    h.pid
                 ),
-                wait.as_secs()
-            );
+                None => format!(
+                    "another session (gone by now) and was not released within {} s: \
+                     nothing was migrated; run `confab migrate` again",
+                    wait.as_secs()
+                ),
+            };
+            anyhow::bail!("the migration lock is held by {held_by}");
         }
         if Instant::now() >= warn_at {
             match lock_holder(conn)? {
