@@ -11,7 +11,6 @@
 
 use std::net::TcpListener;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
@@ -26,7 +25,7 @@ use tracing_subscriber::EnvFilter;
 use crate::app::config::{
     parse_allow_private, Common, Database, DatabaseConfig, MigrateSettings, Settings,
 };
-use crate::app::startup::{open_service_as, Application, Opening, Schema, ServerOptions};
+use crate::app::startup::{open_service_as, Application, Opening, ServerOptions};
 use crate::app::telemetry;
 
 /// confab: a chat service with a JSON HTTP API.
@@ -282,10 +281,7 @@ fn run(command: Command, common: &Common) -> anyhow::Result<()> {
             Command::Migrate(settings) => Opening::migrating(settings.db_wait()),
             _ => {
                 refuse_a_guessed_database(&database.database)?;
-                Opening {
-                    schema: Schema::Current,
-                    ..Opening::migrating(Duration::ZERO)
-                }
+                Opening::current_schema()
             }
         };
         opening = opening.named(command.name());

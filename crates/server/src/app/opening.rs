@@ -51,6 +51,15 @@ impl Opening {
         }
     }
 
+    /// Every other command's: refuse while a migration is pending; fail at
+    /// once when PostgreSQL does not answer.
+    pub fn current_schema() -> Self {
+        Self {
+            schema: Schema::Current,
+            ..Self::migrating(Duration::ZERO)
+        }
+    }
+
     /// Named `application_name` on PostgreSQL.
     #[must_use]
     pub fn named(mut self, name: impl Into<String>) -> Self {
