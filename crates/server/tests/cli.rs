@@ -1,6 +1,7 @@
 //! The operator's CLI, run as the real `confab` binary: the exact forms and
-//! outputs of API.md section 3 that scripts rely on, and a revocation seen by
-//! a running server.
+//! outputs that scripts rely on, a revocation seen by a running server, and
+//! the commands other than `serve` and `migrate` refusing to run on a
+//! database with pending migrations.
 
 mod binary;
 
@@ -19,6 +20,14 @@ fn confab(db: &Path, args: &[&str]) -> Output {
         .env_remove("CONFAB_LISTEN")
         .output()
         .expect("run confab")
+}
+
+/// A migrated SQLite file in `dir` (only `migrate` and `serve` make one).
+fn migrated(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("c.db");
+    let out = confab(&db, &["migrate"]);
+    assert!(out.status.success(), "migrate: {}", stderr(&out));
+    db
 }
 
 fn stdout(o: &Output) -> String {
@@ -67,7 +76,7 @@ fn serve(db: &Path, port: u16) -> Server {
 #[test]
 fn contact_create_prints_the_contact_as_json() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("c.db");
+    let db = migrated(dir.path());
     let out = confab(
         &db,
         &[
@@ -110,7 +119,7 @@ fn contact_create_prints_the_contact_as_json() {
 #[test]
 fn duplicate_username_in_any_case_is_refused_clearly() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("c.db");
+    let db = migrated(dir.path());
     let args = |name: &'static str| {
         [
             "contact",
@@ -135,7 +144,7 @@ fn duplicate_username_in_any_case_is_refused_clearly() {
 #[test]
 fn bad_input_is_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("c.db");
+    let db = migrated(dir.path());
     let out = confab(
         &db,
         &[
@@ -174,7 +183,7 @@ fn bad_input_is_a_clear_error() {
 #[test]
 fn token_issue_prints_the_token_alone_and_revoke_takes_effect_on_a_running_server() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("c.db");
+    let db = migrated(dir.path());
     assert!(confab(&db, &["migrate"]).status.success());
     let created = confab(
         &db,
@@ -397,7 +406,7 @@ fn each_command_s_help_lists_only_its_own_options() {
 #[test]
 fn serve_options_before_a_command_are_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("c.db");
+    let db = migrated(dir.path());
     let out = confab(&db, &["--rate-limit-burst", "5", "key", "list"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
@@ -412,5 +421,220 @@ fn serve_options_before_a_command_are_refused() {
         .env("CONFAB_RATE_LIMIT_BURST", "5")
         .output()
         .expect("run");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// The commands that do not change the schema, with arguments that would
+/// succeed on a migrated database.
+const READ_ONLY: [&[&str]; 5] = [
+    &["token", "issue", "--username", "alice"],
+    &[
+        "contact",
+        "create",
+        "--username",
+        "alice",
+        "--phone-number",
+        "+15550100",
+    ],
+    &["key", "list"],
+    &["webhook", "list"],
+    &["token", "revoke", "--username", "alice"],
+];
+
+/// SQL that undoes the last of `store`'s migrations (its `down.sql`) and
+/// forgets it ran.
+fn undo_last(store: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../migrations")
+        .join(store);
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .expect("migrations")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    dirs.sort();
+    let last = dirs.last().expect("a migration");
+    let down = std::fs::read_to_string(last.join("down.sql")).expect("down.sql");
+    format!(
+        "BEGIN; {down}; DELETE FROM __diesel_schema_migrations \
+         WHERE version = (SELECT max(version) FROM __diesel_schema_migrations); COMMIT;"
+    )
+}
+
+/// Asserts that `out` is the refusal of a command on a database with
+/// `pending` pending migrations.
+fn refused_as_pending(args: &[&str], out: &Output, pending: &str) {
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(out));
+    assert!(stdout(out).is_empty(), "{args:?}: {}", stdout(out));
+    let said = stderr(out);
+    assert!(
+        said.starts_with("error: ")
+            && said.contains(pending)
+            && said.contains("run `confab migrate` first"),
+        "{args:?}: {said}"
+    );
+}
+
+/// Only `serve` and `migrate` change the schema: on a new SQLite path the
+/// other commands make no file, and on a file with a migration pending
+/// they refuse, naming it, and change nothing; once migrated they work.
+#[test]
+fn sqlite_commands_other_than_serve_and_migrate_never_migrate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("new.db");
+    for args in READ_ONLY {
+        let out = confab(&db, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("run `confab migrate` first"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(!db.exists(), "{args:?} made the database");
+    }
+    let db = migrated(dir.path());
+    // The last migration undone: as if this binary were newer.
+    {
+        use diesel::connection::SimpleConnection as _;
+        use diesel::Connection as _;
+        let mut conn =
+            diesel::SqliteConnection::establish(db.to_str().expect("utf-8")).expect("open");
+        conn.batch_execute(&undo_last("sqlite")).expect("undo");
+    }
+    for args in READ_ONLY {
+        refused_as_pending(args, &confab(&db, args), "1 migration is pending (");
+    }
+    let out = confab(&db, &["migrate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("(1 applied now)"), "{}", stderr(&out));
+    let out = confab(&db, READ_ONLY[1]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// psql on the shared test server; its output.
+fn psql(url: &str, sql: &str) -> String {
+    let out = Command::new("psql")
+        .args([url, "-Atqc", sql])
+        .output()
+        .expect("psql");
+    assert!(out.status.success(), "{sql}: {out:?}");
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
+/// An empty database of its own on the shared PostgreSQL, dropped after.
+struct EmptyPg(String);
+
+impl EmptyPg {
+    const ADMIN: &'static str = "postgres://postgres@127.0.0.1:5432/postgres";
+
+    fn new() -> Self {
+        let name = format!("confab_cli_{}", uuid::Uuid::now_v7().simple());
+        psql(Self::ADMIN, &format!("CREATE DATABASE {name}"));
+        Self(name)
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:5432/{}", self.0)
+    }
+}
+
+impl Drop for EmptyPg {
+    fn drop(&mut self) {
+        let _ = Command::new("psql")
+            .args([
+                Self::ADMIN,
+                "-qc",
+                &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.0),
+            ])
+            .output();
+    }
+}
+
+fn confab_pg(url: &str, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("DATABASE_URL", url)
+        .env_remove("CONFAB_LISTEN")
+        .env_remove("CONFAB_DB_POOLER")
+        .env_remove("CONFAB_LISTEN_DATABASE_URL")
+        .output()
+        .expect("run confab")
+}
+
+/// The same on PostgreSQL: on an empty database the other commands refuse
+/// (every migration pending) and make no table; with one pending they
+/// refuse naming it; `migrate` applies it, under a lock no session keeps.
+#[test]
+fn postgres_commands_other_than_serve_and_migrate_never_migrate() {
+    let db = EmptyPg::new();
+    let url = db.url();
+    for args in READ_ONLY {
+        refused_as_pending(args, &confab_pg(&url, args), " migrations are pending (");
+    }
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
+        ),
+        "0"
+    );
+    let out = confab_pg(&url, &["migrate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    psql(&url, &undo_last("postgres"));
+    for args in READ_ONLY {
+        refused_as_pending(args, &confab_pg(&url, args), "1 migration is pending (");
+    }
+    let out = confab_pg(&url, &["migrate"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("(1 applied now)"), "{}", stderr(&out));
+    assert_eq!(
+        psql(
+            &url,
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        ),
+        "0",
+        "a session kept an advisory lock"
+    );
+    let out = confab_pg(&url, READ_ONLY[1]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Each command's connections name it (`application_name`), so that a
+/// session holding the migration lock, or any other, can be told apart;
+/// a name the URL gives is kept.
+#[test]
+fn postgres_connections_name_their_command() {
+    let db = EmptyPg::new();
+    let url = db.url();
+    assert!(confab_pg(&url, &["migrate"]).status.success());
+    let port = free_port();
+    let child = Command::new(BIN)
+        .arg("serve")
+        .env("DATABASE_URL", &url)
+        .env("CONFAB_LISTEN", format!("127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let _server = Server(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !binary::accepts(port) {
+        assert!(Instant::now() < deadline, "confab serve did not listen");
+        sleep(Duration::from_millis(50));
+    }
+    let names = psql(
+        &url,
+        &format!(
+            "SELECT string_agg(DISTINCT application_name, ',' ORDER BY application_name) \
+             FROM pg_stat_activity WHERE datname = '{}'",
+            db.0
+        ),
+    );
+    assert!(names.split(',').any(|n| n == "confab serve"), "{names}");
+    let named = format!("{url}?application_name=mine");
+    let out = confab_pg(&named, &["key", "list"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -274,6 +274,7 @@ async fn check(db: &Path, files: &Path, base: &str, token: &str, ledger: &Ledger
 async fn a_killed_server_loses_no_upload_and_leaves_no_orphan() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("c.db");
+    confab_ok(&db, &["migrate"]);
     let files = dir.path().join("files");
     let log = dir.path().join("confab.log");
     let create = |name: &str, phone: &str| {

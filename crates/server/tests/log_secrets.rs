@@ -22,6 +22,7 @@ fn send(port: u16, head: &str, body: &str) -> (u16, String) {
 fn tokens_and_message_text_stay_out_of_the_log() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("c.db");
+    confab_ok(&db, &["migrate"]);
     let log_path = dir.path().join("confab.log");
     confab_ok(
         &db,

@@ -66,6 +66,7 @@ fn lines_with<'a>(log: &'a str, needle: &str) -> Vec<&'a str> {
 fn one_text_line_per_request_with_the_request_id() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("c.db");
+    confab_ok(&db, &["migrate"]);
     let log = dir.path().join("confab.log");
     let alice = confab_ok(
         &db,

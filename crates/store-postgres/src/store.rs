@@ -96,8 +96,6 @@ pub struct PgStore {
     /// The hot calls' own connections, awaited on the HTTP workers
     /// (`pg_async`).
     conns: Arc<crate::pg_async::AsyncConns>,
-    /// Behind a pooler in transaction mode ([`PgStore::connect_pooled`]).
-    pooled: bool,
     /// Searches' own connections (see [`PgStore::with_search_connections`]).
     search: SearchShare<Manager>,
 }
@@ -159,8 +157,8 @@ impl PgStore {
     ///   this process's next statement. The operator sets them on the role
     ///   instead (`docs/deployment.md`, "Behind PgBouncer");
     /// - migrations run in one transaction under a transaction-scoped lock
-    ///   ([`PgStore::migrate`]); LISTEN is not here at all (`PgWakeups`,
-    ///   given a direct connection).
+    ///   ([`PgStore::migrate`], as without a pooler); LISTEN is not here
+    ///   at all (`PgWakeups`, given a direct connection).
     pub fn connect_pooled(database_url: &str, pool_size: u32) -> anyhow::Result<Self> {
         Self::open(database_url, pool_size, true)
     }
@@ -212,7 +210,6 @@ impl PgStore {
             deadline: confab_store_sql::door::DEFAULT_DEADLINE,
             budget: None,
             conns: Arc::new(conns),
-            pooled,
             search,
         })
     }

@@ -14,7 +14,7 @@ use diesel::prelude::*;
 use diesel::r2d2::{ConnectionManager, CustomizeConnection, Pool};
 
 use diesel::sqlite::{Sqlite, SqliteConnection};
-use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness as _};
+use diesel_migrations::{embed_migrations, EmbeddedMigrations};
 
 use confab_store_sql::door::{count_statements, Abandoned, LogErrors};
 use confab_store_sql::error::Error;
@@ -214,37 +214,6 @@ impl SqliteStore {
     /// The pool right now, for metrics.
     pub fn pool_state(&self) -> confab_ports::PoolState {
         confab_store_sql::door::pool_state(&self.pool, &self.gate)
-    }
-
-    /// Applies the embedded migrations that have not run yet; returns the
-    /// versions applied, oldest first (none when it was up to date).
-    pub fn migrate(&self) -> anyhow::Result<Vec<String>> {
-        let _turn = self.writer_turn();
-        let mut conn = self
-            .pool
-            .get()
-            .context("cannot open SQLite database to migrate")?;
-        let conn: &mut SqliteConnection = &mut conn;
-        let applied = conn
-            .run_pending_migrations(MIGRATIONS)
-            .map_err(|e| anyhow::anyhow!("migration failed: {e}"))?
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>();
-        if !applied.is_empty() {
-            tracing::info!(applied = applied.len(), "applied SQLite migrations");
-        }
-        // The text of messages that migration `search` could not fold.
-        let folded = crate::queries::fold_unfolded(conn).map_err(|e| {
-            anyhow::anyhow!(
-                "cannot fold messages for search: {}",
-                e.into_store::<SqliteStore>()
-            )
-        })?;
-        if folded > 0 {
-            tracing::info!(folded, "folded the text of earlier messages for search");
-        }
-        Ok(applied)
     }
 
     /// This process's turn to write.
@@ -616,6 +585,8 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for Pragmas {
             .map_err(diesel::r2d2::Error::QueryError)
     }
 }
+
+mod migrate;
 
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,7 @@ mod groups;
 mod idempotency;
 mod membership_in_writes;
 mod messages;
+mod migration_lock;
 mod moderation;
 mod resilience;
 mod search;

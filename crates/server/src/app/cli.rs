@@ -4,11 +4,13 @@
 //!   on stdout;
 //! - `token issue` prints the token alone on stdout;
 //! - everything else reports on stderr; failures exit non-zero with
-//!   `error: ...` on stderr.
+//!   `error: ...` on stderr;
+//! - only `serve` and `migrate` apply migrations; the other commands
+//!   refuse (`N migrations are pending: run `confab migrate` first`)
+//!   rather than change the schema or take the migration lock.
 
 use std::net::TcpListener;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
@@ -23,13 +25,15 @@ use tracing_subscriber::EnvFilter;
 use crate::app::config::{
     parse_allow_private, Common, Database, DatabaseConfig, MigrateSettings, Settings,
 };
-use crate::app::startup::{open_service_migrated, Application, ServerOptions};
+use crate::app::startup::{open_service_as, Application, Opening, ServerOptions};
 use crate::app::telemetry;
 
 /// confab: a chat service with a JSON HTTP API.
 ///
 /// Every setting below is read from its environment variable (or given as
-/// the option); each has a default.
+/// the option); each has a default. Only `serve` and `migrate` change the
+/// database's schema; the other commands refuse while a migration is
+/// pending (run `confab migrate` first).
 #[derive(Debug, Parser)]
 #[command(name = "confab", version)]
 pub struct Cli {
@@ -149,6 +153,26 @@ enum TokenCommand {
     },
 }
 
+impl Command {
+    /// The command as typed, e.g. `confab token issue`: its PostgreSQL
+    /// connections' `application_name`.
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Serve(_) => "confab serve",
+            Self::Migrate(_) => "confab migrate",
+            Self::Contact(ContactCommand::Create { .. }) => "confab contact create",
+            Self::Token(TokenCommand::Issue { .. }) => "confab token issue",
+            Self::Token(TokenCommand::Revoke { .. }) => "confab token revoke",
+            Self::Webhook(WebhookCommand::Create { .. }) => "confab webhook create",
+            Self::Webhook(WebhookCommand::List) => "confab webhook list",
+            Self::Webhook(WebhookCommand::Delete { .. }) => "confab webhook delete",
+            Self::Key(KeyCommand::Create { .. }) => "confab key create",
+            Self::Key(KeyCommand::List) => "confab key list",
+            Self::Key(KeyCommand::Revoke { .. }) => "confab key revoke",
+        }
+    }
+}
+
 /// `90s`, `15m`, `12h`, `30d`, `2w` -> seconds (positive).
 fn parse_duration(raw: &str) -> Result<i64, String> {
     let error = || {
@@ -245,24 +269,26 @@ fn run(command: Command, common: &Common) -> anyhow::Result<()> {
     }
     runtime.block_on(async move {
         // A server (and its migration step) may start before its database:
-        // they wait for it; the one-shot commands fail at once.
-        let (wait, pool_size, synchronous) = match &command {
-            Command::Serve(settings) => (
-                settings.db_wait(),
-                settings.db_pool_size,
-                settings.sqlite_synchronous,
-            ),
-            Command::Migrate(settings) => (settings.db_wait(), None, Default::default()),
+        // they wait for it; the one-shot commands fail at once. Only those
+        // two change the schema: the others refuse while a migration is
+        // pending (`opening`).
+        let mut opening = match &command {
+            Command::Serve(settings) => Opening {
+                pool_size: settings.db_pool_size,
+                synchronous: settings.sqlite_synchronous,
+                ..Opening::migrating(settings.db_wait())
+            },
+            Command::Migrate(settings) => Opening::migrating(settings.db_wait()),
             _ => {
                 refuse_a_guessed_database(&database.database)?;
-                (Duration::ZERO, None, Default::default())
+                Opening::current_schema()
             }
         };
-        let (service, applied) = tokio::task::spawn_blocking(move || {
-            open_service_migrated(&database, wait, pool_size, synchronous)
-        })
-        .await
-        .context("opening the database panicked")??;
+        opening = opening.named(command.name());
+        let (service, applied) =
+            tokio::task::spawn_blocking(move || open_service_as(&database, &opening))
+                .await
+                .context("opening the database panicked")??;
         match command {
             Command::Serve(settings) => {
                 if common.db_pooler == crate::app::config::Pooler::Transaction

@@ -20,6 +20,8 @@ use confab_store_sqlite::{LocalTyping, LocalWakeups, SqliteStore};
 pub use crate::app::config::{CorsOrigins, Database, DatabaseConfig, Pooler};
 use crate::app::connections::Gate;
 pub use crate::app::connections::{ConnectionLimits, HEAD_DEADLINE, PRESSURE_GRACE};
+use crate::app::opening;
+pub use crate::app::opening::{Opening, Schema};
 use crate::app::telemetry;
 pub use crate::delivery::events::HubOptions;
 use crate::delivery::events::{Hub, StreamSlots};
@@ -66,29 +68,65 @@ pub fn open_service_migrated(
     pool_size: Option<u32>,
     synchronous: Synchronous,
 ) -> anyhow::Result<(Confab, Vec<String>)> {
+    let opening = Opening {
+        pool_size,
+        synchronous,
+        ..Opening::migrating(wait)
+    };
+    open_service_as(db, &opening)
+}
+
+/// Opens the store as `opening` says: connected (waiting for PostgreSQL
+/// for `opening.wait`), then migrated, or refused while a migration is
+/// pending ([`Schema::Current`], `opening`); returns the service and the
+/// versions of the migrations applied. Blocking.
+pub fn open_service_as(
+    db: &DatabaseConfig,
+    opening: &Opening,
+) -> anyhow::Result<(Confab, Vec<String>)> {
+    let named = |url: &str| match &opening.application_name {
+        Some(name) => opening::with_application_name(url, name),
+        None => url.to_owned(),
+    };
+    let migrating = opening.schema == Schema::Migrate;
+    let (wait, pool_size) = (opening.wait, opening.pool_size);
     let applied;
     let service = match &db.database {
         Database::Postgres(url) => {
+            let url = named(url);
+            let listen_url = db.listen_url.as_deref().map(named);
             let pool_size = pool_size.unwrap_or_else(PgStore::default_pool_size);
             let pooled = db.pooler == Pooler::Transaction;
-            let mut store = connect_postgres(url, wait, pool_size, pooled)?;
+            let mut store = connect_postgres(&url, wait, pool_size, pooled)?;
             if let Some(n) = db.search_connections {
                 store = store.with_search_connections(n);
             }
-            applied = match (&db.listen_url, pooled) {
-                // Behind a pooler, over the direct connection when there
-                // is one (a session of its own, as without a pooler).
-                (Some(direct), true) => connect_postgres(direct, wait, 1, false)
-                    .context("cannot connect to PostgreSQL directly (CONFAB_LISTEN_DATABASE_URL)")?
-                    .migrate(),
-                _ => store.migrate(),
-            }
-            .context("cannot apply the PostgreSQL migrations")?;
+            applied = if migrating {
+                match (&listen_url, pooled) {
+                    // Behind a pooler, over the direct connection when
+                    // there is one (as without a pooler).
+                    (Some(direct), true) => connect_postgres(direct, wait, 1, false)
+                        .context(
+                            "cannot connect to PostgreSQL directly (CONFAB_LISTEN_DATABASE_URL)",
+                        )?
+                        .migrate(),
+                    _ => store.migrate(),
+                }
+                .context("cannot apply the PostgreSQL migrations")?
+            } else {
+                let pending = store
+                    .pending_migrations()
+                    .context("cannot tell whether PostgreSQL's migrations are applied")?;
+                if !pending.is_empty() {
+                    return Err(opening::pending_refusal(&pending));
+                }
+                Vec::new()
+            };
             // LISTEN on its own connection; it opens when the hub first
             // waits. The same object is told of this process's commits.
-            let wakeups = Arc::new(match (&db.listen_url, pooled) {
+            let wakeups = Arc::new(match (&listen_url, pooled) {
                 (Some(direct), _) => PgWakeups::new(direct)?,
-                (None, false) => PgWakeups::new(url)?,
+                (None, false) => PgWakeups::new(&url)?,
                 // `serve` says so (`cli`).
                 (None, true) => PgWakeups::polling(),
             });
@@ -103,7 +141,10 @@ pub fn open_service_migrated(
             Confab::new(ports).with_request_budgets(store)
         }
         Database::Sqlite(path) => {
-            let synchronous = match synchronous {
+            if !migrating {
+                opening::refuse_missing_sqlite_file(path)?;
+            }
+            let synchronous = match opening.synchronous {
                 Synchronous::Full => confab_store_sqlite::Synchronous::Full,
                 Synchronous::Normal => confab_store_sqlite::Synchronous::Normal,
             };
@@ -114,9 +155,19 @@ pub fn open_service_migrated(
             if let Some(n) = db.search_connections {
                 store = store.with_search_connections(n);
             }
-            applied = store
-                .migrate()
-                .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?;
+            applied = if migrating {
+                store
+                    .migrate()
+                    .with_context(|| format!("cannot apply the SQLite migrations to {path:?}"))?
+            } else {
+                let pending = store.pending_migrations().with_context(|| {
+                    format!("cannot tell whether the SQLite migrations of {path:?} are applied")
+                })?;
+                if !pending.is_empty() {
+                    return Err(opening::pending_refusal(&pending));
+                }
+                Vec::new()
+            };
             let wakeups = Arc::new(LocalWakeups::sqlite());
             let mut ports = Ports::from_store(
                 store.clone(),

@@ -205,6 +205,7 @@ fn postgres_an_attempt_unanswered_after_10_s_is_retried() {
 
 fn the_cli_refuses_private_urls_and_unknown_types(store: Store) {
     let db = Db::new(store);
+    db.confab_ok(&["migrate"]);
     for url in [
         "http://127.0.0.1:9/hook",
         "http://localhost:9/hook",
