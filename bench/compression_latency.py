@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Compressed answers on a kept-alive connection (issue 36; API.md section
-19, "Compression costs no wait").
+"""Compressed answers on a kept-alive connection (docs/api.md
+"Requests and answers", "Compression costs no wait").
 
 Usage: bench/compression_latency.py BINARY [BINARY...]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Event streams under load (issue 11): the release binary on a scratch
+# Event streams under load: the release binary on a scratch
 # PostgreSQL database, 1,000 open GET /v1/events streams and 200 sends per
 # second for 30 s. Prints the p99 from a send's 201 to its event on each
 # recipient's stream, lost/duplicated deliveries, and the server's RSS.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A contact's export (issue 35; API.md section 14): streamed, so the
+# A contact's export (docs/api.md "Server API: from an app's backend"): streamed, so the
 # server's memory does not grow with the contact's history.
 #
 # On each store: a contact `small` with SMALL messages (default 1,000) and a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The all-conversations feed when the caller sees a sliver of the messages
-# (issue 8): 1,002,000 messages, of which the measured user (alice) sees
+# The all-conversations feed when the caller sees a sliver of the
+# messages: 1,002,000 messages, of which the measured user (alice) sees
 # 2,000 (0.2 %), on each store. Seeds a scratch database (PostgreSQL) or
 # file (SQLite) with 500 contacts, 2,001 direct conversations and those
 # messages, serves it, and loads four pages with wrk from this second
@@ -8,7 +8,7 @@
 # the feed's first page and a page ~1,900 messages deep in it (by
 # `starting_after`), and the same two pages of alice's one conversation.
 # Prints req/s, p50, p99 and failed requests of each, then the ratios of
-# time per page that issue 8 sets: feed within 1.5x of a one-conversation
+# time per page the target sets: feed within 1.5x of a one-conversation
 # page, a deep page within 1.2x of the first.
 #
 # Needs: a release build (`cargo build --release`), wrk, sqlite3, and

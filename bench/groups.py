@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Big groups (issue 34; API.md section 13). Run through bench/groups.sh.
+"""Big groups (docs/api.md "Groups"). Run through bench/groups.sh.
 
 Two steps per store, each its own process (never the server's):
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Big groups (issue 34; API.md section 13: everything a member does in a
+# Big groups (docs/api.md "Groups": everything a member does in a
 # group costs the same whatever the group's size). On each store, one
 # server run (the logic is in bench/groups.py, a process of its own):
 #

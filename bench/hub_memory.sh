@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The event hub's memory under a big group's renames (issue 32; API.md
-# section 9, "Hostile load": the hub's memory is bounded whatever the group
+# The event hub's memory under a big group's renames (docs/api.md
+# "Hostile load": the hub's memory is bounded whatever the group
 # size or event size). Any contact may put 2,000 contacts in a group and
 # rename it: each rename is one `group.updated` for 2,000 recipients. Before
 # the fix one rename took the server from 16 MB to 615 MB RSS, and six

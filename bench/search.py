@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Search under load (API.md section 17, issue 40). Run through bench/search.sh.
+"""Search under load (docs/api.md "Search messages"). Run through bench/search.sh.
 
 On each store: the benchmark's seed (bench.py) at 1,000,000 messages over
 10,000 conversations, whose contact 1 is in 50 conversations (one of them,

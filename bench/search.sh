@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Search under load (API.md section 17, issue 40), on both stores: the
+# Search under load (docs/api.md "Search messages"), on both stores: the
 # benchmark's seed at 1,000,000 messages over 10,000 conversations, a
 # contact in 50 of them searching for a common term, a rare one and one
 # with no match at 8 connections (wrk, a second process), then sends with

@@ -2,9 +2,9 @@
 # Where a PostgreSQL send's cost lies, on PostgreSQL alone: pgbench runs,
 # one client per send target (as bench/run.sh does), in turn:
 #
-#   least         issue 8's hand-written send (token lookup + one
+#   least         the hand-written send (token lookup + one
 #                 membership-checked insert), one statement
-#   least-events  the same with what API.md 11-12 add (unread counters, the
+#   least-events  the same with what events and unread counts add (unread counters, the
 #                 event and its recipients), one statement
 #   confab-1rt    confab's own send statement as captured, alone: one round
 #                 trip, committed by itself (what confab sends since it

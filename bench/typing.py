@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Typing indicators' reach (API.md section 16). Run through bench/typing.sh.
+"""Typing indicators' reach (docs/api.md "Typing"). Run through bench/typing.sh.
 
   typing.py run           against running servers: per count in LISTENERS,
                           one group conversation of POSTERS posters and that
@@ -480,7 +480,7 @@ def analyse(n_listeners, conv, posters, listeners, live, posts, frames, start, w
         log(f"{listeners[i]['name']} lost {count} of {len(ok)} frames; "
             f"stream {ended.get(i, 'still open at the end')}")
     if with_id:
-        log(f"{with_id} typing frames had an id: line (API.md 16: never stored or replayed)")
+        log(f"{with_id} typing frames had an id: line (docs/api.md, 'Typing': never stored or replayed)")
     if other:
         log(f"{other} typing frames of another conversation")
     delays.sort()
@@ -533,7 +533,7 @@ def report(path):
         for line in f:
             if line.strip():
                 rows.append(json.loads(line))
-    out = [f"Typing reach (API.md 16): delay from a typing POST to its `typing` frame on each "
+    out = [f"Typing reach (docs/api.md, 'Typing'): delay from a typing POST to its `typing` frame on each "
            f"other member's stream; targets p99 < {MAX_P99_MS:g} ms, nothing lost within "
            f"{LOSS_WINDOW:g} s.", "",
            "| store | instances | listeners | posts | frames | p50 ms | p99 ms | max ms "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Typing indicators' reach (API.md section 16: a typing event reaches the
+# Typing indicators' reach (docs/api.md "Typing": a typing event reaches the
 # other members' open event streams within 100 ms, across instances). On
 # each store, one group conversation of POSTERS (10) posters and LISTENERS
 # listeners (50, then 200), one `GET /v1/events` stream per listener, and

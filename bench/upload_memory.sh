@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Uploads stream to the storage (issue 37; API.md section 15): the server's
+# Uploads stream to the storage (docs/api.md "Files and attachments"): the server's
 # memory does not grow with the files' sizes.
 #
 # Against a release `confab serve` (SQLite, files in a local folder, or in

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chaos test (issue 9, API.md section 9): nothing acknowledged is lost,
+# Chaos test (docs/api.md "Limits"): nothing acknowledged is lost,
 # nothing is duplicated, nobody waits on a stalled database.
 #
 #   tests/chaos/run.sh [path/to/confab]      (default target/debug/confab)

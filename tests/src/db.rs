@@ -112,7 +112,7 @@ impl TestDb {
 /// `CONFAB_TEST_POOLER_URL` set (e.g. `postgres://postgres@127.0.0.1:6432`,
 /// a PgBouncer in transaction mode in front of the test server, as
 /// `tests/pgbouncer/start.sh` starts it), a PostgreSQL database through
-/// that pooler, with the direct URL for LISTEN (API.md section 19).
+/// that pooler, with the direct URL for LISTEN (docs/api.md "Requests and answers").
 pub fn app_database(db: &TestDb) -> DatabaseConfig {
     match (db.backend, std::env::var("CONFAB_TEST_POOLER_URL")) {
         (Backend::Postgres, Ok(pooler)) if !pooler.is_empty() => DatabaseConfig {

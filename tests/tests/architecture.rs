@@ -7,7 +7,7 @@
 //! - "never on" must not appear anywhere in its dependency tree (dev
 //!   dependencies excluded: tests may use anything).
 //!
-//! Also the shape issue 33 gave the workspace: no import circles, store code
+//! Also the shape the workspace keeps: no import circles, store code
 //! mostly plain functions (not `macro_rules!` bodies), and files short
 //! enough to read.
 
@@ -338,7 +338,7 @@ fn circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
         .find_map(|start| visit(start, edges, &mut Vec::new(), &mut done))
 }
 
-/// No module imports back a module that imports it (issue 33: a reader
+/// No module imports back a module that imports it (a reader
 /// knows the room from the folder, and a type two modules need lives below
 /// both), in every crate and in the query files both stores compile.
 #[test]
@@ -426,7 +426,7 @@ fn macro_lines(dir: &Path) -> (usize, usize) {
     (inside, total)
 }
 
-/// Store code is plain functions and types a reader can follow (issue 33):
+/// Store code is plain functions and types a reader can follow:
 /// at most 15 % of the store crates' lines are `macro_rules!` bodies.
 #[test]
 fn store_code_is_not_macro_bodies() {
@@ -460,7 +460,7 @@ fn is_test_file(rel: &Path) -> bool {
             .is_some_and(|s| s == "tests" || s.to_string_lossy().ends_with("_tests"))
 }
 
-/// Files a reader can take in (issue 33): no source file over 800 lines,
+/// Files a reader can take in: no source file over 800 lines,
 /// no test file over 1,000, counting every line of the file.
 #[test]
 fn no_file_is_too_long_to_read() {

@@ -1,5 +1,5 @@
-//! Events: the facts a change makes, and who may learn of each (API.md
-//! section 11). A use case that changes state builds its events here; the
+//! Events: the facts a change makes, and who may learn of each (docs/api.md
+//! "Listen for events"). A use case that changes state builds its events here; the
 //! store writes them in the change's own transaction; delivery (streams,
 //! webhooks) happens after commit and decides nothing.
 
@@ -274,7 +274,7 @@ impl Change {
     }
 }
 
-// Which change makes which events, for whom (API.md section 11, docs/api.md
+// Which change makes which events, for whom (docs/api.md
 // "Events: which change makes which event"). `ids` gives each event its own
 // id, in the order of the events returned. A change that changes nothing
 // makes no event: the use case does not call these for it, and a store that

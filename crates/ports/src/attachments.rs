@@ -1,4 +1,4 @@
-//! What the database knows of attachments (API.md section 15): uploads not
+//! What the database knows of attachments (docs/api.md "Files and attachments"): uploads not
 //! attached yet, their names and who may see them, and which stored files
 //! are still to be deleted from the [`crate::FileStorage`].
 //!

@@ -1,5 +1,5 @@
-//! What the service asks the store about a conversation's depth (API.md
-//! section 16): which contacts may be mentioned, the lists of a thread, and
+//! What the service asks the store about a conversation's depth (docs/api.md
+//! "Reply, quote, start a thread"): which contacts may be mentioned, the lists of a thread, and
 //! a message's earlier texts.
 
 use async_trait::async_trait;

@@ -1,4 +1,4 @@
-//! Events (API.md section 11): written by each write in its own transaction
+//! Events (docs/api.md "Listen for events"): written by each write in its own transaction
 //! (the outbox), read by the event streams, the catch-up list and webhooks.
 
 use std::collections::HashSet;
@@ -110,7 +110,7 @@ pub struct EventWithRecipients {
 
 /// How much one read of [`EventStore::recent_events`] may take, so that what
 /// it holds is bounded whatever the size of an event's audience or payload
-/// (API.md section 9). Every limit yields to the first event: a read takes
+/// (docs/api.md "Limits"). Every limit yields to the first event: a read takes
 /// at least one whole event (with every asked-for recipient), so that it
 /// always makes progress; that event's audience is bounded by the largest
 /// group, its payload by what a payload embeds.

@@ -1,4 +1,4 @@
-//! Where uploaded files' bytes live (API.md section 15): a folder by
+//! Where uploaded files' bytes live (docs/api.md "Files and attachments"): a folder by
 //! default, any S3-compatible store in production. The database keeps what
 //! is known of a file (its name, type, size, digest, who may see it); the
 //! storage keeps its bytes under the attachment's id, nothing else.

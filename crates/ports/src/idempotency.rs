@@ -1,4 +1,4 @@
-//! Idempotency keys (API.md section 9): what the service asks the store
+//! Idempotency keys (docs/api.md "Retry safely: idempotency keys"): what the service asks the store
 //! when a request carries a key, and what a write keeps so that a retry is
 //! answered as the first request was.
 
@@ -54,7 +54,7 @@ pub struct ClaimRequest {
     pub expired_before: Timestamp,
     /// How many new keys (not stored, or stored but expired) the caller
     /// may claim in the UTC day of `now` ([`ClaimRequest::quota_day`]),
-    /// all its tokens together (API.md section 9); one more is
+    /// all its tokens together (docs/api.md "Limits"); one more is
     /// [`ClaimOutcome::QuotaExceeded`]. `None`: no limit. New keys are
     /// counted either way, so that a limit set later counts the whole day.
     pub new_keys_per_day: Option<u32>,

@@ -1,4 +1,4 @@
-//! What the database knows of moderation (API.md section 18): blocks
+//! What the database knows of moderation (docs/api.md "Blocks and reports"): blocks
 //! between contacts, and reports to the operator. Group roles are the
 //! groups' own ([`crate::GroupStore`]).
 

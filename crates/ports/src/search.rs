@@ -1,5 +1,5 @@
 //! What the service asks the store when a contact searches their messages
-//! (API.md section 17).
+//! (docs/api.md "Search messages").
 
 use async_trait::async_trait;
 use confab_domain::{

@@ -1,4 +1,4 @@
-//! Credentials (API.md sections 3 and 14): contacts' access tokens, the
+//! Credentials (docs/api.md "Authentication and tokens" and "Server API: from an app's backend"): contacts' access tokens, the
 //! tickets that stand for one on an event stream, and the server keys of
 //! app backends.
 

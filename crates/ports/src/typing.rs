@@ -1,4 +1,4 @@
-//! How typing news reaches every server process (API.md section 16): the
+//! How typing news reaches every server process (docs/api.md "Typing"): the
 //! process where a member says they are typing publishes it, and the event
 //! hub of each process (this one's included) receives it and hands it to
 //! the streams of the conversation's other members connected there.

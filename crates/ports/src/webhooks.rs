@@ -1,4 +1,4 @@
-//! Webhooks (API.md section 11): the operator's list of URLs that receive
+//! Webhooks (docs/api.md "Webhooks"): the operator's list of URLs that receive
 //! every event (or those of some types), and the units of work of their
 //! delivery. First attempts follow a per-webhook cursor over the events,
 //! in event order, made by whoever holds the webhook's lease; a failed

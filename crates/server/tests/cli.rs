@@ -249,7 +249,7 @@ fn token_issue_prints_the_token_alone_and_revoke_takes_effect_on_a_running_serve
     assert!(!out.status.success());
 }
 
-/// API.md section 19: without `DATABASE_URL`, a one-shot command does not
+/// docs/api.md "Requests and answers": without `DATABASE_URL`, a one-shot command does not
 /// create an empty `confab.db` where there is none (it refuses, naming the
 /// variable); `migrate` says which migrations it applied.
 #[test]

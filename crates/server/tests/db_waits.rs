@@ -1,4 +1,4 @@
-//! Bounded waits (API.md section 9), on the real binary and a private
+//! Bounded waits (docs/api.md "Limits"), on the real binary and a private
 //! PostgreSQL: a database that stops answering (SIGSTOP: sockets open, the
 //! kernel still acknowledging) fails requests with 503 `unavailable` within
 //! 2 s and `/readyz` within 1 s, a write that failed is never committed

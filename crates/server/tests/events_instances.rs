@@ -1,4 +1,4 @@
-//! Event streams across processes (API.md section 11): two `confab serve`
+//! Event streams across processes (docs/api.md "Listen for events"): two `confab serve`
 //! processes on one database deliver every event to every stream, whichever
 //! process made the change. PostgreSQL wakes the other process with
 //! `NOTIFY`; SQLite's other process finds the write by polling.

@@ -1,4 +1,4 @@
-//! No orphans and no losses across crashes (API.md section 15): the real
+//! No orphans and no losses across crashes (docs/api.md "Files and attachments"): the real
 //! binary, uploading, attaching and deleting files from several clients,
 //! is killed with SIGKILL at random moments, round after round. After each
 //! restart:

@@ -1,4 +1,4 @@
-//! Server keys (API.md section 14) with the real `confab` binary: `confab
+//! Server keys (docs/api.md "Server API: from an app's backend") with the real `confab` binary: `confab
 //! key create|list|revoke` and their outputs, a backend's first minutes
 //! over HTTP (a contact, a token, a message sent for the contact), the
 //! request log naming the key as `actor` and never a secret, and a

@@ -1,5 +1,5 @@
 //! An upload's type, from its first bytes (magic numbers), never from what
-//! the client claims (API.md section 15 "Files").
+//! the client claims (docs/api.md "Files and attachments").
 //!
 //! What comes out is what the content is served with later, so it must
 //! never be a type that a browser runs: HTML, SVG, XML (XSLT, XHTML),

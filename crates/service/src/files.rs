@@ -1,4 +1,4 @@
-//! Files (API.md section 15): uploads streamed to the file storage, their
+//! Files (docs/api.md "Files and attachments"): uploads streamed to the file storage, their
 //! lists, renames and deletions, reading their bytes, and the sweeper that
 //! deletes the files whose deletion is due (`confab_ports::AttachmentStore`
 //! tells a stored file's whole life).

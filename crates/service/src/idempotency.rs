@@ -1,4 +1,4 @@
-//! `Idempotency-Key` (API.md section 9), Stripe's semantics: the first
+//! `Idempotency-Key` (docs/api.md "Retry safely: idempotency keys"), Stripe's semantics: the first
 //! answer to a POST is kept for 24 hours per caller and key; a retry of the
 //! same request gets that answer again, another request with the key is
 //! refused (422), and a retry while the first is still running is refused
@@ -13,7 +13,7 @@
 //! can then no longer complete the key, so its write rolls back. One key
 //! never makes two writes.
 //!
-//! Stored keys are bounded per contact (API.md section 9, "Hostile load"):
+//! Stored keys are bounded per contact (docs/api.md "Hostile load"):
 //! at most [`DEFAULT_KEYS_PER_DAY`] new keys a UTC day unless configured
 //! otherwise, counted by the store with each new key's claim; past it a new
 //! key is refused until the next UTC day, while keys claimed before still
@@ -37,7 +37,7 @@ pub const LEASE_SECS: i64 = 10;
 pub const MAX_KEY_CHARS: usize = 255;
 
 /// New keys a contact may claim a UTC day unless configured otherwise
-/// ([`Confab::with_idempotency_quota`]; API.md section 9).
+/// ([`Confab::with_idempotency_quota`]; docs/api.md "Retry safely: idempotency keys").
 pub const DEFAULT_KEYS_PER_DAY: u32 = 10_000;
 
 /// A client's idempotency key: 1 to 255 visible ASCII characters (what an

@@ -1,4 +1,4 @@
-//! The server API's credentials (API.md section 14): server keys, made by
+//! The server API's credentials (docs/api.md "Server API: from an app's backend"): server keys, made by
 //! the operator's CLI, with which an app's backend manages contacts and
 //! their tokens, and acts for a contact (`Confab-Contact`).
 

@@ -166,7 +166,7 @@ impl Confab {
             Err(e) => return Err(e.into()),
         };
         self.committed();
-        // A send counts as a stop (API.md section 16).
+        // A send counts as a stop (docs/api.md "Reply, quote, start a thread").
         self.typing_ended_by_send(caller.id(), conversation);
         Ok(sent)
     }

@@ -1,4 +1,4 @@
-//! Moderation (API.md section 18): blocks between contacts, reports to the
+//! Moderation (docs/api.md "Blocks and reports"): blocks between contacts, reports to the
 //! operator, and the checks the other use cases make with them (a block
 //! stops writes in a direct conversation, a moderator deletes others'
 //! messages). Group roles themselves are the groups' use cases'.

@@ -2,7 +2,7 @@
 
 use crate::{Confab, ServiceError};
 
-/// Events are kept at least this long (API.md section 11): 7 days.
+/// Events are kept at least this long (docs/api.md "Listen for events"): 7 days.
 pub const EVENT_TTL_SECS: i64 = 7 * 24 * 3600;
 
 impl Confab {

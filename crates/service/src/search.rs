@@ -1,4 +1,4 @@
-//! Search (API.md section 17): a contact finds messages of their own
+//! Search (docs/api.md "Search messages"): a contact finds messages of their own
 //! conversations by what the text says. A contact runs at most a few
 //! searches at once ([`Confab::with_max_searches_per_contact`]): a search
 //! may read every message its caller can see, and many at once from one

@@ -1,4 +1,4 @@
-//! Event tickets (API.md section 19): a browser's `EventSource` cannot send
+//! Event tickets (docs/api.md "Requests and answers"): a browser's `EventSource` cannot send
 //! an `Authorization` header, so a client trades its token for a ticket,
 //! a credential good only for opening the caller's event stream
 //! (`GET /v1/events?ticket=...`) for [`TICKET_TTL_SECS`]. A ticket lives no

@@ -1,4 +1,4 @@
-//! Typing (API.md section 16): a member says they are typing; the other
+//! Typing (docs/api.md "Typing"): a member says they are typing; the other
 //! members connected now hear it, through each server process's hub.
 //!
 //! Nothing is stored. Each process keeps a board of lines, one per member

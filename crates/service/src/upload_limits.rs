@@ -118,7 +118,7 @@ pub struct Admission {
 }
 
 impl Confab {
-    /// Uploads within `limits` (API.md section 15; `CONFAB_UPLOAD_QUOTA_BYTES`,
+    /// Uploads within `limits` (docs/api.md "Files and attachments"; `CONFAB_UPLOAD_QUOTA_BYTES`,
     /// `CONFAB_MAX_UPLOADS_PER_CONTACT`, `CONFAB_STORAGE_MIN_FREE_BYTES`).
     #[must_use]
     pub fn with_upload_limits(mut self, limits: UploadLimits) -> Self {

@@ -1,4 +1,4 @@
-//! Webhooks (API.md section 11): the operator creates, lists and deletes
+//! Webhooks (docs/api.md "Webhooks"): the operator creates, lists and deletes
 //! them; the delivery worker (in the server) asks here what to do next and
 //! reports what happened. Every rule lives here: which URLs and addresses
 //! are allowed, how long leases hold, when a failed event is tried again

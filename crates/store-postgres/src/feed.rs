@@ -1,4 +1,4 @@
-//! The feed's page on PostgreSQL (API.md section 4, `GET /v1/messages`):
+//! The feed's page on PostgreSQL (docs/api.md "Paginate a list", `GET /v1/messages`):
 //! one statement over the viewer's audience ranges, each read newest first
 //! by a `LATERAL` seek of its index, and the page's rows read whole.
 

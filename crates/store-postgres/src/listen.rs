@@ -7,7 +7,7 @@
 //! committed one at a time. Writes by a process that does not listen (the
 //! CLI) are found by the hub's poll, within a second.
 //!
-//! The same connection carries typing news (API.md section 16) between
+//! The same connection carries typing news (docs/api.md "Typing") between
 //! the processes on channel `confab_typing` ([`PgWakeups`] is also the
 //! [`TypingRelay`]): each process queues its news for its own hub at once,
 //! and sends it here, many at a time in one `NOTIFY` transaction, tagged

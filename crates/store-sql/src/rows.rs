@@ -725,8 +725,8 @@ pub fn message(
         id,
         conversation_id: conversation_id(row.conversation_id),
         sender: Contact::try_from(sender)?,
-        // A message that is only its attachments has no text (API.md
-        // section 15).
+        // A message that is only its attachments has no text (docs/api.md
+        // "Files and attachments").
         text: if row.body.is_empty() {
             MessageText::none()
         } else {

@@ -1,4 +1,4 @@
-//! Search (API.md section 17) as both stores run it, in two steps whose
+//! Search (docs/api.md "Search messages") as both stores run it, in two steps whose
 //! cost follows what the searcher can see, never the size of the store.
 //!
 //! 1. **Recent** (`per-backend/queries/search.rs`): each of the

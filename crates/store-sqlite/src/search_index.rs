@@ -4,7 +4,7 @@
 //! `search`), each commit of the group commit wrote a new segment of the
 //! FTS5 index, and FTS5 merged the segments as they piled up: sends ran
 //! at 0.43x of their rate without the index (`docs/performance.md`,
-//! "Search (issue 40)"). Since migration `search_backlog`, a write only
+//! "Search"). Since migration `search_backlog`, a write only
 //! records the message's rowid in `messages_search_backlog` (a row in a
 //! small table); a thread of the store moves the backlog into the index
 //! every [`EVERY`], in batches of up to [`CHUNK`] rows, each batch in a

@@ -1,4 +1,4 @@
-//! Files (API.md section 15): uploads streamed to the storage, attached by
+//! Files (docs/api.md "Files and attachments"): uploads streamed to the storage, attached by
 //! id, listed, renamed, deleted, served through signed links or a Bearer
 //! token with the safe-serving headers, `Range` and `ETag`; every bad input
 //! a clear error with nothing stored; files of deleted things removed.

@@ -1,4 +1,4 @@
-//! What real clients send (API.md section 19): booleans as Python and
+//! What real clients send (docs/api.md "Requests and answers"): booleans as Python and
 //! other clients write them, a JSON document sent as a form (`curl -d`'s
 //! default type), and errors that never echo more than 100 characters of
 //! the input.

@@ -1,4 +1,4 @@
-//! Contacts (API.md section 8): one's own profile, any contact by id, lookup
+//! Contacts (docs/api.md "Contacts"): one's own profile, any contact by id, lookup
 //! by username, and the uniqueness of usernames in any case.
 
 use confab_service::ServiceError;
@@ -39,7 +39,7 @@ pub(crate) fn assert_contact_shape_seen_by(v: &Value, viewer: &str) {
     assert_eq!(keys(v), CONTACT_KEYS, "contact fields: {v}");
     assert!(v["id"].is_string(), "id: {v}");
     assert!(v["username"].is_string(), "username: {v}");
-    // phone numbers are private: API.md section 18
+    // phone numbers are private: docs/api.md "Blocks and reports"
     if v["id"] == viewer {
         assert!(v["phone_number"].is_string(), "own phone_number: {v}");
     } else {
@@ -96,7 +96,7 @@ async fn update_me_changes_only_what_is_sent(app: TestApp) {
     assert_eq!(r.expect(200)["phone_number"], "+4930123456");
     let r = app.get(&bob, &format!("/v1/contacts/{}", alice.id)).await;
     let seen = r.expect(200);
-    // phone numbers are private: API.md section 18
+    // phone numbers are private: docs/api.md "Blocks and reports"
     assert!(seen["phone_number"].is_null(), "phone_number: {seen}");
     assert_eq!(seen["avatar_url"], "https://img.example/alice.png");
 
@@ -260,7 +260,7 @@ async fn get_contact_by_id(app: TestApp) {
     assert_contact_shape_seen_by(seen, &bob.id);
     assert_eq!(seen["id"], alice.id.as_str());
     assert_eq!(seen["username"], "alice");
-    // phone numbers are private: API.md section 18
+    // phone numbers are private: docs/api.md "Blocks and reports"
     assert!(seen["phone_number"].is_null(), "phone_number: {seen}");
     assert_eq!(mine["phone_number"], "+15550100");
     assert_eq!(seen["avatar_url"], mine["avatar_url"]);
@@ -270,7 +270,7 @@ async fn get_contact_by_id(app: TestApp) {
     let r = app.get(&alice, &format!("/v1/contacts/{}", alice.id)).await;
     let own = r.expect(200);
     assert_eq!(own["username"], "alice");
-    // phone numbers are private: API.md section 18 (but not from oneself)
+    // phone numbers are private: docs/api.md "Blocks and reports" (but not from oneself)
     assert_eq!(own["phone_number"], "+15550100");
 
     // Unknown (well-formed) and malformed ids: 404.

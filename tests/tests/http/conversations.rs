@@ -1,4 +1,4 @@
-//! API.md section 6 (conversations) with the list rules of section 4 and
+//! docs/api.md "Conversations" (conversations) with the list rules of section 4 and
 //! the model of section 0: create, open (read-on-open), list and page,
 //! filters, per-member and shared state, delete with its messages, and
 //! outsiders who see nothing and change nothing.

@@ -1,4 +1,4 @@
-//! Deleted means gone (API.md section 9), over HTTP on both stores: after
+//! Deleted means gone (docs/api.md "Deleted means gone"), over HTTP on both stores: after
 //! `DELETE /v1/messages/:id` or `DELETE /v1/conversations/:id`, the
 //! catch-up list (`GET /v1/events?after=` with `Accept: application/json`)
 //! shows the earlier events of what was deleted as `{"id", "deleted":

@@ -1,4 +1,4 @@
-//! Replies, threads, mentions and edits (API.md section 16) over real HTTP
+//! Replies, threads, mentions and edits (docs/api.md "Reply, quote, start a thread") over real HTTP
 //! on both stores: quotes that read as the quoted message does now and as
 //! `{"id", "deleted": true}` once it is gone (`replies`), threads with their
 //! counts, lists and cursors (`threads`), mentions and the per-member

@@ -1,4 +1,4 @@
-//! `GET /v1/events` (API.md section 11): streams over real HTTP, on both
+//! `GET /v1/events` (docs/api.md "Listen for events"): streams over real HTTP, on both
 //! stores. A small Server-Sent Events reader reads the frames.
 
 use std::collections::HashSet;
@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::support::UNKNOWN_ID;
 
-/// One frame of a stream: an event, typing news (API.md section 16: no
+/// One frame of a stream: an event, typing news (docs/api.md "Typing": no
 /// `id`, never stored), or a comment line.
 #[derive(Debug, Clone)]
 pub(crate) enum Frame {
@@ -254,7 +254,7 @@ async fn message_reaches_both_members_not_outsiders(app: TestApp) {
         .expect("bob's event");
     // One change, one id for every recipient.
     assert_eq!(ea.id, eb.id);
-    // phone numbers are private: API.md section 18. A payload carries none,
+    // phone numbers are private: docs/api.md "Blocks and reports". A payload carries none,
     // so it is what a member other than the sender GETs; the sender's own
     // GET differs only in her phone number.
     let path = format!("/v1/messages/{mid}");
@@ -489,7 +489,7 @@ async fn a_removed_group_member_stops_receiving(app: TestApp) {
 }
 
 async fn group_streams_follow_joins_and_leaves(app: TestApp) {
-    // Group events are read by group (API.md section 13): a stream gets
+    // Group events are read by group (docs/api.md "Groups"): a stream gets
     // them from its contact's joining on, the change that removes them
     // included, and nothing after.
     let alice = app.user("alice").await;
@@ -835,7 +835,7 @@ async fn streams_opening_while_the_hub_reads_get_every_event_once(app: TestApp) 
     assert_eq!(prefixes.last().map(Vec::len), Some(N));
 }
 
-/// A group of more than 100 members (API.md section 13): its object, from
+/// A group of more than 100 members (docs/api.md "Groups"): its object, from
 /// `POST`, `GET`, the list and its `group.updated` event alike, embeds the
 /// first 100 members in the order they joined and counts them all; the
 /// event reaches a member's stream and no one else's.
@@ -883,7 +883,7 @@ async fn a_big_group_embeds_its_first_100_members_in_its_object_and_events(app: 
     let updated = r.expect(200).clone();
     let got = app.get(&first, &format!("/v1/groups/{gid}")).await;
     let got = got.expect(200).clone();
-    // phone numbers are private: API.md section 18. Each member sees only
+    // phone numbers are private: docs/api.md "Blocks and reports". Each member sees only
     // their own number among the embedded contacts (the owner is joined[0],
     // `first` joined[1]); an event's payload shows none.
     let phones = |g: &Value| -> Vec<Value> {

@@ -1,4 +1,4 @@
-//! Hostile load (API.md section 9): no client, with or without a token,
+//! Hostile load (docs/api.md "Hostile load"): no client, with or without a token,
 //! takes the service from others. Over real HTTP on both stores; raw
 //! sockets where a well-behaved client library would hide what is tested
 //! (a trickled body, a body sent after a refusal, idle connections).

@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on POST (API.md section 9) over HTTP: replay, reuse,
+//! `Idempotency-Key` on POST (docs/api.md "Retry safely: idempotency keys") over HTTP: replay, reuse,
 //! in flight, per caller, concurrency, and what is kept.
 
 use std::net::TcpListener;
@@ -311,7 +311,7 @@ async fn post_at(
     }
 }
 
-/// The flood of issue 32 in small: keyed POSTs from several tokens of one
+/// A flood of new keys in small: keyed POSTs from several tokens of one
 /// contact, answered 201 or 404, each stored a key. Past the contact's
 /// quota of new keys a new key is 429 `idempotency_quota` with
 /// `Retry-After` (the next UTC day) and stores nothing, while retries of
@@ -386,7 +386,7 @@ fn id_str(r: &Resp) -> String {
     r.body["id"].as_str().expect("id").to_owned()
 }
 
-/// API.md section 19: a retry that serializes its body again (JSON instead
+/// docs/api.md "Requests and answers": a retry that serializes its body again (JSON instead
 /// of a form, another key order, other spacing) is the same request; other
 /// parameters are not.
 async fn idempotency_compares_parameters_not_bytes(app: TestApp) {

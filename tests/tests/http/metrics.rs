@@ -1,4 +1,4 @@
-//! API.md section 10: `GET /metrics` (Prometheus text, no token) counts
+//! docs/api.md "Outside /v1: health, metrics, OpenAPI": `GET /metrics` (Prometheus text, no token) counts
 //! requests by route template, method and status, their latency, the
 //! requests in flight, errors by code, and the store's connection pool.
 

@@ -1,4 +1,4 @@
-//! Moderation (API.md section 18, issue 38) over real HTTP on both stores:
+//! Moderation (docs/api.md "Blocks and reports") over real HTTP on both stores:
 //! group roles (`roles`), blocks (`blocks`), reports (`reports`) and phone
 //! privacy, with a scenario whose every event is read for a phone number
 //! or a refused text (`privacy`). Who may do what in one table, across

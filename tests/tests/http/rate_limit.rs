@@ -2,7 +2,7 @@
 //! with `Retry-After` and the `RateLimit-*` headers while another goes on;
 //! requests without a valid token are limited per address, and once an
 //! address is over, a bad token from it is refused while a valid one still
-//! gets through (API.md section 9 "Hostile load"); 0 turns limits off.
+//! gets through (docs/api.md "Hostile load"); 0 turns limits off.
 
 use confab_server::startup::{Quota, RateLimits};
 use confab_tests::db::Backend;

@@ -1,4 +1,4 @@
-//! Search (API.md section 17) over real HTTP on both stores: substrings in
+//! Search (docs/api.md "Search messages") over real HTTP on both stores: substrings in
 //! any script, ignoring case, every character literal; only the caller's
 //! conversations as they are now; edits and deletions at once; filters and
 //! paging; and a clear 400 for every bad input. The store contract suite

@@ -1,4 +1,4 @@
-//! Event tickets (API.md section 19): a browser's `EventSource` sends no
+//! Event tickets (docs/api.md "Requests and answers"): a browser's `EventSource` sends no
 //! header, so it opens its stream with `GET /v1/events?ticket=...`. A
 //! ticket opens streams (and their reconnects) and nothing else, and lives
 //! no longer than the token that made it.

@@ -1,4 +1,4 @@
-//! `unread_count` on the conversation object (API.md section 12).
+//! `unread_count` on the conversation object (docs/api.md "Unread counts").
 
 use confab_tests::http::TestApp;
 

@@ -1,4 +1,4 @@
-//! What one contact may take of the file storage (API.md section 9
+//! What one contact may take of the file storage (docs/api.md "Limits"
 //! "Hostile load", section 15): a quota of stored bytes, exact under
 //! concurrent uploads and given back however a file goes; a few uploads
 //! under way at once; a least pace for an upload's body; and a floor of

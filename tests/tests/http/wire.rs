@@ -1,4 +1,4 @@
-//! API.md sections 1 to 3: the wire format (content types, body encodings,
+//! docs/api.md "Requests and answers" to 3: the wire format (content types, body encodings,
 //! unknown parameters, booleans, ids, timestamps, success codes), the error
 //! body, and bearer authentication.
 
@@ -762,7 +762,7 @@ async fn created_resources_have_location(app: TestApp) {
     let msg_id = msg["id"].as_str().expect("id");
     assert_eq!(path, format!("/v1/messages/{msg_id}"));
     let got = app.get(&bob, &path).await;
-    // phone numbers are private: API.md section 18. The sender's answer
+    // phone numbers are private: docs/api.md "Blocks and reports". The sender's answer
     // carries her number; bob sees it null.
     let got = got.expect(200);
     assert!(got["contact"]["phone_number"].is_null(), "{got}");

@@ -1,4 +1,4 @@
-//! The migration `big_groups` (issue 34) converts existing data on both
+//! The migration `big_groups` converts existing data on both
 //! stores: a database migrated up to the one before it, holding direct and
 //! group conversations with unread counters, is migrated by the store
 //! itself; every member's unread count reads the same afterwards, the

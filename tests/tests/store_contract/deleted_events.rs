@@ -1,4 +1,4 @@
-//! Deleted means gone (API.md section 9): once a message or a conversation
+//! Deleted means gone (docs/api.md "Deleted means gone"): once a message or a conversation
 //! is deleted, its text, reactions and attachments are in no stored event
 //! payload any more. Its earlier events read back (catch-up, the fan-out,
 //! webhooks) as `{"id": <the event's subject>, "deleted": true}`; the

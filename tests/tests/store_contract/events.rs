@@ -1,4 +1,4 @@
-//! The events outbox (API.md section 11): each write stores its events in
+//! The events outbox (docs/api.md "Listen for events"): each write stores its events in
 //! its own transaction, for exactly the contacts who can see the change,
 //! each with the payload its recipient's own read returns; a refused or
 //! rolled-back write stores none.
@@ -834,7 +834,7 @@ mod wire {
         let ta = app.service.issue_token("alice", None).await.expect("token");
         let tb = app.service.issue_token("bob", None).await.expect("token");
         // A payload is made once for every recipient and webhook, so it
-        // is what anyone else reads (no phone number: API.md section 18),
+        // is what anyone else reads (no phone number: docs/api.md "Blocks and reports"),
         // as bob GETs it; alice's own GET differs only by her number.
         let alice_path = format!("/v1/contacts/{}", alice.id());
         let without_phone = |mut v: Value| {

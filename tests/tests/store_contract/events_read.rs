@@ -1,6 +1,6 @@
-//! Reading events (API.md section 11): the recipient's range, the fan-out
+//! Reading events (docs/api.md "Listen for events"): the recipient's range, the fan-out
 //! batch (only the asked-for recipients, shared payloads held once, bounded
-//! in events, bytes and recipient rows: API.md section 9), positions,
+//! in events, bytes and recipient rows: docs/api.md "Limits"), positions,
 //! pruning, and the horizon that keeps a reader from skipping an event
 //! that commits after a later one.
 //!

@@ -442,7 +442,7 @@ async fn idempotency_concurrent_new_keys_never_pass_the_quota(s: S) {
 /// Sixteen writers sending with keys as fast as they can: every claim and
 /// every send goes through (on SQLite a claim queues with the sends instead
 /// of waiting for the database's lock in the busy handler, where a busy
-/// queue made it fail with "database is locked": issue 32, 8 of 15,000
+/// queue made it fail with "database is locked": 8 of 15,000
 /// sends over HTTP).
 async fn idempotency_keyed_sends_from_16_writers_all_go_through(s: S) {
     const WRITERS: usize = 16;

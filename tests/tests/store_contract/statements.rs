@@ -621,7 +621,7 @@ mod per_endpoint {
 /// (endpoint, PostgreSQL, SQLite): what each operation costs today. A
 /// change here is a change of the API's cost: update it on purpose.
 ///
-/// Every write with events (API.md section 11) costs 2 more than before
+/// Every write with events (docs/api.md "Listen for events") costs 2 more than before
 /// the outbox: one `INSERT INTO events ... RETURNING` and one `INSERT INTO
 /// event_recipients ... SELECT` resolving the audience, whatever the number
 /// of events and recipients. Two writes cost more: opening a conversation
@@ -640,12 +640,12 @@ mod per_endpoint {
 /// So does getting one message, on both stores, and the service's read of
 /// the message before an edit, a reaction, a deletion or a pin.
 ///
-/// A deletion scrubs the earlier events of what it deletes (API.md section
-/// 9, `outbox::scrub`): a message's in 1 statement (+1), a conversation's
+/// A deletion scrubs the earlier events of what it deletes (docs/api.md
+/// "Limits", `outbox::scrub`): a message's in 1 statement (+1), a conversation's
 /// and a group's conversations' in 2 (+2: their recipients' own payloads,
 /// then the events).
 ///
-/// Big groups (API.md section 13, migration `big_groups`) add a few, none
+/// Big groups (docs/api.md "Groups", migration `big_groups`) add a few, none
 /// of which grows with a group's size: the outbox's `INSERT INTO
 /// event_groups ... SELECT`, for every write whose events may go to a
 /// group's members (a conversation's, a contact's; one row per group,
@@ -658,7 +658,7 @@ mod per_endpoint {
 /// the position its members' view starts at (+1) and counts its members
 /// (+1 for a change).
 ///
-/// The server API (API.md section 14) records a token's `last_used_at`
+/// The server API (docs/api.md "Server API: from an app's backend") records a token's `last_used_at`
 /// once a minute per token and process: a token's first request here adds
 /// that one `UPDATE` (+1 on PostgreSQL, run alone; +3 on SQLite, where it
 /// queues with the writers in their `BEGIN` ... `COMMIT`), and a request
@@ -676,7 +676,7 @@ const EXPECTED: &[(&str, u64, u64)] = &[
     ("GET /v1/contacts?username=", 1, 1),
     ("PUT /v1/contacts/me", 6, 7),
     // A direct one asks first whether the two are in a block (one
-    // lookup by the blocks' key, API.md section 18).
+    // lookup by the blocks' key, docs/api.md "Blocks and reports").
     ("POST /v1/conversations", 9, 9),
     ("GET /v1/conversations", 1, 1),
     ("GET /v1/conversations/:id", 10, 11),

@@ -1,4 +1,4 @@
-//! Unread counts (API.md section 12): each member's messages from others
+//! Unread counts (docs/api.md "Unread counts"): each member's messages from others
 //! after its last open, kept as a counter by the writes themselves.
 
 use confab_domain::{Contact, Conversation};

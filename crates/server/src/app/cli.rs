@@ -354,7 +354,7 @@ fn run(command: Command, common: &Common) -> anyhow::Result<()> {
 
 /// A one-shot command (not `serve` or `migrate`) with `DATABASE_URL` unset
 /// and no `confab.db` here would create and migrate an empty database,
-/// then report what it lacks (API.md section 19): it refuses instead.
+/// then report what it lacks (docs/api.md "Requests and answers"): it refuses instead.
 fn refuse_a_guessed_database(database: &Database) -> anyhow::Result<()> {
     let given = std::env::var_os("DATABASE_URL").is_some()
         || std::env::args().any(|a| a.starts_with("--database-url"));

@@ -456,7 +456,7 @@ pub struct Settings {
     )]
     pub reports_per_hour: u32,
 
-    /// The most members a group may have (API.md section 13); a create or
+    /// The most members a group may have (docs/api.md "Groups"); a create or
     /// an update past it is 400 naming the list.
     #[arg(
         long,

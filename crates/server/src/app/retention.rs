@@ -40,7 +40,7 @@ pub fn spawn_pruning(service: Confab) {
 /// How often the files whose deletion is due are deleted.
 const SWEEP_FILES_EVERY: Duration = Duration::from_secs(30);
 
-/// Deletes the files whose deletion is due (API.md section 15): uploads
+/// Deletes the files whose deletion is due (docs/api.md "Files and attachments"): uploads
 /// never attached after 24 h, and those of deleted attachments, messages,
 /// conversations, groups and contacts, every
 /// [`SWEEP_FILES_EVERY`]; a deletion that fails stays due and is tried

@@ -1,4 +1,4 @@
-//! Webhook delivery (API.md section 11): two loops on the main runtime
+//! Webhook delivery (docs/api.md "Webhooks"): two loops on the main runtime
 //! (never on actix's workers), started by [`spawn_delivery`]. One leases
 //! webhooks with events to attempt first and sends those in event order,
 //! one webhook per task; the other leases due retries and sends each on
@@ -150,7 +150,7 @@ struct Sender {
 
 /// The body of a delivery: the event as the event stream shows it, its
 /// payload as the acting contact sees it; a `message.created` also names
-/// the members to notify (`recipients`, API.md section 14): their ids, or
+/// the members to notify (`recipients`, docs/api.md "Server API: from an app's backend"): their ids, or
 /// `null` above [`confab_service::PUSH_RECIPIENTS_MAX`] members.
 pub fn event_body(event: &StoredEvent, recipients: Option<Option<&[ContactId]>>) -> String {
     let mut body = Vec::with_capacity(event.payload.len() + 160);

@@ -101,7 +101,7 @@ pub async fn require_token(
     }
 }
 
-/// The server key of a request to `/v1/admin` (API.md section 14).
+/// The server key of a request to `/v1/admin` (docs/api.md "Server API: from an app's backend").
 #[derive(Debug, Clone)]
 pub struct Server(pub ServerKey);
 
@@ -127,8 +127,8 @@ enum Authenticated {
 }
 
 /// Whether the request is a signed link to an attachment's content
-/// (`GET /v1/attachments/{id}/content?...&signature=...`, API.md section
-/// 15): the one route a request without a token may reach.
+/// (`GET /v1/attachments/{id}/content?...&signature=...`, docs/api.md
+/// "Files and attachments"): the one route a request without a token may reach.
 fn is_signed_link(req: &HttpRequest) -> bool {
     let method = req.method();
     if method != actix_web::http::Method::GET && method != actix_web::http::Method::HEAD {
@@ -177,8 +177,8 @@ fn is_admin(path: &str) -> bool {
 /// The address's allowance is looked at only for requests that bring no
 /// valid token: a valid token is judged by its contact's budget alone (a
 /// server key by its own), so that others behind the same address (a
-/// proxy, a NAT) spending theirs on bad tokens never lock it out (API.md
-/// section 9 "Hostile load").
+/// proxy, a NAT) spending theirs on bad tokens never lock it out (docs/api.md
+/// "Hostile load").
 async fn authenticate(
     req: &ServiceRequest,
 ) -> Result<(Authenticated, Option<Budget>), HttpResponse> {
@@ -190,7 +190,7 @@ async fn authenticate(
     };
     let Some(token) = bearer_token(req.headers()) else {
         // A browser's EventSource sends no header: its stream opens with a
-        // ticket (API.md section 19), on that one route only.
+        // ticket (docs/api.md "Requests and answers"), on that one route only.
         if is_signed_link(req.request()) {
             // Within the address's anonymous allowance, like any request
             // without a token.

@@ -1,5 +1,5 @@
-//! The client's address, as the per-address rate limit sees it (API.md
-//! section 9 "Hostile load"): the peer itself, unless the peer is one of
+//! The client's address, as the per-address rate limit sees it (docs/api.md
+//! "Hostile load"): the peer itself, unless the peer is one of
 //! the operator's proxies (`CONFAB_TRUSTED_PROXIES`), and then the
 //! rightmost `X-Forwarded-For` address that is not one of them (the
 //! leftmost entries are whatever the client wrote, so only what the

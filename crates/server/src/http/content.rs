@@ -1,5 +1,5 @@
 //! What serving an attachment's bytes (`GET /v1/attachments/:id/content`,
-//! API.md section 15 "Files") decides from the request and the stored
+//! docs/api.md "Files and attachments") decides from the request and the stored
 //! file, as pure functions: the byte range asked for (RFC 9110 section
 //! 14), the entity tag and `If-None-Match` (section 13.1.2), whether the
 //! content may be shown inline, the `Content-Disposition` header (RFC 6266,
@@ -164,7 +164,7 @@ fn opaque(text: &str) -> Option<(&str, &str)> {
 /// (`Content-Disposition: inline`) rather than downloaded: only the
 /// raster images a browser shows as such (PNG, JPEG, GIF, WebP), audio and
 /// video, which a browser plays and never runs. Anything else, and SVG and
-/// HTML above all, is an attachment (API.md section 15). The type and
+/// HTML above all, is an attachment (docs/api.md "Files and attachments"). The type and
 /// subtype compare case-insensitively; parameters (after `;`) are ignored.
 pub(crate) fn inline(file_type: &str) -> bool {
     let essence = file_type.split(';').next().unwrap_or(file_type).trim();
@@ -225,8 +225,8 @@ pub(crate) fn disposition(filename: &str, inline: bool) -> String {
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 
-/// How long a signed content link is valid at most, in seconds (API.md
-/// section 15: one hour).
+/// How long a signed content link is valid at most, in seconds (docs/api.md
+/// "Files and attachments": one hour).
 pub(crate) const LINK_VALID_SECS: i64 = 3600;
 
 /// Links expire on multiples of this many seconds (see [`expiry`]).
@@ -243,7 +243,7 @@ pub(crate) const LINK_KEY_MIN_BYTES: usize = 32;
 /// then the same URL, so that the clients' and proxies' caches keep one
 /// copy of the content, and a page listing the same messages twice
 /// renders the same links. Such a link is valid for more than 55 and at
-/// most 60 minutes, never longer than the hour API.md promises.
+/// most 60 minutes, never longer than the hour the docs promise.
 pub(crate) fn expiry(now: i64) -> i64 {
     now.saturating_add(LINK_VALID_SECS)
         .div_euclid(LINK_GRANULARITY_SECS)

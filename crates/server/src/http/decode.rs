@@ -41,7 +41,7 @@ pub fn decode_form(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
 /// [`decode_form`] for a query string: there a value that is not UTF-8
 /// names its parameter (400 `parameter_invalid`), as any other bad value
 /// does; in a body it is a body that cannot be decoded (`body_invalid`,
-/// API.md section 1).
+/// docs/api.md "Requests and answers").
 pub fn decode_query(input: &[u8]) -> Result<Map<String, Value>, DecodeError> {
     decode_pairs(input, true)
 }

@@ -221,7 +221,7 @@ impl ApiError {
     }
 
     /// 403 `contact_blocked`: a block between the caller and another
-    /// contact refused it (API.md section 18); `param` names the input
+    /// contact refused it (docs/api.md "Blocks and reports"); `param` names the input
     /// that brought the other contact in, if one did.
     pub fn contact_blocked(by_caller: bool, param: Option<&str>) -> Self {
         let message = if by_caller {
@@ -588,7 +588,7 @@ impl ResponseError for ApiError {
         if let Some(secs) = self.retry_after {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from(secs)));
         }
-        // The rest of a body we refuse is never read (API.md section 9
+        // The rest of a body we refuse is never read (docs/api.md "Limits"
         // "Hostile load"): the connection closes after the answer instead
         // of draining whatever the client still sends.
         if closes_connection(self.status) {

@@ -1,5 +1,5 @@
-//! A contact's export (`GET /v1/admin/contacts/{id}/export`, API.md section
-//! 14): everything stored about it as NDJSON, one object a line with a
+//! A contact's export (`GET /v1/admin/contacts/{id}/export`, docs/api.md
+//! "Server API: from an app's backend"): everything stored about it as NDJSON, one object a line with a
 //! `kind`: `contact`, `token` (never its secret), `conversation` (with the
 //! contact's own state in it), `group`, `message` (those it sent),
 //! `reaction` (those it made).

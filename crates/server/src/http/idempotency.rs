@@ -1,4 +1,4 @@
-//! `Idempotency-Key` on POST (API.md section 9), the HTTP side: reading and
+//! `Idempotency-Key` on POST (docs/api.md "Retry safely: idempotency keys"), the HTTP side: reading and
 //! checking the header, the request's fingerprint, answering a replay, and
 //! keeping the answer of a run. The rules (claims, leases, 24 h) are the
 //! service's; the answer of a successful run is stored by the write itself,
@@ -33,8 +33,8 @@ impl BodyDigest {
     }
 
     /// The digest of decoded parameters: the same whatever they were sent
-    /// as (a form or JSON), in whatever key order and spacing (API.md
-    /// section 19: a mobile retry that serializes its body again is the
+    /// as (a form or JSON), in whatever key order and spacing (docs/api.md
+    /// "Requests and answers": a mobile retry that serializes its body again is the
     /// same request). Every value counts as its text (`true`, `3600`; JSON
     /// `null` as the empty text a form clears with); objects by sorted
     /// key; lists in order; each piece tagged and length-prefixed, so that

@@ -7,6 +7,6 @@ use std::time::Duration;
 pub const BODY_LIMIT: usize = 64 * 1024;
 
 /// How long a request body may take to arrive, from the first read
-/// (API.md section 9: then 408): a client trickling its body holds a
+/// (docs/api.md "Limits": then 408): a client trickling its body holds a
 /// connection and a worker's attention no longer than this.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,4 +1,4 @@
-//! The `file_url` of an uploaded attachment (API.md section 15): an
+//! The `file_url` of an uploaded attachment (docs/api.md "Files and attachments"): an
 //! absolute link to `GET /v1/attachments/{id}/content`, signed so that an
 //! `<img>` tag works without a header, minted afresh on every read.
 //!

@@ -129,8 +129,8 @@ impl Params {
             .ok_or_else(|| ApiError::missing(&self.name(key)))
     }
 
-    /// `true` or `false` in any letter case, or `1` or `0` (API.md section
-    /// 19: Python's `requests` sends `True`): in a form or query string as
+    /// `true` or `false` in any letter case, or `1` or `0` (docs/api.md
+    /// "Requests and answers": Python's `requests` sends `True`): in a form or query string as
     /// text, in JSON as a boolean or the number 1 or 0.
     pub fn optional_bool(&mut self, key: &str) -> Result<Option<bool>, ApiError> {
         let value = match self.take(key) {
@@ -384,7 +384,7 @@ fn bool_text(s: &str) -> Option<bool> {
 }
 
 /// At most this many characters of a client's input are echoed in an
-/// error's `param` or `message` (API.md section 19).
+/// error's `param` or `message` (docs/api.md "Requests and answers").
 pub const ECHO_MAX: usize = 100;
 
 /// `text` cut to [`ECHO_MAX`] characters (then `...`), for an error that
@@ -494,7 +494,7 @@ impl Params {
             .get(header::CONTENT_TYPE)
             .map(|v| v.to_str().unwrap_or("invalid"));
         // A body of a type we do not take is refused before a byte of it is
-        // read (the connection then closes: API.md section 9).
+        // read (the connection then closes: docs/api.md "Limits").
         if declares_body(req) && source_of(content_type).is_none() {
             return Err(ApiError::unsupported_media_type());
         }
@@ -595,7 +595,7 @@ mod tests {
 
     #[test]
     fn bools() {
-        // Any letter case (API.md section 19: Python's `requests` sends
+        // Any letter case (docs/api.md "Requests and answers": Python's `requests` sends
         // `True`), or 1 and 0.
         for (s, want) in [
             ("true", true),

@@ -1,4 +1,4 @@
-//! Event payloads in the wire format (API.md section 11): the object exactly
+//! Event payloads in the wire format (docs/api.md "Listen for events"): the object exactly
 //! as its recipient would `GET` it, written by the same writer as the GET
 //! endpoints' answers ([`crate::http::wire`]; a conversation by its
 //! [`ConversationDto`]), so the two cannot drift apart.

@@ -1,6 +1,6 @@
 //! Rate limits (GCRA, from `governor`): one budget per contact (all its
 //! tokens together, so that more tokens buy no more requests), and one per
-//! client address for requests that bring no valid token (API.md section 9
+//! client address for requests that bring no valid token (docs/api.md "Limits"
 //! "Hostile load").
 //!
 //! Authentication is where both apply (see `auth`): a request without a
@@ -62,7 +62,7 @@ pub struct RateLimits {
     pub anonymous: Option<Quota>,
     /// Per server key, also when it acts for a contact (which then spends
     /// the key's budget, not the contact's): `CONFAB_RATE_LIMIT_KEY_PER_SECOND`,
-    /// `CONFAB_RATE_LIMIT_KEY_BURST` (API.md section 14).
+    /// `CONFAB_RATE_LIMIT_KEY_BURST` (docs/api.md "Server API: from an app's backend").
     pub per_key: Option<Quota>,
 }
 

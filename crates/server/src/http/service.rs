@@ -17,7 +17,7 @@ use confab_service::{Confab, DbBudget};
 use crate::http::error::ApiError;
 
 /// All of a request's waits on the database together (a token lookup, an
-/// idempotency claim, the write): API.md section 9 allows 2 s, this leaves
+/// idempotency claim, the write): docs/api.md "Retry safely: idempotency keys" allows 2 s, this leaves
 /// room for the HTTP work around them.
 pub(crate) const REQUEST_DB_BUDGET: Duration = Duration::from_millis(1900);
 

@@ -1,4 +1,4 @@
-//! A refused request's body is not read (API.md section 9 "Hostile load").
+//! A refused request's body is not read (docs/api.md "Hostile load").
 //!
 //! After an answer, actix reads on whatever is left of the request's body
 //! so that the connection can serve the next request: a chunked body is

@@ -32,7 +32,7 @@ use uuid::Uuid;
 /// ten messages is about 5 KB).
 pub(crate) const BUFFER: usize = 8 * 1024;
 
-/// Members a group object embeds at most (API.md section 13): an object's
+/// Members a group object embeds at most (docs/api.md "Groups"): an object's
 /// size, and the size of every `group.*` event, stays bounded whatever the
 /// group's.
 pub const GROUP_EMBEDDED_MEMBERS: usize = 100;

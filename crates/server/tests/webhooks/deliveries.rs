@@ -1,4 +1,4 @@
-//! What an operator sees of webhook deliveries (API.md section 14): the
+//! What an operator sees of webhook deliveries (docs/api.md "Server API: from an app's backend"): the
 //! recent attempts of a webhook over HTTP (status, or why there was no
 //! answer), and the `/metrics` series (attempts by result, retries
 //! pending, age of the oldest event not yet delivered).

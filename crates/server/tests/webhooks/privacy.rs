@@ -1,4 +1,4 @@
-//! Phone privacy and reports in webhooks (API.md section 18): a scenario
+//! Phone privacy and reports in webhooks (docs/api.md "Blocks and reports"): a scenario
 //! of sends, edits, reactions, group and role changes, contact changes
 //! (by the contact and by the operator), a block with refused attempts and
 //! reports; no webhook body carries a phone number (every contact's

@@ -1,4 +1,4 @@
-//! Push notifications through webhooks (API.md section 14): a
+//! Push notifications through webhooks (docs/api.md "Server API: from an app's backend"): a
 //! `message.created` delivery of a conversation of at most 100 members
 //! names the members to notify (`recipients`: not the sender, not those
 //! who muted it, as they are when the delivery goes out); above 100,

@@ -397,7 +397,7 @@ pub(crate) fn verified(d: &Delivery, secret: &str) -> Value {
         .keys()
         .map(String::as_str)
         .collect();
-    // A `message.created` also names whom to notify (API.md section 14).
+    // A `message.created` also names whom to notify (docs/api.md "Server API: from an app's backend").
     if body["type"] == "message.created" {
         assert_eq!(keys, ["id", "type", "created_at", "payload", "recipients"]);
     } else {

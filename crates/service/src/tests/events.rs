@@ -1,4 +1,4 @@
-//! Events (API.md section 11): what each write hands the store, and that
+//! Events (docs/api.md "Listen for events"): what each write hands the store, and that
 //! a write that changes nothing hands it nothing.
 use confab_domain::{
     AttachmentId, Audience, ContactProfilePatch, Event, EventType, FileUrl, Filename,

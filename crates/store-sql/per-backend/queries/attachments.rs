@@ -1,4 +1,4 @@
-//! Attachments on their own (API.md section 15): uploads not attached yet,
+//! Attachments on their own (docs/api.md "Files and attachments"): uploads not attached yet,
 //! their lists, renames and deletions, attaching uploads to a message, and
 //! the stored files' scheduled deletions (`file_deletions`, migration
 //! `files`; the port's docs, `confab_ports::AttachmentStore`, tell the
@@ -389,7 +389,7 @@ pub(crate) fn rename_attachment(
 }
 
 /// Scrubs the earlier events of attachment `id` (its creation and
-/// renames): "Deleted means gone", API.md section 9.
+/// renames): "Deleted means gone", docs/api.md "Deleted means gone".
 fn scrub_attachment_events(conn: &mut Conn, id: DbId) -> Result<()> {
     let mut sql = Sql::default();
     let a = sql.id(id);

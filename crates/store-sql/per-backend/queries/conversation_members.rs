@@ -1,5 +1,5 @@
-//! A conversation's members as the server API lists them (API.md section
-//! 14): each with their mute state and unread count, for push
+//! A conversation's members as the server API lists them (docs/api.md
+//! "Server API: from an app's backend"): each with their mute state and unread count, for push
 //! notifications. A page reads its members, then their state rows, in a
 //! fixed number of statements whatever the conversation's size.
 

@@ -560,7 +560,7 @@ pub(crate) fn delete_conversation(
         return Err(not_found());
     }
     // Its earlier events keep nothing of it, nor of its messages
-    // (API.md section 9): found by the events' own columns, which
+    // (docs/api.md "Limits"): found by the events' own columns, which
     // outlive the rows just deleted.
     outbox::scrub(conn, Deleted::Conversation(id.db()))?;
     Ok(())

@@ -1,4 +1,4 @@
-//! Replies, threads, mentions and edits (API.md section 16) beyond the
+//! Replies, threads, mentions and edits (docs/api.md "Reply, quote, start a thread") beyond the
 //! send: who may be mentioned, a message's earlier texts, and what an
 //! edit or a deletion changes in the counts and payloads they leave.
 
@@ -147,7 +147,7 @@ pub(crate) fn after_message_deleted(
     scrub_quotes(conn, row.conversation_id, row.id)
 }
 
-/// Deleted means gone (API.md section 9), for the replies quoting
+/// Deleted means gone (docs/api.md "Deleted means gone"), for the replies quoting
 /// message `quoted` of conversation `c`: their `message.created` and
 /// `message.updated` payloads get `"reply_to": {"id", "deleted": true}`
 /// in place of the quote. Found by the replies' index on `reply_to_id`

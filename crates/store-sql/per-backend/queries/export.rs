@@ -1,4 +1,4 @@
-//! A contact's export (API.md section 14): what it sent and reacted, read
+//! A contact's export (docs/api.md "Server API: from an app's backend"): what it sent and reacted, read
 //! in pages by keyset, so that an export of any size holds one page at a
 //! time.
 

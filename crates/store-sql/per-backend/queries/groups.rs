@@ -522,7 +522,7 @@ pub(crate) fn delete_group(conn: &mut Conn, id: GroupId, outbox: &Outbox) -> Res
     ));
     sql.query::<Db>().execute(conn)?;
     // The earlier events of its conversations and their messages
-    // keep nothing of them (API.md section 9): while the
+    // keep nothing of them (docs/api.md "Limits"): while the
     // conversations still say which are the group's.
     outbox::scrub(conn, Deleted::GroupConversations(id.db()))?;
     // Its conversations (and their messages) and memberships cascade.

@@ -1,4 +1,4 @@
-//! Idempotency keys (API.md section 9): claimed by a request before it runs,
+//! Idempotency keys (docs/api.md "Retry safely: idempotency keys"): claimed by a request before it runs,
 //! completed in the transaction of the write it protects ([`complete`],
 //! called by the write queries), released when the request failed.
 //!

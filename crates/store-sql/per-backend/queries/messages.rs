@@ -417,7 +417,7 @@ pub(crate) fn delete_message(
     // Locked, with the deleter's membership checked in the same
     // statement; its sender and time say whose unread count it was in.
     let m = Backend::lock_message(conn, id.db(), by.db())?.ok_or_else(not_found)?;
-    // Its earlier events keep nothing of it (API.md section 9).
+    // Its earlier events keep nothing of it (docs/api.md "Limits").
     outbox::scrub(
         conn,
         Deleted::Message {

@@ -1,5 +1,5 @@
-//! Blocks between contacts and reports to the operator (API.md section
-//! 18; migration `moderation`).
+//! Blocks between contacts and reports to the operator (docs/api.md
+//! "Blocks and reports"; migration `moderation`).
 
 use confab_domain::{
     report_hour, Block, Contact, ContactId, ConversationId, MessageId, Page, Paged, Report,

@@ -1,4 +1,4 @@
-//! The events outbox (API.md section 11): every write hands its events here,
+//! The events outbox (docs/api.md "Listen for events"): every write hands its events here,
 //! inside its own transaction, so that a committed change has its events and
 //! a rolled-back one has none.
 //!
@@ -21,8 +21,8 @@
 //! Each event also names what it is about ([`About`]: its subject, and the
 //! conversation and message whose content its payload carries), so that a
 //! deletion finds every earlier event of the deleted message or
-//! conversation by index and [`scrub`]s it in its own transaction: API.md
-//! section 9, "Deleted means gone" (migration `deleted_leaves_events`).
+//! conversation by index and [`scrub`]s it in its own transaction: docs/api.md
+//! "Deleted means gone" (migration `deleted_leaves_events`).
 
 use std::collections::HashMap;
 
@@ -604,7 +604,7 @@ impl Deleted {
     }
 }
 
-/// Deleted means gone (API.md section 9): every kept event of the
+/// Deleted means gone (docs/api.md "Deleted means gone"): every kept event of the
 /// deleted object gets the payload `{"id":"<its subject>",
 /// "deleted":true}` and loses its `conversation_id` and
 /// `message_id` (it carries nothing of them any more), and its

@@ -1,4 +1,4 @@
-//! Search (API.md section 17): the page of a search, in the two steps of
+//! Search (docs/api.md "Search messages"): the page of a search, in the two steps of
 //! `confab_store_sql::search` (the recent rows of the searcher's ranges,
 //! else the store's index), then the page's messages read whole in one
 //! statement. Also the folding of rows written before search existed.

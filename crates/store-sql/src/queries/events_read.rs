@@ -1,7 +1,7 @@
-//! Reading events (API.md section 11): a recipient's events after a
+//! Reading events (docs/api.md "Listen for events"): a recipient's events after a
 //! position, the events of the recipients with a stream in a process (its
 //! fan-out, in batches bounded in events, payload bytes and recipient rows:
-//! API.md section 9), and pruning.
+//! docs/api.md "Limits"), and pruning.
 //!
 //! Only readable events are read: positions below the backend's horizon
 //! ([`crate::SqlBackend::EVENT_HORIZON_SQL`]), which no event that commits

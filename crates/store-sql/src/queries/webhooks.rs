@@ -1,4 +1,4 @@
-//! Webhooks (API.md section 11): the list, and the state of their
+//! Webhooks (docs/api.md "Webhooks"): the list, and the state of their
 //! deliveries. First attempts follow each webhook's cursor over the events,
 //! made by whoever holds its lease; failed ones become retry rows, leased
 //! one by one. Both leases are taken in one statement that PostgreSQL runs

@@ -57,7 +57,7 @@ async fn export_is_ndjson_of_everything_about_the_contact(app: TestApp) {
     )
     .await
     .expect(201);
-    // Her block and her report (API.md section 18): stored about her.
+    // Her block and her report (docs/api.md "Blocks and reports"): stored about her.
     let carol = app.user("carol").await;
     app.post(&alice, &format!("/v1/contacts/{}/block", carol.id), &[])
         .await

@@ -58,7 +58,7 @@ async fn check_send(
     );
 }
 
-/// Phone privacy (API.md sections 3 and 18): every contact object in an
+/// Phone privacy (docs/api.md "Authentication and tokens" and "Blocks and reports"): every contact object in an
 /// answer shows its `phone_number` only to that contact; everyone else
 /// gets `null`.
 pub(super) fn check_phones(body: &Value, viewer: &User, ctx: &str, failures: &mut Vec<String>) {

@@ -1,4 +1,4 @@
-//! The authorization matrix (API.md sections 0, 2, 3, 5 to 8 and 18):
+//! The authorization matrix (docs/api.md "Objects", 2, 3, 5 to 8 and 18):
 //! every `/v1` operation (each route and method, and each kind of change a
 //! PUT can make) tried by every kind of caller: the group owner, a group
 //! admin, the member who created the conversation and sent the message,

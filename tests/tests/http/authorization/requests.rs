@@ -86,7 +86,7 @@ pub(super) enum Op {
     ReportContact,
 }
 
-/// Whether `op` only reads (API.md: GET by id opens a conversation, so that
+/// Whether `op` only reads (docs/api.md: GET by id opens a conversation, so that
 /// one writes).
 pub(super) fn is_read(op: Op) -> bool {
     matches!(

@@ -93,7 +93,7 @@ pub(super) async fn snapshot(app: &TestApp, cast: &Cast, fx: &Fixture) -> Vec<Vi
 }
 
 /// Drops `last_active_at` from the contact objects in `v`: any request a
-/// contact makes may move it (API.md section 3), refused ones too.
+/// contact makes may move it (docs/api.md "Authentication and tokens"), refused ones too.
 pub(super) fn forget_activity(v: &mut Value) {
     match v {
         Value::Object(map) => {

@@ -2,8 +2,8 @@
 //! carries its quote, thread and mentions as its members would GET it; an
 //! edit's `message.updated` carries `edited_at`; once the quoted message is
 //! deleted, the reply's earlier events show `{"id", "deleted": true}` as
-//! its quote and the quoted text is nowhere in the catch-up (API.md
-//! section 9, "Deleted means gone"), also when the quoted message goes
+//! its quote and the quoted text is nowhere in the catch-up (docs/api.md
+//! "Deleted means gone"), also when the quoted message goes
 //! with its erased sender (section 14); webhooks carry the same fields.
 
 use std::io::{Read, Write};

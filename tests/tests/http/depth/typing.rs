@@ -1,4 +1,4 @@
-//! Typing (API.md section 16) over real HTTP on both stores: the other
+//! Typing (docs/api.md "Typing") over real HTTP on both stores: the other
 //! members' open streams get a `typing` event without an id; the typist,
 //! outsiders and the table get nothing; starts closer than 2 s apart and
 //! stops without a start add nothing; a send stops; bad requests are

@@ -1,4 +1,4 @@
-//! Big groups (API.md section 13): the members endpoint, the group object's
+//! Big groups (docs/api.md "Groups"): the members endpoint, the group object's
 //! first 100 members and count, the member limit and bad member lists,
 //! unread counts worked out from positions, and events read by group for
 //! members who joined or left.
@@ -137,7 +137,7 @@ async fn group_object_embeds_its_first_hundred(app: TestApp) {
         .take(100)
         .collect();
     assert_eq!(embedded, expected, "the first 100, in join order");
-    // phone numbers are private: API.md section 18. The owner sees only
+    // phone numbers are private: docs/api.md "Blocks and reports". The owner sees only
     // their own; many[119], not among the 100 embedded, sees none.
     let phones = |g: &Value| -> Vec<Value> {
         g["contacts"]
@@ -354,7 +354,7 @@ async fn unread_counts_stay_exact_in_groups(app: TestApp) {
 /// [`catch_up`], read again until `ready` holds of it (at most 5 s; then
 /// as last read, for the assertions to show). An event is listed once
 /// every transaction that began before its own has ended (the events'
-/// horizon, API.md section 11): a read right after a send may come before
+/// horizon, docs/api.md "Listen for events"): a read right after a send may come before
 /// a concurrent test's longer transaction ends.
 async fn catch_up_until(
     app: &TestApp,

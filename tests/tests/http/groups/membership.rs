@@ -328,7 +328,7 @@ async fn membership_changes_seen_by_another_member(app: TestApp) {
     let body = r.expect(200);
     assert_eq!(data_ids(body), ids(&[&m2, &m1]));
     assert_eq!(body["data"][0]["contact"]["id"], carol.id.as_str());
-    // phone numbers are private: API.md section 18
+    // phone numbers are private: docs/api.md "Blocks and reports"
     assert_contact_shape_seen_by(&body["data"][0]["contact"], &bob.id);
     assert!(
         body["data"][0]["contact"]["phone_number"].is_null(),

@@ -1,4 +1,4 @@
-//! Groups and group conversations (API.md sections 0, 6 and 7): the group
+//! Groups and group conversations (docs/api.md "Objects", 6 and 7): the group
 //! object, validation, paging, owner and member rights, live membership
 //! and per-member conversation state. The authorization matrix of every
 //! group and group-conversation operation is in `authorization`.

@@ -62,7 +62,7 @@ async fn create_group_returns_the_group(app: TestApp) {
     );
     // The creator is a member too.
     assert_eq!(member_ids(&group), ids_of(&[&alice, &bob, &carol]));
-    // phone numbers are private: API.md section 18 (the creator sees only hers)
+    // phone numbers are private: docs/api.md "Blocks and reports" (the creator sees only hers)
     for c in group["contacts"].as_array().expect("contacts") {
         assert_contact_shape_seen_by(c, &alice.id);
     }
@@ -77,7 +77,7 @@ async fn create_group_returns_the_group(app: TestApp) {
     };
     let bob_in = listed(&bob.id);
     assert_eq!(bob_in["username"], "bob");
-    // phone numbers are private: API.md section 18
+    // phone numbers are private: docs/api.md "Blocks and reports"
     assert!(bob_in["phone_number"].is_null(), "{bob_in}");
     assert_eq!(bob_in["avatar_url"], "");
     assert_eq!(listed(&alice.id)["phone_number"], "+15550100");
@@ -93,7 +93,7 @@ async fn create_group_returns_the_group(app: TestApp) {
         assert_eq!(seen["avatar_url"], "https://img.example/team.png");
         assert_eq!(seen["created_at"], group["created_at"]);
         assert_eq!(member_ids(seen), ids_of(&[&alice, &bob, &carol]));
-        // phone numbers are private: API.md section 18
+        // phone numbers are private: docs/api.md "Blocks and reports"
         for c in seen["contacts"].as_array().expect("contacts") {
             assert_contact_shape_seen_by(c, &u.id);
         }

@@ -63,7 +63,7 @@ async fn owner_updates_the_group(app: TestApp) {
         .await;
     let g = r.expect(200);
     assert_eq!(member_ids(g), ids_of(&[&alice, &carol, &dave]));
-    // phone numbers are private: API.md section 18 (the owner sees only hers)
+    // phone numbers are private: docs/api.md "Blocks and reports" (the owner sees only hers)
     for c in g["contacts"].as_array().expect("contacts") {
         assert_contact_shape_seen_by(c, &alice.id);
     }

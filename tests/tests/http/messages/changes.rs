@@ -56,7 +56,7 @@ async fn edit_by_sender_only(app: TestApp) {
     ] {
         assert_eq!(edited[key], m[key], "field {key} changed");
     }
-    // phone numbers are private: API.md section 18. Bob sees the edit with
+    // phone numbers are private: docs/api.md "Blocks and reports". Bob sees the edit with
     // alice's number null; her own answer carries it.
     assert_eq!(edited["contact"]["phone_number"], "+15550100");
     let seen = app.get(&bob, &path).await.expect(200).clone();
@@ -305,7 +305,7 @@ async fn remove_own_reaction_only(app: TestApp) {
 
     // Not had: 200, no change.
     let before = app.get(&carol, &path).await.expect(200).clone();
-    // phone numbers are private: API.md section 18. The sender carol sees
+    // phone numbers are private: docs/api.md "Blocks and reports". The sender carol sees
     // her number; bob sees the same message with it null.
     assert_eq!(before["contact"]["phone_number"], "+15550100");
     let mut as_others_see = before.clone();

@@ -33,8 +33,8 @@ async fn get_message_and_list_scopes(app: TestApp) {
     assert_eq!(carols, vec![id_of(&c1)]);
 
     // List items are full message objects: as alice sees them, with the
-    // sender carol's phone number null (phone numbers are private: API.md
-    // section 18).
+    // sender carol's phone number null (phone numbers are private: docs/api.md
+    // "Blocks and reports").
     let r = app
         .get(
             &alice,
@@ -63,7 +63,7 @@ async fn get_message_and_list_scopes(app: TestApp) {
         .await
         .expect_error(404, "not_found", None);
     let r = app.get(&bob, &message_path(&b1)).await;
-    // phone numbers are private: API.md section 18
+    // phone numbers are private: docs/api.md "Blocks and reports"
     let seen = r.expect(200);
     assert!(seen["contact"]["phone_number"].is_null(), "{seen}");
     assert_eq!(b1["contact"]["phone_number"], "+15550100");

@@ -1,4 +1,4 @@
-//! API.md section 5 (messages) with the list rules of section 4: send, get,
+//! docs/api.md "Messages" (messages) with the list rules of section 4: send, get,
 //! list and page, edit, react, attach, unreact, delete, and many clients
 //! sending at once.
 

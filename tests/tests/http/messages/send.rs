@@ -54,7 +54,7 @@ async fn send_returns_the_full_message(app: TestApp) {
     assert_recent(&m["contact"]["created_at"]);
 
     // GET gives the same object, to either member, but for the phone
-    // number: phone numbers are private: API.md section 18. Bob sees alice's
+    // number: phone numbers are private: docs/api.md "Blocks and reports". Bob sees alice's
     // as null, alice sees her own.
     let got = app.get(&bob, &message_path(&m)).await;
     let got = got.expect(200);
@@ -208,7 +208,7 @@ async fn send_with_attachments(app: TestApp) {
     assert_eq!(b["file_type"], "image/png");
     assert_eq!(b["file_size"], 2048);
     assert_ne!(a["id"], b["id"]);
-    // phone numbers are private: API.md section 18
+    // phone numbers are private: docs/api.md "Blocks and reports"
     assert_eq!(m["contact"]["phone_number"], "+15550100");
     let got = app.get(&bob, &message_path(&m)).await.expect(200).clone();
     assert!(got["contact"]["phone_number"].is_null(), "{got}");

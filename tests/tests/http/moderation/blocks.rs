@@ -1,4 +1,4 @@
-//! Blocks (API.md section 18): a block is made once, found, listed
+//! Blocks (docs/api.md "Blocks and reports"): a block is made once, found, listed
 //! newest first and undone; in a direct conversation it stops both
 //! contacts writing (new conversations, sends, edits, reactions) from the
 //! next request on, while reading, one's own deletions and per-member

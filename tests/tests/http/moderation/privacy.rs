@@ -1,4 +1,4 @@
-//! Phone privacy (API.md sections 3 and 18): a contact's `phone_number`
+//! Phone privacy (docs/api.md "Authentication and tokens" and "Blocks and reports"): a contact's `phone_number`
 //! is shown to that contact (their own contact object anywhere) and to a
 //! server key on `/v1/admin/*`; everyone else, and every event, gets
 //! `null`. A key acting as a contact sees what the contact sees. Then a

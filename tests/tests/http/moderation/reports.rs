@@ -1,4 +1,4 @@
-//! Reports (API.md section 18): validation, what a report names, one
+//! Reports (docs/api.md "Blocks and reports"): validation, what a report names, one
 //! report per target while it is open, a reporter's own reports, the
 //! operators' list and their decisions, and `report.created`, which no
 //! contact ever hears.

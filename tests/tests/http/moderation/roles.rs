@@ -1,4 +1,4 @@
-//! Group roles (API.md sections 13 and 18): the members list names the
+//! Group roles (docs/api.md "Groups" and "Blocks and reports"): the members list names the
 //! owner, admins and members; only the owner names admins, with every
 //! list checked against the members after the request; admins add and
 //! remove plain members and delete any message of the group's

@@ -64,7 +64,7 @@ pub fn sse_frame_with(event: &StoredEvent, payload: &str) -> Bytes {
     Bytes::from(frame)
 }
 
-/// The SSE frame of typing news (API.md section 16): `event: typing` and
+/// The SSE frame of typing news (docs/api.md "Typing"): `event: typing` and
 /// `{"conversation_id","contact_id","state","expires_at"}`, without an
 /// `id:` line, so that a client's `Last-Event-ID` stays on the last stored
 /// event (typing is never replayed).

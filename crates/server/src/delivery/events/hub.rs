@@ -3,8 +3,8 @@
 //! interval) it reads the new events in batches and hands each to the
 //! subscriptions of its recipients, in memory.
 //!
-//! Its memory is bounded whatever an event's audience or payload (API.md
-//! section 9): a batch is read for the contacts that have a stream here
+//! Its memory is bounded whatever an event's audience or payload (docs/api.md
+//! "Limits"): a batch is read for the contacts that have a stream here
 //! (a snapshot taken before the read), and holds only those recipients,
 //! each event's shared payload once, and no more than
 //! [`HubOptions::read`] allows (events, payload bytes, recipient rows; at
@@ -26,7 +26,7 @@
 //! one call, which of the open streams' tokens are still live, and ends
 //! the streams of the others.
 //!
-//! Typing news (API.md section 16) takes another way: never stored, it
+//! Typing news (docs/api.md "Typing") takes another way: never stored, it
 //! comes from the service's relay (this process's and, on PostgreSQL, the
 //! other processes'), and each piece is handed to the streams of the
 //! conversation's other members connected here, asked of the store once

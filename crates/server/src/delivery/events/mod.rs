@@ -1,4 +1,4 @@
-//! Event streams (API.md section 11): one [`Hub`] per server reads the
+//! Event streams (docs/api.md "Listen for events"): one [`Hub`] per server reads the
 //! events table when woken and fans each event out to the open streams of
 //! its recipients; each `GET /v1/events` stream ([`stream`]) replays what
 //! it missed from the table, then takes the hub's live events.

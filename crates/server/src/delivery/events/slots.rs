@@ -1,5 +1,5 @@
 //! How many event streams each contact may hold open at once
-//! (`CONFAB_MAX_STREAMS_PER_CONTACT`, API.md section 9 "Hostile load"): a
+//! (`CONFAB_MAX_STREAMS_PER_CONTACT`, docs/api.md "Hostile load"): a
 //! stream holds a connection, a file descriptor and a task for as long as
 //! the client likes, so one token must not be able to open them without
 //! end. All of a contact's tokens share the contact's slots.

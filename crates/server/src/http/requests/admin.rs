@@ -1,4 +1,4 @@
-//! Requests of `/v1/admin` (the server API, API.md section 14).
+//! Requests of `/v1/admin` (the server API, docs/api.md "Server API: from an app's backend").
 
 use confab_domain::{AvatarUrl, ContactId, Page, PhoneNumber, Username};
 use uuid::Uuid;

@@ -111,7 +111,7 @@ fn attachments() -> impl Field<Vec<AttachmentInput>> {
 }
 
 /// A file URL whose host is not a private, loopback, link-local or
-/// otherwise reserved address literal (API.md section 15; the rule of
+/// otherwise reserved address literal (docs/api.md "Files and attachments"; the rule of
 /// webhooks, `confab_service::is_public_address`), as a browser's URL
 /// parser reads it (`http://2130706433/` is 127.0.0.1). A name is not
 /// resolved: it may point anywhere later.

@@ -1,4 +1,4 @@
-//! `/v1/attachments` (API.md section 15): upload, list, get, rename,
+//! `/v1/attachments` (docs/api.md "Files and attachments"): upload, list, get, rename,
 //! delete, and the content itself.
 
 use std::cell::{Cell, RefCell};

@@ -1,5 +1,5 @@
 //! `/v1/contacts`: oneself, another contact, finding one by username, and
-//! blocking one (API.md section 18).
+//! blocking one (docs/api.md "Blocks and reports").
 
 use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};

@@ -186,7 +186,7 @@ async fn send(
         parent_id,
         mentions,
     } = req;
-    // A message without text needs an attachment (API.md section 15):
+    // A message without text needs an attachment (docs/api.md "Files and attachments"):
     // without either, the text is what is missing.
     let text = match text {
         Some(text) => text,

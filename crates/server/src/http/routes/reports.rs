@@ -1,4 +1,4 @@
-//! Reports (API.md section 18): a contact files one (`/v1/reports`); the
+//! Reports (docs/api.md "Blocks and reports"): a contact files one (`/v1/reports`); the
 //! operator reads and closes them with a server key
 //! (`/v1/admin/reports`).
 
