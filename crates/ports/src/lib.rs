@@ -38,6 +38,10 @@ mod attachments;
 #[cfg(feature = "mocks")]
 pub use attachments::MockAttachmentStore;
 pub use attachments::{AttachmentFilter, AttachmentStore, StorageUse, Uploaded};
+mod jobs;
+#[cfg(feature = "mocks")]
+pub use jobs::MockJobStore;
+pub use jobs::{Job, JobKind, JobState, JobStore};
 mod files;
 pub use files::{ByteRange, FileReader, FileStorage, FileWriter};
 #[cfg(feature = "mocks")]
@@ -731,6 +735,7 @@ pub trait Store:
     + IdempotencyStore
     + WebhookStore
     + EventStore
+    + JobStore
     + HealthCheck
 {
 }
@@ -747,6 +752,7 @@ impl<T> Store for T where
         + IdempotencyStore
         + WebhookStore
         + EventStore
+        + JobStore
         + HealthCheck
 {
 }

@@ -172,6 +172,7 @@ mod tests {
     fn service_with(events: MockEventStore, wakeups: MockEventWakeups) -> Confab {
         Confab::new(Ports {
             events: Arc::new(events),
+            jobs: Arc::new(confab_ports::MockJobStore::new()),
             wakeups: Arc::new(wakeups),
             signal: Arc::new(confab_ports::NoSignal),
             ..crate::tests::mocked_ports(NOW)

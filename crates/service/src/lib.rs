@@ -19,6 +19,7 @@ pub mod file_type;
 mod files;
 mod groups;
 mod idempotency;
+mod jobs;
 mod keys;
 mod messages;
 mod moderation;
@@ -48,6 +49,7 @@ pub use confab_ports::{
 };
 pub use confab_ports::{ConversationMember, Made, MessageList, ReactionMade, ServerKey, TokenInfo};
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
+pub use confab_ports::{Job, JobKind, JobState};
 pub use contacts::PUSH_RECIPIENTS_MAX;
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
@@ -58,6 +60,7 @@ pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, DEFAULT_KEYS_PER_DAY, KEY_TTL_SECS,
     LEASE_SECS,
 };
+pub use jobs::Erased;
 pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
 pub use messages::{AttachmentInput, MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;
@@ -85,6 +88,7 @@ pub struct Ports {
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub webhooks: Arc<dyn confab_ports::WebhookStore>,
     pub events: Arc<dyn confab_ports::EventStore>,
+    pub jobs: Arc<dyn confab_ports::JobStore>,
     pub health: Arc<dyn confab_ports::HealthCheck>,
     /// When to read the events table for this process's streams.
     pub wakeups: Arc<dyn EventWakeups>,
@@ -160,6 +164,7 @@ impl Ports {
             idempotency: store.clone(),
             webhooks: store.clone(),
             events: store.clone(),
+            jobs: store.clone(),
             health: store,
             wakeups,
             clock,

@@ -16,6 +16,24 @@ diesel::table! {
         avatar_url -> Text,
         last_active_at -> BigInt,
         created_at -> BigInt,
+        erasing -> Bool,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    jobs (id) {
+        id -> IdSql,
+        kind -> Text,
+        subject_id -> IdSql,
+        state -> Text,
+        created_at -> BigInt,
+        finished_at -> Nullable<BigInt>,
+        progress -> BigInt,
+        lease_owner -> Nullable<IdSql>,
+        lease_until -> Nullable<BigInt>,
     }
 }
 
@@ -434,6 +452,7 @@ diesel::joinable!(webhook_retries -> events (event_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     contacts,
+    jobs,
     tokens,
     server_keys,
     groups,

@@ -586,10 +586,14 @@ impl Synchronous {
 /// meanwhile (`checkpoint`). `synchronous` is set apart, per store
 /// ([`Synchronous`]); the checkpoint thread's connection keeps SQLite's
 /// default (`FULL`), which syncs at each pass as `NORMAL` does.
+/// `secure_delete` zeroes what a deletion frees, so that an erased
+/// contact's or a deleted message's bytes do not stay in the file's free
+/// pages (docs/reliability.md, "What a deletion leaves").
 fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(&format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
-         PRAGMA foreign_keys = ON;"
+         PRAGMA foreign_keys = ON;
+         PRAGMA secure_delete = ON;"
     ))?;
     let page_size = crate::checkpoint::page_size(conn)?;
     conn.batch_execute(&format!(

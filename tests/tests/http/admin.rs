@@ -14,6 +14,7 @@ use crate::events::Sse;
 use crate::support::UNKNOWN_ID;
 
 mod contact_data;
+mod erase_jobs;
 
 /// A server key made the way `confab key create` makes one.
 async fn server_key(app: &TestApp) -> String {

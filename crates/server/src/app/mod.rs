@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod connections;
+pub(crate) mod jobs;
 pub(crate) mod retention;
 pub mod startup;
 pub mod telemetry;

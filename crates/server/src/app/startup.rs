@@ -279,6 +279,7 @@ impl Application {
         );
         crate::app::retention::spawn_pruning(service.clone());
         crate::app::retention::spawn_file_sweeper(service.clone());
+        crate::app::jobs::spawn_job_runner(service.clone());
         // The key that signs file links, shared by every instance on the
         // database (made by the first).
         let link_key = service
