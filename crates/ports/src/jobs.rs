@@ -15,6 +15,8 @@ use crate::{Outbox, StoreError};
 pub enum JobKind {
     /// Erases a contact (the right to be forgotten).
     ContactErase,
+    /// Deletes a conversation too big for one request.
+    ConversationDelete,
 }
 
 impl JobKind {
@@ -22,6 +24,7 @@ impl JobKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ContactErase => "contact.erase",
+            Self::ConversationDelete => "conversation.delete",
         }
     }
 
@@ -29,6 +32,7 @@ impl JobKind {
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "contact.erase" => Some(Self::ContactErase),
+            "conversation.delete" => Some(Self::ConversationDelete),
             _ => None,
         }
     }
@@ -63,6 +67,9 @@ pub struct Job {
     /// What it works on (the contact erased); `None` once an erase is
     /// done: the erased contact's id is not kept.
     pub subject: Option<Uuid>,
+    /// Who asked: the contact deleting a conversation; `None` for the
+    /// server API.
+    pub actor: Option<Uuid>,
     /// Whether it is done.
     pub state: JobState,
     /// When it was recorded.
@@ -88,6 +95,15 @@ pub trait JobStore: Send + Sync {
         job: Uuid,
         at: Timestamp,
     ) -> Result<Option<Job>, StoreError>;
+    /// Records job `job`: `kind` on `subject`, asked by `actor`.
+    async fn start_job(
+        &self,
+        job: Uuid,
+        kind: JobKind,
+        subject: Uuid,
+        actor: Option<Uuid>,
+        at: Timestamp,
+    ) -> Result<Job, StoreError>;
     /// The job of this id.
     async fn job(&self, id: Uuid) -> Result<Option<Job>, StoreError>;
     /// Takes (or extends) the lease of unfinished job `id` for `owner`
@@ -123,6 +139,15 @@ pub trait JobStore: Send + Sync {
         contact: ContactId,
         messages: Vec<(MessageId, Outbox)>,
     ) -> Result<(), StoreError>;
+    /// Deletes at most `limit` of the oldest messages of conversation
+    /// `conversation` (their events scrubbed; reactions, attachments and
+    /// their files' rows go with them): how many went. The conversation
+    /// itself, once empty, goes as its deletion by a member does.
+    async fn purge_conversation_batch(
+        &self,
+        conversation: ConversationId,
+        limit: u32,
+    ) -> Result<u64, StoreError>;
     /// Deletes at most `limit` messages of `contact`'s first direct
     /// conversation (their events scrubbed; the conversation itself, once
     /// empty, goes as its deletion by the contact would): that

@@ -1,11 +1,14 @@
 //! Jobs (docs/api.md, "Jobs"): work too big for one request's transaction,
 //! run in bounded batches, each its own short transaction, under a lease
 //! that says which server runs it; recorded in the store, so that a job
-//! cut short by a restart resumes. Today: a contact's erase.
+//! cut short by a restart resumes: a contact's erase, a big conversation's
+//! deletion.
 
 use std::time::{Duration, Instant};
 
-use confab_domain::{conversation_deleted, message_deleted, Change, ContactId, Timestamp};
+use confab_domain::{
+    conversation_deleted, message_deleted, Change, Contact, ContactId, ConversationId, Timestamp,
+};
 use confab_ports::{Job, JobKind, StoreError};
 use uuid::Uuid;
 
@@ -19,13 +22,16 @@ const MESSAGES_PER_BATCH: u32 = 200;
 /// Messages of a direct conversation deleted per batch (no event each:
 /// the conversation's own `conversation.deleted` tells its peer).
 const DIRECT_PER_BATCH: u32 = 500;
+/// Messages of a conversation being deleted that go per batch.
+const PURGE_PER_BATCH: u32 = 500;
 
-/// How an erase went within its request's budget.
+/// How work went within its request's budget.
 #[derive(Debug, Clone)]
-pub enum Erased {
+pub enum Finished {
     /// All done.
     Done,
-    /// The contact is locked out; the rest goes on in the background.
+    /// What had to hold at once holds (a contact is locked out); the rest
+    /// goes on in the background as this job.
     Running(Job),
 }
 
@@ -54,7 +60,7 @@ impl Confab {
         &self,
         id: ContactId,
         budget: Duration,
-    ) -> Result<Erased, ServiceError> {
+    ) -> Result<Finished, ServiceError> {
         let started = Instant::now();
         let job = self
             .ports
@@ -68,10 +74,10 @@ impl Confab {
         self.committed();
         let owner = self.new_uuid();
         if self.run_job(&job, owner, started + budget).await? {
-            return Ok(Erased::Done);
+            return Ok(Finished::Done);
         }
         let job = self.ports.jobs.job(job.id).await?.unwrap_or(job);
-        Ok(Erased::Running(job))
+        Ok(Finished::Running(job))
     }
 
     /// The job of this id (server API).
@@ -122,7 +128,11 @@ impl Confab {
                 (JobKind::ContactErase, Some(subject)) => {
                     self.erase_step(ContactId::from_uuid(subject)).await
                 }
-                (JobKind::ContactErase, None) => Ok(Step::Done),
+                (JobKind::ConversationDelete, Some(subject)) => {
+                    self.delete_conversation_step(ConversationId::from_uuid(subject), job.actor)
+                        .await
+                }
+                (_, None) => Ok(Step::Done),
             };
             let step = match step {
                 Ok(step) => step,
@@ -145,6 +155,77 @@ impl Confab {
                 return Ok(false);
             }
         }
+    }
+
+    /// Deletes a conversation and all its messages (as
+    /// [`Confab::delete_conversation`], with its checks): its messages go
+    /// in batches, oldest first, each its own short transaction, then the
+    /// conversation with its `conversation.deleted`. What is left when
+    /// `budget` is spent goes on in the background as a job.
+    pub async fn delete_conversation_within(
+        &self,
+        caller: &Contact,
+        id: ConversationId,
+        budget: Duration,
+    ) -> Result<Finished, ServiceError> {
+        let deadline = Instant::now() + budget;
+        self.check_may_delete(caller, id).await?;
+        loop {
+            if self
+                .ports
+                .jobs
+                .purge_conversation_batch(id, PURGE_PER_BATCH)
+                .await?
+                == 0
+            {
+                self.delete_conversation(caller, id).await?;
+                return Ok(Finished::Done);
+            }
+            if Instant::now() >= deadline {
+                let job = self
+                    .ports
+                    .jobs
+                    .start_job(
+                        self.new_uuid(),
+                        JobKind::ConversationDelete,
+                        *id.as_uuid(),
+                        Some(*caller.id().as_uuid()),
+                        self.now(),
+                    )
+                    .await?;
+                return Ok(Finished::Running(job));
+            }
+        }
+    }
+
+    /// One batch of a conversation's deletion by `actor`: its oldest
+    /// messages, else the conversation itself. A deleter who may no longer
+    /// delete it (erased, or no longer a group owner) leaves it, emptied.
+    async fn delete_conversation_step(
+        &self,
+        id: ConversationId,
+        actor: Option<Uuid>,
+    ) -> Result<Step, ServiceError> {
+        if self
+            .ports
+            .jobs
+            .purge_conversation_batch(id, PURGE_PER_BATCH)
+            .await?
+            > 0
+        {
+            return Ok(Step::More);
+        }
+        let actor = match actor {
+            Some(a) => self.ports.contacts.contact(ContactId::from_uuid(a)).await?,
+            None => None,
+        };
+        if let Some(actor) = actor {
+            match self.delete_conversation(&actor, id).await {
+                Ok(()) | Err(ServiceError::NotFound { .. } | ServiceError::Forbidden(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Step::Done)
     }
 
     /// One batch of contact `id`'s erase: its direct conversations first,

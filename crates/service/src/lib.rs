@@ -60,7 +60,7 @@ pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, StoredResponse, DEFAULT_KEYS_PER_DAY, KEY_TTL_SECS,
     LEASE_SECS,
 };
-pub use jobs::Erased;
+pub use jobs::Finished;
 pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
 pub use messages::{AttachmentInput, MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;

@@ -28,6 +28,7 @@ diesel::table! {
         id -> IdSql,
         kind -> Text,
         subject_id -> IdSql,
+        actor_id -> Nullable<IdSql>,
         state -> Text,
         created_at -> BigInt,
         finished_at -> Nullable<BigInt>,

@@ -1,15 +1,17 @@
 -- Work too big for one request's transaction (docs/api.md, "Jobs"): a
--- contact's erase. The request locks the contact out and records the job in
+-- contact's erase, a big conversation's deletion. The request locks the contact out and records the job in
 -- one small transaction; the rest runs in the background in bounded
 -- batches, each its own short transaction, and resumes after a restart.
 -- A server runs a job only while it holds the job's lease, so that two
 -- servers on one database never run the same job at once.
 CREATE TABLE jobs (
     id          UUID PRIMARY KEY,
-    -- 'contact.erase'.
+    -- 'contact.erase' or 'conversation.delete'.
     kind        TEXT NOT NULL,
-    -- What the job works on (the contact erased).
+    -- What the job works on (the contact erased, the conversation deleted).
     subject_id  UUID NOT NULL,
+    -- Who asked (the contact deleting a conversation); NULL: the server API.
+    actor_id    UUID,
     -- 'running' until done, then 'succeeded'.
     state       TEXT NOT NULL,
     created_at  BIGINT NOT NULL,

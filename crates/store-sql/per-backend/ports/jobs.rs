@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use confab_domain::{ContactId, ConversationId, MessageId, Timestamp};
-use confab_ports::{Job, JobStore, Outbox, StoreError};
+use confab_ports::{Job, JobKind, JobStore, Outbox, StoreError};
 use uuid::Uuid;
 
 use crate::queries as q;
@@ -20,6 +20,31 @@ impl JobStore for Store {
         at: Timestamp,
     ) -> Result<Option<Job>, StoreError> {
         write(self, move |c| q::start_erase(c, contact, job, at)).await
+    }
+
+    async fn start_job(
+        &self,
+        job: Uuid,
+        kind: JobKind,
+        subject: Uuid,
+        actor: Option<Uuid>,
+        at: Timestamp,
+    ) -> Result<Job, StoreError> {
+        write(self, move |c| {
+            q::start_job(c, job, kind, subject, actor, at)
+        })
+        .await
+    }
+
+    async fn purge_conversation_batch(
+        &self,
+        conversation: ConversationId,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        write(self, move |c| {
+            q::purge_conversation_batch(c, conversation, limit)
+        })
+        .await
     }
 
     async fn job(&self, id: Uuid) -> Result<Option<Job>, StoreError> {

@@ -17,10 +17,19 @@ use confab_store_sql::raw::Sql;
 use confab_store_sql::rows::{conversation_id, message_id, DbKey, MessageRow};
 use confab_store_sql::schema::{contacts, conversations, jobs, message_gaps, messages, tokens};
 
-type JobRow = (DbId, String, DbId, String, i64, Option<i64>, i64);
+type JobRow = (
+    DbId,
+    String,
+    DbId,
+    Option<DbId>,
+    String,
+    i64,
+    Option<i64>,
+    i64,
+);
 
 fn job_of(row: JobRow) -> Result<Job> {
-    let (id, kind, subject, state, created_at, finished_at, progress) = row;
+    let (id, kind, subject, actor, state, created_at, finished_at, progress) = row;
     let kind = JobKind::parse(&kind).ok_or_else(|| {
         confab_store_sql::error::inconsistent(format!(
             "job {} is of an unknown kind {kind}",
@@ -31,6 +40,7 @@ fn job_of(row: JobRow) -> Result<Job> {
         id: id.uuid(),
         kind,
         subject: Some(subject.uuid()).filter(|s| !s.is_nil()),
+        actor: actor.map(DbId::uuid),
         state: if state == JobState::Succeeded.as_str() {
             JobState::Succeeded
         } else {
@@ -48,6 +58,7 @@ macro_rules! job_columns {
             jobs::id,
             jobs::kind,
             jobs::subject_id,
+            jobs::actor_id,
             jobs::state,
             jobs::created_at,
             jobs::finished_at,
@@ -111,6 +122,29 @@ pub(crate) fn start_erase(
         ))
         .execute(conn)?;
     job(conn, id)
+}
+
+pub(crate) fn start_job(
+    conn: &mut Conn,
+    id: Uuid,
+    kind: JobKind,
+    subject: Uuid,
+    actor: Option<Uuid>,
+    at: Timestamp,
+) -> Result<Job> {
+    diesel::insert_into(jobs::table)
+        .values((
+            jobs::id.eq(DbId::from(id)),
+            jobs::kind.eq(kind.as_str()),
+            jobs::subject_id.eq(DbId::from(subject)),
+            jobs::actor_id.eq(actor.map(DbId::from)),
+            jobs::state.eq(JobState::Running.as_str()),
+            jobs::created_at.eq(at.micros()),
+            jobs::progress.eq(0_i64),
+        ))
+        .execute(conn)?;
+    job(conn, id)?
+        .ok_or_else(|| confab_store_sql::error::inconsistent(format!("job {id} is not there")))
 }
 
 pub(crate) fn lease_job(
@@ -271,30 +305,44 @@ pub(crate) fn erase_direct_batch(
         .first(conn)
         .optional()?;
     if let Some(c) = direct {
-        let ids: Vec<DbId> = messages::table
-            .filter(messages::conversation_id.eq(c))
-            .order(messages::id.asc())
-            .limit(i64::from(limit))
-            .select(messages::id)
-            .load(conn)?;
-        if ids.is_empty() {
-            return Ok(Some((conversation_id(c), 0)));
-        }
-        let mut sql = Sql::default();
-        let conv = sql.id(c);
-        let list: Vec<String> = ids.iter().map(|m| sql.id(*m)).collect();
-        let list = list.join(", ");
-        sql.push(&format!(
-            "UPDATE events SET payload = {}, conversation_id = NULL, message_id = NULL \
-             WHERE conversation_id = {conv} AND message_id IN ({list})",
-            outbox::SCRUBBED
-        ));
-        sql.unprepared().query::<Db>().execute(conn)?;
-        // A pin of one goes (`ON DELETE SET NULL`); a reply's quote of
-        // one is in this conversation too, and goes with it.
-        let gone =
-            diesel::delete(messages::table.filter(messages::id.eq_any(&ids))).execute(conn)?;
-        return Ok(Some((conversation_id(c), gone as u64)));
+        let gone = purge(conn, c, limit)?;
+        return Ok(Some((conversation_id(c), gone)));
     }
     Ok(None)
+}
+
+pub(crate) fn purge_conversation_batch(
+    conn: &mut Conn,
+    conversation: ConversationId,
+    limit: u32,
+) -> Result<u64> {
+    purge(conn, conversation.db(), limit)
+}
+
+/// At most `limit` of conversation `c`'s oldest messages go, their events
+/// scrubbed first; how many went.
+fn purge(conn: &mut Conn, c: DbId, limit: u32) -> Result<u64> {
+    let ids: Vec<DbId> = messages::table
+        .filter(messages::conversation_id.eq(c))
+        .order(messages::id.asc())
+        .limit(i64::from(limit))
+        .select(messages::id)
+        .load(conn)?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let mut sql = Sql::default();
+    let conv = sql.id(c);
+    let list: Vec<String> = ids.iter().map(|m| sql.id(*m)).collect();
+    let list = list.join(", ");
+    sql.push(&format!(
+        "UPDATE events SET payload = {}, conversation_id = NULL, message_id = NULL \
+         WHERE conversation_id = {conv} AND message_id IN ({list})",
+        outbox::SCRUBBED
+    ));
+    sql.unprepared().query::<Db>().execute(conn)?;
+    // A pin of one goes (`ON DELETE SET NULL`); reactions and attachments
+    // cascade (their files' deletions are scheduled by trigger).
+    let gone = diesel::delete(messages::table.filter(messages::id.eq_any(&ids))).execute(conn)?;
+    Ok(gone as u64)
 }

@@ -283,6 +283,53 @@ async fn a_job_whose_server_stopped_resumes(app: TestApp) {
         .expect_error(401, "unauthorized", None);
 }
 
+/// A conversation of 60,000 messages: 202 with a job, then its messages
+/// go in batches and it goes for both members with its
+/// `conversation.deleted`; others are served meanwhile.
+async fn a_big_conversation_is_deleted_in_the_background(app: TestApp) {
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let carol = app.user("carol").await;
+    let direct = app.direct(&alice, &bob).await;
+    let first = app
+        .send_message(&alice, &direct, "big-conversation-text")
+        .await;
+    bulk_copies(&app, first["id"].as_str().expect("id"), 60_000);
+    let mut bob_stream = Sse::open(&app.base_url, &bob.token, "/v1/events", &[]).await;
+    let asked = Instant::now();
+    let deleted = app
+        .delete(&alice, &format!("/v1/conversations/{direct}"))
+        .await;
+    let job = deleted.expect(202).clone();
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(job["kind"], "conversation.delete", "{job}");
+    assert_eq!(job["state"], "running", "{job}");
+    let other = app.direct(&bob, &carol).await;
+    let sent = Instant::now();
+    app.send_message(&bob, &other, "still served").await;
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    bob_stream
+        .event_of("conversation.deleted", Duration::from_secs(120))
+        .await
+        .expect("bob hears the conversation go");
+    for who in [&alice, &bob] {
+        app.get(who, &format!("/v1/conversations/{direct}"))
+            .await
+            .expect_error(404, "not_found", None);
+    }
+    let left =
+        confab_tests::db::mentions(app.database_url(), app.backend, &["big-conversation-text"]);
+    assert!(left.is_empty(), "left behind: {left:#?}");
+}
+
 /// The job of an unknown id is 404; a contact token is refused.
 async fn jobs_are_for_server_keys(app: TestApp) {
     let key = server_key(&app).await;
@@ -308,5 +355,6 @@ confab_tests::on_both_stores!(
     crate::support::on_server;
     a_big_erase_answers_202_and_finishes_in_the_background,
     a_job_whose_server_stopped_resumes,
+    a_big_conversation_is_deleted_in_the_background,
     jobs_are_for_server_keys,
 );

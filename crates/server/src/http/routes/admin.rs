@@ -9,7 +9,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 use confab_domain::{ContactId, ContactProfilePatch, ConversationId, EventType, Viewer};
 use confab_service::{
-    AddressPolicy, ConversationMember, Erased, ServiceError, WebhookError, WebhookId,
+    AddressPolicy, ConversationMember, Finished, ServiceError, WebhookError, WebhookId,
 };
 use uuid::Uuid;
 
@@ -223,8 +223,8 @@ async fn erase_contact(
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&path)?;
     match service.erase_contact(id, ERASE_BUDGET).await? {
-        Erased::Done => Ok(no_content()),
-        Erased::Running(job) => {
+        Finished::Done => Ok(no_content()),
+        Finished::Running(job) => {
             let body =
                 serde_json::to_vec(&JobDto::from(&job)).map_err(|e| ApiError::internal(&e))?;
             Ok(HttpResponse::Accepted()
