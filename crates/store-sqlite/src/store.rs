@@ -588,7 +588,7 @@ impl Synchronous {
 /// default (`FULL`), which syncs at each pass as `NORMAL` does.
 /// `secure_delete` zeroes what a deletion frees, so that an erased
 /// contact's or a deleted message's bytes do not stay in the file's free
-/// pages (docs/reliability.md, "What a deletion leaves").
+/// pages (docs/reliability.md, "What a deletion leaves in the files").
 fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(&format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};

@@ -197,7 +197,7 @@ async fn a_big_erase_answers_202_and_finishes_in_the_background(app: TestApp) {
     admin(&app, Method::GET, &path, &key, None)
         .await
         .expect_error(404, "not_found", None);
-    // Erasing again answers the same job.
+    // Erasing again answers the same job (or 404 once it finished).
     let again = admin(&app, Method::DELETE, &path, &key, None).await;
     if again.status.as_u16() == 202 {
         assert_eq!(again.expect(202)["id"], job["id"]);
