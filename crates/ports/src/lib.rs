@@ -9,7 +9,7 @@
 //! same query that loads the data, so that a membership change is seen at once.
 //!
 //! Every write of the API takes an [`Outbox`]: the events the change makes
-//! (API.md section 11). The store writes them, with their recipients
+//! (docs/api.md "Listen for events"). The store writes them, with their recipients
 //! resolved and their payloads rendered from what it wrote, in the write's
 //! own transaction: a committed change has its events, a failed or refused
 //! one (an error) has none.
@@ -38,6 +38,10 @@ mod attachments;
 #[cfg(feature = "mocks")]
 pub use attachments::MockAttachmentStore;
 pub use attachments::{AttachmentFilter, AttachmentStore, StorageUse, Uploaded};
+mod jobs;
+#[cfg(feature = "mocks")]
+pub use jobs::MockJobStore;
+pub use jobs::{Job, JobKind, JobState, JobStore};
 mod files;
 pub use files::{ByteRange, FileReader, FileStorage, FileWriter};
 #[cfg(feature = "mocks")]
@@ -173,7 +177,7 @@ pub trait ContactStore: Send + Sync {
     /// What erasing the contact will delete and change, from which the
     /// erase's events are made; `None` when there is no such contact.
     async fn erase_plan(&self, id: ContactId) -> Result<Option<ErasePlan>, StoreError>;
-    /// Erases the contact (the right to be forgotten, API.md section 14),
+    /// Erases the contact (the right to be forgotten, docs/api.md "Server API: from an app's backend"),
     /// in one transaction: its direct conversations, its messages in
     /// groups, its memberships (a group it was the only member of is
     /// deleted; one whose last owner it was passes ownership to its oldest
@@ -732,6 +736,7 @@ pub trait Store:
     + IdempotencyStore
     + WebhookStore
     + EventStore
+    + JobStore
     + HealthCheck
 {
 }
@@ -748,6 +753,7 @@ impl<T> Store for T where
         + IdempotencyStore
         + WebhookStore
         + EventStore
+        + JobStore
         + HealthCheck
 {
 }

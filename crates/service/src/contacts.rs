@@ -91,8 +91,8 @@ impl Confab {
     }
 
     /// Whom to notify of a new message of `sender` in `conversation` (the
-    /// `recipients` of a `message.created` webhook delivery, API.md
-    /// section 14): its members but the sender and those who muted it;
+    /// `recipients` of a `message.created` webhook delivery, docs/api.md
+    /// "Server API: from an app's backend"): its members but the sender and those who muted it;
     /// `None` when it has more than [`PUSH_RECIPIENTS_MAX`] members (the
     /// backend pages them instead); none when it is gone.
     pub async fn push_recipients(
@@ -125,21 +125,16 @@ impl Confab {
         )
     }
 
-    /// Erases a contact (the right to be forgotten, server API): its tokens
-    /// stop at once in this process (its open streams end within 5 s, as
-    /// the hub finds their tokens gone), its direct conversations are
-    /// deleted (`conversation.deleted` to the peer), its messages in groups
-    /// deleted (`message.deleted` to the members), and it leaves every
-    /// group (`group.updated`; a group it was alone in is deleted). One
-    /// transaction: all of it, or nothing. `NotFound` when there is no such
-    /// contact.
-    pub async fn erase_contact(&self, id: ContactId) -> Result<(), ServiceError> {
-        let plan = self
-            .ports
-            .contacts
-            .erase_plan(id)
-            .await?
-            .ok_or(ServiceError::not_found())?;
+    /// The last step of contact `id`'s erase ([`Confab::erase_contact`]),
+    /// once its batches took its messages: its direct conversations are
+    /// deleted (`conversation.deleted` to the peer), what it wrote in
+    /// groups since is deleted (`message.deleted`), it leaves every group
+    /// (`group.updated`; a group it was alone in is deleted), and the rest
+    /// of it goes. One transaction. A contact already gone is done.
+    pub(crate) async fn erase_rest(&self, id: ContactId) -> Result<(), ServiceError> {
+        let Some(plan) = self.ports.contacts.erase_plan(id).await? else {
+            return Ok(());
+        };
         let now = self.now();
         let change = || Change::new(id, now);
         let mut events =
@@ -168,11 +163,11 @@ impl Confab {
             groups,
             at: now,
         };
-        let erased = self.ports.contacts.erase_contact(erasure).await;
-        // Also when the answer was lost (it may have committed).
-        self.tokens.forget(id);
-        self.keys.forget_contact(id);
-        erased?;
+        match self.ports.contacts.erase_contact(erasure).await {
+            // Gone already: a batch before a restart did it.
+            Ok(()) | Err(confab_ports::StoreError::NotFound) => {}
+            Err(e) => return Err(e.into()),
+        }
         self.committed();
         Ok(())
     }

@@ -58,7 +58,7 @@ impl Confab {
     /// `completion`, its answer is kept for the caller's idempotency key in
     /// the same transaction.
     /// The caller's oldest direct conversation with `peer`, as the caller
-    /// sees it, if there is one (`distinct=true`, API.md section 19).
+    /// sees it, if there is one (`distinct=true`, docs/api.md "Requests and answers").
     pub async fn direct_conversation_with(
         &self,
         caller: &Contact,
@@ -232,8 +232,28 @@ impl Confab {
         Ok(updated)
     }
 
-    /// Deletes the conversation and all its messages.
+    /// Deletes the conversation and all its messages, in one transaction
+    /// (a big one in batches first: [`Confab::delete_conversation_within`]).
     pub async fn delete_conversation(
+        &self,
+        caller: &Contact,
+        id: ConversationId,
+    ) -> Result<(), ServiceError> {
+        self.check_may_delete(caller, id).await?;
+        let events =
+            conversation_deleted(Change::new(caller.id(), self.now()), self.event_ids(), id);
+        self.ports
+            .conversations
+            .delete_conversation(id, caller.id(), self.outbox(events))
+            .await?;
+        self.committed();
+        Ok(())
+    }
+
+    /// `NotFound` unless `caller` is a member of the conversation;
+    /// `Forbidden` unless they may delete it (a direct conversation's
+    /// member, a group conversation's creator or a group owner).
+    pub(crate) async fn check_may_delete(
         &self,
         caller: &Contact,
         id: ConversationId,
@@ -250,13 +270,6 @@ impl Confab {
         };
         view.conversation
             .check_delete(caller.id(), is_group_owner)?;
-        let events =
-            conversation_deleted(Change::new(caller.id(), self.now()), self.event_ids(), id);
-        self.ports
-            .conversations
-            .delete_conversation(id, caller.id(), self.outbox(events))
-            .await?;
-        self.committed();
         Ok(())
     }
 }

@@ -1,4 +1,4 @@
-//! Reading events (API.md section 11): the caller's catch-up list, where a
+//! Reading events (docs/api.md "Listen for events"): the caller's catch-up list, where a
 //! stream starts, its replay, and what one process's hub reads to feed all
 //! its streams. Writing them is each write's own business (the outbox).
 
@@ -172,6 +172,7 @@ mod tests {
     fn service_with(events: MockEventStore, wakeups: MockEventWakeups) -> Confab {
         Confab::new(Ports {
             events: Arc::new(events),
+            jobs: Arc::new(confab_ports::MockJobStore::new()),
             wakeups: Arc::new(wakeups),
             signal: Arc::new(confab_ports::NoSignal),
             ..crate::tests::mocked_ports(NOW)

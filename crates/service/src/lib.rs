@@ -19,6 +19,7 @@ pub mod file_type;
 mod files;
 mod groups;
 mod idempotency;
+mod jobs;
 mod keys;
 mod messages;
 mod moderation;
@@ -48,6 +49,7 @@ pub use confab_ports::{
 };
 pub use confab_ports::{ConversationMember, Made, MessageList, ReactionMade, ServerKey, TokenInfo};
 pub use confab_ports::{EventWakeups, PollOnly, StoredEvent};
+pub use confab_ports::{Job, JobKind, JobState};
 pub use contacts::PUSH_RECIPIENTS_MAX;
 pub use conversations::ConversationTarget;
 pub use error::{BoxError, ServiceError};
@@ -58,6 +60,7 @@ pub use idempotency::{
     Completion, IdempotencyKey, Idempotent, KeyClaim, StoredResponse, DEFAULT_KEYS_PER_DAY,
     KEY_TTL_SECS, LEASE_SECS,
 };
+pub use jobs::Finished;
 pub use keys::{is_server_key, CreatedKey, KEY_NAME_MAX, KEY_PREFIX};
 pub use messages::{AttachmentInput, MessageUpdate, SendMessage};
 pub use retention::EVENT_TTL_SECS;
@@ -85,6 +88,7 @@ pub struct Ports {
     pub idempotency: Arc<dyn confab_ports::IdempotencyStore>,
     pub webhooks: Arc<dyn confab_ports::WebhookStore>,
     pub events: Arc<dyn confab_ports::EventStore>,
+    pub jobs: Arc<dyn confab_ports::JobStore>,
     pub health: Arc<dyn confab_ports::HealthCheck>,
     /// When to read the events table for this process's streams.
     pub wakeups: Arc<dyn EventWakeups>,
@@ -94,7 +98,7 @@ pub struct Ports {
     pub render: Arc<dyn PayloadRenderer>,
     /// Told after each committed write with events.
     pub signal: Arc<dyn EventSignal>,
-    /// Passes typing news to every process's hub (API.md section 16).
+    /// Passes typing news to every process's hub (docs/api.md "Typing").
     pub typing: Arc<dyn confab_ports::TypingRelay>,
 }
 
@@ -160,6 +164,7 @@ impl Ports {
             idempotency: store.clone(),
             webhooks: store.clone(),
             events: store.clone(),
+            jobs: store.clone(),
             health: store,
             wakeups,
             clock,
@@ -237,7 +242,7 @@ impl Confab {
     }
 
     /// Keeps uploaded files in `files`, each at most `max_upload_bytes`
-    /// (API.md section 15, `CONFAB_STORAGE_URL`,
+    /// (docs/api.md "Files and attachments", `CONFAB_STORAGE_URL`,
     /// `CONFAB_MAX_UPLOAD_BYTES`). Without it, uploads are refused as
     /// unavailable.
     #[must_use]
@@ -278,7 +283,7 @@ impl Confab {
     }
 
     /// The service for one request whose store calls together wait at most
-    /// `budget` (API.md section 9: no request waits on the database longer
+    /// `budget` (docs/api.md "Limits": no request waits on the database longer
     /// than 2 s). Each call waits at most the smaller of its own deadline and
     /// what is left. Without [`Confab::with_request_budgets`], the service
     /// as it is.
@@ -294,7 +299,7 @@ impl Confab {
     }
 
     /// At most `keys_per_day` new idempotency keys per contact and UTC day
-    /// (API.md section 9, `CONFAB_IDEMPOTENCY_KEYS_PER_DAY`); one more is
+    /// (docs/api.md "Retry safely: idempotency keys", `CONFAB_IDEMPOTENCY_KEYS_PER_DAY`); one more is
     /// [`ServiceError::IdempotencyQuota`]. 0: no limit.
     #[must_use]
     pub fn with_idempotency_quota(mut self, keys_per_day: u32) -> Self {
@@ -311,7 +316,7 @@ impl Confab {
         self
     }
 
-    /// At most `max` members in a group (API.md section 13,
+    /// At most `max` members in a group (docs/api.md "Groups",
     /// `CONFAB_MAX_GROUP_MEMBERS`); a change past it is refused with
     /// [`confab_domain::Rule::TooManyMembers`], writing nothing.
     #[must_use]

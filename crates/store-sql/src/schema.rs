@@ -16,6 +16,25 @@ diesel::table! {
         avatar_url -> Text,
         last_active_at -> BigInt,
         created_at -> BigInt,
+        erasing -> Bool,
+    }
+}
+
+diesel::table! {
+    use diesel::sql_types::*;
+    use crate::id::IdSql;
+
+    jobs (id) {
+        id -> IdSql,
+        kind -> Text,
+        subject_id -> IdSql,
+        actor_id -> Nullable<IdSql>,
+        state -> Text,
+        created_at -> BigInt,
+        finished_at -> Nullable<BigInt>,
+        progress -> BigInt,
+        lease_owner -> Nullable<IdSql>,
+        lease_until -> Nullable<BigInt>,
     }
 }
 
@@ -268,7 +287,7 @@ diesel::table! {
     use diesel::sql_types::*;
     use crate::id::IdSql;
 
-    /// The outbox (API.md section 11). `position` is the commit order: on
+    /// The outbox (docs/api.md "Listen for events"). `position` is the commit order: on
     /// PostgreSQL `pg_current_xact_id() * 2^20 + index`, on SQLite an
     /// AUTOINCREMENT key (see the migration).
     events (id) {
@@ -364,8 +383,8 @@ diesel::table! {
     use diesel::sql_types::*;
     use crate::id::IdSql;
 
-    /// New idempotency keys per contact and UTC day (the quota, API.md
-    /// section 9; see the migration).
+    /// New idempotency keys per contact and UTC day (the quota, docs/api.md
+    /// "Retry safely: idempotency keys"; see the migration).
     idempotency_quota (day, contact_id) {
         day -> BigInt,
         contact_id -> IdSql,
@@ -434,6 +453,7 @@ diesel::joinable!(webhook_retries -> events (event_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     contacts,
+    jobs,
     tokens,
     server_keys,
     groups,

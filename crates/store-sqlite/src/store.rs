@@ -528,8 +528,8 @@ fn feed_page_text(travel: Option<bool>) -> String {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Synchronous {
     /// Every commit syncs the WAL before it returns: an acknowledged write
-    /// survives an operating-system crash or a power cut (API.md section
-    /// 9: no acknowledged write is ever lost). The default.
+    /// survives an operating-system crash or a power cut (docs/api.md
+    /// "Limits": no acknowledged write is ever lost). The default.
     #[default]
     Full,
     /// The WAL is synced at each checkpoint pass (every 50 ms while writes
@@ -555,10 +555,14 @@ impl Synchronous {
 /// meanwhile (`checkpoint`). `synchronous` is set apart, per store
 /// ([`Synchronous`]); the checkpoint thread's connection keeps SQLite's
 /// default (`FULL`), which syncs at each pass as `NORMAL` does.
+/// `secure_delete` zeroes what a deletion frees, so that an erased
+/// contact's or a deleted message's bytes do not stay in the file's free
+/// pages (docs/reliability.md, "What a deletion leaves in the files").
 fn configure(conn: &mut SqliteConnection) -> QueryResult<()> {
     conn.batch_execute(&format!(
         "PRAGMA busy_timeout = {BUSY_TIMEOUT_MS};
-         PRAGMA foreign_keys = ON;"
+         PRAGMA foreign_keys = ON;
+         PRAGMA secure_delete = ON;"
     ))?;
     let page_size = crate::checkpoint::page_size(conn)?;
     conn.batch_execute(&format!(

@@ -1,4 +1,4 @@
-//! The server API (API.md section 14) over real HTTP on both stores: server
+//! The server API (docs/api.md "Server API: from an app's backend") over real HTTP on both stores: server
 //! keys, `/v1/admin` contacts, tokens and webhooks, and acting for a
 //! contact with `Confab-Contact`.
 
@@ -14,6 +14,7 @@ use crate::events::Sse;
 use crate::support::UNKNOWN_ID;
 
 mod contact_data;
+mod erase_jobs;
 
 /// A server key made the way `confab key create` makes one.
 async fn server_key(app: &TestApp) -> String {

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod config;
 pub mod connections;
+pub(crate) mod jobs;
 pub mod opening;
 pub(crate) mod retention;
 pub mod startup;

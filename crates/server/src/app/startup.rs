@@ -332,6 +332,7 @@ impl Application {
         );
         crate::app::retention::spawn_pruning(service.clone());
         crate::app::retention::spawn_file_sweeper(service.clone());
+        crate::app::jobs::spawn_job_runner(service.clone());
         // The key that signs file links, shared by every instance on the
         // database (made by the first).
         let link_key = service
@@ -589,7 +590,7 @@ fn json_error_body<B: MessageBody + 'static>(
     let (req, old) = res.into_parts();
     let mut error = ApiError::for_status(status);
     // A preflight actix-cors refused (an origin, method or header not
-    // allowed): the request is forbidden, not malformed (API.md section 19).
+    // allowed): the request is forbidden, not malformed (docs/api.md "Requests and answers").
     let preflight = req.method() == actix_web::http::Method::OPTIONS
         && req.headers().contains_key(header::ORIGIN)
         && req

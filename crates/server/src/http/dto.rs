@@ -513,3 +513,36 @@ pub struct AdminReportDto {
     /// When its status last changed (Unix seconds).
     pub updated_at: i64,
 }
+
+/// A job (docs/api.md, "Jobs"): work that goes on in the background after
+/// its request answered, such as a big erase.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JobDto {
+    pub id: String,
+    /// What it does: `contact.erase`.
+    pub kind: String,
+    /// `running` until done, then `succeeded`.
+    pub state: String,
+    /// What it works on (the contact erased); `null` once an erase is
+    /// done: the erased contact's id is not kept.
+    pub subject_id: Option<String>,
+    pub created_at: i64,
+    /// `null` until done.
+    pub finished_at: Option<i64>,
+    /// The batches done so far (each a short transaction).
+    pub batches_done: i64,
+}
+
+impl From<&confab_service::Job> for JobDto {
+    fn from(j: &confab_service::Job) -> Self {
+        Self {
+            id: j.id.to_string(),
+            kind: j.kind.as_str().to_owned(),
+            state: j.state.as_str().to_owned(),
+            subject_id: j.subject.map(|s| s.to_string()),
+            created_at: secs(j.created_at),
+            finished_at: opt_secs(j.finished_at),
+            batches_done: j.progress,
+        }
+    }
+}

@@ -4,6 +4,7 @@
 //! (`confab_store_sql::door`) in the right kind of transaction.
 
 mod events;
+mod jobs;
 mod moderation;
 mod stores;
 mod webhooks;

@@ -44,9 +44,12 @@ pub(crate) fn create_contact(
     }
 }
 
+/// The contact, unless it is being erased (docs/api.md, "Jobs"): from
+/// the erase's first transaction on, nothing finds it or acts as it.
 pub(crate) fn contact(conn: &mut Conn, id: ContactId) -> Result<Option<Contact>> {
     contacts::table
         .find(id.db())
+        .filter(contacts::erasing.eq(false))
         .select(ContactRow::as_select())
         .first(conn)
         .optional()?
@@ -58,6 +61,7 @@ pub(crate) fn contact_by_username(conn: &mut Conn, username: &str) -> Result<Opt
     // Folded exactly like `Username::folded`, which filled the column.
     contacts::table
         .filter(contacts::username_folded.eq(username.to_ascii_lowercase()))
+        .filter(contacts::erasing.eq(false))
         .select(ContactRow::as_select())
         .first(conn)
         .optional()?
@@ -88,9 +92,14 @@ pub(crate) fn update_contact(
         if let Some(avatar) = &changes.avatar_url {
             differs = Box::new(differs.or(contacts::avatar_url.ne(avatar.clone())));
         }
-        changed = diesel::update(contacts::table.find(id.db()).filter(differs))
-            .set(&changes)
-            .execute(conn)?
+        changed = diesel::update(
+            contacts::table
+                .find(id.db())
+                .filter(contacts::erasing.eq(false))
+                .filter(differs),
+        )
+        .set(&changes)
+        .execute(conn)?
             > 0;
     }
     let updated = contact(conn, id)?.ok_or_else(not_found)?;
@@ -135,7 +144,9 @@ pub(crate) fn list_contacts(
             .optional()?)
     })?;
     let backwards = seek.backwards();
-    let mut q = contacts::table.into_boxed::<Db>();
+    let mut q = contacts::table
+        .filter(contacts::erasing.eq(false))
+        .into_boxed::<Db>();
     if let Some(folded) = folded {
         q = q.filter(contacts::username_folded.eq(folded));
     }

@@ -1,4 +1,4 @@
-//! Erasing a contact (API.md section 14, the right to be forgotten): its
+//! Erasing a contact (docs/api.md "Server API: from an app's backend", the right to be forgotten): its
 //! direct conversations, its messages in groups, its memberships,
 //! reactions, states, credentials and stored answers go in one
 //! transaction; the events and stored answers of others that showed it
@@ -20,11 +20,13 @@ use confab_store_sql::id::DbId;
 use confab_store_sql::queries::not_found;
 use confab_store_sql::raw::Sql;
 use confab_store_sql::rows::{conversation_id, group_id, message_id, DbKey};
-use confab_store_sql::schema::{contacts, conversations, group_members, groups, messages};
+use confab_store_sql::schema::{
+    contacts, conversations, group_member_spans, group_members, groups, messages,
+};
 
 /// Who stands for an erased contact where a row must name someone (the
 /// actor of a kept event, the sender of a deleted message's gap): no one.
-const NO_ONE: Uuid = Uuid::nil();
+pub(crate) const NO_ONE: Uuid = Uuid::nil();
 
 pub(crate) fn erase_plan(conn: &mut Conn, id: ContactId) -> Result<Option<ErasePlan>> {
     let x = id.db();
@@ -93,6 +95,7 @@ pub(crate) fn erase_contact(conn: &mut Conn, erasure: Erasure) -> Result<()> {
         outbox::scrub(conn, Deleted::Conversation(c))?;
         diesel::delete(conversations::table.find(c)).execute(conn)?;
     }
+    unmention(conn, x)?;
     for (g, outbox) in &erasure.groups {
         if erasure.plan.groups_deleted.contains(g) {
             delete_group(conn, *g, outbox)?;
@@ -166,6 +169,46 @@ fn erase_group_messages(conn: &mut Conn, x: DbId) -> Result<()> {
              SELECT id FROM conversations WHERE group_id IS NOT NULL)"
     ));
     sql.query::<Db>().execute(conn)?;
+    Ok(())
+}
+
+/// Others' messages that mention the contact mention it no more: found
+/// among the conversations of the groups it is or was a member of (a
+/// message mentions members only), by index.
+fn unmention(conn: &mut Conn, x: DbId) -> Result<()> {
+    let groups: Vec<DbId> = group_members::table
+        .filter(group_members::contact_id.eq(x))
+        .select(group_members::group_id)
+        .union(
+            group_member_spans::table
+                .filter(group_member_spans::contact_id.eq(x))
+                .select(group_member_spans::group_id),
+        )
+        .load(conn)?;
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let pattern = format!("%{}%", x.uuid());
+    let mentioning: Vec<(DbId, Option<String>)> = messages::table
+        .inner_join(conversations::table)
+        .filter(conversations::group_id.eq_any(groups.iter().map(|g| Some(*g))))
+        .filter(messages::mentions.like(pattern))
+        .select((messages::id, messages::mentions))
+        .load(conn)?;
+    for (m, json) in mentioning {
+        let mentioned = confab_store_sql::rows::mentions_of(json.as_deref())?;
+        // Ids need no JSON escaping.
+        let kept: Vec<String> = mentioned
+            .contacts()
+            .iter()
+            .filter(|c| c.db() != x)
+            .map(|c| format!("\"{}\"", c.as_uuid()))
+            .collect();
+        let kept = (!kept.is_empty()).then(|| format!("[{}]", kept.join(",")));
+        diesel::update(messages::table.find(m))
+            .set(messages::mentions.eq(kept))
+            .execute(conn)?;
+    }
     Ok(())
 }
 

@@ -28,6 +28,7 @@ mod export;
 mod groups;
 mod health;
 mod idempotency;
+mod jobs;
 mod membership;
 mod message_send;
 mod message_updates;
@@ -40,6 +41,6 @@ mod webhooks;
 
 pub(crate) use self::{
     attachments::*, contacts::*, conversation_members::*, conversations::*, depth::*, erase::*,
-    events_read::*, export::*, groups::*, health::*, idempotency::*, message_send::*,
+    events_read::*, export::*, groups::*, health::*, idempotency::*, jobs::*, message_send::*,
     message_updates::*, messages::*, moderation::*, search::*, tokens::*, webhooks::*,
 };

@@ -34,6 +34,9 @@ struct World {
     upload: String,
     report: String,
     webhook: String,
+    /// The erase of dan, who had a message: left running after its first
+    /// batch (no budget).
+    job: String,
 }
 
 fn id_of(r: &Resp, status: u16) -> String {
@@ -126,6 +129,19 @@ impl World {
         app.post(&alice, &format!("/v1/contacts/{}/block", carol.id), &[])
             .await
             .expect(201);
+        let dan = app.user("dan").await;
+        let dans = app.direct(&dan, &bob).await;
+        app.send_message(&dan, &dans, "hello bob").await;
+        let dan_id = dan.id.parse().expect("contact id");
+        let job = match app
+            .service
+            .erase_contact(dan_id, std::time::Duration::ZERO)
+            .await
+            .expect("erase")
+        {
+            confab_service::Finished::Running(job) => job.id.to_string(),
+            confab_service::Finished::Done => panic!("dan's erase took one batch"),
+        };
         World {
             app,
             doc,
@@ -140,6 +156,7 @@ impl World {
             upload,
             report,
             webhook,
+            job,
         }
     }
 
@@ -154,6 +171,7 @@ impl World {
             p if p.starts_with("/v1/admin/conversations/") => &w.conversation,
             p if p.starts_with("/v1/admin/reports/") => &w.report,
             p if p.starts_with("/v1/admin/webhooks/") => &w.webhook,
+            p if p.starts_with("/v1/admin/jobs/") => &w.job,
             p if p.starts_with("/v1/attachments/") => &w.upload,
             // alice blocks carol (not bob: she writes to bob).
             p if p.starts_with("/v1/contacts/") && p.ends_with("/block") => &w.carol.id,

@@ -1,4 +1,4 @@
-//! `/v1/admin`: the server API (API.md section 14). An app's backend, with
+//! `/v1/admin`: the server API (docs/api.md "Server API: from an app's backend"). An app's backend, with
 //! a server key, provisions contacts, mints and revokes their tokens and
 //! manages webhooks. Authentication (`crate::http::auth`) lets only server
 //! keys in here; each handler takes the [`Server`] key to say so.
@@ -8,13 +8,16 @@ use std::sync::Arc;
 use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 use confab_domain::{ContactId, ContactProfilePatch, ConversationId, EventType, Viewer};
-use confab_service::{AddressPolicy, ConversationMember, ServiceError, WebhookError, WebhookId};
+use confab_service::{
+    AddressPolicy, ConversationMember, Finished, ServiceError, WebhookError, WebhookId,
+};
 use uuid::Uuid;
 
 use super::{endpoint, no_content, ok, ok_json, path_id, Endpoint};
 use crate::http::auth::Server;
 use crate::http::dto::{
-    ContactDto, ConversationMemberDto, DeliveryDto, ListDto, MintedTokenDto, TokenDto, WebhookDto,
+    ContactDto, ConversationMemberDto, DeliveryDto, JobDto, ListDto, MintedTokenDto, TokenDto,
+    WebhookDto,
 };
 use crate::http::error::ApiError;
 use crate::http::export::Export;
@@ -33,6 +36,7 @@ pub fn endpoints() -> Vec<Endpoint> {
         endpoint!(get_contact, __path_get_contact),
         endpoint!(update_contact, __path_update_contact),
         endpoint!(erase_contact, __path_erase_contact),
+        endpoint!(get_job, __path_get_job),
         endpoint!(export_contact, __path_export_contact),
         endpoint!(mint_token, __path_mint_token),
         endpoint!(list_tokens, __path_list_tokens),
@@ -186,15 +190,29 @@ async fn update_contact(
     Ok(ok_json(wire::contact(&contact, Viewer::Operator)))
 }
 
-/// Erase a contact (the right to be forgotten): its tokens stop (open
-/// streams end within 5 s), its direct conversations are deleted, its
-/// messages in groups deleted, it leaves every group (a group it was alone
-/// in is deleted; one whose last owner it was passes to its oldest member),
-/// and nothing of it remains but what others wrote. One transaction.
+/// How long an erase runs within its request before it answers 202 and
+/// goes on in the background.
+const ERASE_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Erase a contact (the right to be forgotten): at once, in one small
+/// transaction, its tokens stop (open streams end within 5 s) and nothing
+/// can act as it or find it; then its direct conversations are deleted,
+/// its messages in groups deleted, it leaves every group (a group it was
+/// alone in is deleted; one whose last owner it was passes to its oldest
+/// admin, else member), and nothing of it remains but what others wrote.
+/// 204 when all that is done within about a second; else 202 with the job
+/// that finishes it in the background (`Location`: the job to poll).
 #[utoipa::path(
     delete, path = "/v1/admin/contacts/{id}", tag = "admin", operation_id = "admin_erase_contact",
     params(("id" = String, Path, description = "the contact id")),
-    responses((status = 204, description = "erased")),
+    responses(
+        (status = 204, description = "erased"),
+        (
+            status = 202, description = "locked out; the rest of the erase runs as this job",
+            body = JobDto,
+            headers(("Location" = String, description = "the job's URL in the server API")),
+        ),
+    ),
 )]
 #[tracing::instrument(level = "debug", skip_all)]
 async fn erase_contact(
@@ -204,8 +222,34 @@ async fn erase_contact(
     _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ContactId = path_id(&path)?;
-    service.erase_contact(id).await?;
-    Ok(no_content())
+    match service.erase_contact(id, ERASE_BUDGET).await? {
+        Finished::Done => Ok(no_content()),
+        Finished::Running(job) => {
+            let body =
+                serde_json::to_vec(&JobDto::from(&job)).map_err(|e| ApiError::internal(&e))?;
+            Ok(HttpResponse::Accepted()
+                .insert_header((header::LOCATION, format!("/v1/admin/jobs/{}", job.id)))
+                .content_type(header::ContentType::json())
+                .body(body))
+        }
+    }
+}
+
+/// Get a job: whether the work it does in the background is done.
+#[utoipa::path(
+    get, path = "/v1/admin/jobs/{id}", tag = "admin", operation_id = "admin_get_job",
+    params(("id" = String, Path, description = "the job id")),
+    responses((status = 200, description = "the job", body = JobDto)),
+)]
+#[tracing::instrument(level = "debug", skip_all)]
+async fn get_job(
+    service: Service,
+    _: Server,
+    path: web::Path<String>,
+    _: Input<NoParams>,
+) -> Result<HttpResponse, ApiError> {
+    let job = service.job(&path).await?;
+    Ok(ok(&JobDto::from(&job)))
 }
 
 /// Everything stored about a contact, as NDJSON (one object a line, each

@@ -4,7 +4,7 @@
 use crate::http::service::Service;
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{ConversationId, ConversationView};
-use confab_service::{ConversationFilter, ConversationTarget, StoredResponse};
+use confab_service::{ConversationFilter, ConversationTarget, Finished, StoredResponse};
 
 use super::{created, endpoint, no_content, ok, ok_json, path_id, Endpoint};
 use crate::http::auth::Caller;
@@ -176,12 +176,22 @@ async fn update(
     Ok(ok(&ConversationDto::from(&view)))
 }
 
-/// Delete a conversation for good, with its messages.
+/// How long a conversation's deletion runs within its request before it
+/// answers 202 and goes on in the background.
+const DELETE_BUDGET: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Delete a conversation for good, with its messages: 204 when done within
+/// about a second; a big one answers 202 with the job that finishes it in
+/// the background (its members hear `conversation.deleted` when it goes).
 #[utoipa::path(
     delete, path = "/v1/conversations/{id}", tag = "conversations", operation_id = "delete_conversation",
     params(("id" = String, Path, description = "the conversation id")),
     responses(
         (status = 204, description = "deleted"),
+        (
+            status = 202, description = "its messages are going; this job deletes the rest",
+            body = crate::http::dto::JobDto,
+        ),
         (status = 403, description = "a group conversation: only its creator or a group owner", body = ErrorBody),
     ),
 )]
@@ -193,8 +203,18 @@ async fn delete(
     _: Input<NoParams>,
 ) -> Result<HttpResponse, ApiError> {
     let id: ConversationId = path_id(&path)?;
-    service.delete_conversation(&caller.0, id).await?;
-    Ok(no_content())
+    match service
+        .delete_conversation_within(&caller.0, id, DELETE_BUDGET)
+        .await?
+    {
+        Finished::Done => Ok(no_content()),
+        Finished::Running(job) => Ok(HttpResponse::Accepted()
+            .content_type(actix_web::http::header::ContentType::json())
+            .body(
+                serde_json::to_vec(&crate::http::dto::JobDto::from(&job))
+                    .map_err(|e| ApiError::internal(&e))?,
+            )),
+    }
 }
 
 /// Tell the conversation's other members that the caller is typing
