@@ -189,6 +189,12 @@ pub(crate) struct Gate {
 struct State {
     next_id: u64,
     open: usize,
+    /// Of `open`, the connections the gate shut that have not closed yet
+    /// (actix drops them as soon as its worker reads their end): they
+    /// give their place up at once, so that two newcomers in a row each
+    /// find the room the pressure made (their descriptors are covered by
+    /// the limit's reserve meanwhile).
+    shutting: usize,
     conns: HashMap<u64, Conn>,
     /// The connections waiting for a head and not shut yet, oldest first.
     waiting: BTreeSet<(Instant, u64)>,
@@ -210,6 +216,8 @@ struct Conn {
     served: bool,
     /// Requests on it not answered yet (more than one when pipelined).
     busy: u32,
+    /// Whether the gate shut it (counted in `State::shutting`).
+    shut: bool,
 }
 
 #[derive(Default)]
@@ -267,9 +275,11 @@ impl Gate {
         st.open += 1;
         // Under pressure a connection that has waited long for a head
         // makes room; the newcomer takes its place (it closes at once).
-        let pressed = st.open > limits.budget - limits.reserve;
-        let evicted = usize::from(pressed && st.evict_oldest(now));
-        let over = st.open - evicted > limits.budget;
+        let pressed = st.open - st.shutting > limits.budget - limits.reserve;
+        if pressed {
+            st.evict_oldest(now);
+        }
+        let over = st.open - st.shutting > limits.budget;
         let reserve_only = !over && pressed;
         let handle = match (over, socket) {
             (false, Some(socket)) => socket
@@ -288,6 +298,7 @@ impl Gate {
                 handle,
                 served: false,
                 busy: 0,
+                shut: false,
             },
         );
         st.waiting.insert((now, id));
@@ -386,6 +397,9 @@ impl Gate {
         let Some(conn) = st.conns.remove(&id) else {
             return;
         };
+        if conn.shut {
+            st.shutting = st.shutting.saturating_sub(1);
+        }
         if let Some(since) = conn.waiting {
             st.waiting.remove(&(since, id));
         }
@@ -469,10 +483,19 @@ impl State {
     /// Shuts connection `id` through the gate's handle: actix then reads
     /// its end and drops it (and its ticket). It stays counted until then.
     fn shut(&mut self, id: u64) {
-        if let Some(handle) = self.conns.get(&id).and_then(|c| c.handle.as_ref()) {
-            if let Err(e) = handle.shutdown(Shutdown::Both) {
-                tracing::debug!(error = %e, "a late connection could not be shut");
-            }
+        let Some(conn) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let Some(handle) = conn.handle.as_ref() else {
+            return;
+        };
+        if let Err(e) = handle.shutdown(Shutdown::Both) {
+            tracing::debug!(error = %e, "a late connection could not be shut");
+            return;
+        }
+        if !conn.shut {
+            conn.shut = true;
+            self.shutting += 1;
         }
     }
 }

@@ -151,3 +151,49 @@ fn a_connection_waits_again_once_every_request_on_it_is_answered() {
     drop(t);
     assert_eq!(g.counts(), (0, 0));
 }
+
+#[test]
+fn a_connection_shut_for_a_newcomer_gives_its_place_up_at_once() {
+    // A budget of 8 (a reserve of 2), filled by connections that never
+    // send a head, older than the grace.
+    let g = gate(8, 16, 8);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let at = listener.local_addr().expect("addr");
+    let mut sockets = Vec::new();
+    for _ in 0..11 {
+        let _client = std::net::TcpStream::connect(at).expect("connect");
+        sockets.push((_client, listener.accept().expect("accept").0));
+    }
+    let mut tickets = Vec::new();
+    for (i, (_, server)) in sockets.iter().take(8).enumerate() {
+        let t = ticket(g.admit(ip(&format!("192.0.2.{i}")), Some(SockRef::from(server))));
+        assert!(!t.over, "connection {i} is within the budget");
+        tickets.push(t);
+    }
+    std::thread::sleep(PRESSURE_GRACE + Duration::from_millis(100));
+    // Three newcomers in a row, while the connections shut for them
+    // have not closed yet (their tickets live): each finds room.
+    for (i, (_, server)) in sockets.iter().skip(8).enumerate() {
+        let t = ticket(g.admit(ip("198.51.100.1"), Some(SockRef::from(server))));
+        assert!(
+            !t.over,
+            "newcomer {i} finds the room a shut connection made"
+        );
+        assert!(t.reserve_only, "newcomer {i} is on the reserve");
+        tickets.push(t);
+    }
+    assert_eq!(g.state().shutting, 3);
+    // Once the shut ones close, nothing is counted twice.
+    let shut: Vec<u64> = g
+        .state()
+        .conns
+        .iter()
+        .filter(|(_, c)| c.shut)
+        .map(|(id, _)| *id)
+        .collect();
+    tickets.retain(|t| !shut.contains(&t.id));
+    assert_eq!(g.state().shutting, 0);
+    assert_eq!(g.counts().0, 8);
+    drop(tickets);
+    assert_eq!(g.counts().0, 0);
+}
