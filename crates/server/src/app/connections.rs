@@ -457,10 +457,10 @@ impl Gate {
 
 impl State {
     /// Under pressure: shuts the connection that has waited longest for
-    /// its first head, if it has waited [`PRESSURE_GRACE`]; whether one
-    /// was. (One that served a request waits for its next head until
+    /// its first head, if it has waited [`PRESSURE_GRACE`] (it then
+    /// counts in `shutting` until it closes). (One that served a request waits for its next head until
     /// [`HEAD_DEADLINE`]: the connections already open keep working.)
-    fn evict_oldest(&mut self, now: Instant) -> bool {
+    fn evict_oldest(&mut self, now: Instant) {
         let oldest = self
             .waiting
             .iter()
@@ -473,11 +473,10 @@ impl State {
             })
             .copied();
         let Some((since, id)) = oldest else {
-            return false;
+            return;
         };
         self.waiting.remove(&(since, id));
         self.shut(id);
-        true
     }
 
     /// Shuts connection `id` through the gate's handle: actix then reads
