@@ -95,15 +95,27 @@ pub trait JobStore: Send + Sync {
         job: Uuid,
         at: Timestamp,
     ) -> Result<Option<Job>, StoreError>;
-    /// Records job `job`: `kind` on `subject`, asked by `actor`.
-    async fn start_job(
+    /// Starts the deletion of conversation `conversation` by `by` as job
+    /// `job`, in one transaction: `outbox` (its `conversation.deleted`) is
+    /// written to its members, it is marked as being deleted (from then
+    /// on no one sees it: every membership check leaves it out) and the
+    /// job is recorded. `NotFound` when `by` no longer sees it.
+    async fn start_conversation_delete(
         &self,
         job: Uuid,
-        kind: JobKind,
-        subject: Uuid,
-        actor: Option<Uuid>,
+        conversation: ConversationId,
+        by: ContactId,
+        outbox: Outbox,
         at: Timestamp,
     ) -> Result<Job, StoreError>;
+    /// Deletes conversation `conversation` once its job emptied it, if it
+    /// is marked as being deleted (its earlier events scrubbed, no event
+    /// of its own: its members were told when it was marked): whether it
+    /// was.
+    async fn finish_conversation_delete(
+        &self,
+        conversation: ConversationId,
+    ) -> Result<bool, StoreError>;
     /// The job of this id.
     async fn job(&self, id: Uuid) -> Result<Option<Job>, StoreError>;
     /// Takes (or extends) the lease of unfinished job `id` for `owner`
@@ -157,4 +169,20 @@ pub trait JobStore: Send + Sync {
         contact: ContactId,
         limit: u32,
     ) -> Result<Option<(ConversationId, u64)>, StoreError>;
+    /// One batch of the last pass of `contact`'s erase (its job `job`):
+    /// of the kept events (first) and stored answers (then) created since
+    /// the contact was, the next `limit` past the pass's mark keep nothing
+    /// of it, and the mark moves on (kept with the job, so that a restart
+    /// resumes there). Each batch reads about `limit` rows, by index.
+    /// `false` once both passes have reached the newest row: the erase's
+    /// last transaction then reads only what was written since.
+    async fn erase_redact_batch(
+        &self,
+        contact: ContactId,
+        job: Uuid,
+        limit: u32,
+    ) -> Result<bool, StoreError>;
+    /// Deletes jobs finished before `before`, at most `batch` of them:
+    /// how many went.
+    async fn prune_jobs(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError>;
 }

@@ -22,6 +22,8 @@ const MESSAGES_PER_BATCH: u32 = 200;
 /// Messages of a direct conversation deleted per batch (no event each:
 /// the conversation's own `conversation.deleted` tells its peer).
 const DIRECT_PER_BATCH: u32 = 500;
+/// Kept events (or stored answers) an erase's last pass reads per batch.
+const REDACT_PER_BATCH: u32 = 2000;
 /// Messages of a conversation being deleted that go per batch.
 const PURGE_PER_BATCH: u32 = 500;
 
@@ -134,7 +136,7 @@ impl Confab {
             }
             let step = match (job.kind, job.subject) {
                 (JobKind::ContactErase, Some(subject)) => {
-                    self.erase_step(ContactId::from_uuid(subject)).await
+                    self.erase_step(ContactId::from_uuid(subject), job.id).await
                 }
                 (JobKind::ConversationDelete, Some(subject)) => {
                     self.delete_conversation_step(ConversationId::from_uuid(subject), job.actor)
@@ -191,17 +193,23 @@ impl Confab {
             // A batch that failed (a database past the request's deadline)
             // is left to the job, which tries it again.
             if purged.is_err() || Instant::now() >= deadline {
+                let events = conversation_deleted(
+                    Change::new(caller.id(), self.now()),
+                    self.event_ids(),
+                    id,
+                );
                 let job = self
                     .ports
                     .jobs
-                    .start_job(
+                    .start_conversation_delete(
                         self.new_uuid(),
-                        JobKind::ConversationDelete,
-                        *id.as_uuid(),
-                        Some(*caller.id().as_uuid()),
+                        id,
+                        caller.id(),
+                        self.outbox(events),
                         self.now(),
                     )
                     .await?;
+                self.committed();
                 return Ok(Finished::Running(job));
             }
         }
@@ -224,6 +232,12 @@ impl Confab {
         {
             return Ok(Step::More);
         }
+        if self.ports.jobs.finish_conversation_delete(id).await? {
+            self.committed();
+            return Ok(Step::Done);
+        }
+        // A job recorded before conversations were marked: deleted as
+        // its deleter would, if they still may.
         let actor = match actor {
             Some(a) => self.ports.contacts.contact(ContactId::from_uuid(a)).await?,
             None => None,
@@ -240,9 +254,11 @@ impl Confab {
     /// One batch of contact `id`'s erase: its direct conversations first,
     /// their messages in batches, then each (empty by then) with its
     /// `conversation.deleted`; then its group messages, each with its
-    /// `message.deleted`; then, in one last transaction over what is left
-    /// (by then small), the rest ([`Confab::erase_rest`]).
-    async fn erase_step(&self, id: ContactId) -> Result<Step, ServiceError> {
+    /// `message.deleted`; then what others' kept events and stored answers
+    /// showed of it, in batches by creation time; then, in one last
+    /// transaction over what is left (by then small), the rest
+    /// ([`Confab::erase_rest`]).
+    async fn erase_step(&self, id: ContactId, job: Uuid) -> Result<Step, ServiceError> {
         match self
             .ports
             .jobs
@@ -282,6 +298,14 @@ impl Confab {
                 .collect();
             self.ports.jobs.erase_group_messages(id, batch).await?;
             self.committed();
+            return Ok(Step::More);
+        }
+        if self
+            .ports
+            .jobs
+            .erase_redact_batch(id, job, REDACT_PER_BATCH)
+            .await?
+        {
             return Ok(Step::More);
         }
         self.erase_rest(id).await?;

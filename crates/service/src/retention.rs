@@ -20,4 +20,12 @@ impl Confab {
         let before = self.now().plus_secs(-EVENT_TTL_SECS);
         Ok(self.ports.webhooks.prune_deliveries(before, batch).await?)
     }
+
+    /// Deletes at most `batch` jobs that finished over [`EVENT_TTL_SECS`]
+    /// ago (kept as long as the events, for `GET /v1/admin/jobs/{id}`);
+    /// returns how many.
+    pub async fn prune_jobs(&self, batch: u32) -> Result<u64, ServiceError> {
+        let before = self.now().plus_secs(-EVENT_TTL_SECS);
+        Ok(self.ports.jobs.prune_jobs(before, batch).await?)
+    }
 }

@@ -35,6 +35,11 @@ diesel::table! {
         progress -> BigInt,
         lease_owner -> Nullable<IdSql>,
         lease_until -> Nullable<BigInt>,
+        /// How far an erase's redaction of kept events (then of stored
+        /// answers) has gone, by their `created_at` (migration
+        /// `job_cursors`).
+        events_done_to -> Nullable<BigInt>,
+        answers_done_to -> Nullable<BigInt>,
     }
 }
 
@@ -130,6 +135,9 @@ diesel::table! {
         message_seq -> BigInt,
         /// How many of its messages were deleted (`message_gaps`).
         deleted_count -> BigInt,
+        /// Its deletion runs as a job: no one sees it any more (migration
+        /// `job_cursors`).
+        deleting -> Bool,
     }
 }
 

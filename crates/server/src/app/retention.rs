@@ -33,6 +33,10 @@ pub fn spawn_pruning(service: Confab) {
             })
             .await;
             in_batches("expired event tickets", || service.prune_tickets(BATCH)).await;
+            in_batches("jobs finished over 7 days ago", || {
+                service.prune_jobs(BATCH)
+            })
+            .await;
         }
     });
 }

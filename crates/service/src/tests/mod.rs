@@ -12,6 +12,7 @@ mod events;
 mod files;
 mod groups;
 mod idempotency;
+mod jobs;
 mod keys;
 mod messages;
 mod moderation;

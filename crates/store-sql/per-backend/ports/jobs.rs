@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use confab_domain::{ContactId, ConversationId, MessageId, Timestamp};
-use confab_ports::{Job, JobKind, JobStore, Outbox, StoreError};
+use confab_ports::{Job, JobStore, Outbox, StoreError};
 use uuid::Uuid;
 
 use crate::queries as q;
@@ -22,16 +22,26 @@ impl JobStore for Store {
         write(self, move |c| q::start_erase(c, contact, job, at)).await
     }
 
-    async fn start_job(
+    async fn start_conversation_delete(
         &self,
         job: Uuid,
-        kind: JobKind,
-        subject: Uuid,
-        actor: Option<Uuid>,
+        conversation: ConversationId,
+        by: ContactId,
+        outbox: Outbox,
         at: Timestamp,
     ) -> Result<Job, StoreError> {
         write(self, move |c| {
-            q::start_job(c, job, kind, subject, actor, at)
+            q::start_conversation_delete(c, job, conversation, by, &outbox, at)
+        })
+        .await
+    }
+
+    async fn finish_conversation_delete(
+        &self,
+        conversation: ConversationId,
+    ) -> Result<bool, StoreError> {
+        write(self, move |c| {
+            q::finish_conversation_delete(c, conversation)
         })
         .await
     }
@@ -98,5 +108,18 @@ impl JobStore for Store {
         limit: u32,
     ) -> Result<Option<(ConversationId, u64)>, StoreError> {
         write(self, move |c| q::erase_direct_batch(c, contact, limit)).await
+    }
+
+    async fn erase_redact_batch(
+        &self,
+        contact: ContactId,
+        job: Uuid,
+        limit: u32,
+    ) -> Result<bool, StoreError> {
+        write(self, move |c| q::erase_redact_batch(c, contact, job, limit)).await
+    }
+
+    async fn prune_jobs(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError> {
+        write(self, move |c| q::prune_jobs(c, before, batch)).await
     }
 }

@@ -288,7 +288,7 @@ fn inbox_page(
     let range = |from: &str, audience: &str| {
         format!(
             "SELECT {columns} FROM {from} {state} \
-             WHERE {audience}{cond}{keyset} \
+             WHERE {audience} AND NOT c.deleting{cond}{keyset} \
              ORDER BY c.activity_at {order}, c.id {order} LIMIT {limit}"
         )
     };

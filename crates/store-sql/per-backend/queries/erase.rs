@@ -9,7 +9,8 @@
 //! anything it wrote after the plan was read goes too.
 
 use confab_domain::{ContactId, GroupId, GroupRole};
-use confab_ports::{ErasePlan, Erasure, GroupChange};
+use confab_ports::{ErasePlan, Erasure, GroupChange, JobKind};
+use confab_store_sql::raw::Bind;
 use diesel::prelude::*;
 use uuid::Uuid;
 
@@ -21,7 +22,7 @@ use confab_store_sql::queries::not_found;
 use confab_store_sql::raw::Sql;
 use confab_store_sql::rows::{conversation_id, group_id, message_id, DbKey};
 use confab_store_sql::schema::{
-    contacts, conversations, group_member_spans, group_members, groups, messages,
+    contacts, conversations, group_member_spans, group_members, groups, jobs, messages,
 };
 
 /// Who stands for an erased contact where a row must name someone (the
@@ -276,7 +277,7 @@ fn leave_group(
     // The rows that named the contact as the group's or its
     // conversations' creator name its (first) owner now.
     let first_owner = |sql: &mut Sql, group: &str| {
-        let role = sql.bind(confab_store_sql::raw::Bind::Text(owner.to_owned()));
+        let role = sql.bind(Bind::Text(owner.to_owned()));
         format!(
             "(SELECT gm.contact_id FROM group_members gm \
               WHERE gm.group_id = {group} AND gm.role = {role} ORDER BY gm.seq LIMIT 1)"
@@ -303,8 +304,8 @@ fn leave_group(
 /// event rows, credentials and stored answers go; events about it go;
 /// kept events and others' stored answers that show it keep nothing of it
 /// (`{"id":"<subject>","redacted":true}`); the actor of kept events is no
-/// one. The text searches read the kept event log and the stored answers
-/// once.
+/// one. Of the kept events and stored answers, it reads only those written
+/// since its job's batches passed ([`erase_redact_batch`]).
 fn forget(conn: &mut Conn, x: DbId, username: &str) -> Result<()> {
     let by_contact = [
         "reactions",
@@ -341,42 +342,239 @@ fn forget(conn: &mut Conn, x: DbId, username: &str) -> Result<()> {
     let id = sql.id(x);
     sql.push(&format!("DELETE FROM events WHERE subject_id = {id}"));
     sql.query::<Db>().execute(conn)?;
-    // What others' kept events and answers showed of it: its id (in its
-    // contact object), or its username alone (a reaction lists its
-    // reactors by username), as a JSON string.
-    let patterns = [
-        format!("%{}%", x.uuid()),
-        format!("%\"{}\"%", like_escaped(username)),
-    ];
-    for pattern in patterns {
-        let shows = |sql: &mut Sql, column: &str| {
-            let p = sql.bind(confab_store_sql::raw::Bind::Text(pattern.clone()));
-            format!("{column} LIKE {p} ESCAPE '\\'")
-        };
-        let mut sql = Sql::default();
-        let cond = shows(&mut sql, "payload");
-        sql.push(&format!(
-            "UPDATE event_recipients SET payload = NULL WHERE {cond}"
-        ));
-        sql.query::<Db>().execute(conn)?;
-        let mut sql = Sql::default();
-        let cond = shows(&mut sql, "payload");
-        sql.push(&format!(
-            "UPDATE events SET payload = {REDACTED} WHERE {cond}"
-        ));
-        sql.query::<Db>().execute(conn)?;
-        // A retry of such a request within the key's 24 h runs again.
-        let mut sql = Sql::default();
-        let cond = shows(&mut sql, "body");
-        sql.push(&format!("DELETE FROM idempotency_keys WHERE {cond}"));
-        sql.query::<Db>().execute(conn)?;
-    }
+    // What others' kept events and answers showed of it, written since
+    // the job's batches passed (or since the contact was created, when
+    // none did): found by creation time, by index.
+    let (events_from, answers_from) = redacted_to(conn, x)?;
+    redact(
+        conn,
+        x,
+        username,
+        Pass::Events,
+        events_from - IN_FLIGHT_US,
+        None,
+    )?;
+    redact(
+        conn,
+        x,
+        username,
+        Pass::Answers,
+        answers_from - IN_FLIGHT_US,
+        None,
+    )?;
     let mut sql = Sql::default();
     let (none, id) = (sql.id(NO_ONE.db()), sql.id(x));
     sql.push(&format!(
         "UPDATE events SET actor_id = {none} WHERE actor_id = {id}"
     ));
     sql.query::<Db>().execute(conn)?;
+    Ok(())
+}
+
+/// How far before a pass's mark the erase's last transaction reads again:
+/// a write in flight while a batch ran (its `created_at` taken before it
+/// committed) is found then. No transaction lasts this long: every
+/// statement has a deadline of a few seconds.
+const IN_FLIGHT_US: i64 = 60_000_000;
+
+/// The two passes over what others were shown.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Kept events, and their per-recipient copies.
+    Events,
+    /// Stored answers (idempotency keys, 24 h).
+    Answers,
+}
+
+impl Pass {
+    fn table(self) -> &'static str {
+        match self {
+            Self::Events => "events",
+            Self::Answers => "idempotency_keys",
+        }
+    }
+}
+
+/// Where each pass of contact `x`'s running erase has got to (`created_at`
+/// in microseconds); from the contact's creation when a pass has not
+/// begun (nothing before it can show it).
+fn redacted_to(conn: &mut Conn, x: DbId) -> Result<(i64, i64)> {
+    let created: i64 = contacts::table
+        .find(x)
+        .select(contacts::created_at)
+        .first(conn)
+        .optional()?
+        .ok_or_else(not_found)?;
+    let marks: Option<(Option<i64>, Option<i64>)> = jobs::table
+        .filter(jobs::subject_id.eq(x))
+        .filter(jobs::kind.eq(JobKind::ContactErase.as_str()))
+        .filter(jobs::finished_at.is_null())
+        .select((jobs::events_done_to, jobs::answers_done_to))
+        .first(conn)
+        .optional()?;
+    let (events, answers) = marks.unwrap_or((None, None));
+    Ok((
+        events.unwrap_or(created).max(created),
+        answers.unwrap_or(created).max(created),
+    ))
+}
+
+/// One batch of the last pass of contact `contact`'s erase (its job
+/// `job`): the kept events (first) or stored answers (then) of the next
+/// `limit` created after the pass's mark keep nothing of it; the mark
+/// moves on. Each batch reads at most about `limit` rows, by index on
+/// `created_at`, so that no writer waits long on it. `false` once both
+/// passes have reached the newest row (or the contact or job is gone).
+pub(crate) fn erase_redact_batch(
+    conn: &mut Conn,
+    contact: ContactId,
+    job: Uuid,
+    limit: u32,
+) -> Result<bool> {
+    let x = contact.db();
+    let username: Option<String> = contacts::table
+        .find(x)
+        .select(contacts::username)
+        .first(conn)
+        .optional()?;
+    let Some(username) = username else {
+        return Ok(false);
+    };
+    let (events_from, answers_from) = redacted_to(conn, x)?;
+    let answers_begun: Option<Option<i64>> = jobs::table
+        .find(DbId::from(job))
+        .select(jobs::answers_done_to)
+        .first(conn)
+        .optional()?;
+    let Some(answers_begun) = answers_begun else {
+        return Ok(false);
+    };
+    let (pass, from) = match answers_begun {
+        None => (Pass::Events, events_from),
+        Some(_) => (Pass::Answers, answers_from),
+    };
+    // The `created_at` of the batch's last row, when there are more.
+    let mut sql = Sql::default();
+    let (f, offset) = (
+        sql.bind(Bind::Int(from)),
+        sql.bind(Bind::Int(i64::from(limit.max(1)) - 1)),
+    );
+    sql.push(&format!(
+        "SELECT created_at AS value FROM {} WHERE created_at > {f} \
+         ORDER BY created_at LIMIT 1 OFFSET {offset}",
+        pass.table()
+    ));
+    let to: Option<i64> = sql
+        .query::<Db>()
+        .get_result::<Int64Value>(conn)
+        .optional()?
+        .map(|v| v.value);
+    redact(conn, x, &username, pass, from, to)?;
+    let mark = match to {
+        Some(to) => to,
+        // The pass is through: its mark is the newest row's.
+        None => newest(conn, pass)?.unwrap_or(from).max(from),
+    };
+    let target = diesel::update(jobs::table.find(DbId::from(job)));
+    match (pass, to) {
+        (Pass::Events, Some(_)) => target
+            .set(jobs::events_done_to.eq(Some(mark)))
+            .execute(conn)?,
+        (Pass::Events, None) => target
+            .set((
+                jobs::events_done_to.eq(Some(mark)),
+                jobs::answers_done_to.eq(Some(answers_from)),
+            ))
+            .execute(conn)?,
+        (Pass::Answers, _) => target
+            .set(jobs::answers_done_to.eq(Some(mark)))
+            .execute(conn)?,
+    };
+    Ok(pass == Pass::Events || to.is_some())
+}
+
+#[derive(QueryableByName)]
+struct Int64Value {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    value: i64,
+}
+
+/// The newest `created_at` of a pass's table (by index).
+fn newest(conn: &mut Conn, pass: Pass) -> Result<Option<i64>> {
+    let mut sql = Sql::default();
+    sql.push(&format!(
+        "SELECT created_at AS value FROM {} ORDER BY created_at DESC LIMIT 1",
+        pass.table()
+    ));
+    Ok(sql
+        .query::<Db>()
+        .get_result::<Int64Value>(conn)
+        .optional()?
+        .map(|v| v.value))
+}
+
+/// The rows of `pass` created in `(from, to]` (`to`: none, to the newest)
+/// that show contact `x`, by its id (in its contact object) or its
+/// username alone (a reaction lists its reactors by username), as a JSON
+/// string, keep nothing of it: kept events are redacted (and their
+/// per-recipient copies dropped), stored answers deleted (a retry of such
+/// a request within the key's 24 h runs again).
+fn redact(
+    conn: &mut Conn,
+    x: DbId,
+    username: &str,
+    pass: Pass,
+    from: i64,
+    to: Option<i64>,
+) -> Result<()> {
+    let patterns = [
+        format!("%{}%", x.uuid()),
+        format!("%\"{}\"%", like_escaped(username)),
+    ];
+    let range = |sql: &mut Sql| {
+        let f = sql.bind(Bind::Int(from));
+        match to {
+            Some(to) => {
+                let t = sql.bind(Bind::Int(to));
+                format!("created_at > {f} AND created_at <= {t}")
+            }
+            None => format!("created_at > {f}"),
+        }
+    };
+    for pattern in &patterns {
+        let shows = |sql: &mut Sql, column: &str| {
+            let p = sql.bind(Bind::Text(pattern.clone()));
+            format!("{column} LIKE {p} ESCAPE '\\'")
+        };
+        match pass {
+            Pass::Events => {
+                let mut sql = Sql::default();
+                let within = range(&mut sql);
+                let cond = shows(&mut sql, "payload");
+                sql.push(&format!(
+                    "UPDATE event_recipients SET payload = NULL \
+                     WHERE event_id IN (SELECT id FROM events WHERE {within}) AND {cond}"
+                ));
+                sql.query::<Db>().execute(conn)?;
+                let mut sql = Sql::default();
+                let within = range(&mut sql);
+                let cond = shows(&mut sql, "payload");
+                sql.push(&format!(
+                    "UPDATE events SET payload = {REDACTED} WHERE {within} AND {cond}"
+                ));
+                sql.query::<Db>().execute(conn)?;
+            }
+            Pass::Answers => {
+                let mut sql = Sql::default();
+                let within = range(&mut sql);
+                let cond = shows(&mut sql, "body");
+                sql.push(&format!(
+                    "DELETE FROM idempotency_keys WHERE {within} AND {cond}"
+                ));
+                sql.query::<Db>().execute(conn)?;
+            }
+        }
+    }
     Ok(())
 }
 

@@ -16,6 +16,7 @@ use confab_store_sql::id::DbId;
 use confab_store_sql::raw::Sql;
 use confab_store_sql::rows::{conversation_id, message_id, DbKey, MessageRow};
 use confab_store_sql::schema::{contacts, conversations, jobs, message_gaps, messages, tokens};
+use confab_store_sql::visible_to;
 
 type JobRow = (
     DbId,
@@ -124,20 +125,37 @@ pub(crate) fn start_erase(
     job(conn, id)
 }
 
-pub(crate) fn start_job(
+/// Conversation `conversation` is told deleted to its members
+/// (`outbox`), marked as being deleted (no one sees it any more) and its
+/// deletion by `by` recorded as job `id`. `NotFound` when `by` no longer
+/// sees it.
+pub(crate) fn start_conversation_delete(
     conn: &mut Conn,
     id: Uuid,
-    kind: JobKind,
-    subject: Uuid,
-    actor: Option<Uuid>,
+    conversation: ConversationId,
+    by: ContactId,
+    outbox: &Outbox,
     at: Timestamp,
 ) -> Result<Job> {
+    // To its members before it is marked (rolled back if `by` may not).
+    outbox::write(conn, outbox, &Written::default())?;
+    let by = by.db();
+    let marked = diesel::update(
+        conversations::table
+            .filter(conversations::id.eq(conversation.db()))
+            .filter(visible_to!(by)),
+    )
+    .set(conversations::deleting.eq(true))
+    .execute(conn)?;
+    if marked == 0 {
+        return Err(confab_store_sql::queries::not_found());
+    }
     diesel::insert_into(jobs::table)
         .values((
             jobs::id.eq(DbId::from(id)),
-            jobs::kind.eq(kind.as_str()),
-            jobs::subject_id.eq(DbId::from(subject)),
-            jobs::actor_id.eq(actor.map(DbId::from)),
+            jobs::kind.eq(JobKind::ConversationDelete.as_str()),
+            jobs::subject_id.eq(conversation.db()),
+            jobs::actor_id.eq(Some(by)),
             jobs::state.eq(JobState::Running.as_str()),
             jobs::created_at.eq(at.micros()),
             jobs::progress.eq(0_i64),
@@ -145,6 +163,27 @@ pub(crate) fn start_job(
         .execute(conn)?;
     job(conn, id)?
         .ok_or_else(|| confab_store_sql::error::inconsistent(format!("job {id} is not there")))
+}
+
+/// The conversation goes if it is marked as being deleted, its earlier
+/// events scrubbed; its messages left (none, once its job emptied it)
+/// cascade.
+pub(crate) fn finish_conversation_delete(
+    conn: &mut Conn,
+    conversation: ConversationId,
+) -> Result<bool> {
+    let c = conversation.db();
+    let gone = diesel::delete(
+        conversations::table
+            .filter(conversations::id.eq(c))
+            .filter(conversations::deleting.eq(true)),
+    )
+    .execute(conn)?;
+    if gone == 0 {
+        return Ok(false);
+    }
+    outbox::scrub(conn, Deleted::Conversation(c))?;
+    Ok(true)
 }
 
 pub(crate) fn lease_job(
@@ -202,6 +241,21 @@ pub(crate) fn finish_job(conn: &mut Conn, id: Uuid, at: Timestamp, batches: i64)
         ))
         .execute(conn)?;
     Ok(())
+}
+
+/// At most `batch` jobs finished before `before` go (by index): how many.
+pub(crate) fn prune_jobs(conn: &mut Conn, before: Timestamp, batch: u32) -> Result<u64> {
+    let old: Vec<DbId> = jobs::table
+        .filter(jobs::finished_at.lt(before.micros()))
+        .order(jobs::finished_at.asc())
+        .limit(i64::from(batch))
+        .select(jobs::id)
+        .load(conn)?;
+    if old.is_empty() {
+        return Ok(0);
+    }
+    let gone = diesel::delete(jobs::table.filter(jobs::id.eq_any(&old))).execute(conn)?;
+    Ok(gone as u64)
 }
 
 pub(crate) fn due_jobs(conn: &mut Conn, now: Timestamp, limit: u32) -> Result<Vec<Job>> {

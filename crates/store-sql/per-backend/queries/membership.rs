@@ -40,10 +40,11 @@ pub(super) fn count_known_contacts(conn: &mut Conn, ids: &[DbId]) -> Result<usiz
 
 /// Whether the viewer `v` (a marker of a `confab_store_sql::raw::Sql`) is a
 /// member of the conversation row `conv` (a table or its alias):
-/// [`visible_to`] written out.
+/// [`visible_to`] written out (a conversation being deleted is no one's).
 pub(crate) fn member_of(conv: &str, v: &str) -> String {
     format!(
-        "(({conv}.group_id IS NULL AND ({conv}.creator_id = {v} OR {conv}.peer_id = {v})) \
-         OR {conv}.group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v}))"
+        "(NOT {conv}.deleting AND \
+         (({conv}.group_id IS NULL AND ({conv}.creator_id = {v} OR {conv}.peer_id = {v})) \
+          OR {conv}.group_id IN (SELECT group_id FROM group_members WHERE contact_id = {v})))"
     )
 }

@@ -14,19 +14,22 @@ macro_rules! visible_to {
         use $crate::schema::{conversations, group_members};
         // A direct conversation's members are its creator and its peer; a
         // group conversation's are the group's members right now, so its
-        // creator loses it on leaving the group.
-        conversations::group_id
-            .is_null()
-            .and(
-                conversations::creator_id
-                    .eq($viewer)
-                    .or(conversations::peer_id.eq($viewer)),
-            )
-            .or(conversations::group_id.eq_any(
-                group_members::table
-                    .filter(group_members::contact_id.eq($viewer))
-                    .select(group_members::group_id.nullable()),
-            ))
+        // creator loses it on leaving the group. A conversation being
+        // deleted (by a job) is no one's.
+        conversations::deleting.eq(false).and(
+            conversations::group_id
+                .is_null()
+                .and(
+                    conversations::creator_id
+                        .eq($viewer)
+                        .or(conversations::peer_id.eq($viewer)),
+                )
+                .or(conversations::group_id.eq_any(
+                    group_members::table
+                        .filter(group_members::contact_id.eq($viewer))
+                        .select(group_members::group_id.nullable()),
+                )),
+        )
     }};
 }
 

@@ -118,7 +118,38 @@ async fn big_history(app: &TestApp, key: &str) -> (User, User, User, String, Str
         .as_str()
         .expect("id")
         .to_owned();
+    event_copies(app, &mentioning, EVENT_COPIES);
     (alice, bob, carol, direct, talk, mentioning)
+}
+
+/// Copies of a message's events kept in the log: more than one batch of
+/// the erase's last pass.
+const EVENT_COPIES: i64 = 5000;
+
+/// `n` copies of the `message.created` event of message `message` (which
+/// shows whom it mentions), created after it: a log the erase's last pass
+/// must read in several batches.
+fn event_copies(app: &TestApp, message: &str, n: i64) {
+    let copied = "type, actor_id, created_at + i, payload, subject_id, conversation_id, message_id";
+    let of = format!("WHERE message_id = '{message}' AND type = 'message.created'");
+    let sql = match app.backend {
+        Backend::Postgres => format!(
+            "INSERT INTO events (id, position, type, actor_id, created_at, payload, subject_id, \
+             conversation_id, message_id) \
+             SELECT gen_random_uuid(), (SELECT max(position) FROM events) + i, {copied} \
+             FROM events, generate_series(1, {n}) i {of}"
+        ),
+        Backend::Sqlite => format!(
+            "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < {n}), \
+             r(i, h) AS (SELECT i, lower(hex(randomblob(16))) FROM g) \
+             INSERT INTO events (id, type, actor_id, created_at, payload, subject_id, \
+             conversation_id, message_id) SELECT \
+             substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-' || substr(h, 13, 4) || '-' || \
+             substr(h, 17, 4) || '-' || substr(h, 21, 12), {copied} \
+             FROM events, r {of}"
+        ),
+    };
+    execute(app, &sql);
 }
 
 /// Polls the job at `location` until it succeeded; returns it.
@@ -314,6 +345,37 @@ async fn a_big_conversation_is_deleted_in_the_background(app: TestApp) {
     );
     assert_eq!(job["kind"], "conversation.delete", "{job}");
     assert_eq!(job["state"], "running", "{job}");
+    // Gone for its members at once: told, not found, not listed, closed
+    // to sends, while its messages go in the background.
+    bob_stream
+        .event_of("conversation.deleted", Duration::from_secs(5))
+        .await
+        .expect("bob hears the conversation go at once");
+    for who in [&alice, &bob] {
+        app.get(who, &format!("/v1/conversations/{direct}"))
+            .await
+            .expect_error(404, "not_found", None);
+        let listed = app.get(who, "/v1/conversations").await;
+        let listed = listed.expect(200).clone();
+        assert!(
+            !listed.to_string().contains(&direct),
+            "still listed: {listed}"
+        );
+        app.get(who, &format!("/v1/messages?conversation_id={direct}"))
+            .await
+            .expect_error(404, "not_found", Some("conversation_id"));
+    }
+    app.json(
+        Method::POST,
+        &bob,
+        "/v1/messages",
+        &json!({"conversation_id": direct, "message": "too late"}),
+    )
+    .await
+    .expect_error(404, "not_found", Some("conversation_id"));
+    app.delete(&alice, &format!("/v1/conversations/{direct}"))
+        .await
+        .expect_error(404, "not_found", None);
     let other = app.direct(&bob, &carol).await;
     let sent = Instant::now();
     app.send_message(&bob, &other, "still served").await;
@@ -322,15 +384,9 @@ async fn a_big_conversation_is_deleted_in_the_background(app: TestApp) {
         "{:?}",
         sent.elapsed()
     );
-    bob_stream
-        .event_of("conversation.deleted", Duration::from_secs(120))
-        .await
-        .expect("bob hears the conversation go");
-    for who in [&alice, &bob] {
-        app.get(who, &format!("/v1/conversations/{direct}"))
-            .await
-            .expect_error(404, "not_found", None);
-    }
+    let key = server_key(&app).await;
+    let location = format!("/v1/admin/jobs/{}", job["id"].as_str().expect("id"));
+    finished(&app, &key, &location, Duration::from_secs(120)).await;
     let left =
         confab_tests::db::mentions(app.database_url(), app.backend, &["big-conversation-text"]);
     assert!(left.is_empty(), "left behind: {left:#?}");
