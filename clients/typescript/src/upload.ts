@@ -3,9 +3,9 @@
 // through fetch with a streamed multipart body in Node, counting the bytes
 // as fetch takes them.
 import { ConfabError, ConfabNetworkError, errorFrom, isAbort } from "./errors.js";
-import type { Http } from "./http.js";
+import { isRetryable, type Http } from "./http.js";
 import type { Attachment } from "./types.js";
-import { backoff, sleep } from "./util.js";
+import { backoff, sleep, uuid } from "./util.js";
 
 export interface UploadProgress {
   loaded: number;
@@ -19,8 +19,14 @@ export interface UploadOptions {
   filename?: string;
   onProgress?: (progress: UploadProgress) => void;
   signal?: AbortSignal;
-  /** Attempts after a network failure or a 5xx (default 3). */
+  /** Attempts after a network failure, a 5xx, a 409 or a 429 (default 3). */
   retries?: number;
+  /**
+   * A key of your own; by default a new UUID per upload. Every attempt
+   * sends it as `Idempotency-Key`, so an upload whose answer was lost and
+   * is tried again is stored once, and the retry gets the same attachment.
+   */
+  idempotencyKey?: string;
 }
 
 export type UploadInput = Blob | ArrayBuffer | Uint8Array;
@@ -34,21 +40,20 @@ export async function upload(http: Http, input: UploadInput, options: UploadOpti
     throw new TypeError("confab: upload needs a filename (options.filename) for bytes without a name");
   }
   const retries = options.retries ?? 3;
+  const key = options.idempotencyKey ?? uuid();
   for (let attempt = 0; ; attempt++) {
     try {
       const url = http.url("/v1/attachments");
       const response = await http.withToken((token) =>
         typeof XMLHttpRequest !== "undefined"
-          ? xhrUpload(url, token, blob, filename, options)
-          : http.plain(streamedRequest(url, token, blob, filename, options)),
+          ? xhrUpload(url, token, key, blob, filename, options)
+          : http.plain(streamedRequest(url, token, key, blob, filename, options)),
       );
       if (!response.ok) throw await errorFrom(response);
       return (await response.json()) as Attachment;
     } catch (e) {
       if (options.signal?.aborted || isAbort(e)) throw e;
-      const retryable =
-        e instanceof ConfabNetworkError || (e instanceof ConfabError && (e.status >= 500 || e.status === 429));
-      if (!retryable || attempt >= retries) throw e;
+      if (!isRetryable(e) || attempt >= retries) throw e;
       const wait = e instanceof ConfabError && e.retryAfter ? e.retryAfter * 1000 : backoff(attempt);
       await sleep(wait, options.signal);
     }
@@ -66,7 +71,14 @@ function headerName(name: string): string {
 
 // Node: a multipart body streamed in chunks of 64 KiB; progress counts the
 // bytes fetch has pulled.
-function streamedRequest(url: string, token: string, blob: Blob, filename: string, options: UploadOptions): Request {
+function streamedRequest(
+  url: string,
+  token: string,
+  key: string,
+  blob: Blob,
+  filename: string,
+  options: UploadOptions,
+): Request {
   const boundary = "confab-" + Math.random().toString(36).slice(2) + Date.now().toString(36);
   const encoder = new TextEncoder();
   const head = encoder.encode(
@@ -106,6 +118,7 @@ function streamedRequest(url: string, token: string, blob: Blob, filename: strin
     method: "POST",
     headers: {
       Authorization: `Bearer ${token}`,
+      "Idempotency-Key": key,
       "Content-Type": `multipart/form-data; boundary=${boundary}`,
     },
     body,
@@ -120,6 +133,7 @@ function streamedRequest(url: string, token: string, blob: Blob, filename: strin
 async function xhrUpload(
   url: string,
   token: string,
+  key: string,
   blob: Blob,
   filename: string,
   options: UploadOptions,
@@ -128,6 +142,7 @@ async function xhrUpload(
     const xhr = new XMLHttpRequest();
     xhr.open("POST", url);
     xhr.setRequestHeader("Authorization", `Bearer ${token}`);
+    xhr.setRequestHeader("Idempotency-Key", key);
     xhr.responseType = "text";
     xhr.upload.onprogress = (e) => report(options, e.loaded, e.lengthComputable ? e.total : blob.size);
     xhr.onload = () => {

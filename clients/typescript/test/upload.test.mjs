@@ -9,6 +9,7 @@ import { test } from "node:test";
 import { promisify } from "node:util";
 import { Confab } from "../dist/index.js";
 import { ConfabServer, PNG_1X1 } from "./support/confab.mjs";
+import { FlakyProxy } from "./support/proxy.mjs";
 
 test("an upload reports progress and is attached by id", async (t) => {
   const server = await ConfabServer.start();
@@ -44,6 +45,43 @@ test("an upload reports progress and is attached by id", async (t) => {
     : Object.assign(new Blob([PNG_1X1], { type: "image/png" }), { name: "dot.png" });
   const second = await client.upload(file);
   assert.equal(second.filename, "dot.png");
+});
+
+test("an upload retried across dropped answers is stored once", { timeout: 60_000 }, async (t) => {
+  // Room for one file of this size and not two: a second copy stored by a
+  // retry would be refused 413, and the use the server reports is one file.
+  const size = 100_000;
+  const server = await ConfabServer.start({ CONFAB_UPLOAD_QUOTA_BYTES: String(size + size / 2) });
+  t.after(() => server.close());
+  const proxy = await FlakyProxy.start(server.port);
+  t.after(() => proxy.close());
+  const alice = await server.user("alice");
+  const bytes = Buffer.concat([PNG_1X1, Buffer.alloc(size - PNG_1X1.length, 7)]);
+
+  // The first two attempts reach the server, which stores the file; their
+  // answers are lost on the way back.
+  proxy.fail("POST /v1/attachments ", "drop-after-forward", 2);
+  const client = new Confab({ url: proxy.url, token: alice.token });
+  const upload = await client.upload(bytes, { filename: "retried.png" });
+  assert.equal(upload.file_size, size);
+  const posts = proxy.log.filter((l) => l.line.startsWith("POST /v1/attachments "));
+  assert.deepEqual(
+    posts.map((l) => l.mode),
+    ["drop-after-forward", "drop-after-forward", "pass"],
+    "two lost answers, then the replayed one",
+  );
+
+  // Stored once: the contact's use is one file, so another does not fit.
+  const direct = new Confab({ url: server.url, token: alice.token });
+  await assert.rejects(direct.upload(bytes, { filename: "another.png" }), (e) => {
+    assert.equal(e.status, 413);
+    assert.equal(e.code, "storage_quota");
+    assert.match(e.message, new RegExp(`\\(${size} bytes\\) of`), e.message);
+    return true;
+  });
+  const content = await fetch(upload.file_url);
+  assert.equal(content.status, 200);
+  assert.deepEqual(Buffer.from(await content.arrayBuffer()), bytes);
 });
 
 test("the quickstart example connects, lists, listens, sends and uploads", { timeout: 60_000 }, async (t) => {
