@@ -739,14 +739,41 @@ def psql(db, *args, **kw):
                 "-Atq", *args], **kw)
 
 
-def seed_postgres(ds, db, raw):
+# The seed's text of message k, and its folded form, in both seed files.
+SEED_BODY = "'Lorem ipsum dolor sit amet, consectetur adipiscing, message ' || k"
+SEED_FOLDED = "'lorem ipsum dolor sit amet, consectetur adipiscing, message ' || k"
+
+
+def with_bodies(text, k):
+    """The seed's text with each message's body and folded body read from
+    the table `seed_bodies` (k, body, folded), `k` naming the message's
+    number in the seed's statement."""
+    if SEED_BODY not in text or SEED_FOLDED not in text:
+        raise SystemExit("the seed's body expressions are not where bench.py expects them")
+    return (text.replace(SEED_BODY, f"(SELECT sb.body FROM seed_bodies sb WHERE sb.k = {k})")
+            .replace(SEED_FOLDED, f"(SELECT sb.folded FROM seed_bodies sb WHERE sb.k = {k})"))
+
+
+def seed_postgres(ds, db, raw, bodies=None):
+    """Seeds database `db`; `bodies(k)`, when given, is message k's
+    (text, folded text) instead of the seed's sentence."""
     url = f"postgres://{PG_USER}@{PG_HOST}:{PG_PORT}/{db}"
     psql("postgres", "-c", f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
     psql("postgres", "-c", f"CREATE DATABASE {db}")
     sh([BIN, "migrate"], env=dict(os.environ, DATABASE_URL=url, RUST_LOG="warn"))
     t0 = time.time()
     args = [f"-v{k}={v}" for k, v in ds.s.items()] + [f"-vbase={ds.base}"]
-    psql(db, *args, "-f", os.path.join(BENCH, "seed_postgres.sql"))
+    with open(os.path.join(BENCH, "seed_postgres.sql")) as f:
+        text = f.read()
+    if bodies:
+        psql(db, "-c", "CREATE TABLE seed_bodies (k BIGINT PRIMARY KEY, body TEXT, folded TEXT)")
+        rows = "".join(f"{k}\t{b}\t{f}\n" for k, (b, f) in
+                       ((k, bodies(k)) for k in range(1, ds.s["messages"] + 1)))
+        psql(db, "-c", "COPY seed_bodies FROM STDIN", input=rows)
+        text = with_bodies(text, "k.k")
+    psql(db, *args, "-f", "-", input=text)
+    if bodies:
+        psql(db, "-c", "DROP TABLE seed_bodies")
     values = ",\n".join(f"('{i}', '{c}', '{h}', {at})" for i, c, h, at in token_rows(ds))
     psql(db, "-f", "-", input=f"INSERT INTO tokens (id, contact_id, token_hash, created_at) VALUES {values};")
     psql(db, "-c", "ANALYZE tokens")
@@ -754,7 +781,8 @@ def seed_postgres(ds, db, raw):
     return url, time.time() - t0, size
 
 
-def seed_sqlite(ds, path):
+def seed_sqlite(ds, path, bodies=None):
+    """Seeds the SQLite file at `path`; `bodies` as for seed_postgres."""
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
@@ -789,7 +817,14 @@ def seed_sqlite(ds, path):
     ).fetchall()
     for name, _ in triggers:
         con.execute(f'DROP TRIGGER "{name}"')
+    if bodies:
+        con.execute("CREATE TABLE seed_bodies (k INTEGER PRIMARY KEY, body TEXT, folded TEXT)")
+        con.executemany("INSERT INTO seed_bodies VALUES (?, ?, ?)",
+                        ((k, *bodies(k)) for k in range(1, ds.s["messages"] + 1)))
+        middle = with_bodies(middle, "s.k")
     run(middle)
+    if bodies:
+        con.execute("DROP TABLE seed_bodies")
     for _, sql in indexes + triggers:
         con.execute(sql)
     if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'messages_search'").fetchone():
