@@ -98,15 +98,7 @@ pub struct GroupParts {
 /// Built only through [`Group::new`]: each contact is a member once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Group {
-    id: GroupId,
-    name: GroupName,
-    description: GroupDescription,
-    avatar_url: AvatarUrl,
-    created_by: ContactId,
-    created_at: Timestamp,
-    first_members: Vec<GroupMember>,
-    member_count: u64,
-    owners: Vec<ContactId>,
+    parts: GroupParts,
 }
 
 impl Group {
@@ -124,108 +116,77 @@ impl Group {
     /// twice, [`Rule::TooManyMembers`] when `first_members` holds more than
     /// [`FIRST_MEMBERS`] or more than `member_count`.
     pub fn new(parts: GroupParts) -> Result<Self, DomainError> {
-        let GroupParts {
-            id,
-            name,
-            description,
-            avatar_url,
-            created_by,
-            created_at,
-            first_members,
-            member_count,
-            owners,
-        } = parts;
-        if has_repeats(first_members.iter().map(|m| m.contact.id()).collect())
-            || has_repeats(owners.clone())
+        if has_repeats(parts.first_members.iter().map(|m| m.contact.id()).collect())
+            || has_repeats(parts.owners.clone())
         {
             return Err(DomainError::breaks(Field::Members, Rule::DuplicateMember));
         }
-        let listed = first_members.len() as u64;
-        if first_members.len() > FIRST_MEMBERS || listed > member_count {
-            let max = member_count.min(FIRST_MEMBERS as u64);
+        let listed = parts.first_members.len() as u64;
+        if parts.first_members.len() > FIRST_MEMBERS || listed > parts.member_count {
+            let max = parts.member_count.min(FIRST_MEMBERS as u64);
             return Err(DomainError::breaks(
                 Field::Members,
                 Rule::TooManyMembers { max },
             ));
         }
-        Ok(Self {
-            id,
-            name,
-            description,
-            avatar_url,
-            created_by,
-            created_at,
-            first_members,
-            member_count,
-            owners,
-        })
+        Ok(Self { parts })
     }
 
     /// Its attributes, for a caller that takes the group apart (and may
     /// build another through [`Group::new`]).
     pub fn into_parts(self) -> GroupParts {
-        GroupParts {
-            id: self.id,
-            name: self.name,
-            description: self.description,
-            avatar_url: self.avatar_url,
-            created_by: self.created_by,
-            created_at: self.created_at,
-            first_members: self.first_members,
-            member_count: self.member_count,
-            owners: self.owners,
-        }
+        self.parts
     }
 
     /// Never changes.
     pub fn id(&self) -> GroupId {
-        self.id
+        self.parts.id
     }
 
     /// Owners may change it.
     pub fn name(&self) -> &GroupName {
-        &self.name
+        &self.parts.name
     }
 
     /// Owners may change it; may be empty.
     pub fn description(&self) -> &GroupDescription {
-        &self.description
+        &self.parts.description
     }
 
     /// Empty when the group has none; owners may change it.
     pub fn avatar_url(&self) -> &AvatarUrl {
-        &self.avatar_url
+        &self.parts.avatar_url
     }
 
     /// Who created it (whether or not still a member).
     pub fn created_by(&self) -> ContactId {
-        self.created_by
+        self.parts.created_by
     }
 
     /// When it was created.
     pub fn created_at(&self) -> Timestamp {
-        self.created_at
+        self.parts.created_at
     }
 
     /// Its first members (at most [`FIRST_MEMBERS`]) in the order they
     /// joined, each once.
     pub fn first_members(&self) -> &[GroupMember] {
-        &self.first_members
+        &self.parts.first_members
     }
 
     /// How many members it has.
     pub fn member_count(&self) -> u64 {
-        self.member_count
+        self.parts.member_count
     }
 
     /// Its owners, each once.
     pub fn owners(&self) -> &[ContactId] {
-        &self.owners
+        &self.parts.owners
     }
 
     /// Whether `contact` is an owner of the group.
     pub fn is_owner(&self, contact: ContactId) -> bool {
-        self.owners.contains(&contact)
+        self.parts.owners.contains(&contact)
     }
 
     /// Checks a change of the group by `by`, `role_of` giving the current
@@ -312,6 +273,7 @@ impl Group {
             }
         }
         let owners_left = self
+            .parts
             .owners
             .iter()
             .filter(|o| !edit.removes.contains(o))

@@ -302,21 +302,7 @@ impl MessageParts {
 /// [`MAX_REACTION_NAMES`] reaction names, each once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
-    id: MessageId,
-    conversation_id: ConversationId,
-    sender: Contact,
-    text: MessageText,
-    reactions: Vec<Reaction>,
-    attachments: Vec<Attachment>,
-    read_at: Option<Timestamp>,
-    created_at: Timestamp,
-    updated_at: Option<Timestamp>,
-    reply_to: Option<Quote>,
-    parent_id: Option<MessageId>,
-    reply_count: u64,
-    last_reply_at: Option<Timestamp>,
-    mentions: Mentions,
-    edited_at: Option<Timestamp>,
+    parts: MessageParts,
 }
 
 impl Message {
@@ -410,154 +396,106 @@ impl Message {
                 Rule::OutsideConversation,
             ));
         }
-        let MessageParts {
-            id,
-            conversation_id,
-            sender,
-            text,
-            reactions,
-            attachments,
-            read_at,
-            created_at,
-            updated_at,
-            reply_to,
-            parent_id,
-            reply_count,
-            last_reply_at,
-            mentions,
-            edited_at,
-        } = parts;
-        Ok(Self {
-            id,
-            conversation_id,
-            sender,
-            text,
-            reactions,
-            attachments,
-            read_at,
-            created_at,
-            updated_at,
-            reply_to,
-            parent_id,
-            reply_count,
-            last_reply_at,
-            mentions,
-            edited_at,
-        })
+        Ok(Self { parts })
     }
 
     /// Its attributes, for a caller that takes the message apart (and may
     /// build another through [`Message::new`]).
     pub fn into_parts(self) -> MessageParts {
-        MessageParts {
-            id: self.id,
-            conversation_id: self.conversation_id,
-            sender: self.sender,
-            text: self.text,
-            reactions: self.reactions,
-            attachments: self.attachments,
-            read_at: self.read_at,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            reply_to: self.reply_to,
-            parent_id: self.parent_id,
-            reply_count: self.reply_count,
-            last_reply_at: self.last_reply_at,
-            mentions: self.mentions,
-            edited_at: self.edited_at,
-        }
+        self.parts
     }
 
     /// Never changes.
     pub fn id(&self) -> MessageId {
-        self.id
+        self.parts.id
     }
 
     /// The conversation it was sent in; never changes.
     pub fn conversation_id(&self) -> ConversationId {
-        self.conversation_id
+        self.parts.conversation_id
     }
 
     /// Who sent it: the only one who may edit, delete or attach to it.
     pub fn sender(&self) -> &Contact {
-        &self.sender
+        &self.parts.sender
     }
 
     /// The text; only the sender changes it.
     pub fn text(&self) -> &MessageText {
-        &self.text
+        &self.parts.text
     }
 
     /// In the order of each name's first reaction; each name once, at most
     /// [`MAX_REACTION_NAMES`].
     pub fn reactions(&self) -> &[Reaction] {
-        &self.reactions
+        &self.parts.reactions
     }
 
     /// In the order they were added; at most [`MAX_ATTACHMENTS`], each of
     /// this message.
     pub fn attachments(&self) -> &[Attachment] {
-        &self.attachments
+        &self.parts.attachments
     }
 
     /// When a member other than the sender first opened the conversation
     /// after it arrived; `None` until then.
     pub fn read_at(&self) -> Option<Timestamp> {
-        self.read_at
+        self.parts.read_at
     }
 
     /// When it was sent.
     pub fn created_at(&self) -> Timestamp {
-        self.created_at
+        self.parts.created_at
     }
 
     /// When it last changed (text, reactions, attachments); `None` if
     /// never.
     pub fn updated_at(&self) -> Option<Timestamp> {
-        self.updated_at
+        self.parts.updated_at
     }
 
     /// The message it quotes, as that message reads now; `None` for a
     /// message that quotes none.
     pub fn reply_to(&self) -> Option<&Quote> {
-        self.reply_to.as_ref()
+        self.parts.reply_to.as_ref()
     }
 
     /// The message whose thread it replies in; `None` for a message of the
     /// conversation itself (which may start a thread).
     pub fn parent_id(&self) -> Option<MessageId> {
-        self.parent_id
+        self.parts.parent_id
     }
 
     /// How many replies its thread holds (0 for a thread reply).
     pub fn reply_count(&self) -> u64 {
-        self.reply_count
+        self.parts.reply_count
     }
 
     /// When its thread's latest reply was sent; `None` without replies.
     pub fn last_reply_at(&self) -> Option<Timestamp> {
-        self.last_reply_at
+        self.parts.last_reply_at
     }
 
     /// The members it mentions.
     pub fn mentions(&self) -> &Mentions {
-        &self.mentions
+        &self.parts.mentions
     }
 
     /// When its text last changed; `None` if never (reactions and
     /// attachments move [`Message::updated_at`] only).
     pub fn edited_at(&self) -> Option<Timestamp> {
-        self.edited_at
+        self.parts.edited_at
     }
 
     /// Whether `contact` sent it.
     pub fn is_from(&self, contact: ContactId) -> bool {
-        self.sender.id() == contact
+        self.parts.sender.id() == contact
     }
 
     /// Whether `contact` reacted with `name`.
     pub fn has_reaction(&self, name: &ReactionName, contact: ContactId) -> bool {
-        self.reactions
+        self.parts
+            .reactions
             .iter()
             .any(|r| &r.name == name && r.has_reactor(contact))
     }
@@ -592,7 +530,7 @@ impl Message {
     /// ([`check_attachment_count`] on what it has and what is added).
     pub fn check_attach(&self, by: ContactId, adding: usize) -> Result<(), DomainError> {
         self.sender_only(by, "only the sender may add attachments")?;
-        check_attachment_count(self.attachments.len() + adding)
+        check_attachment_count(self.parts.attachments.len() + adding)
     }
 
     /// Works out which reactions `by` adds when asking for `requested`
@@ -624,9 +562,9 @@ impl Message {
         }
         let new_names = adding
             .iter()
-            .filter(|n| !self.reactions.iter().any(|r| &r.name == *n))
+            .filter(|n| !self.parts.reactions.iter().any(|r| &r.name == *n))
             .count();
-        check_reaction_name_count(self.reactions.len() + new_names)?;
+        check_reaction_name_count(self.parts.reactions.len() + new_names)?;
         Ok(adding)
     }
 }
