@@ -1,5 +1,8 @@
 use super::*;
-use crate::{AvatarUrl, ContactParts, PhoneNumber};
+use crate::{
+    AttachmentId, AvatarUrl, ContactParts, FileSource, FileType, FileUrl, Filename, PhoneNumber,
+    Reactor, Username,
+};
 use uuid::Uuid;
 
 fn contact(n: u128, name: &str) -> Contact {
