@@ -60,12 +60,8 @@ async fn a_send_hands_message_created_for_the_members_and_signals_once() {
         .returning(|_, _, _| Ok(message_from(bob())));
     signalled(&mut m, 1);
     let send = SendMessage {
-        conversation_id: conv_id(),
-        text: text("hi"),
         attachments: vec![crate::AttachmentInput::Link(file())],
-        reply_to_id: None,
-        parent_id: None,
-        mentions: Vec::new(),
+        ..hi()
     };
     m.service()
         .send_message(&bob(), send, None)
@@ -80,14 +76,7 @@ async fn a_failed_write_signals_nothing() {
         .expect_append_message()
         .returning(|_, _, _| Err(StoreError::NotFound));
     signalled(&mut m, 0);
-    let send = SendMessage {
-        conversation_id: conv_id(),
-        text: text("hi"),
-        attachments: vec![],
-        reply_to_id: None,
-        parent_id: None,
-        mentions: Vec::new(),
-    };
+    let send = hi();
     assert!(m.service().send_message(&bob(), send, None).await.is_err());
 }
 

@@ -251,6 +251,19 @@ fn visible_message(m: &mut Mocks, sender: Contact, viewer: &Contact) {
         .returning(move |_, _| Ok(Some(msg.clone())));
 }
 
+/// "hi" sent to `conv_id()`, nothing else (no attachment, quote, thread
+/// or mention): what a test sends unless it says otherwise.
+fn hi() -> crate::SendMessage {
+    crate::SendMessage {
+        conversation_id: conv_id(),
+        text: text("hi"),
+        attachments: vec![],
+        reply_to_id: None,
+        parent_id: None,
+        mentions: Vec::new(),
+    }
+}
+
 fn text(s: &str) -> MessageText {
     MessageText::new(s.into()).expect("valid")
 }
