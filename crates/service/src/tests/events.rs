@@ -277,12 +277,8 @@ async fn conversations_created_and_deleted_are_for_their_members() {
 async fn group_events_go_to_members_and_the_removed() {
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
-    roles_of(&mut m, &g);
+    group_seen(&mut m, &g);
     let gid = g.id();
-    let g2 = g.clone();
-    m.groups
-        .expect_group_for()
-        .returning(move |_, _| Ok(Some(g2.clone())));
     let g3 = g.clone();
     m.groups
         .expect_create_group()

@@ -205,17 +205,20 @@ async fn only_the_sender_attaches() {
     ));
 }
 
+/// A "like" in `username`'s name.
+fn like_as(username: &str) -> MessageUpdate {
+    let like = ReactionName::new("like".into()).expect("valid");
+    MessageUpdate {
+        reactions: vec![(like, vec![username.into()])],
+        ..Default::default()
+    }
+}
+
 #[tokio::test]
 async fn reacting_in_someone_elses_name_is_forbidden() {
     let mut m = Mocks::new();
     visible_message(&mut m, alice(), &bob());
-    let update = MessageUpdate {
-        reactions: vec![(
-            ReactionName::new("like".into()).expect("valid"),
-            vec!["alice".into()],
-        )],
-        ..Default::default()
-    };
+    let update = like_as("alice");
     assert!(matches!(
         m.service().update_message(&bob(), msg_id(), update).await,
         Err(ServiceError::Forbidden(_))
@@ -231,13 +234,7 @@ async fn any_member_reacts_in_own_name() {
         .withf(|_, c, _| c.reactor == bob().id() && c.add_reactions.len() == 1 && c.text.is_none())
         .times(1)
         .returning(|_, _, _| Ok(message_from(alice())));
-    let update = MessageUpdate {
-        reactions: vec![(
-            ReactionName::new("like".into()).expect("valid"),
-            vec!["bob".into()],
-        )],
-        ..Default::default()
-    };
+    let update = like_as("bob");
     assert!(m
         .service()
         .update_message(&bob(), msg_id(), update)

@@ -152,8 +152,13 @@ fn no_blocks() -> MockModerationStore {
     m
 }
 
-/// The group store answers roles as in `group`'s first members.
-fn roles_of(m: &mut Mocks, group: &Group) {
+/// The group store shows `group` to whoever asks, and answers roles as
+/// in its first members.
+fn group_seen(m: &mut Mocks, group: &Group) {
+    let seen = group.clone();
+    m.groups
+        .expect_group_for()
+        .returning(move |_, _| Ok(Some(seen.clone())));
     let members: Vec<(ContactId, GroupRole)> = group
         .first_members()
         .iter()
