@@ -273,6 +273,15 @@ fn text(s: &str) -> MessageText {
     MessageText::new(s.into()).expect("valid")
 }
 
+/// `contact` as a member of a group with `role`, since before [`NOW`].
+fn group_member(contact: Contact, role: GroupRole) -> GroupMember {
+    GroupMember {
+        contact,
+        role,
+        joined_at: Timestamp::from_secs(NOW - 1000),
+    }
+}
+
 fn group_with(owner: &Contact, member: &Contact) -> Group {
     Group::new(GroupParts {
         id: GroupId::from_uuid(Uuid::from_u128(7)),
@@ -284,16 +293,8 @@ fn group_with(owner: &Contact, member: &Contact) -> Group {
         member_count: 2,
         owners: vec![owner.id()],
         first_members: vec![
-            GroupMember {
-                contact: owner.clone(),
-                role: GroupRole::Owner,
-                joined_at: Timestamp::from_secs(NOW - 1000),
-            },
-            GroupMember {
-                contact: member.clone(),
-                role: GroupRole::Member,
-                joined_at: Timestamp::from_secs(NOW - 1000),
-            },
+            group_member(owner.clone(), GroupRole::Owner),
+            group_member(member.clone(), GroupRole::Member),
         ],
     })
     .expect("valid")

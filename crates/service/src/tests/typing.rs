@@ -90,6 +90,16 @@ fn secs(s: f64) -> i64 {
     (s * 1_000_000.0) as i64
 }
 
+/// What `who` was told to have started typing, as [`states`] lists it.
+fn start(who: Contact) -> (ContactId, TypingState) {
+    (who.id(), TypingState::Start)
+}
+
+/// What `who` was told to have stopped, as [`states`] lists it.
+fn stop(who: Contact) -> (ContactId, TypingState) {
+    (who.id(), TypingState::Stop)
+}
+
 fn states(published: &Published) -> Vec<(ContactId, TypingState)> {
     published
         .lock()
@@ -128,11 +138,7 @@ async fn starts_closer_than_two_seconds_are_dropped() {
     say(&s, &alice(), TypingState::Start).await;
     assert_eq!(
         states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (bob().id(), TypingState::Start),
-            (alice().id(), TypingState::Start),
-        ]
+        vec![start(alice()), start(bob()), start(alice()),]
     );
     let first = published.lock().expect("lock")[0];
     assert_eq!(first.conversation_id(), conv_id());
@@ -159,11 +165,7 @@ async fn a_stop_is_news_only_while_a_start_holds() {
     say(&s, &alice(), TypingState::Stop).await;
     assert_eq!(
         states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop),
-            (alice().id(), TypingState::Start),
-        ]
+        vec![start(alice()), stop(alice()), start(alice()),]
     );
     assert_eq!(s.typing_next_wake(), None, "nothing waits");
 }
@@ -175,7 +177,7 @@ async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told()
     // A stop 0.1 s later waits until 2 s after the start.
     wait(&now, 0.1);
     say(&s, &alice(), TypingState::Stop).await;
-    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    assert_eq!(states(&published), vec![start(alice())]);
     assert_eq!(
         s.typing_next_wake(),
         Some(Timestamp::from_micros(secs(NOW as f64 + 2.0)))
@@ -192,13 +194,7 @@ async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told()
     assert_eq!(states(&published).len(), 1);
     wait(&now, 0.1);
     s.typing_wake();
-    assert_eq!(
-        states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop)
-        ]
-    );
+    assert_eq!(states(&published), vec![start(alice()), stop(alice())]);
     let stop = published.lock().expect("lock")[1];
     assert_eq!(
         stop.expires_at(),
@@ -229,18 +225,12 @@ async fn alternating_starts_and_stops_reach_the_others_once_per_two_seconds() {
         say(&s, &alice(), state).await;
         wait(&now, 0.001);
     }
-    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    assert_eq!(states(&published), vec![start(alice())]);
     // The last word, a stop, comes in its turn: the others are not left
     // with "typing".
     now.store(secs(NOW as f64 + 2.0), Ordering::SeqCst);
     s.typing_wake();
-    assert_eq!(
-        states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop)
-        ]
-    );
+    assert_eq!(states(&published), vec![start(alice()), stop(alice())]);
     // The same for 20 s of it, 10 ms apart: at most one frame per 2 s.
     for n in 0..2000 {
         let state = if n % 2 == 0 {
@@ -265,17 +255,11 @@ async fn a_send_ends_a_start_that_holds() {
     // Sent within 2 s of the start: its stop comes in its turn.
     s.typing_ended_by_send(alice().id(), conv_id());
     s.typing_ended_by_send(alice().id(), conv_id());
-    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    assert_eq!(states(&published), vec![start(alice())]);
     wait(&now, 2.0);
     s.typing_wake();
     s.typing_ended_by_send(alice().id(), conv_id());
-    assert_eq!(
-        states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop)
-        ]
-    );
+    assert_eq!(states(&published), vec![start(alice()), stop(alice())]);
 }
 
 #[tokio::test]
@@ -289,16 +273,10 @@ async fn a_start_soon_after_a_send_is_told_in_its_turn() {
     s.typing_ended_by_send(alice().id(), conv_id());
     wait(&now, 0.2);
     say(&s, &alice(), TypingState::Start).await;
-    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    assert_eq!(states(&published), vec![start(alice())]);
     wait(&now, 1.5);
     s.typing_wake();
-    assert_eq!(
-        states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Start)
-        ]
-    );
+    assert_eq!(states(&published), vec![start(alice()), start(alice())]);
     // Without a send in between, a start within 2 s of the one told (made
     // at 0.5 s) is still a renewal that adds nothing.
     wait(&now, 0.1);
@@ -352,13 +330,7 @@ async fn other_processes_news_holds_back_and_ends_starts_here() {
     s.typing_wake();
     let mut told = states(&published);
     told.sort_by_key(|(who, _)| *who);
-    assert_eq!(
-        told,
-        vec![
-            (alice().id(), TypingState::Stop),
-            (bob().id(), TypingState::Start)
-        ]
-    );
+    assert_eq!(told, vec![stop(alice()), start(bob())]);
 }
 
 #[tokio::test]
