@@ -26,12 +26,7 @@ pub struct ContactParts {
 /// ([`Contact::record_activity`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Contact {
-    id: ContactId,
-    username: Username,
-    phone_number: PhoneNumber,
-    avatar_url: AvatarUrl,
-    last_active_at: Timestamp,
-    created_at: Timestamp,
+    parts: ContactParts,
 }
 
 impl Contact {
@@ -83,51 +78,29 @@ impl Contact {
                 Rule::ActiveBeforeCreation,
             ));
         }
-        let ContactParts {
-            id,
-            username,
-            phone_number,
-            avatar_url,
-            last_active_at,
-            created_at,
-        } = parts;
-        Ok(Self {
-            id,
-            username,
-            phone_number,
-            avatar_url,
-            last_active_at,
-            created_at,
-        })
+        Ok(Self { parts })
     }
 
     /// Its attributes, for a caller that takes the contact apart (and may
     /// build another through [`Contact::new`]).
     pub fn into_parts(self) -> ContactParts {
-        ContactParts {
-            id: self.id,
-            username: self.username,
-            phone_number: self.phone_number,
-            avatar_url: self.avatar_url,
-            last_active_at: self.last_active_at,
-            created_at: self.created_at,
-        }
+        self.parts
     }
 
     /// Never changes.
     pub fn id(&self) -> ContactId {
-        self.id
+        self.parts.id
     }
 
     /// Unique case-insensitively; never changes.
     pub fn username(&self) -> &Username {
-        &self.username
+        &self.parts.username
     }
 
     /// The contact's own phone number; they may change it. Private: who
     /// may read it is [`Contact::phone_number_for`]'s rule.
     pub fn phone_number(&self) -> &PhoneNumber {
-        &self.phone_number
+        &self.parts.phone_number
     }
 
     /// The phone number as `viewer` may see it: only the contact themself
@@ -156,37 +129,37 @@ impl Contact {
     /// ```
     pub fn phone_number_for(&self, viewer: Viewer) -> Option<&PhoneNumber> {
         match viewer {
-            Viewer::Operator => Some(&self.phone_number),
-            Viewer::Contact(id) if id == self.id => Some(&self.phone_number),
+            Viewer::Operator => Some(&self.parts.phone_number),
+            Viewer::Contact(id) if id == self.parts.id => Some(&self.parts.phone_number),
             Viewer::Contact(_) | Viewer::Anyone => None,
         }
     }
 
     /// Empty when the contact has none; they may change it.
     pub fn avatar_url(&self) -> &AvatarUrl {
-        &self.avatar_url
+        &self.parts.avatar_url
     }
 
     /// Time of the latest authenticated request (at the resolution of
     /// [`Contact::ACTIVITY_RESOLUTION_SECS`]); starts at `created_at`.
     pub fn last_active_at(&self) -> Timestamp {
-        self.last_active_at
+        self.parts.last_active_at
     }
 
     /// When the contact was created.
     pub fn created_at(&self) -> Timestamp {
-        self.created_at
+        self.parts.created_at
     }
 
     /// Records activity at `at`. Activity only moves forward: an earlier
     /// `at` (a late request) changes nothing.
     pub fn record_activity(&mut self, at: Timestamp) {
-        self.last_active_at = self.last_active_at.max(at);
+        self.parts.last_active_at = self.parts.last_active_at.max(at);
     }
 
     /// Whether a request at `now` should record activity.
     pub fn activity_is_stale(&self, now: Timestamp) -> bool {
-        Self::activity_written_long_ago(self.last_active_at, now)
+        Self::activity_written_long_ago(self.parts.last_active_at, now)
     }
 
     /// Whether activity written at `written` is due again at `now`.

@@ -48,12 +48,26 @@ pub struct ConversationParts {
 /// conversation is between two different contacts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conversation {
-    id: ConversationId,
-    kind: ConversationKind,
-    creator_id: ContactId,
-    pinned_message_id: Option<MessageId>,
-    last_active_at: Option<Timestamp>,
-    created_at: Timestamp,
+    parts: ConversationParts,
+}
+
+impl ConversationParts {
+    /// A conversation just created: nothing pinned, no message yet.
+    fn fresh(
+        id: ConversationId,
+        kind: ConversationKind,
+        creator: ContactId,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id,
+            kind,
+            creator_id: creator,
+            pinned_message_id: None,
+            last_active_at: None,
+            created_at: now,
+        }
+    }
 }
 
 impl Conversation {
@@ -69,14 +83,12 @@ impl Conversation {
         peer: ContactId,
         now: Timestamp,
     ) -> Result<Self, DomainError> {
-        Self::new(ConversationParts {
+        Self::new(ConversationParts::fresh(
             id,
-            kind: ConversationKind::Direct { peer_id: peer },
-            creator_id: creator,
-            pinned_message_id: None,
-            last_active_at: None,
-            created_at: now,
-        })
+            ConversationKind::Direct { peer_id: peer },
+            creator,
+            now,
+        ))
     }
 
     /// A new conversation of a group the creator belongs to.
@@ -86,13 +98,9 @@ impl Conversation {
         group_id: GroupId,
         now: Timestamp,
     ) -> Self {
+        let kind = ConversationKind::Group { group_id };
         Self {
-            id,
-            kind: ConversationKind::Group { group_id },
-            creator_id: creator,
-            pinned_message_id: None,
-            last_active_at: None,
-            created_at: now,
+            parts: ConversationParts::fresh(id, kind, creator, now),
         }
     }
 
@@ -105,78 +113,57 @@ impl Conversation {
     /// [`DomainError::Invalid`] on [`Field::Contact`] with
     /// [`Rule::ConversationWithSelf`] when it is.
     pub fn new(parts: ConversationParts) -> Result<Self, DomainError> {
-        let ConversationParts {
-            id,
-            kind,
-            creator_id,
-            pinned_message_id,
-            last_active_at,
-            created_at,
-        } = parts;
-        if matches!(kind, ConversationKind::Direct { peer_id } if peer_id == creator_id) {
+        if matches!(parts.kind, ConversationKind::Direct { peer_id } if peer_id == parts.creator_id)
+        {
             return Err(DomainError::breaks(
                 Field::Contact,
                 Rule::ConversationWithSelf,
             ));
         }
-        Ok(Self {
-            id,
-            kind,
-            creator_id,
-            pinned_message_id,
-            last_active_at,
-            created_at,
-        })
+        Ok(Self { parts })
     }
 
     /// Its attributes, for a caller that takes the conversation apart (and
     /// may build another through [`Conversation::new`]).
     pub fn into_parts(self) -> ConversationParts {
-        ConversationParts {
-            id: self.id,
-            kind: self.kind,
-            creator_id: self.creator_id,
-            pinned_message_id: self.pinned_message_id,
-            last_active_at: self.last_active_at,
-            created_at: self.created_at,
-        }
+        self.parts
     }
 
     /// Never changes.
     pub fn id(&self) -> ConversationId {
-        self.id
+        self.parts.id
     }
 
     /// Direct or of a group; never changes.
     pub fn kind(&self) -> ConversationKind {
-        self.kind
+        self.parts.kind
     }
 
     /// Who created it: one of the two members of a direct conversation;
     /// for a group one, a member who may delete it.
     pub fn creator_id(&self) -> ContactId {
-        self.creator_id
+        self.parts.creator_id
     }
 
     /// The message every member sees pinned, if any (one that
     /// [`Conversation::check_pin`] let through).
     pub fn pinned_message_id(&self) -> Option<MessageId> {
-        self.pinned_message_id
+        self.parts.pinned_message_id
     }
 
     /// `created_at` of the latest message; `None` until the first one.
     pub fn last_active_at(&self) -> Option<Timestamp> {
-        self.last_active_at
+        self.parts.last_active_at
     }
 
     /// When it was created; nothing is archived before it.
     pub fn created_at(&self) -> Timestamp {
-        self.created_at
+        self.parts.created_at
     }
 
     /// The group of a group conversation; `None` for a direct one.
     pub fn group_id(&self) -> Option<GroupId> {
-        match self.kind {
+        match self.parts.kind {
             ConversationKind::Group { group_id } => Some(group_id),
             ConversationKind::Direct { .. } => None,
         }
@@ -184,8 +171,8 @@ impl Conversation {
 
     /// The two members of a direct conversation.
     pub fn direct_members(&self) -> Option<[ContactId; 2]> {
-        match self.kind {
-            ConversationKind::Direct { peer_id } => Some([self.creator_id, peer_id]),
+        match self.parts.kind {
+            ConversationKind::Direct { peer_id } => Some([self.parts.creator_id, peer_id]),
             ConversationKind::Group { .. } => None,
         }
     }
@@ -198,7 +185,7 @@ impl Conversation {
 
     /// Checks that `message` may become this conversation's pinned message.
     pub fn check_pin(&self, message: &Message) -> Result<MessageId, DomainError> {
-        if message.conversation_id() != self.id {
+        if message.conversation_id() != self.parts.id {
             return Err(DomainError::breaks(
                 Field::PinnedMessage,
                 Rule::OutsideConversation,
@@ -244,7 +231,7 @@ impl Conversation {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn check_archive(&self, at: Timestamp, now: Timestamp) -> Result<Timestamp, DomainError> {
-        if at.secs() < self.created_at.secs() {
+        if at.secs() < self.parts.created_at.secs() {
             return Err(DomainError::breaks(Field::ArchivedAt, Rule::BeforeCreation));
         }
         if at.secs() > now.secs() + ARCHIVE_FUTURE_TOLERANCE_SECS {
@@ -261,9 +248,11 @@ impl Conversation {
     /// Who may delete: either member of a direct conversation; for a group
     /// conversation its creator or an owner of the group.
     pub fn check_delete(&self, by: ContactId, by_is_group_owner: bool) -> Result<(), DomainError> {
-        match self.kind {
+        match self.parts.kind {
             ConversationKind::Direct { .. } => Ok(()),
-            ConversationKind::Group { .. } if by == self.creator_id || by_is_group_owner => Ok(()),
+            ConversationKind::Group { .. } if by == self.parts.creator_id || by_is_group_owner => {
+                Ok(())
+            }
             ConversationKind::Group { .. } => Err(DomainError::Forbidden(
                 "only the conversation's creator or a group owner may delete a group conversation",
             )),
@@ -375,7 +364,7 @@ impl PinnedMessageChange {
     /// message already pinned, or unpinning where nothing is pinned,
     /// changes nothing (no write, no event).
     pub fn changes(self, conversation: &Conversation) -> bool {
-        conversation.pinned_message_id != self.target()
+        conversation.parts.pinned_message_id != self.target()
     }
 }
 

@@ -3,6 +3,7 @@
 #![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
+mod attachment;
 mod contact;
 mod conversation;
 mod depth;
@@ -12,12 +13,17 @@ mod group;
 mod ids;
 mod message;
 mod page;
+mod reaction;
 mod report;
 mod search;
 mod time;
 mod typing;
 mod values;
 
+pub use attachment::{
+    check_attachment_count, AddAttachment, Attachment, ContentDigest, FileSource, NewAttachment,
+    MAX_ATTACHMENTS,
+};
 pub use contact::{check_other_contact, Block, Contact, ContactParts, ContactProfilePatch, Viewer};
 pub use conversation::{
     Conversation, ConversationKind, ConversationParts, ConversationView, MemberState,
@@ -38,12 +44,9 @@ pub use group::{
 pub use ids::{
     AttachmentId, ContactId, ConversationId, EditId, GroupId, MessageId, ParseIdError, ReportId,
 };
-pub use message::{
-    check_attachment_count, check_message_content, check_reaction_name_count, AddAttachment,
-    Attachment, ContentDigest, FileSource, Message, MessageParts, NewAttachment, Reaction, Reactor,
-    MAX_ATTACHMENTS, MAX_REACTION_NAMES,
-};
+pub use message::{check_message_content, Message, MessageParts};
 pub use page::{Cursor, Page, PageLimit, Paged};
+pub use reaction::{check_reaction_name_count, Reaction, Reactor, MAX_REACTION_NAMES};
 pub use report::{
     report_hour, secs_to_next_report_hour, NewReport, ParseReportError, Report, ReportDescription,
     ReportReason, ReportStatus, ReportTarget, DEFAULT_REPORTS_PER_HOUR,

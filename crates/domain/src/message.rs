@@ -1,229 +1,8 @@
 use crate::{
-    has_repeats, AttachmentId, Contact, ContactId, ConversationId, DomainError, Field, FileSize,
-    FileType, FileUrl, Filename, Mentions, MessageId, MessageText, Quote, ReactionName, Rule,
-    Timestamp, Username,
+    check_attachment_count, check_reaction_name_count, has_repeats, Attachment, Contact, ContactId,
+    ConversationId, DomainError, Field, Mentions, MessageId, MessageText, Quote, Reaction,
+    ReactionName, Rule, Timestamp,
 };
-
-/// At most this many attachments on one message.
-pub const MAX_ATTACHMENTS: usize = 10;
-/// At most this many distinct reaction names on one message.
-pub const MAX_REACTION_NAMES: usize = 32;
-
-/// Where an attachment's bytes are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileSource {
-    /// At a URL the sender gave; confab never fetches it.
-    Link(FileUrl),
-    /// Uploaded to confab, which keeps the bytes under the attachment's id
-    /// and knows their SHA-256.
-    Stored(ContentDigest),
-}
-
-/// The SHA-256 of a stored file's bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ContentDigest([u8; 32]);
-
-impl ContentDigest {
-    /// The digest whose bytes are `bytes`.
-    pub const fn new(bytes: [u8; 32]) -> Self {
-        Self(bytes)
-    }
-
-    /// The digest written as 64 lower-case hex digits, if `hex` is one.
-    ///
-    /// ```
-    /// use confab_domain::ContentDigest;
-    ///
-    /// let d = ContentDigest::new([0xab; 32]);
-    /// assert_eq!(ContentDigest::from_hex(&d.to_hex()), Some(d));
-    /// assert_eq!(ContentDigest::from_hex("ab"), None);
-    /// ```
-    pub fn from_hex(hex: &str) -> Option<Self> {
-        if hex.len() != 64 || !hex.is_ascii() {
-            return None;
-        }
-        let mut out = [0_u8; 32];
-        for (i, byte) in out.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
-        }
-        Some(Self(out))
-    }
-
-    /// 64 lower-case hex digits.
-    pub fn to_hex(&self) -> String {
-        use std::fmt::Write as _;
-        self.0.iter().fold(String::with_capacity(64), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
-    }
-
-    /// The digest's bytes.
-    pub const fn bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-}
-
-/// A file: attached to a message, or uploaded and not attached yet.
-///
-/// Its fields are public: each is a validated value or an id, and no rule
-/// ties them to each other. That it belongs to the message carrying it is
-/// the message's rule, checked by [`Message::new`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attachment {
-    /// Never changes.
-    pub id: AttachmentId,
-    /// The message it belongs to; `None` for an upload not attached yet.
-    pub message_id: Option<MessageId>,
-    /// The conversation of that message; `None` with it.
-    pub conversation_id: Option<ConversationId>,
-    /// Who added it: the uploader, or the sender who attached it by URL.
-    /// Only they may rename or delete it.
-    pub uploader: ContactId,
-    /// The file's name, as the sender gave it.
-    pub filename: Filename,
-    /// Where the bytes are.
-    pub source: FileSource,
-    /// The file's MIME type: as the sender gave it for a link, detected
-    /// from the bytes for an upload.
-    pub file_type: FileType,
-    /// The file's size: when the sender gave it for a link, always for an
-    /// upload.
-    pub file_size: Option<FileSize>,
-    /// When it was added.
-    pub created_at: Timestamp,
-}
-
-impl Attachment {
-    /// Whether confab stores its bytes (an upload).
-    pub fn is_stored(&self) -> bool {
-        matches!(self.source, FileSource::Stored(_))
-    }
-}
-
-/// An attachment as submitted, before it has an id.
-///
-/// A plain carrier of validated values (public fields): no rule ties them
-/// to each other.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewAttachment {
-    /// See [`Attachment::filename`].
-    pub filename: Filename,
-    /// Where the bytes live; confab never fetches them.
-    pub file_url: FileUrl,
-    /// See [`Attachment::file_type`].
-    pub file_type: FileType,
-    /// See [`Attachment::file_size`].
-    pub file_size: Option<FileSize>,
-}
-
-impl NewAttachment {
-    /// The attachment this becomes once `sender` attaches it to message
-    /// `message_id` of `conversation_id` as `id`, at `at`.
-    #[must_use]
-    pub fn attach(
-        self,
-        id: AttachmentId,
-        (message_id, conversation_id): (MessageId, ConversationId),
-        sender: ContactId,
-        at: Timestamp,
-    ) -> Attachment {
-        Attachment {
-            id,
-            message_id: Some(message_id),
-            conversation_id: Some(conversation_id),
-            uploader: sender,
-            filename: self.filename,
-            source: FileSource::Link(self.file_url),
-            file_type: self.file_type,
-            file_size: self.file_size,
-            created_at: at,
-        }
-    }
-}
-
-/// One of the attachments a send or an edit adds, in the order given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AddAttachment {
-    /// A new attachment by URL, with the id it gets.
-    Link(AttachmentId, NewAttachment),
-    /// The caller's own upload, not attached yet.
-    Upload(AttachmentId),
-}
-
-impl AddAttachment {
-    /// The attachment's id.
-    pub fn id(&self) -> AttachmentId {
-        match self {
-            Self::Link(id, _) | Self::Upload(id) => *id,
-        }
-    }
-}
-
-/// Someone who reacted.
-///
-/// A plain pair (public fields): that a username is the contact's own is
-/// known to whoever looks it up, not a rule between the two values.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reactor {
-    /// Who reacted.
-    pub contact_id: ContactId,
-    /// Their username, so that a reaction reads without another lookup.
-    pub username: Username,
-}
-
-/// All reactions of one name, reactors in the order they reacted.
-///
-/// Built only through [`Reaction::new`]: a reaction has at least one
-/// reactor and counts each contact once.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reaction {
-    name: ReactionName,
-    reactors: Vec<Reactor>,
-}
-
-impl Reaction {
-    /// The reaction `name` by `reactors`, in the order they reacted.
-    ///
-    /// # Errors
-    ///
-    /// [`DomainError::Invalid`] on [`Field::Reactions`] with
-    /// [`Rule::EmptyReaction`] when `reactors` is empty, or with
-    /// [`Rule::DuplicateReactor`] when a contact is in it twice.
-    pub fn new(name: ReactionName, reactors: Vec<Reactor>) -> Result<Self, DomainError> {
-        if reactors.is_empty() {
-            return Err(DomainError::breaks(Field::Reactions, Rule::EmptyReaction));
-        }
-        if has_repeats(reactors.iter().map(|r| r.contact_id).collect()) {
-            return Err(DomainError::breaks(
-                Field::Reactions,
-                Rule::DuplicateReactor,
-            ));
-        }
-        Ok(Self { name, reactors })
-    }
-
-    /// The reaction's name.
-    pub fn name(&self) -> &ReactionName {
-        &self.name
-    }
-
-    /// Everyone who reacted with it, each once, in the order they reacted
-    /// (never empty).
-    pub fn reactors(&self) -> &[Reactor] {
-        &self.reactors
-    }
-
-    /// Whether `contact` is among the reactors.
-    pub fn has_reactor(&self, contact: ContactId) -> bool {
-        self.reactors.iter().any(|r| r.contact_id == contact)
-    }
-
-    /// The name and the reactors, for a caller that takes them apart.
-    pub fn into_parts(self) -> (ReactionName, Vec<Reactor>) {
-        (self.name, self.reactors)
-    }
-}
 
 /// The attributes of a [`Message`], unchecked: what [`Message::new`] takes
 /// and [`Message::into_parts`] gives back. Its fields are public because
@@ -298,25 +77,11 @@ impl MessageParts {
 ///
 /// Built only through [`Message::new`], which checks the rules that tie its
 /// attributes together, so that a message that exists keeps them: at most
-/// [`MAX_ATTACHMENTS`] attachments, each of them its own, and at most
-/// [`MAX_REACTION_NAMES`] reaction names, each once.
+/// [`MAX_ATTACHMENTS`](crate::MAX_ATTACHMENTS) attachments, each of them its own, and at most
+/// [`MAX_REACTION_NAMES`](crate::MAX_REACTION_NAMES) reaction names, each once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Message {
-    id: MessageId,
-    conversation_id: ConversationId,
-    sender: Contact,
-    text: MessageText,
-    reactions: Vec<Reaction>,
-    attachments: Vec<Attachment>,
-    read_at: Option<Timestamp>,
-    created_at: Timestamp,
-    updated_at: Option<Timestamp>,
-    reply_to: Option<Quote>,
-    parent_id: Option<MessageId>,
-    reply_count: u64,
-    last_reply_at: Option<Timestamp>,
-    mentions: Mentions,
-    edited_at: Option<Timestamp>,
+    parts: MessageParts,
 }
 
 impl Message {
@@ -326,11 +91,11 @@ impl Message {
     ///
     /// [`DomainError::Invalid`]
     /// - on [`Field::Attachments`] with [`Rule::TooManyAttachments`] when
-    ///   there are more than [`MAX_ATTACHMENTS`] attachments (see
+    ///   there are more than [`MAX_ATTACHMENTS`](crate::MAX_ATTACHMENTS) attachments (see
     ///   [`check_attachment_count`]), or with [`Rule::OfAnotherMessage`]
     ///   when an attachment names another message;
     /// - on [`Field::Reactions`] with [`Rule::TooManyReactionNames`] when
-    ///   there are more than [`MAX_REACTION_NAMES`] reactions (see
+    ///   there are more than [`MAX_REACTION_NAMES`](crate::MAX_REACTION_NAMES) reactions (see
     ///   [`check_reaction_name_count`]), or with
     ///   [`Rule::DuplicateReactionName`] when two have the same name.
     ///
@@ -395,7 +160,7 @@ impl Message {
             ));
         }
         check_reaction_name_count(parts.reactions.len())?;
-        if has_repeats(parts.reactions.iter().map(|r| r.name.as_str()).collect()) {
+        if has_repeats(parts.reactions.iter().map(|r| r.name().as_str()).collect()) {
             return Err(DomainError::breaks(
                 Field::Reactions,
                 Rule::DuplicateReactionName,
@@ -410,156 +175,108 @@ impl Message {
                 Rule::OutsideConversation,
             ));
         }
-        let MessageParts {
-            id,
-            conversation_id,
-            sender,
-            text,
-            reactions,
-            attachments,
-            read_at,
-            created_at,
-            updated_at,
-            reply_to,
-            parent_id,
-            reply_count,
-            last_reply_at,
-            mentions,
-            edited_at,
-        } = parts;
-        Ok(Self {
-            id,
-            conversation_id,
-            sender,
-            text,
-            reactions,
-            attachments,
-            read_at,
-            created_at,
-            updated_at,
-            reply_to,
-            parent_id,
-            reply_count,
-            last_reply_at,
-            mentions,
-            edited_at,
-        })
+        Ok(Self { parts })
     }
 
     /// Its attributes, for a caller that takes the message apart (and may
     /// build another through [`Message::new`]).
     pub fn into_parts(self) -> MessageParts {
-        MessageParts {
-            id: self.id,
-            conversation_id: self.conversation_id,
-            sender: self.sender,
-            text: self.text,
-            reactions: self.reactions,
-            attachments: self.attachments,
-            read_at: self.read_at,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            reply_to: self.reply_to,
-            parent_id: self.parent_id,
-            reply_count: self.reply_count,
-            last_reply_at: self.last_reply_at,
-            mentions: self.mentions,
-            edited_at: self.edited_at,
-        }
+        self.parts
     }
 
     /// Never changes.
     pub fn id(&self) -> MessageId {
-        self.id
+        self.parts.id
     }
 
     /// The conversation it was sent in; never changes.
     pub fn conversation_id(&self) -> ConversationId {
-        self.conversation_id
+        self.parts.conversation_id
     }
 
     /// Who sent it: the only one who may edit, delete or attach to it.
     pub fn sender(&self) -> &Contact {
-        &self.sender
+        &self.parts.sender
     }
 
     /// The text; only the sender changes it.
     pub fn text(&self) -> &MessageText {
-        &self.text
+        &self.parts.text
     }
 
     /// In the order of each name's first reaction; each name once, at most
-    /// [`MAX_REACTION_NAMES`].
+    /// [`MAX_REACTION_NAMES`](crate::MAX_REACTION_NAMES).
     pub fn reactions(&self) -> &[Reaction] {
-        &self.reactions
+        &self.parts.reactions
     }
 
-    /// In the order they were added; at most [`MAX_ATTACHMENTS`], each of
+    /// In the order they were added; at most [`MAX_ATTACHMENTS`](crate::MAX_ATTACHMENTS), each of
     /// this message.
     pub fn attachments(&self) -> &[Attachment] {
-        &self.attachments
+        &self.parts.attachments
     }
 
     /// When a member other than the sender first opened the conversation
     /// after it arrived; `None` until then.
     pub fn read_at(&self) -> Option<Timestamp> {
-        self.read_at
+        self.parts.read_at
     }
 
     /// When it was sent.
     pub fn created_at(&self) -> Timestamp {
-        self.created_at
+        self.parts.created_at
     }
 
     /// When it last changed (text, reactions, attachments); `None` if
     /// never.
     pub fn updated_at(&self) -> Option<Timestamp> {
-        self.updated_at
+        self.parts.updated_at
     }
 
     /// The message it quotes, as that message reads now; `None` for a
     /// message that quotes none.
     pub fn reply_to(&self) -> Option<&Quote> {
-        self.reply_to.as_ref()
+        self.parts.reply_to.as_ref()
     }
 
     /// The message whose thread it replies in; `None` for a message of the
     /// conversation itself (which may start a thread).
     pub fn parent_id(&self) -> Option<MessageId> {
-        self.parent_id
+        self.parts.parent_id
     }
 
     /// How many replies its thread holds (0 for a thread reply).
     pub fn reply_count(&self) -> u64 {
-        self.reply_count
+        self.parts.reply_count
     }
 
     /// When its thread's latest reply was sent; `None` without replies.
     pub fn last_reply_at(&self) -> Option<Timestamp> {
-        self.last_reply_at
+        self.parts.last_reply_at
     }
 
     /// The members it mentions.
     pub fn mentions(&self) -> &Mentions {
-        &self.mentions
+        &self.parts.mentions
     }
 
     /// When its text last changed; `None` if never (reactions and
     /// attachments move [`Message::updated_at`] only).
     pub fn edited_at(&self) -> Option<Timestamp> {
-        self.edited_at
+        self.parts.edited_at
     }
 
     /// Whether `contact` sent it.
     pub fn is_from(&self, contact: ContactId) -> bool {
-        self.sender.id() == contact
+        self.parts.sender.id() == contact
     }
 
     /// Whether `contact` reacted with `name`.
     pub fn has_reaction(&self, name: &ReactionName, contact: ContactId) -> bool {
-        self.reactions
+        self.parts
+            .reactions
             .iter()
-            .any(|r| &r.name == name && r.has_reactor(contact))
+            .any(|r| r.name() == name && r.has_reactor(contact))
     }
 
     fn sender_only(&self, by: ContactId, what: &'static str) -> Result<(), DomainError> {
@@ -592,13 +309,13 @@ impl Message {
     /// ([`check_attachment_count`] on what it has and what is added).
     pub fn check_attach(&self, by: ContactId, adding: usize) -> Result<(), DomainError> {
         self.sender_only(by, "only the sender may add attachments")?;
-        check_attachment_count(self.attachments.len() + adding)
+        check_attachment_count(self.parts.attachments.len() + adding)
     }
 
     /// Works out which reactions `by` adds when asking for `requested`
     /// (`name -> usernames`). Every username must be `by`'s own: nobody reacts
     /// in someone else's name. Reactions `by` already has are left out, and
-    /// the message may not end up with more than [`MAX_REACTION_NAMES`]
+    /// the message may not end up with more than [`MAX_REACTION_NAMES`](crate::MAX_REACTION_NAMES)
     /// distinct names ([`check_reaction_name_count`]).
     pub fn plan_reactions(
         &self,
@@ -624,60 +341,11 @@ impl Message {
         }
         let new_names = adding
             .iter()
-            .filter(|n| !self.reactions.iter().any(|r| &r.name == *n))
+            .filter(|n| !self.parts.reactions.iter().any(|r| r.name() == *n))
             .count();
-        check_reaction_name_count(self.reactions.len() + new_names)?;
+        check_reaction_name_count(self.parts.reactions.len() + new_names)?;
         Ok(adding)
     }
-}
-
-/// The rule on reaction names: a message carries at most
-/// [`MAX_REACTION_NAMES`] distinct ones. [`Message::new`] and
-/// [`Message::plan_reactions`] apply it; an adapter that counts the names
-/// of a stored message itself (under a lock, say) asks it here.
-///
-/// # Errors
-///
-/// [`DomainError::Invalid`] on [`Field::Reactions`] with
-/// [`Rule::TooManyReactionNames`] when `total` is over the limit.
-pub fn check_reaction_name_count(total: usize) -> Result<(), DomainError> {
-    if total > MAX_REACTION_NAMES {
-        return Err(DomainError::breaks(
-            Field::Reactions,
-            Rule::TooManyReactionNames {
-                max: MAX_REACTION_NAMES,
-            },
-        ));
-    }
-    Ok(())
-}
-
-/// The rule on attachments: a message carries at most [`MAX_ATTACHMENTS`].
-/// [`Message::new`] and [`Message::check_attach`] apply it; an adapter that
-/// counts attachments without a message at hand (a request's list before
-/// reading its items, a stored message's rows under a lock) asks it here.
-///
-/// # Errors
-///
-/// [`DomainError::Invalid`] on [`Field::Attachments`] with
-/// [`Rule::TooManyAttachments`] when `total` is over the limit.
-///
-/// ```
-/// use confab_domain::{check_attachment_count, MAX_ATTACHMENTS};
-///
-/// assert!(check_attachment_count(MAX_ATTACHMENTS).is_ok());
-/// assert!(check_attachment_count(MAX_ATTACHMENTS + 1).is_err());
-/// ```
-pub fn check_attachment_count(total: usize) -> Result<(), DomainError> {
-    if total > MAX_ATTACHMENTS {
-        return Err(DomainError::breaks(
-            Field::Attachments,
-            Rule::TooManyAttachments {
-                max: MAX_ATTACHMENTS,
-            },
-        ));
-    }
-    Ok(())
 }
 
 /// The rule on a new message's content: text, attachments, or both. A

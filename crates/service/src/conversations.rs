@@ -19,6 +19,21 @@ pub enum ConversationTarget {
 }
 
 impl Confab {
+    /// Whether `caller` is a member of `conversation` now (asked of the
+    /// store, which answers "no" for a conversation that does not exist).
+    pub(crate) async fn is_member(
+        &self,
+        caller: &Contact,
+        conversation: ConversationId,
+    ) -> Result<bool, ServiceError> {
+        let members = self
+            .ports
+            .depth
+            .members_among(conversation, vec![caller.id()])
+            .await?;
+        Ok(members.contains(&caller.id()))
+    }
+
     /// The conversation as the caller sees it, or `NotFound` of `input`.
     pub(crate) async fn visible_conversation(
         &self,

@@ -359,12 +359,7 @@ impl Confab {
         // file, not a voice in the conversation), and not across a block,
         // as for a message's text.
         if let Some(conversation) = current.conversation_id {
-            let members = self
-                .ports
-                .depth
-                .members_among(conversation, vec![caller.id()])
-                .await?;
-            if !members.contains(&caller.id()) {
+            if !self.is_member(caller, conversation).await? {
                 return Err(ServiceError::Forbidden(NOT_A_MEMBER_TO_RENAME));
             }
             if let Some(blocked) = self

@@ -192,13 +192,8 @@ impl Confab {
         conversation: ConversationId,
         state: TypingState,
     ) -> Result<(), ServiceError> {
-        let members = self
-            .ports
-            .depth
-            .members_among(conversation, vec![caller.id()])
-            .await?;
         // The conversation is the path's: no parameter to name.
-        if !members.contains(&caller.id()) {
+        if !self.is_member(caller, conversation).await? {
             return Err(ServiceError::not_found());
         }
         let now = self.now();

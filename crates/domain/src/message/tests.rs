@@ -1,5 +1,8 @@
 use super::*;
-use crate::{AvatarUrl, ContactParts, PhoneNumber};
+use crate::{
+    AttachmentId, AvatarUrl, ContactParts, FileSource, FileType, FileUrl, Filename, PhoneNumber,
+    Reactor, Username,
+};
 use uuid::Uuid;
 
 fn contact(n: u128, name: &str) -> Contact {
@@ -26,23 +29,13 @@ fn reactor(c: &Contact) -> Reactor {
 }
 
 fn parts(sender: Contact) -> MessageParts {
-    MessageParts {
-        id: MessageId::from_uuid(Uuid::from_u128(77)),
-        conversation_id: ConversationId::from_uuid(Uuid::from_u128(9)),
+    MessageParts::new(
+        MessageId::from_uuid(Uuid::from_u128(77)),
+        ConversationId::from_uuid(Uuid::from_u128(9)),
         sender,
-        text: MessageText::new("hi".into()).expect("valid"),
-        reactions: vec![],
-        attachments: vec![],
-        read_at: None,
-        created_at: Timestamp::from_secs(0),
-        updated_at: None,
-        reply_to: None,
-        parent_id: None,
-        reply_count: 0,
-        last_reply_at: None,
-        mentions: Mentions::none(),
-        edited_at: None,
-    }
+        MessageText::new("hi".into()).expect("valid"),
+        Timestamp::from_secs(0),
+    )
 }
 
 fn message(sender: Contact) -> Message {

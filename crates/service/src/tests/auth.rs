@@ -1,10 +1,22 @@
 //! Authentication: token lookups, the cache of live tokens, revocation and
 //! the contact's last activity.
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use confab_ports::{LiveToken, Lookup, StoreError};
 
 use crate::ServiceError;
 
 use super::*;
+
+/// A write that fails (the store unavailable) the first time `attempts`
+/// counts it and is made from then on.
+fn fails_first(attempts: &AtomicUsize) -> Result<(), StoreError> {
+    if attempts.fetch_add(1, Ordering::SeqCst) == 0 {
+        Err(StoreError::Unavailable("down".into()))
+    } else {
+        Ok(())
+    }
+}
 
 /// What the store answers for a live token that never expires.
 fn live(contact: confab_domain::Contact) -> Lookup<LiveToken> {
@@ -242,15 +254,11 @@ async fn activity_seen_stale_by_requests_at_once_is_written_once() {
 async fn a_failed_activity_write_is_made_by_the_next_request() {
     let token = "cfb_retry";
     let mut m = alice_last_seen_a_minute_ago();
-    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let attempts = Arc::new(AtomicUsize::new(0));
     let counted = attempts.clone();
-    m.contacts.expect_touch_contact().returning(move |_, _| {
-        if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-            Err(StoreError::Unavailable("down".into()))
-        } else {
-            Ok(())
-        }
-    });
+    m.contacts
+        .expect_touch_contact()
+        .returning(move |_, _| fails_first(&counted));
     let svc = m.service();
     assert!(matches!(
         svc.authenticate(token).await,
@@ -258,7 +266,7 @@ async fn a_failed_activity_write_is_made_by_the_next_request() {
     ));
     let who = svc.authenticate(token).await.expect("authenticated");
     assert_eq!(who.last_active_at(), Timestamp::from_secs(NOW));
-    assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
 }
 
 /// A failed write of a token's `last_used_at` fails its request and is
@@ -269,15 +277,11 @@ async fn a_failed_token_use_write_is_made_by_the_next_request() {
     m.tokens
         .expect_contact_for_token()
         .returning(|_, _| Ok(live(alice())));
-    let attempts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let attempts = Arc::new(AtomicUsize::new(0));
     let counted = attempts.clone();
-    m.tokens.expect_touch_token().returning(move |_, _| {
-        if counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-            Err(StoreError::Unavailable("down".into()))
-        } else {
-            Ok(())
-        }
-    });
+    m.tokens
+        .expect_touch_token()
+        .returning(move |_, _| fails_first(&counted));
     let svc = m.service();
     assert!(matches!(
         svc.authenticate("cfb_device").await,
@@ -286,5 +290,5 @@ async fn a_failed_token_use_write_is_made_by_the_next_request() {
     for _ in 0..3 {
         svc.authenticate("cfb_device").await.expect("authenticated");
     }
-    assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(attempts.load(Ordering::SeqCst), 2);
 }

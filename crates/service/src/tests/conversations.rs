@@ -269,21 +269,9 @@ async fn a_plain_member_may_not_delete_someone_elses_group_conversation() {
     let g = Group::new(GroupParts {
         member_count: 3,
         first_members: vec![
-            GroupMember {
-                contact: alice(),
-                role: GroupRole::Owner,
-                joined_at: Timestamp::from_secs(NOW - 1000),
-            },
-            GroupMember {
-                contact: bob(),
-                role: GroupRole::Member,
-                joined_at: Timestamp::from_secs(NOW - 1000),
-            },
-            GroupMember {
-                contact: carol.clone(),
-                role: GroupRole::Member,
-                joined_at: Timestamp::from_secs(NOW - 1000),
-            },
+            group_member(alice(), GroupRole::Owner),
+            group_member(bob(), GroupRole::Member),
+            group_member(carol.clone(), GroupRole::Member),
         ],
         ..group_with(&alice(), &bob()).into_parts()
     })

@@ -46,63 +46,59 @@ fn invalid(result: Result<Message, ServiceError>, field: Field, rule: Rule) {
     }
 }
 
-#[tokio::test]
-async fn a_quote_of_another_conversation_is_refused_before_any_write() {
+/// Bob, a member, sends `send`, naming a message the store reads as
+/// `named`: refused on `field` with `rule`, and nothing is written.
+async fn refused_before_any_write(
+    named: Option<Message>,
+    send: SendMessage,
+    field: Field,
+    rule: Rule,
+) {
     let mut m = Mocks::new();
     members(&mut m, vec![bob().id()]);
+    m.messages
+        .expect_message_for()
+        .returning(move |_, _| Ok(named.clone()));
+    no_append(&mut m);
+    invalid(
+        m.service().send_message(&bob(), send, None).await,
+        field,
+        rule,
+    );
+}
+
+#[tokio::test]
+async fn a_quote_of_another_conversation_is_refused_before_any_write() {
     let elsewhere = Message::new(MessageParts {
         conversation_id: other_conversation(),
         ..message_from(alice()).into_parts()
     })
     .expect("valid");
-    m.messages
-        .expect_message_for()
-        .returning(move |_, _| Ok(Some(elsewhere.clone())));
-    no_append(&mut m);
-    let svc = m.service();
-    invalid(
-        svc.send_message(&bob(), send(Some(msg_id()), None, vec![]), None)
-            .await,
+    let send = send(Some(msg_id()), None, vec![]);
+    refused_before_any_write(
+        Some(elsewhere),
+        send,
         Field::ReplyTo,
         Rule::OutsideConversation,
-    );
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_quote_the_caller_cannot_see_is_the_same_400() {
-    let mut m = Mocks::new();
-    members(&mut m, vec![bob().id()]);
-    m.messages.expect_message_for().returning(|_, _| Ok(None));
-    no_append(&mut m);
-    let svc = m.service();
-    invalid(
-        svc.send_message(&bob(), send(Some(msg_id()), None, vec![]), None)
-            .await,
-        Field::ReplyTo,
-        Rule::OutsideConversation,
-    );
+    let send = send(Some(msg_id()), None, vec![]);
+    refused_before_any_write(None, send, Field::ReplyTo, Rule::OutsideConversation).await;
 }
 
 #[tokio::test]
 async fn a_reply_to_a_thread_reply_is_refused_threads_are_one_level() {
-    let mut m = Mocks::new();
-    members(&mut m, vec![bob().id()]);
     let reply = Message::new(MessageParts {
         parent_id: Some(MessageId::from_uuid(Uuid::from_u128(0xF1257))),
         ..message_from(alice()).into_parts()
     })
     .expect("valid");
-    m.messages
-        .expect_message_for()
-        .returning(move |_, _| Ok(Some(reply.clone())));
-    no_append(&mut m);
-    let svc = m.service();
-    invalid(
-        svc.send_message(&bob(), send(None, Some(msg_id()), vec![]), None)
-            .await,
-        Field::Parent,
-        Rule::ThreadReply,
-    );
+    let send = send(None, Some(msg_id()), vec![]);
+    refused_before_any_write(Some(reply), send, Field::Parent, Rule::ThreadReply).await;
 }
 
 #[tokio::test]

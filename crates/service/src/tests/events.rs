@@ -60,12 +60,8 @@ async fn a_send_hands_message_created_for_the_members_and_signals_once() {
         .returning(|_, _, _| Ok(message_from(bob())));
     signalled(&mut m, 1);
     let send = SendMessage {
-        conversation_id: conv_id(),
-        text: text("hi"),
         attachments: vec![crate::AttachmentInput::Link(file())],
-        reply_to_id: None,
-        parent_id: None,
-        mentions: Vec::new(),
+        ..hi()
     };
     m.service()
         .send_message(&bob(), send, None)
@@ -80,14 +76,7 @@ async fn a_failed_write_signals_nothing() {
         .expect_append_message()
         .returning(|_, _, _| Err(StoreError::NotFound));
     signalled(&mut m, 0);
-    let send = SendMessage {
-        conversation_id: conv_id(),
-        text: text("hi"),
-        attachments: vec![],
-        reply_to_id: None,
-        parent_id: None,
-        mentions: Vec::new(),
-    };
+    let send = hi();
     assert!(m.service().send_message(&bob(), send, None).await.is_err());
 }
 
@@ -288,12 +277,8 @@ async fn conversations_created_and_deleted_are_for_their_members() {
 async fn group_events_go_to_members_and_the_removed() {
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
-    roles_of(&mut m, &g);
+    group_seen(&mut m, &g);
     let gid = g.id();
-    let g2 = g.clone();
-    m.groups
-        .expect_group_for()
-        .returning(move |_, _| Ok(Some(g2.clone())));
     let g3 = g.clone();
     m.groups
         .expect_create_group()

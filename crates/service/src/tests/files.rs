@@ -484,14 +484,16 @@ async fn a_full_quota_or_disk_refuses_before_a_byte_is_read() {
             files: 3,
         })
     });
-    attachments.expect_expect_file().never();
-    let mut files = MockFileStorage::new();
-    files.expect_create().never();
-    files.expect_free_space().returning(|| Ok(Some(1_000)));
-    let full = limited(
+    // Nothing is stored: only the quota and the disk's free space are read.
+    let admitting_nothing = |mut attachments: MockAttachmentStore, limits| {
+        attachments.expect_expect_file().never();
+        let mut files = MockFileStorage::new();
+        files.expect_create().never();
+        files.expect_free_space().returning(|| Ok(Some(1_000)));
+        limited(attachments, files, 10, limits)
+    };
+    let full = admitting_nothing(
         attachments,
-        files,
-        10,
         UploadLimits {
             quota_bytes: Some(100),
             per_contact: 4,
@@ -505,15 +507,8 @@ async fn a_full_quota_or_disk_refuses_before_a_byte_is_read() {
             limit: 100
         })
     ));
-    let mut attachments = MockAttachmentStore::new();
-    attachments.expect_expect_file().never();
-    let mut files = MockFileStorage::new();
-    files.expect_create().never();
-    files.expect_free_space().returning(|| Ok(Some(1_000)));
-    let low = limited(
-        attachments,
-        files,
-        10,
+    let low = admitting_nothing(
+        MockAttachmentStore::new(),
         UploadLimits {
             quota_bytes: None,
             per_contact: 4,

@@ -9,10 +9,7 @@ use super::*;
 async fn a_member_may_only_remove_themself_from_a_group() {
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
-    roles_of(&mut m, &g);
-    m.groups
-        .expect_group_for()
-        .returning(move |_, _| Ok(Some(g.clone())));
+    group_seen(&mut m, &g);
     let update = crate::GroupUpdate {
         remove_contact_ids: vec![alice().id()],
         ..Default::default()
@@ -36,11 +33,7 @@ async fn details_already_set_write_nothing_but_still_need_the_right() {
     };
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
-    roles_of(&mut m, &g);
-    let seen = g.clone();
-    m.groups
-        .expect_group_for()
-        .returning(move |_, _| Ok(Some(seen.clone())));
+    group_seen(&mut m, &g);
     m.groups.expect_update_group().never();
     let mut signal = MockEventSignal::new();
     signal.expect_committed().never();
@@ -63,11 +56,7 @@ async fn only_the_details_that_differ_reach_the_store() {
     let gid = GroupId::from_uuid(Uuid::from_u128(7));
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
-    roles_of(&mut m, &g);
-    let seen = g.clone();
-    m.groups
-        .expect_group_for()
-        .returning(move |_, _| Ok(Some(seen.clone())));
+    group_seen(&mut m, &g);
     m.groups
         .expect_update_group()
         .withf(|_, change, _, _| {
@@ -107,10 +96,7 @@ async fn an_admin_removes_plain_members_but_not_the_owner() {
     for (removed, allowed) in [(bob().id(), true), (alice().id(), false)] {
         let mut m = Mocks::new();
         let g = group_with_admin(&alice(), &carol, &bob());
-        roles_of(&mut m, &g);
-        m.groups
-            .expect_group_for()
-            .returning(move |_, _| Ok(Some(g.clone())));
+        group_seen(&mut m, &g);
         if allowed {
             let after = group_with_admin(&alice(), &carol, &bob());
             m.groups
@@ -139,10 +125,7 @@ async fn nobody_adds_to_a_group_someone_who_blocked_them() {
     let carol = contact(3, "carol");
     let mut m = Mocks::new();
     let g = group_with(&alice(), &bob());
-    roles_of(&mut m, &g);
-    m.groups
-        .expect_group_for()
-        .returning(move |_, _| Ok(Some(g.clone())));
+    group_seen(&mut m, &g);
     let mut moderation = MockModerationStore::new();
     let who = carol.id();
     moderation

@@ -3,8 +3,7 @@ use confab_domain::{DomainError, Field};
 use confab_ports::{ClaimOutcome, KeyClaim, StoreError};
 
 use crate::{
-    Completion, ConversationTarget, IdempotencyKey, Idempotent, SendMessage, ServiceError,
-    StoredResponse,
+    Completion, ConversationTarget, IdempotencyKey, Idempotent, ServiceError, StoredResponse,
 };
 
 use super::*;
@@ -186,14 +185,7 @@ async fn a_send_hands_its_completion_to_the_write_and_a_lost_claim_is_in_flight(
             }
         });
     let svc = m.service();
-    let send = || SendMessage {
-        conversation_id: conv_id(),
-        text: text("hi"),
-        attachments: vec![],
-        reply_to_id: None,
-        parent_id: None,
-        mentions: Vec::new(),
-    };
+    let send = hi;
     let completion = || {
         Some(Completion::new(claim(), |m: &Message| {
             stored(201, &m.id().to_string())

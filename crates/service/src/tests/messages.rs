@@ -2,7 +2,7 @@
 use confab_domain::{Cursor, Field, Page, PageLimit, ReactionName, Rule};
 use confab_ports::{Outbox, PayloadRenderer, StoreError};
 
-use crate::{MessageUpdate, SendMessage, ServiceError};
+use crate::{MessageUpdate, ServiceError};
 
 use super::*;
 
@@ -43,14 +43,7 @@ async fn sending_into_a_foreign_conversation_is_not_found_naming_the_conversatio
         .times(1)
         .returning(|_, _, _| Err(StoreError::NotFound));
     let svc = m.service();
-    let send = SendMessage {
-        conversation_id: conv_id(),
-        text: text("hi"),
-        attachments: vec![],
-        reply_to_id: None,
-        parent_id: None,
-        mentions: Vec::new(),
-    };
+    let send = hi();
     assert!(matches!(
         svc.send_message(&contact(3, "carol"), send, None).await,
         Err(ServiceError::NotFound {
@@ -73,14 +66,7 @@ async fn send_appends_as_the_caller_at_now() {
         .times(1)
         .returning(|_, _, _| Ok(message_from(bob())));
     let svc = m.service();
-    let send = SendMessage {
-        conversation_id: conv_id(),
-        text: text("hi"),
-        attachments: vec![],
-        reply_to_id: None,
-        parent_id: None,
-        mentions: Vec::new(),
-    };
+    let send = hi();
     assert!(svc.send_message(&bob(), send, None).await.is_ok());
 }
 
@@ -106,14 +92,7 @@ async fn a_send_hands_the_store_the_renderer_it_was_given() {
         .withf(move |_, outbox, _| renders_with_it(outbox))
         .times(1)
         .returning(|_, _, _| Ok(message_from(bob())));
-    let send = SendMessage {
-        conversation_id: conv_id(),
-        text: text("hi"),
-        attachments: vec![],
-        reply_to_id: None,
-        parent_id: None,
-        mentions: Vec::new(),
-    };
+    let send = hi();
     assert!(m
         .service()
         .send_message_rendered_by(&bob(), send, None, render)
@@ -226,17 +205,20 @@ async fn only_the_sender_attaches() {
     ));
 }
 
+/// A "like" in `username`'s name.
+fn like_as(username: &str) -> MessageUpdate {
+    let like = ReactionName::new("like".into()).expect("valid");
+    MessageUpdate {
+        reactions: vec![(like, vec![username.into()])],
+        ..Default::default()
+    }
+}
+
 #[tokio::test]
 async fn reacting_in_someone_elses_name_is_forbidden() {
     let mut m = Mocks::new();
     visible_message(&mut m, alice(), &bob());
-    let update = MessageUpdate {
-        reactions: vec![(
-            ReactionName::new("like".into()).expect("valid"),
-            vec!["alice".into()],
-        )],
-        ..Default::default()
-    };
+    let update = like_as("alice");
     assert!(matches!(
         m.service().update_message(&bob(), msg_id(), update).await,
         Err(ServiceError::Forbidden(_))
@@ -252,13 +234,7 @@ async fn any_member_reacts_in_own_name() {
         .withf(|_, c, _| c.reactor == bob().id() && c.add_reactions.len() == 1 && c.text.is_none())
         .times(1)
         .returning(|_, _, _| Ok(message_from(alice())));
-    let update = MessageUpdate {
-        reactions: vec![(
-            ReactionName::new("like".into()).expect("valid"),
-            vec!["bob".into()],
-        )],
-        ..Default::default()
-    };
+    let update = like_as("bob");
     assert!(m
         .service()
         .update_message(&bob(), msg_id(), update)
@@ -364,14 +340,7 @@ async fn a_block_refuses_a_send_only_after_the_store_found_nothing_to_write() {
             .times(1)
             .returning(move |_, _| Ok(blocker));
         m.moderation = moderation;
-        let send = crate::SendMessage {
-            conversation_id: conv_id(),
-            text: text("hi"),
-            attachments: vec![],
-            reply_to_id: None,
-            parent_id: None,
-            mentions: Vec::new(),
-        };
+        let send = hi();
         let got = m.service().send_message(&alice(), send, None).await;
         match want {
             Some(by_caller) => assert!(

@@ -152,8 +152,13 @@ fn no_blocks() -> MockModerationStore {
     m
 }
 
-/// The group store answers roles as in `group`'s first members.
-fn roles_of(m: &mut Mocks, group: &Group) {
+/// The group store shows `group` to whoever asks, and answers roles as
+/// in its first members.
+fn group_seen(m: &mut Mocks, group: &Group) {
+    let seen = group.clone();
+    m.groups
+        .expect_group_for()
+        .returning(move |_, _| Ok(Some(seen.clone())));
     let members: Vec<(ContactId, GroupRole)> = group
         .first_members()
         .iter()
@@ -251,8 +256,30 @@ fn visible_message(m: &mut Mocks, sender: Contact, viewer: &Contact) {
         .returning(move |_, _| Ok(Some(msg.clone())));
 }
 
+/// "hi" sent to `conv_id()`, nothing else (no attachment, quote, thread
+/// or mention): what a test sends unless it says otherwise.
+fn hi() -> crate::SendMessage {
+    crate::SendMessage {
+        conversation_id: conv_id(),
+        text: text("hi"),
+        attachments: vec![],
+        reply_to_id: None,
+        parent_id: None,
+        mentions: Vec::new(),
+    }
+}
+
 fn text(s: &str) -> MessageText {
     MessageText::new(s.into()).expect("valid")
+}
+
+/// `contact` as a member of a group with `role`, since before [`NOW`].
+fn group_member(contact: Contact, role: GroupRole) -> GroupMember {
+    GroupMember {
+        contact,
+        role,
+        joined_at: Timestamp::from_secs(NOW - 1000),
+    }
 }
 
 fn group_with(owner: &Contact, member: &Contact) -> Group {
@@ -266,16 +293,8 @@ fn group_with(owner: &Contact, member: &Contact) -> Group {
         member_count: 2,
         owners: vec![owner.id()],
         first_members: vec![
-            GroupMember {
-                contact: owner.clone(),
-                role: GroupRole::Owner,
-                joined_at: Timestamp::from_secs(NOW - 1000),
-            },
-            GroupMember {
-                contact: member.clone(),
-                role: GroupRole::Member,
-                joined_at: Timestamp::from_secs(NOW - 1000),
-            },
+            group_member(owner.clone(), GroupRole::Owner),
+            group_member(member.clone(), GroupRole::Member),
         ],
     })
     .expect("valid")

@@ -33,13 +33,36 @@ fn recording(published: &Published) -> MockTypingRelay {
     relay
 }
 
-/// The service with `members` members of `conv_id()`, no blocks, its
-/// clock at `now`, typing news recorded in `published`.
-fn service(members: Vec<ContactId>, now: &Arc<AtomicI64>, published: &Published) -> Confab {
-    service_on(members, now, recording(published), no_blocks())
+/// The service with some members of `conv_id()` and no blocks, its clock
+/// (`now`, from [`NOW`]) moved by the test, its typing news recorded in
+/// `published`.
+struct Typists {
+    now: Arc<AtomicI64>,
+    published: Published,
+    s: Confab,
 }
 
-/// [`service`] with this relay and moderation store.
+impl Typists {
+    fn of(members: Vec<ContactId>) -> Self {
+        let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
+        let published = Published::default();
+        let s = service_on(members, &now, recording(&published), no_blocks());
+        Self { now, published, s }
+    }
+}
+
+/// `who` says `state` in `conv_id()`, which the service takes (204).
+async fn say(s: &Confab, who: &Contact, state: TypingState) {
+    s.typing(who, conv_id(), state).await.expect("204");
+}
+
+/// The clock moves on by `seconds`.
+fn wait(now: &AtomicI64, seconds: f64) {
+    now.fetch_add(secs(seconds), Ordering::SeqCst);
+}
+
+/// The service with `members` members of `conv_id()`, its clock at `now`,
+/// this relay and moderation store.
 fn service_on(
     members: Vec<ContactId>,
     now: &Arc<AtomicI64>,
@@ -67,6 +90,16 @@ fn secs(s: f64) -> i64 {
     (s * 1_000_000.0) as i64
 }
 
+/// What `who` was told to have started typing, as [`states`] lists it.
+fn start(who: Contact) -> (ContactId, TypingState) {
+    (who.id(), TypingState::Start)
+}
+
+/// What `who` was told to have stopped, as [`states`] lists it.
+fn stop(who: Contact) -> (ContactId, TypingState) {
+    (who.id(), TypingState::Stop)
+}
+
 fn states(published: &Published) -> Vec<(ContactId, TypingState)> {
     published
         .lock()
@@ -78,9 +111,7 @@ fn states(published: &Published) -> Vec<(ContactId, TypingState)> {
 
 #[tokio::test]
 async fn a_non_member_is_not_found_and_nothing_is_published() {
-    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
-    let published = Published::default();
-    let s = service(vec![bob().id()], &now, &published);
+    let Typists { s, published, .. } = Typists::of(vec![bob().id()]);
     for state in [TypingState::Start, TypingState::Stop] {
         match s.typing(&alice(), conv_id(), state).await {
             Err(ServiceError::NotFound { of }) => assert_eq!(of, None),
@@ -97,31 +128,17 @@ async fn a_non_member_is_not_found_and_nothing_is_published() {
 
 #[tokio::test]
 async fn starts_closer_than_two_seconds_are_dropped() {
-    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
-    let published = Published::default();
-    let s = service(vec![alice().id(), bob().id()], &now, &published);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
-    now.fetch_add(secs(1.999), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
+    let Typists { now, published, s } = Typists::of(vec![alice().id(), bob().id()]);
+    say(&s, &alice(), TypingState::Start).await;
+    wait(&now, 1.999);
+    say(&s, &alice(), TypingState::Start).await;
     // Another contact is not held back by alice's start.
-    s.typing(&bob(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
-    now.fetch_add(secs(0.001), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
+    say(&s, &bob(), TypingState::Start).await;
+    wait(&now, 0.001);
+    say(&s, &alice(), TypingState::Start).await;
     assert_eq!(
         states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (bob().id(), TypingState::Start),
-            (alice().id(), TypingState::Start),
-        ]
+        vec![start(alice()), start(bob()), start(alice()),]
     );
     let first = published.lock().expect("lock")[0];
     assert_eq!(first.conversation_id(), conv_id());
@@ -130,61 +147,37 @@ async fn starts_closer_than_two_seconds_are_dropped() {
 
 #[tokio::test]
 async fn a_stop_is_news_only_while_a_start_holds() {
-    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
-    let published = Published::default();
-    let s = service(vec![alice().id(), bob().id()], &now, &published);
-    s.typing(&alice(), conv_id(), TypingState::Stop)
-        .await
-        .expect("204");
+    let Typists { now, published, s } = Typists::of(vec![alice().id(), bob().id()]);
+    say(&s, &alice(), TypingState::Stop).await;
     assert!(
         states(&published).is_empty(),
         "no start: the stop says nothing"
     );
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
-    now.fetch_add(secs(2.0), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Stop)
-        .await
-        .expect("204");
-    s.typing(&alice(), conv_id(), TypingState::Stop)
-        .await
-        .expect("204");
+    say(&s, &alice(), TypingState::Start).await;
+    wait(&now, 2.0);
+    say(&s, &alice(), TypingState::Stop).await;
+    say(&s, &alice(), TypingState::Stop).await;
     // After a stop, a new start counts in its turn: 2 s after the stop.
-    now.fetch_add(secs(2.0), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
+    wait(&now, 2.0);
+    say(&s, &alice(), TypingState::Start).await;
     // A start that expired needs no stop.
-    now.fetch_add(secs(8.0), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Stop)
-        .await
-        .expect("204");
+    wait(&now, 8.0);
+    say(&s, &alice(), TypingState::Stop).await;
     assert_eq!(
         states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop),
-            (alice().id(), TypingState::Start),
-        ]
+        vec![start(alice()), stop(alice()), start(alice()),]
     );
     assert_eq!(s.typing_next_wake(), None, "nothing waits");
 }
 
 #[tokio::test]
 async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told() {
-    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
-    let published = Published::default();
-    let s = service(vec![alice().id(), bob().id()], &now, &published);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
+    let Typists { now, published, s } = Typists::of(vec![alice().id(), bob().id()]);
+    say(&s, &alice(), TypingState::Start).await;
     // A stop 0.1 s later waits until 2 s after the start.
-    now.fetch_add(secs(0.1), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Stop)
-        .await
-        .expect("204");
-    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    wait(&now, 0.1);
+    say(&s, &alice(), TypingState::Stop).await;
+    assert_eq!(states(&published), vec![start(alice())]);
     assert_eq!(
         s.typing_next_wake(),
         Some(Timestamp::from_micros(secs(NOW as f64 + 2.0)))
@@ -196,18 +189,12 @@ async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told()
         std::time::Duration::from_millis(100)
     );
     // Too early: nothing yet.
-    now.fetch_add(secs(1.8), Ordering::SeqCst);
+    wait(&now, 1.8);
     s.typing_wake();
     assert_eq!(states(&published).len(), 1);
-    now.fetch_add(secs(0.1), Ordering::SeqCst);
+    wait(&now, 0.1);
     s.typing_wake();
-    assert_eq!(
-        states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop)
-        ]
-    );
+    assert_eq!(states(&published), vec![start(alice()), stop(alice())]);
     let stop = published.lock().expect("lock")[1];
     assert_eq!(
         stop.expires_at(),
@@ -217,23 +204,17 @@ async fn news_sooner_than_two_seconds_waits_its_turn_and_the_last_word_is_told()
     assert_eq!(s.typing_wait(max), max, "nothing waits");
     // A start and a stop both within the next 2 s: the stop takes the
     // start back, and the others never hear either.
-    now.fetch_add(secs(0.5), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
-    s.typing(&alice(), conv_id(), TypingState::Stop)
-        .await
-        .expect("204");
-    now.fetch_add(secs(2.0), Ordering::SeqCst);
+    wait(&now, 0.5);
+    say(&s, &alice(), TypingState::Start).await;
+    say(&s, &alice(), TypingState::Stop).await;
+    wait(&now, 2.0);
     s.typing_wake();
     assert_eq!(states(&published).len(), 2, "{:?}", states(&published));
 }
 
 #[tokio::test]
 async fn alternating_starts_and_stops_reach_the_others_once_per_two_seconds() {
-    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
-    let published = Published::default();
-    let s = service(vec![alice().id(), bob().id()], &now, &published);
+    let Typists { now, published, s } = Typists::of(vec![alice().id(), bob().id()]);
     // 200 requests, 1 ms apart, start first: what used to be 200 frames.
     for n in 0..200 {
         let state = if n % 2 == 0 {
@@ -241,21 +222,15 @@ async fn alternating_starts_and_stops_reach_the_others_once_per_two_seconds() {
         } else {
             TypingState::Stop
         };
-        s.typing(&alice(), conv_id(), state).await.expect("204");
-        now.fetch_add(secs(0.001), Ordering::SeqCst);
+        say(&s, &alice(), state).await;
+        wait(&now, 0.001);
     }
-    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
+    assert_eq!(states(&published), vec![start(alice())]);
     // The last word, a stop, comes in its turn: the others are not left
     // with "typing".
     now.store(secs(NOW as f64 + 2.0), Ordering::SeqCst);
     s.typing_wake();
-    assert_eq!(
-        states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop)
-        ]
-    );
+    assert_eq!(states(&published), vec![start(alice()), stop(alice())]);
     // The same for 20 s of it, 10 ms apart: at most one frame per 2 s.
     for n in 0..2000 {
         let state = if n % 2 == 0 {
@@ -263,8 +238,8 @@ async fn alternating_starts_and_stops_reach_the_others_once_per_two_seconds() {
         } else {
             TypingState::Stop
         };
-        s.typing(&alice(), conv_id(), state).await.expect("204");
-        now.fetch_add(secs(0.01), Ordering::SeqCst);
+        say(&s, &alice(), state).await;
+        wait(&now, 0.01);
         s.typing_wake();
     }
     let frames = states(&published).len();
@@ -273,64 +248,40 @@ async fn alternating_starts_and_stops_reach_the_others_once_per_two_seconds() {
 
 #[tokio::test]
 async fn a_send_ends_a_start_that_holds() {
-    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
-    let published = Published::default();
-    let s = service(vec![alice().id(), bob().id()], &now, &published);
+    let Typists { now, published, s } = Typists::of(vec![alice().id(), bob().id()]);
     s.typing_ended_by_send(alice().id(), conv_id());
     assert!(states(&published).is_empty());
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
+    say(&s, &alice(), TypingState::Start).await;
     // Sent within 2 s of the start: its stop comes in its turn.
     s.typing_ended_by_send(alice().id(), conv_id());
     s.typing_ended_by_send(alice().id(), conv_id());
-    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
-    now.fetch_add(secs(2.0), Ordering::SeqCst);
+    assert_eq!(states(&published), vec![start(alice())]);
+    wait(&now, 2.0);
     s.typing_wake();
     s.typing_ended_by_send(alice().id(), conv_id());
-    assert_eq!(
-        states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Stop)
-        ]
-    );
+    assert_eq!(states(&published), vec![start(alice()), stop(alice())]);
 }
 
 #[tokio::test]
 async fn a_start_soon_after_a_send_is_told_in_its_turn() {
-    let now = Arc::new(AtomicI64::new(secs(NOW as f64)));
-    let published = Published::default();
-    let s = service(vec![alice().id(), bob().id()], &now, &published);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
+    let Typists { now, published, s } = Typists::of(vec![alice().id(), bob().id()]);
+    say(&s, &alice(), TypingState::Start).await;
     // The message ends the start on the others' screens: a start 0.5 s
     // later is news to them (before, it was taken for a renewal of the
     // first and dropped, with the stop that waited).
-    now.fetch_add(secs(0.3), Ordering::SeqCst);
+    wait(&now, 0.3);
     s.typing_ended_by_send(alice().id(), conv_id());
-    now.fetch_add(secs(0.2), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
-    assert_eq!(states(&published), vec![(alice().id(), TypingState::Start)]);
-    now.fetch_add(secs(1.5), Ordering::SeqCst);
+    wait(&now, 0.2);
+    say(&s, &alice(), TypingState::Start).await;
+    assert_eq!(states(&published), vec![start(alice())]);
+    wait(&now, 1.5);
     s.typing_wake();
-    assert_eq!(
-        states(&published),
-        vec![
-            (alice().id(), TypingState::Start),
-            (alice().id(), TypingState::Start)
-        ]
-    );
+    assert_eq!(states(&published), vec![start(alice()), start(alice())]);
     // Without a send in between, a start within 2 s of the one told (made
     // at 0.5 s) is still a renewal that adds nothing.
-    now.fetch_add(secs(0.1), Ordering::SeqCst);
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
-    now.fetch_add(secs(2.0), Ordering::SeqCst);
+    wait(&now, 0.1);
+    say(&s, &alice(), TypingState::Start).await;
+    wait(&now, 2.0);
     s.typing_wake();
     assert_eq!(states(&published).len(), 2);
 }
@@ -371,25 +322,15 @@ async fn other_processes_news_holds_back_and_ends_starts_here() {
     // Alice's start elsewhere holds: hers here is too soon. Bob's ended
     // elsewhere now: his start here, and alice's send (a stop), wait for
     // their turn, 2 s after what was told elsewhere.
-    s.typing(&alice(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
-    s.typing(&bob(), conv_id(), TypingState::Start)
-        .await
-        .expect("204");
+    say(&s, &alice(), TypingState::Start).await;
+    say(&s, &bob(), TypingState::Start).await;
     s.typing_ended_by_send(alice().id(), conv_id());
     assert!(states(&published).is_empty());
-    now.fetch_add(secs(2.0), Ordering::SeqCst);
+    wait(&now, 2.0);
     s.typing_wake();
     let mut told = states(&published);
     told.sort_by_key(|(who, _)| *who);
-    assert_eq!(
-        told,
-        vec![
-            (alice().id(), TypingState::Stop),
-            (bob().id(), TypingState::Start)
-        ]
-    );
+    assert_eq!(told, vec![stop(alice()), start(bob())]);
 }
 
 #[tokio::test]
