@@ -100,7 +100,7 @@ impl IdempotencyStore for Store {
 impl HealthCheck for Store {
     /// Within its own deadline (0.8 s): `/readyz` answers in 1 s.
     async fn ping(&self) -> Result<(), StoreError> {
-        confab_store_sql::door::ping(self, q::ping).await
+        confab_store_sql::door::ping(self, confab_store_sql::queries::health::ping::<Store>).await
     }
 
     fn pool_state(&self) -> Option<confab_ports::PoolState> {

@@ -1,9 +1,12 @@
-//! Every query of a store, one file per aggregate, compiled by each store
-//! crate as its `queries` module (`#[path]`), against its own connection:
-//! diesel checks each statement against that database. Each function is
-//! synchronous and runs inside the transaction its caller (the port
-//! implementation, `crate::ports`) opened. Lists page by keyset over an
-//! index, never by OFFSET.
+//! The queries of a store not yet generic, one file per aggregate, compiled
+//! by each store crate as its `queries` module (`#[path]`), against its own
+//! connection: diesel checks each statement against that database. The
+//! generic ones (so far the health check) are functions of
+//! `confab_store_sql::queries`, and the modules here move there the same
+//! way (see that crate's docs). Each function is synchronous and runs
+//! inside the transaction its caller (the port implementation,
+//! `crate::ports`) opened. Lists page by keyset over an index, never by
+//! OFFSET.
 
 use confab_store_sql::SqlBackend;
 
@@ -26,7 +29,6 @@ mod erase;
 mod events_read;
 mod export;
 mod groups;
-mod health;
 mod idempotency;
 mod jobs;
 mod membership;
@@ -41,6 +43,6 @@ mod webhooks;
 
 pub(crate) use self::{
     attachments::*, contacts::*, conversation_members::*, conversations::*, depth::*, erase::*,
-    events_read::*, export::*, groups::*, health::*, idempotency::*, jobs::*, message_send::*,
+    events_read::*, export::*, groups::*, idempotency::*, jobs::*, message_send::*,
     message_updates::*, messages::*, moderation::*, search::*, tokens::*, webhooks::*,
 };
