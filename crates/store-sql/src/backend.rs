@@ -9,6 +9,8 @@ use diesel::QueryResult;
 use crate::door::Abandoned;
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
+use crate::queries::webhooks::statements::WebhookStatements;
+use crate::queries::webhooks::WebhookSql;
 use crate::raw::RawDb;
 use crate::rows::{MessageRow, WholeRow};
 
@@ -26,10 +28,14 @@ pub type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
 /// (see the crate docs).
 pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// diesel's backend; it also says how ids are stored.
-    type Db: IdColumn + RawDb;
+    type Db: IdColumn + RawDb + WebhookSql;
     /// The connection the pool hands out. Its bounds list what the
     /// generic queries ([`crate::queries`]) run on it ([`crate::run`]).
-    type Conn: R2D2Connection<Backend = Self::Db> + LoadConnection + Send + 'static;
+    type Conn: R2D2Connection<Backend = Self::Db>
+        + LoadConnection
+        + WebhookStatements<Self::Db>
+        + Send
+        + 'static;
     /// The pool's connection manager.
     type Manager: ManageConnection<Connection = Self::Conn>;
 

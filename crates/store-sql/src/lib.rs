@@ -18,13 +18,16 @@
 //! value is bound and read), so a generic function cannot run a diesel
 //! statement by itself: each statement is named (`#[diesel::dsl::auto_type]`)
 //! and listed once as a capability of the connection ([`run::Run`],
-//! [`run::Exec`]) in its module's capability trait, which
+//! [`run::Exec`]) in its module's capability trait (e.g.
+//! [`queries::webhooks::statements::WebhookStatements`]), which
 //! [`SqlBackend::Conn`] requires; the proof is then made where each store
 //! names its connection, and a statement a database cannot run is a
 //! compile error there. Raw statements ([`raw`]) need no listing to be
-//! executed, only their row types do.
+//! executed, only their row types do. diesel's upsert statements cannot be
+//! named (their types are private) and are written out as raw SQL with the
+//! text diesel renders, checked by a test against diesel's own.
 //!
-//! Generic so far: [`queries::health`]. The other
+//! Generic so far: [`queries::health`], [`queries::webhooks`]. The other
 //! queries (`per-backend/queries/`) and the port implementations
 //! (`per-backend/ports/`) are still text that each store crate compiles as
 //! modules of its own (`#[path]`), against its connection type; they move

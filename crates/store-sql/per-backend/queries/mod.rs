@@ -1,7 +1,7 @@
 //! The queries of a store not yet generic, one file per aggregate, compiled
 //! by each store crate as its `queries` module (`#[path]`), against its own
 //! connection: diesel checks each statement against that database. The
-//! generic ones (so far the health check) are functions of
+//! generic ones (the health check, webhooks) are functions of
 //! `confab_store_sql::queries`, and the modules here move there the same
 //! way (see that crate's docs). Each function is synchronous and runs
 //! inside the transaction its caller (the port implementation,
@@ -39,10 +39,9 @@ mod moderation;
 mod outbox;
 mod search;
 mod tokens;
-mod webhooks;
 
 pub(crate) use self::{
     attachments::*, contacts::*, conversation_members::*, conversations::*, depth::*, erase::*,
     events_read::*, export::*, groups::*, idempotency::*, jobs::*, message_send::*,
-    message_updates::*, messages::*, moderation::*, search::*, tokens::*, webhooks::*,
+    message_updates::*, messages::*, moderation::*, search::*, tokens::*,
 };

@@ -1,9 +1,8 @@
 //! The queries both stores share: those written once as functions generic
-//! over the backend (so far [`health`]), and what the queries still
+//! over the backend ([`health`], [`webhooks`]), and what the queries still
 //! compiled per backend (`per-backend/queries/`, see the crate docs) share
 //! and that runs no statement: the membership predicates and list
-//! builders, paging, the webhook rows and statements' text, the events
-//! fan-out's bounds, and small helpers.
+//! builders, paging, the events fan-out's bounds, and small helpers.
 
 use crate::error::Error;
 use confab_ports::StoreError;
