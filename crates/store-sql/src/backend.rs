@@ -9,6 +9,7 @@ use diesel::QueryResult;
 use crate::door::Abandoned;
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
+use crate::queries::idempotency::statements::IdempotencyStatements;
 use crate::queries::webhooks::statements::WebhookStatements;
 use crate::queries::webhooks::WebhookSql;
 use crate::raw::RawDb;
@@ -33,6 +34,7 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// generic queries ([`crate::queries`]) run on it ([`crate::run`]).
     type Conn: R2D2Connection<Backend = Self::Db>
         + LoadConnection
+        + IdempotencyStatements<Self::Db>
         + WebhookStatements<Self::Db>
         + Send
         + 'static;

@@ -27,7 +27,8 @@
 //! named (their types are private) and are written out as raw SQL with the
 //! text diesel renders, checked by a test against diesel's own.
 //!
-//! Generic so far: [`queries::health`], [`queries::webhooks`]. The other
+//! Generic so far: [`queries::health`], [`queries::idempotency`],
+//! [`queries::webhooks`]. The other
 //! queries (`per-backend/queries/`) and the port implementations
 //! (`per-backend/ports/`) are still text that each store crate compiles as
 //! modules of its own (`#[path]`), against its connection type; they move

@@ -38,6 +38,8 @@ pub enum Bind {
     Int32(i32),
     Text(String),
     MaybeInt(Option<i64>),
+    /// A nullable 32-bit integer.
+    MaybeInt32(Option<i32>),
     MaybeText(Option<String>),
     MaybeId(Option<DbId>),
 }
@@ -190,6 +192,7 @@ where
     DbId: ToSql<IdSql, DB>,
     i64: ToSql<BigInt, DB>,
     i32: ToSql<Integer, DB>,
+    Option<i32>: ToSql<Nullable<Integer>, DB>,
     String: ToSql<Text, DB>,
     Option<i64>: ToSql<Nullable<BigInt>, DB>,
     Option<String>: ToSql<Nullable<Text>, DB>,
@@ -202,6 +205,7 @@ where
             Bind::Int32(v) => out.push_bind_param::<Integer, _>(v),
             Bind::Text(v) => out.push_bind_param::<Text, _>(v),
             Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v),
+            Bind::MaybeInt32(v) => out.push_bind_param::<Nullable<Integer>, _>(v),
             Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v),
             Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v),
         }
@@ -217,6 +221,7 @@ where
             Bind::Int32(v) => query.bind::<Integer, _>(v),
             Bind::Text(v) => query.bind::<Text, _>(v),
             Bind::MaybeInt(v) => query.bind::<Nullable<BigInt>, _>(v),
+            Bind::MaybeInt32(v) => query.bind::<Nullable<Integer>, _>(v),
             Bind::MaybeText(v) => query.bind::<Nullable<Text>, _>(v),
             Bind::MaybeId(v) => query.bind::<Nullable<IdSql>, _>(v),
         }

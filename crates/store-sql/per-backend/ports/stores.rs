@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use crate::queries as q;
 use confab_store_sql::door::{query, write, write_alone};
+use confab_store_sql::queries::idempotency;
 
 use crate::Store;
 
@@ -67,7 +68,7 @@ impl Store {
 #[async_trait]
 impl IdempotencyStore for Store {
     async fn claim_key(&self, request: ClaimRequest) -> Result<ClaimOutcome, StoreError> {
-        write_alone(self, move |c| q::claim_key(c, request)).await
+        write_alone(self, move |c| idempotency::claim_key::<Store>(c, request)).await
     }
 
     async fn complete_key(
@@ -75,7 +76,10 @@ impl IdempotencyStore for Store {
         claim: KeyClaim,
         response: StoredResponse,
     ) -> Result<bool, StoreError> {
-        write_alone(self, move |c| q::complete_key(c, claim, response)).await
+        write_alone(self, move |c| {
+            idempotency::complete_key::<Store>(c, claim, response)
+        })
+        .await
     }
 
     async fn key_answered(
@@ -84,15 +88,18 @@ impl IdempotencyStore for Store {
         key: String,
         since: Timestamp,
     ) -> Result<bool, StoreError> {
-        query(self, move |c| q::key_answered(c, contact_id, &key, since)).await
+        query(self, move |c| {
+            idempotency::key_answered::<Store>(c, contact_id, &key, since)
+        })
+        .await
     }
 
     async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError> {
-        write_alone(self, move |c| q::release_key(c, claim)).await
+        write_alone(self, move |c| idempotency::release_key::<Store>(c, claim)).await
     }
 
     async fn prune_keys(&self, before: Timestamp) -> Result<u64, StoreError> {
-        write_alone(self, move |c| q::prune_keys(c, before)).await
+        write_alone(self, move |c| idempotency::prune_keys::<Store>(c, before)).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! The queries of a store not yet generic, one file per aggregate, compiled
 //! by each store crate as its `queries` module (`#[path]`), against its own
 //! connection: diesel checks each statement against that database. The
-//! generic ones (the health check, webhooks) are functions of
+//! generic ones (the health check, idempotency keys, webhooks) are functions of
 //! `confab_store_sql::queries`, and the modules here move there the same
 //! way (see that crate's docs). Each function is synchronous and runs
 //! inside the transaction its caller (the port implementation,
@@ -29,7 +29,6 @@ mod erase;
 mod events_read;
 mod export;
 mod groups;
-mod idempotency;
 mod jobs;
 mod membership;
 mod message_send;
@@ -42,6 +41,24 @@ mod tokens;
 
 pub(crate) use self::{
     attachments::*, contacts::*, conversation_members::*, conversations::*, depth::*, erase::*,
-    events_read::*, export::*, groups::*, idempotency::*, jobs::*, message_send::*,
-    message_updates::*, messages::*, moderation::*, search::*, tokens::*,
+    events_read::*, export::*, groups::*, jobs::*, message_send::*, message_updates::*,
+    messages::*, moderation::*, search::*, tokens::*,
 };
+
+/// The idempotency queries are generic
+/// (`confab_store_sql::queries::idempotency`); the write queries compiled
+/// here complete their key through this, for this store.
+mod idempotency {
+    use confab_ports::Completion;
+
+    use super::{Backend, Conn, Result};
+
+    /// `confab_store_sql::queries::idempotency::complete` for this store.
+    pub(crate) fn complete<T: 'static>(
+        conn: &mut Conn,
+        completion: Option<Completion<T>>,
+        written: &T,
+    ) -> Result<()> {
+        confab_store_sql::queries::idempotency::complete::<Backend, T>(conn, completion, written)
+    }
+}

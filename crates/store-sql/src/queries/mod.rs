@@ -1,5 +1,5 @@
 //! The queries both stores share: those written once as functions generic
-//! over the backend ([`health`], [`webhooks`]), and what the queries still
+//! over the backend ([`health`], [`idempotency`], [`webhooks`]), and what the queries still
 //! compiled per backend (`per-backend/queries/`, see the crate docs) share
 //! and that runs no statement: the membership predicates and list
 //! builders, paging, the events fan-out's bounds, and small helpers.
@@ -9,6 +9,7 @@ use confab_ports::StoreError;
 
 pub mod events_read;
 pub mod health;
+pub mod idempotency;
 pub mod membership;
 pub mod paging;
 pub mod webhooks;
