@@ -10,6 +10,7 @@ use crate::door::Abandoned;
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
 use crate::queries::idempotency::statements::IdempotencyStatements;
+use crate::queries::outbox::OutboxStatements;
 use crate::queries::webhooks::statements::WebhookStatements;
 use crate::queries::webhooks::WebhookSql;
 use crate::raw::RawDb;
@@ -35,6 +36,7 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     type Conn: R2D2Connection<Backend = Self::Db>
         + LoadConnection
         + IdempotencyStatements<Self::Db>
+        + OutboxStatements<Self::Db>
         + WebhookStatements<Self::Db>
         + Send
         + 'static;

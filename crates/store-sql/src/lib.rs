@@ -28,7 +28,7 @@
 //! text diesel renders, checked by a test against diesel's own.
 //!
 //! Generic so far: [`queries::health`], [`queries::idempotency`],
-//! [`queries::webhooks`]. The other
+//! [`queries::outbox`], [`queries::webhooks`]. The other
 //! queries (`per-backend/queries/`) and the port implementations
 //! (`per-backend/ports/`) are still text that each store crate compiles as
 //! modules of its own (`#[path]`), against its connection type; they move

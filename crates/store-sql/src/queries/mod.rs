@@ -1,8 +1,9 @@
 //! The queries both stores share: those written once as functions generic
-//! over the backend ([`health`], [`idempotency`], [`webhooks`]), and what the queries still
-//! compiled per backend (`per-backend/queries/`, see the crate docs) share
-//! and that runs no statement: the membership predicates and list
-//! builders, paging, the events fan-out's bounds, and small helpers.
+//! over the backend ([`health`], [`idempotency`], [`outbox`],
+//! [`webhooks`]), and what the queries still compiled per backend
+//! (`per-backend/queries/`, see the crate docs) share and that runs no
+//! statement: the membership predicates and list builders, paging, the
+//! events fan-out's bounds, and small helpers.
 
 use crate::error::Error;
 use confab_ports::StoreError;
@@ -11,6 +12,7 @@ pub mod events_read;
 pub mod health;
 pub mod idempotency;
 pub mod membership;
+pub mod outbox;
 pub mod paging;
 pub mod webhooks;
 
