@@ -9,6 +9,7 @@ use diesel::QueryResult;
 use crate::door::Abandoned;
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
+use crate::queries::contacts::statements::ContactStatements;
 use crate::queries::idempotency::statements::IdempotencyStatements;
 use crate::queries::outbox::OutboxStatements;
 use crate::queries::webhooks::statements::WebhookStatements;
@@ -35,6 +36,7 @@ pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// generic queries ([`crate::queries`]) run on it ([`crate::run`]).
     type Conn: R2D2Connection<Backend = Self::Db>
         + LoadConnection
+        + ContactStatements<Self::Db>
         + IdempotencyStatements<Self::Db>
         + OutboxStatements<Self::Db>
         + WebhookStatements<Self::Db>

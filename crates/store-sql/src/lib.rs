@@ -23,19 +23,24 @@
 //! [`SqlBackend::Conn`] requires; the proof is then made where each store
 //! names its connection, and a statement a database cannot run is a
 //! compile error there. Raw statements ([`raw`]) need no listing to be
-//! executed, only their row types do. diesel's upsert statements cannot be
-//! named (their types are private) and are written out as raw SQL with the
-//! text diesel renders, checked by a test against diesel's own.
+//! executed, only their row types do. A statement whose shape is chosen at
+//! run time (a boxed query in the per-backend code) is written out as each
+//! of its shapes (a keyset page's three: from the newest, after a cursor,
+//! before it), each a capability: the same text each rendered. diesel's
+//! upsert statements cannot be named (their types are private) and are
+//! written out as raw SQL with the text diesel renders, checked by a test
+//! against diesel's own.
 //!
-//! Generic so far: [`queries::health`], [`queries::idempotency`],
-//! [`queries::outbox`], [`queries::webhooks`]. The other
-//! queries (`per-backend/queries/`) and the port implementations
+//! Generic so far: [`queries::contacts`], [`queries::health`],
+//! [`queries::idempotency`], [`queries::outbox`], [`queries::webhooks`].
+//! The other queries (`per-backend/queries/`) and the port implementations
 //! (`per-backend/ports/`) are still text that each store crate compiles as
-//! modules of its own (`#[path]`), against its connection type; they move
-//! here the same way, a module at a time, and the `#[path]` modules go
-//! when they are empty. The contract suite (`tests/tests/store_contract/`)
-//! checks that the two stores behave alike.
-//!
+//! modules of its own (`#[path]`), against its connection type, calling the
+//! generic outbox and idempotency functions through small modules that pass
+//! their store; they move here the same way, a module at a time, and the
+//! `#[path]` modules go when they are empty. The contract suite
+//! (`tests/tests/store_contract/`) checks that the two stores behave alike.
+
 //! What a backend must supply is [`SqlBackend`], implemented by each store
 //! type; a missing or mistyped item is a compile error in that crate. The
 //! features `postgres` and `sqlite` compile the id column's encoding

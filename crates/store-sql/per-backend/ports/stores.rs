@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use crate::queries as q;
 use confab_store_sql::door::{query, write, write_alone};
-use confab_store_sql::queries::idempotency;
+use confab_store_sql::queries::{contacts, idempotency};
 
 use crate::Store;
 
@@ -122,16 +122,22 @@ impl ContactStore for Store {
         contact: Contact,
         outbox: Outbox,
     ) -> Result<Contact, StoreError> {
-        write(self, move |c| q::create_contact(c, contact, &outbox)).await
+        write(self, move |c| {
+            contacts::create_contact::<Store>(c, contact, &outbox)
+        })
+        .await
     }
 
     async fn contact(&self, id: ContactId) -> Result<Option<Contact>, StoreError> {
-        query(self, move |c| q::contact(c, id)).await
+        query(self, move |c| contacts::contact::<Store>(c, id)).await
     }
 
     async fn contact_by_username(&self, username: &str) -> Result<Option<Contact>, StoreError> {
         let username = username.to_owned();
-        query(self, move |c| q::contact_by_username(c, &username)).await
+        query(self, move |c| {
+            contacts::contact_by_username::<Store>(c, &username)
+        })
+        .await
     }
 
     async fn update_contact(
@@ -140,11 +146,14 @@ impl ContactStore for Store {
         patch: ContactProfilePatch,
         outbox: Outbox,
     ) -> Result<Contact, StoreError> {
-        write(self, move |c| q::update_contact(c, id, patch, &outbox)).await
+        write(self, move |c| {
+            contacts::update_contact::<Store>(c, id, patch, &outbox)
+        })
+        .await
     }
 
     async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError> {
-        write(self, move |c| q::touch_contact(c, id, at)).await
+        write(self, move |c| contacts::touch_contact::<Store>(c, id, at)).await
     }
 
     async fn list_contacts(
@@ -152,7 +161,10 @@ impl ContactStore for Store {
         username: Option<String>,
         page: Page<ContactId>,
     ) -> Result<Paged<Contact>, StoreError> {
-        query(self, move |c| q::list_contacts(c, username, page)).await
+        query(self, move |c| {
+            contacts::list_contacts::<Store>(c, username, page)
+        })
+        .await
     }
 
     async fn erase_plan(&self, id: ContactId) -> Result<Option<ErasePlan>, StoreError> {

@@ -1,9 +1,9 @@
 //! The queries of a store not yet generic, one file per aggregate, compiled
 //! by each store crate as its `queries` module (`#[path]`), against its own
 //! connection: diesel checks each statement against that database. The
-//! generic ones (the health check, idempotency keys, the events outbox,
-//! webhooks) are functions of `confab_store_sql::queries`, and the modules
-//! here move there the same way (see that crate's docs); the small
+//! generic ones (the health check, contacts, idempotency keys, the events
+//! outbox, webhooks) are functions of `confab_store_sql::queries`, and the
+//! modules here move there the same way (see that crate's docs); the small
 //! `idempotency` and `outbox` modules below pass this store to the generic
 //! functions the files here still call. Each function is synchronous and
 //! runs inside the transaction its caller (the port implementation,
@@ -23,7 +23,6 @@ pub(crate) type Db = <Backend as SqlBackend>::Db;
 pub(crate) use confab_store_sql::queries::Result;
 
 mod attachments;
-mod contacts;
 mod conversation_members;
 mod conversations;
 mod depth;
@@ -41,9 +40,9 @@ mod search;
 mod tokens;
 
 pub(crate) use self::{
-    attachments::*, contacts::*, conversation_members::*, conversations::*, depth::*, erase::*,
-    events_read::*, export::*, groups::*, jobs::*, message_send::*, message_updates::*,
-    messages::*, moderation::*, search::*, tokens::*,
+    attachments::*, conversation_members::*, conversations::*, depth::*, erase::*, events_read::*,
+    export::*, groups::*, jobs::*, message_send::*, message_updates::*, messages::*, moderation::*,
+    search::*, tokens::*,
 };
 
 /// The idempotency queries are generic

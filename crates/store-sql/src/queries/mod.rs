@@ -1,6 +1,6 @@
 //! The queries both stores share: those written once as functions generic
-//! over the backend ([`health`], [`idempotency`], [`outbox`],
-//! [`webhooks`]), and what the queries still compiled per backend
+//! over the backend ([`contacts`], [`health`], [`idempotency`],
+//! [`outbox`], [`webhooks`]), and what the queries still compiled per backend
 //! (`per-backend/queries/`, see the crate docs) share and that runs no
 //! statement: the membership predicates and list builders, paging, the
 //! events fan-out's bounds, and small helpers.
@@ -8,6 +8,7 @@
 use crate::error::Error;
 use confab_ports::StoreError;
 
+pub mod contacts;
 pub mod events_read;
 pub mod health;
 pub mod idempotency;
