@@ -280,3 +280,133 @@ impl<Db: Backend, C> ContactStatements<Db> for C where
         + Run<named_contacts_before<Db>, ContactRow>
 {
 }
+
+#[cfg(all(test, feature = "postgres", feature = "sqlite"))]
+mod tests {
+    use diesel::debug_query;
+    use diesel::pg::Pg;
+    use diesel::prelude::*;
+    use diesel::sqlite::Sqlite;
+
+    use crate::id::DbId;
+    use crate::queries::paging::Seek;
+    use crate::rows::ContactRow;
+    use crate::schema::contacts;
+
+    const AT: i64 = 5;
+    const FETCH: i64 = 11;
+
+    fn id() -> DbId {
+        DbId::from(uuid::Uuid::max())
+    }
+
+    /// The seeks of a page, by number: from the newest, after, before.
+    fn seek(n: usize) -> Seek<(i64, DbId)> {
+        match n {
+            0 => Seek::First,
+            1 => Seek::After((AT, id())),
+            _ => Seek::Before((AT, id())),
+        }
+    }
+
+    /// The list as it was built at run time (a boxed query, `keyset!`),
+    /// as PostgreSQL's text and binds.
+    fn boxed_pg(name: Option<&str>, n: usize) -> String {
+        let mut q = contacts::table
+            .filter(contacts::erasing.eq(false))
+            .into_boxed::<Pg>();
+        if let Some(name) = name {
+            q = q.filter(contacts::username_folded.eq(name.to_owned()));
+        }
+        let q = crate::keyset!(q, contacts::created_at, contacts::id, seek(n))
+            .select(ContactRow::as_select())
+            .limit(FETCH);
+        debug_query::<Pg, _>(&q).to_string()
+    }
+
+    /// As [`boxed_pg`], as SQLite's.
+    fn boxed_sqlite(name: Option<&str>, n: usize) -> String {
+        let mut q = contacts::table
+            .filter(contacts::erasing.eq(false))
+            .into_boxed::<Sqlite>();
+        if let Some(name) = name {
+            q = q.filter(contacts::username_folded.eq(name.to_owned()));
+        }
+        let q = crate::keyset!(q, contacts::created_at, contacts::id, seek(n))
+            .select(ContactRow::as_select())
+            .limit(FETCH);
+        debug_query::<Sqlite, _>(&q).to_string()
+    }
+
+    /// The list's pages written out are the statements the boxed list
+    /// made, text and binds, on both databases.
+    #[test]
+    fn the_pages_are_the_boxed_lists_own() {
+        let name = || "ann".to_owned();
+        assert_eq!(
+            debug_query::<Pg, _>(&super::contacts_from_newest::<Pg>(FETCH)).to_string(),
+            boxed_pg(None, 0)
+        );
+        assert_eq!(
+            debug_query::<Pg, _>(&super::contacts_after::<Pg>(AT, id(), FETCH)).to_string(),
+            boxed_pg(None, 1)
+        );
+        assert_eq!(
+            debug_query::<Pg, _>(&super::contacts_before::<Pg>(AT, id(), FETCH)).to_string(),
+            boxed_pg(None, 2)
+        );
+        assert_eq!(
+            debug_query::<Pg, _>(&super::named_contacts_from_newest::<Pg>(name(), FETCH))
+                .to_string(),
+            boxed_pg(Some("ann"), 0)
+        );
+        assert_eq!(
+            debug_query::<Pg, _>(&super::named_contacts_after::<Pg>(name(), AT, id(), FETCH))
+                .to_string(),
+            boxed_pg(Some("ann"), 1)
+        );
+        assert_eq!(
+            debug_query::<Pg, _>(&super::named_contacts_before::<Pg>(name(), AT, id(), FETCH))
+                .to_string(),
+            boxed_pg(Some("ann"), 2)
+        );
+        assert_eq!(
+            debug_query::<Sqlite, _>(&super::contacts_from_newest::<Sqlite>(FETCH)).to_string(),
+            boxed_sqlite(None, 0)
+        );
+        assert_eq!(
+            debug_query::<Sqlite, _>(&super::contacts_after::<Sqlite>(AT, id(), FETCH)).to_string(),
+            boxed_sqlite(None, 1)
+        );
+        assert_eq!(
+            debug_query::<Sqlite, _>(&super::contacts_before::<Sqlite>(AT, id(), FETCH))
+                .to_string(),
+            boxed_sqlite(None, 2)
+        );
+        assert_eq!(
+            debug_query::<Sqlite, _>(&super::named_contacts_from_newest::<Sqlite>(name(), FETCH))
+                .to_string(),
+            boxed_sqlite(Some("ann"), 0)
+        );
+        assert_eq!(
+            debug_query::<Sqlite, _>(&super::named_contacts_after::<Sqlite>(
+                name(),
+                AT,
+                id(),
+                FETCH
+            ))
+            .to_string(),
+            boxed_sqlite(Some("ann"), 1)
+        );
+        assert_eq!(
+            debug_query::<Sqlite, _>(&super::named_contacts_before::<Sqlite>(
+                name(),
+                AT,
+                id(),
+                FETCH
+            ))
+            .to_string(),
+            boxed_sqlite(Some("ann"), 2)
+        );
+    }
+}
