@@ -446,6 +446,126 @@ mod tests {
     use crate::id::DbId;
     use crate::schema::webhook_retries as retries;
 
+    /// The delivery pages and the event batches written out are the
+    /// statements the boxed queries made (`keyset!`, an optional type
+    /// filter), text and binds, on both databases.
+    #[test]
+    fn the_pages_and_batches_are_the_boxed_queries_own() {
+        use crate::queries::paging::Seek;
+        use crate::queries::webhooks::EventRow;
+        use crate::schema::{events, webhook_deliveries as deliveries};
+
+        let (w, at, id, fetch) = (
+            DbId::from(uuid::Uuid::nil()),
+            5_i64,
+            DbId::from(uuid::Uuid::max()),
+            11_i64,
+        );
+        let seek = |n: usize| match n {
+            0 => Seek::First,
+            1 => Seek::After((at, id)),
+            _ => Seek::Before((at, id)),
+        };
+        let columns = (
+            deliveries::id,
+            deliveries::event_id,
+            deliveries::attempt,
+            deliveries::status,
+            deliveries::error,
+            deliveries::attempted_at,
+        );
+        for n in 0..3 {
+            let boxed = deliveries::table
+                .filter(deliveries::webhook_id.eq(w))
+                .into_boxed::<Pg>();
+            let boxed = crate::keyset!(boxed, deliveries::attempted_at, deliveries::id, seek(n))
+                .select(columns)
+                .limit(fetch);
+            let written = match n {
+                0 => debug_query::<Pg, _>(&super::deliveries_from_newest(w, fetch)).to_string(),
+                1 => debug_query::<Pg, _>(&super::deliveries_after(w, at, id, fetch)).to_string(),
+                _ => debug_query::<Pg, _>(&super::deliveries_before(w, at, id, fetch)).to_string(),
+            };
+            assert_eq!(written, debug_query::<Pg, _>(&boxed).to_string());
+            let boxed = deliveries::table
+                .filter(deliveries::webhook_id.eq(w))
+                .into_boxed::<Sqlite>();
+            let boxed = crate::keyset!(boxed, deliveries::attempted_at, deliveries::id, seek(n))
+                .select(columns)
+                .limit(fetch);
+            let written = match n {
+                0 => debug_query::<Sqlite, _>(&super::deliveries_from_newest(w, fetch)).to_string(),
+                1 => {
+                    debug_query::<Sqlite, _>(&super::deliveries_after(w, at, id, fetch)).to_string()
+                }
+                _ => debug_query::<Sqlite, _>(&super::deliveries_before(w, at, id, fetch))
+                    .to_string(),
+            };
+            assert_eq!(written, debug_query::<Sqlite, _>(&boxed).to_string());
+        }
+
+        let (after, end, limit) = (3_i64, 9_i64, 7_i64);
+        let kinds = vec!["message.created", "group.updated"];
+        let owned = || kinds.iter().map(|k| (*k).to_owned()).collect::<Vec<_>>();
+        let batch_pg = |types: Option<Vec<&'static str>>| {
+            let mut q = events::table
+                .filter(events::position.gt(after))
+                .filter(events::position.le(end))
+                .into_boxed::<Pg>();
+            if let Some(names) = types {
+                q = q.filter(events::kind.eq_any(names));
+            }
+            let q = q
+                .order(events::position.asc())
+                .limit(limit)
+                .select(EventRow::as_select());
+            debug_query::<Pg, _>(&q).to_string()
+        };
+        let batch_sqlite = |types: Option<Vec<&'static str>>| {
+            let mut q = events::table
+                .filter(events::position.gt(after))
+                .filter(events::position.le(end))
+                .into_boxed::<Sqlite>();
+            if let Some(names) = types {
+                q = q.filter(events::kind.eq_any(names));
+            }
+            let q = q
+                .order(events::position.asc())
+                .limit(limit)
+                .select(EventRow::as_select());
+            debug_query::<Sqlite, _>(&q).to_string()
+        };
+        assert_eq!(
+            debug_query::<Pg, _>(&super::events_between::<Pg>(after, end, limit)).to_string(),
+            batch_pg(None)
+        );
+        assert_eq!(
+            debug_query::<Pg, _>(&super::events_of_kinds_between::<Pg>(
+                after,
+                end,
+                owned(),
+                limit
+            ))
+            .to_string(),
+            batch_pg(Some(kinds.clone()))
+        );
+        assert_eq!(
+            debug_query::<Sqlite, _>(&super::events_between::<Sqlite>(after, end, limit))
+                .to_string(),
+            batch_sqlite(None)
+        );
+        assert_eq!(
+            debug_query::<Sqlite, _>(&super::events_of_kinds_between::<Sqlite>(
+                after,
+                end,
+                owned(),
+                limit
+            ))
+            .to_string(),
+            batch_sqlite(Some(kinds.clone()))
+        );
+    }
+
     /// The retry insert written out is the one diesel's builder writes,
     /// on both databases.
     #[test]
