@@ -2,12 +2,19 @@
 
 use std::time::Duration;
 
+use diesel::connection::LoadConnection;
 use diesel::r2d2::{ManageConnection, PooledConnection, R2D2Connection};
 use diesel::QueryResult;
 
 use crate::door::Abandoned;
 use crate::error::Error;
 use crate::id::{DbId, IdColumn};
+use crate::queries::contacts::statements::ContactStatements;
+use crate::queries::idempotency::statements::IdempotencyStatements;
+use crate::queries::outbox::OutboxStatements;
+use crate::queries::webhooks::statements::WebhookStatements;
+use crate::queries::webhooks::WebhookSql;
+use crate::raw::RawDb;
 use crate::rows::{MessageRow, WholeRow};
 
 /// A pooled connection of backend `S`.
@@ -17,15 +24,24 @@ pub type Pooled<S> = PooledConnection<<S as SqlBackend>::Manager>;
 /// store type (`PgStore`, `SqliteStore`). The schema, rows, queries and port
 /// implementations refer to the database only through this trait.
 ///
-/// A new backend is a crate that implements it on its store type and
-/// compiles the shared queries and port implementations (`per-backend/`)
-/// as its own modules, as `confab-store-postgres` and `confab-store-sqlite`
-/// do (see the crate docs).
+/// A new backend is a crate that implements it on its store type, calls
+/// the generic queries ([`crate::queries`]) with it, and compiles the
+/// queries and port implementations not yet generic (`per-backend/`) as its
+/// own modules, as `confab-store-postgres` and `confab-store-sqlite` do
+/// (see the crate docs).
 pub trait SqlBackend: Clone + Send + Sync + 'static {
     /// diesel's backend; it also says how ids are stored.
-    type Db: IdColumn;
-    /// The connection the pool hands out.
-    type Conn: R2D2Connection<Backend = Self::Db> + Send + 'static;
+    type Db: IdColumn + RawDb + WebhookSql;
+    /// The connection the pool hands out. Its bounds list what the
+    /// generic queries ([`crate::queries`]) run on it ([`crate::run`]).
+    type Conn: R2D2Connection<Backend = Self::Db>
+        + LoadConnection
+        + ContactStatements<Self::Db>
+        + IdempotencyStatements<Self::Db>
+        + OutboxStatements<Self::Db>
+        + WebhookStatements<Self::Db>
+        + Send
+        + 'static;
     /// The pool's connection manager.
     type Manager: ManageConnection<Connection = Self::Conn>;
 

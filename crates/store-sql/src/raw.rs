@@ -14,9 +14,11 @@
 use std::marker::PhantomData;
 
 use diesel::backend::Backend;
-use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
+use diesel::query_builder::{
+    AstPass, BoxedSqlQuery, Query, QueryBuilder, QueryFragment, QueryId, SqlQuery,
+};
 use diesel::serialize::ToSql;
-use diesel::sql_types::{BigInt, HasSqlType, Nullable, Text, Untyped};
+use diesel::sql_types::{BigInt, HasSqlType, Integer, Nullable, Text, Untyped};
 use diesel::{QueryResult, RunQueryDsl};
 
 use crate::id::{DbId, IdSql};
@@ -32,8 +34,12 @@ pub const PREPARED_MAX_BINDS: usize = 32;
 pub enum Bind {
     Id(DbId),
     Int(i64),
+    /// A 32-bit integer (an `INTEGER` column).
+    Int32(i32),
     Text(String),
     MaybeInt(Option<i64>),
+    /// A nullable 32-bit integer.
+    MaybeInt32(Option<i32>),
     MaybeText(Option<String>),
     MaybeId(Option<DbId>),
 }
@@ -160,17 +166,33 @@ impl<DB: RawDb> QueryFragment<DB> for Split {
     }
 }
 
-/// A backend that every [`Bind`] serializes to (both of ours).
+/// A backend that every [`Bind`] serializes to (both of ours). Generic
+/// code binds through it: what each bind needs of the backend is proved
+/// once here, for each backend, instead of at each use.
 pub trait RawDb: Backend {
     /// Pushes `bind` where its placeholder goes.
     fn push_bind<'b>(out: &mut AstPass<'_, 'b, Self>, bind: &'b Bind) -> QueryResult<()>;
+
+    /// `query` with `bind` bound after its other binds (diesel's
+    /// `sql_query(..).bind(..)`).
+    fn bind_next(
+        query: BoxedSqlQuery<'static, Self, SqlQuery>,
+        bind: Bind,
+    ) -> BoxedSqlQuery<'static, Self, SqlQuery>;
+
+    /// `name` quoted as diesel's query builder quotes identifiers for the
+    /// database (PostgreSQL `"name"`, SQLite `` `name` ``).
+    fn identifier(name: &str) -> QueryResult<String>;
 }
 
 impl<DB> RawDb for DB
 where
-    DB: Backend + HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Text>,
+    DB::QueryBuilder: Default,
+    DB: Backend + HasSqlType<IdSql> + HasSqlType<BigInt> + HasSqlType<Integer> + HasSqlType<Text>,
     DbId: ToSql<IdSql, DB>,
     i64: ToSql<BigInt, DB>,
+    i32: ToSql<Integer, DB>,
+    Option<i32>: ToSql<Nullable<Integer>, DB>,
     String: ToSql<Text, DB>,
     Option<i64>: ToSql<Nullable<BigInt>, DB>,
     Option<String>: ToSql<Nullable<Text>, DB>,
@@ -180,13 +202,50 @@ where
         match bind {
             Bind::Id(v) => out.push_bind_param::<IdSql, _>(v),
             Bind::Int(v) => out.push_bind_param::<BigInt, _>(v),
+            Bind::Int32(v) => out.push_bind_param::<Integer, _>(v),
             Bind::Text(v) => out.push_bind_param::<Text, _>(v),
             Bind::MaybeInt(v) => out.push_bind_param::<Nullable<BigInt>, _>(v),
+            Bind::MaybeInt32(v) => out.push_bind_param::<Nullable<Integer>, _>(v),
             Bind::MaybeText(v) => out.push_bind_param::<Nullable<Text>, _>(v),
             Bind::MaybeId(v) => out.push_bind_param::<Nullable<IdSql>, _>(v),
         }
     }
+
+    fn bind_next(
+        query: BoxedSqlQuery<'static, Self, SqlQuery>,
+        bind: Bind,
+    ) -> BoxedSqlQuery<'static, Self, SqlQuery> {
+        match bind {
+            Bind::Id(v) => query.bind::<IdSql, _>(v),
+            Bind::Int(v) => query.bind::<BigInt, _>(v),
+            Bind::Int32(v) => query.bind::<Integer, _>(v),
+            Bind::Text(v) => query.bind::<Text, _>(v),
+            Bind::MaybeInt(v) => query.bind::<Nullable<BigInt>, _>(v),
+            Bind::MaybeInt32(v) => query.bind::<Nullable<Integer>, _>(v),
+            Bind::MaybeText(v) => query.bind::<Nullable<Text>, _>(v),
+            Bind::MaybeId(v) => query.bind::<Nullable<IdSql>, _>(v),
+        }
+    }
+
+    fn identifier(name: &str) -> QueryResult<String> {
+        let mut out = DB::QueryBuilder::default();
+        out.push_identifier(name)?;
+        Ok(out.finish())
+    }
 }
+
+/// A statement whose text numbers its own placeholders, in the database's
+/// syntax, with `binds` for them in their order: diesel's `sql_query` with
+/// its binds (never kept prepared), as one type whatever the binds, which
+/// generic code can name (`crate::run`).
+pub fn numbered<DB: RawDb>(text: String, binds: Vec<Bind>) -> Numbered<DB> {
+    binds
+        .into_iter()
+        .fold(diesel::sql_query(text).into_boxed(), DB::bind_next)
+}
+
+/// A statement of [`numbered`].
+pub type Numbered<DB> = BoxedSqlQuery<'static, DB, SqlQuery>;
 
 /// The text of `parts` with `binds` where their numbers are: each use of
 /// a bind is a placeholder of its own, in the backend's syntax.

@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use crate::queries as q;
 use confab_store_sql::door::{query, write, write_alone};
+use confab_store_sql::queries::{contacts, idempotency};
 
 use crate::Store;
 
@@ -67,7 +68,7 @@ impl Store {
 #[async_trait]
 impl IdempotencyStore for Store {
     async fn claim_key(&self, request: ClaimRequest) -> Result<ClaimOutcome, StoreError> {
-        write_alone(self, move |c| q::claim_key(c, request)).await
+        write_alone(self, move |c| idempotency::claim_key::<Store>(c, request)).await
     }
 
     async fn complete_key(
@@ -75,7 +76,10 @@ impl IdempotencyStore for Store {
         claim: KeyClaim,
         response: StoredResponse,
     ) -> Result<bool, StoreError> {
-        write_alone(self, move |c| q::complete_key(c, claim, response)).await
+        write_alone(self, move |c| {
+            idempotency::complete_key::<Store>(c, claim, response)
+        })
+        .await
     }
 
     async fn key_answered(
@@ -84,15 +88,18 @@ impl IdempotencyStore for Store {
         key: String,
         since: Timestamp,
     ) -> Result<bool, StoreError> {
-        query(self, move |c| q::key_answered(c, contact_id, &key, since)).await
+        query(self, move |c| {
+            idempotency::key_answered::<Store>(c, contact_id, &key, since)
+        })
+        .await
     }
 
     async fn release_key(&self, claim: KeyClaim) -> Result<(), StoreError> {
-        write_alone(self, move |c| q::release_key(c, claim)).await
+        write_alone(self, move |c| idempotency::release_key::<Store>(c, claim)).await
     }
 
     async fn prune_keys(&self, before: Timestamp) -> Result<u64, StoreError> {
-        write_alone(self, move |c| q::prune_keys(c, before)).await
+        write_alone(self, move |c| idempotency::prune_keys::<Store>(c, before)).await
     }
 }
 
@@ -100,7 +107,7 @@ impl IdempotencyStore for Store {
 impl HealthCheck for Store {
     /// Within its own deadline (0.8 s): `/readyz` answers in 1 s.
     async fn ping(&self) -> Result<(), StoreError> {
-        confab_store_sql::door::ping(self, q::ping).await
+        confab_store_sql::door::ping(self, confab_store_sql::queries::health::ping::<Store>).await
     }
 
     fn pool_state(&self) -> Option<confab_ports::PoolState> {
@@ -115,16 +122,22 @@ impl ContactStore for Store {
         contact: Contact,
         outbox: Outbox,
     ) -> Result<Contact, StoreError> {
-        write(self, move |c| q::create_contact(c, contact, &outbox)).await
+        write(self, move |c| {
+            contacts::create_contact::<Store>(c, contact, &outbox)
+        })
+        .await
     }
 
     async fn contact(&self, id: ContactId) -> Result<Option<Contact>, StoreError> {
-        query(self, move |c| q::contact(c, id)).await
+        query(self, move |c| contacts::contact::<Store>(c, id)).await
     }
 
     async fn contact_by_username(&self, username: &str) -> Result<Option<Contact>, StoreError> {
         let username = username.to_owned();
-        query(self, move |c| q::contact_by_username(c, &username)).await
+        query(self, move |c| {
+            contacts::contact_by_username::<Store>(c, &username)
+        })
+        .await
     }
 
     async fn update_contact(
@@ -133,11 +146,14 @@ impl ContactStore for Store {
         patch: ContactProfilePatch,
         outbox: Outbox,
     ) -> Result<Contact, StoreError> {
-        write(self, move |c| q::update_contact(c, id, patch, &outbox)).await
+        write(self, move |c| {
+            contacts::update_contact::<Store>(c, id, patch, &outbox)
+        })
+        .await
     }
 
     async fn touch_contact(&self, id: ContactId, at: Timestamp) -> Result<(), StoreError> {
-        write(self, move |c| q::touch_contact(c, id, at)).await
+        write(self, move |c| contacts::touch_contact::<Store>(c, id, at)).await
     }
 
     async fn list_contacts(
@@ -145,7 +161,10 @@ impl ContactStore for Store {
         username: Option<String>,
         page: Page<ContactId>,
     ) -> Result<Paged<Contact>, StoreError> {
-        query(self, move |c| q::list_contacts(c, username, page)).await
+        query(self, move |c| {
+            contacts::list_contacts::<Store>(c, username, page)
+        })
+        .await
     }
 
     async fn erase_plan(&self, id: ContactId) -> Result<Option<ErasePlan>, StoreError> {

@@ -11,9 +11,9 @@ use confab_ports::{
 };
 use uuid::Uuid;
 
-use crate::queries as q;
 use crate::Store;
 use confab_store_sql::door::{query, write};
+use confab_store_sql::queries::webhooks as q;
 
 #[async_trait]
 impl WebhookStore for Store {
@@ -26,17 +26,17 @@ impl WebhookStore for Store {
         created_at: Timestamp,
     ) -> Result<Webhook, StoreError> {
         write(self, move |c| {
-            q::create_webhook(c, id, url, events, secret, created_at)
+            q::create_webhook::<Store>(c, id, url, events, secret, created_at)
         })
         .await
     }
 
     async fn list_webhooks(&self) -> Result<Vec<Webhook>, StoreError> {
-        query(self, q::list_webhooks).await
+        query(self, q::list_webhooks::<Store>).await
     }
 
     async fn delete_webhook(&self, id: WebhookId) -> Result<(), StoreError> {
-        write(self, move |c| q::delete_webhook(c, id)).await
+        write(self, move |c| q::delete_webhook::<Store>(c, id)).await
     }
 
     async fn lease_webhook(
@@ -46,10 +46,13 @@ impl WebhookStore for Store {
         until: Timestamp,
     ) -> Result<Option<WebhookLease>, StoreError> {
         // Idle polls only read; the lease itself is a write.
-        if !query(self, move |c| q::webhook_work_waiting(c, now)).await? {
+        if !query(self, move |c| q::webhook_work_waiting::<Store>(c, now)).await? {
             return Ok(None);
         }
-        write(self, move |c| q::lease_webhook(c, holder, now, until)).await
+        write(self, move |c| {
+            q::lease_webhook::<Store>(c, holder, now, until)
+        })
+        .await
     }
 
     async fn webhook_events(
@@ -58,11 +61,14 @@ impl WebhookStore for Store {
         after: i64,
         limit: u32,
     ) -> Result<EventBatch, StoreError> {
-        query(self, move |c| q::webhook_events(c, types, after, limit)).await
+        query(self, move |c| {
+            q::webhook_events::<Store>(c, types, after, limit)
+        })
+        .await
     }
 
     async fn move_cursor(&self, change: CursorMove) -> Result<bool, StoreError> {
-        write(self, move |c| q::move_cursor(c, change)).await
+        write(self, move |c| q::move_cursor::<Store>(c, change)).await
     }
 
     async fn release_webhook(
@@ -71,7 +77,10 @@ impl WebhookStore for Store {
         holder: Uuid,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        write(self, move |c| q::release_webhook(c, id, holder, now)).await
+        write(self, move |c| {
+            q::release_webhook::<Store>(c, id, holder, now)
+        })
+        .await
     }
 
     async fn lease_retries(
@@ -81,11 +90,11 @@ impl WebhookStore for Store {
         until: Timestamp,
         limit: u32,
     ) -> Result<Vec<LeasedRetry>, StoreError> {
-        if !query(self, move |c| q::retry_due(c, now)).await? {
+        if !query(self, move |c| q::retry_due::<Store>(c, now)).await? {
             return Ok(Vec::new());
         }
         write(self, move |c| {
-            q::lease_retries(c, holder, now, until, limit)
+            q::lease_retries::<Store>(c, holder, now, until, limit)
         })
         .await
     }
@@ -99,7 +108,7 @@ impl WebhookStore for Store {
         attempt: DeliveryAttempt,
     ) -> Result<bool, StoreError> {
         write(self, move |c| {
-            q::settle_retry(c, webhook, event, holder, outcome, attempt)
+            q::settle_retry::<Store>(c, webhook, event, holder, outcome, attempt)
         })
         .await
     }
@@ -109,14 +118,17 @@ impl WebhookStore for Store {
         webhook: WebhookId,
         page: Page<Uuid>,
     ) -> Result<Option<Paged<DeliveryAttempt>>, StoreError> {
-        query(self, move |c| q::list_deliveries(c, webhook, page)).await
+        query(self, move |c| q::list_deliveries::<Store>(c, webhook, page)).await
     }
 
     async fn webhook_backlog(&self) -> Result<WebhookBacklog, StoreError> {
-        query(self, q::webhook_backlog).await
+        query(self, q::webhook_backlog::<Store>).await
     }
 
     async fn prune_deliveries(&self, before: Timestamp, batch: u32) -> Result<u64, StoreError> {
-        write(self, move |c| q::prune_deliveries(c, before, batch)).await
+        write(self, move |c| {
+            q::prune_deliveries::<Store>(c, before, batch)
+        })
+        .await
     }
 }

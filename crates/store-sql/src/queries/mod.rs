@@ -1,14 +1,19 @@
-//! What the queries of both stores share and that runs no statement: the
-//! membership predicates and list builders, paging, the webhook rows and
-//! statements' text, the events fan-out's bounds, and small helpers. The
-//! queries themselves are in `per-backend/queries/`, compiled by each store
-//! crate against its own connection (see the crate docs).
+//! The queries both stores share: those written once as functions generic
+//! over the backend ([`contacts`], [`health`], [`idempotency`],
+//! [`outbox`], [`webhooks`]), and what the queries still compiled per backend
+//! (`per-backend/queries/`, see the crate docs) share and that runs no
+//! statement: the membership predicates and list builders, paging, the
+//! events fan-out's bounds, and small helpers.
 
 use crate::error::Error;
 use confab_ports::StoreError;
 
+pub mod contacts;
 pub mod events_read;
+pub mod health;
+pub mod idempotency;
 pub mod membership;
+pub mod outbox;
 pub mod paging;
 pub mod webhooks;
 

@@ -12,6 +12,11 @@
 //! That bound is read once per batch, so that a batch that read everything
 //! up to it may move the cursor there (SQLite's `EVENT_HORIZON_SQL`, "no
 //! limit", would let an event committed meanwhile be passed over).
+//!
+//! The queries (`queries.rs`, re-exported here) are generic over the
+//! backend; the statements they run are named in [`statements`], and
+//! listed there as what a backend's connection must run. This module holds
+//! the rows and the text of the lease statements.
 
 use confab_domain::{EventId, EventType, Timestamp};
 use confab_ports::{StoredEvent, Webhook, WebhookId, WebhookSecret};
@@ -21,6 +26,11 @@ use diesel::sql_types::{BigInt, Integer};
 use crate::error::{inconsistent, Error};
 use crate::id::{DbId, IdSql};
 use crate::schema::{events, webhooks};
+
+mod queries;
+pub mod statements;
+
+pub use queries::*;
 
 /// What the webhook statements write differently per database.
 pub trait WebhookSql {
@@ -125,6 +135,13 @@ fn decode_types(stored: &str) -> Result<Vec<EventType>, Error> {
                 .map_err(|_| inconsistent(format!("unknown webhook event type {name:?}")))
         })
         .collect()
+}
+
+/// The earliest of some times, if any (`SELECT MIN(..) AS at`).
+#[derive(Debug, QueryableByName)]
+pub struct MinAt {
+    #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
+    pub at: Option<i64>,
 }
 
 /// The single value of a `SELECT <expression>`.

@@ -18,6 +18,9 @@
 //! A deletion's recipients are resolved before the delete: its writer calls
 //! [`write`] first.
 //!
+//! Generic over the backend: the write queries still compiled per backend
+//! call it through their `outbox` module, which passes their store.
+//!
 //! Each event also names what it is about ([`About`]: its subject, and the
 //! conversation and message whose content its payload carries), so that a
 //! deletion finds every earlier event of the deleted message or
@@ -26,21 +29,24 @@
 
 use std::collections::HashMap;
 
-use confab_domain::{
-    Attachment, Audience, Contact, ConversationView, Event, EventId, EventType, Group, Message,
-    MessageId, Report, Subject,
-};
+use confab_domain::{Audience, Event};
 use confab_ports::{Outbox, PayloadRenderer};
+use diesel::backend::Backend;
 use diesel::prelude::*;
 use diesel::sql_types::BigInt;
-use uuid::Uuid;
 
-use super::{Backend, Conn, Db, Result};
-use confab_store_sql::error::inconsistent;
-use confab_store_sql::id::{DbId, IdSql};
-use confab_store_sql::raw::{Bind, Sql};
-use confab_store_sql::rows::DbKey;
-use confab_store_sql::SqlBackend as _;
+use crate::error::inconsistent;
+use crate::id::{DbId, IdSql};
+use crate::queries::Result;
+use crate::raw::{Bind, RawQuery, Sql};
+use crate::rows::DbKey;
+use crate::run::{Exec, Run};
+use crate::SqlBackend;
+
+mod payload;
+
+use payload::{about, payload, About, Payload};
+pub use payload::{expand_marked_read, Written};
 
 /// Event rows per `INSERT INTO events` (at most eight binds each):
 /// under every database's limit on binds.
@@ -49,193 +55,9 @@ const EVENTS_PER_INSERT: usize = 1000;
 /// (SQLite allows 32766).
 const MAX_BINDS: usize = 30_000;
 
-/// What a write produced: its events' payloads are rendered from it.
-#[derive(Default)]
-pub(super) struct Written<'a> {
-    /// The messages written (a message's attachments are found in it).
-    pub(super) messages: &'a [Message],
-    /// Attachments written on their own (an upload, a rename, a
-    /// deletion).
-    pub(super) attachments: &'a [Attachment],
-    pub(super) group: Option<&'a Group>,
-    pub(super) contact: Option<&'a Contact>,
-    /// A report filed.
-    pub(super) report: Option<&'a Report>,
-    /// The conversation as the actor sees it.
-    pub(super) view: Option<&'a ConversationView>,
-    /// Every member's own view of the conversation, when those differ:
-    /// a conversation event then goes to exactly these members, each
-    /// with their own payload.
-    pub(super) member_views: Option<&'a [ConversationView]>,
-    /// A change of a group conversation's shared state: its event's
-    /// payload is the conversation's shared attributes alone, read by
-    /// the group's members, and the actor gets their own view ([`view`]
-    /// (Self::view)) beside it.
-    pub(super) shared_only: bool,
-}
-
-/// An event's payload.
-enum Payload {
-    /// The same for every recipient of the event's audience.
-    Shared(String),
-    /// One per recipient; `actor` is the actor's (the event's own).
-    /// Only a conversation's own events have these: a deletion's
-    /// [`scrub`] looks for them there alone.
-    Each {
-        actor: String,
-        each: Vec<(DbId, String)>,
-    },
-    /// `shared` for the audience, and a recipient of their own beside
-    /// it: a group conversation's shared change, for its members, and
-    /// the actor's own view (a conversation's own event too).
-    SharedAnd { shared: String, own: (DbId, String) },
-}
-
-impl Payload {
-    /// The event's own payload (the one of its row).
-    fn actor(&self) -> &str {
-        match self {
-            Self::Shared(p) | Self::Each { actor: p, .. } | Self::SharedAnd { shared: p, .. } => p,
-        }
-    }
-}
-
-fn subject_uuid(subject: &Subject) -> Uuid {
-    match subject {
-        Subject::Contact(id) => *id.as_uuid(),
-        Subject::Conversation(id) | Subject::MessagesMarkedRead(id) => *id.as_uuid(),
-        Subject::Message(id) => *id.as_uuid(),
-        Subject::Group(id) => *id.as_uuid(),
-        Subject::Attachment(id) => *id.as_uuid(),
-        Subject::Report(id) => *id.as_uuid(),
-    }
-}
-
-/// What an event is about (the columns `subject_id`,
-/// `conversation_id` and `message_id`): its subject, and the
-/// conversation and message whose content its payload carries, by
-/// which a deletion finds it ([`scrub`]). A deletion's own event
-/// carries no content (`{"id"}`), so it names none and is never
-/// scrubbed; nor are contacts' and groups' events.
-struct About {
-    subject: DbId,
-    conversation: Option<DbId>,
-    message: Option<DbId>,
-}
-
-fn about(event: &Event, w: &Written<'_>) -> About {
-    let subject = subject_uuid(&event.subject).db();
-    let (conversation, message) = match event.subject {
-        _ if event.kind.is_deletion() => (None, None),
-        Subject::Message(id) => match w.messages.iter().find(|m| m.id() == id) {
-            Some(m) => (Some(m.conversation_id().db()), Some(id.db())),
-            None => (None, None),
-        },
-        Subject::Attachment(id) => {
-            let of = |m: &&Message| m.attachments().iter().any(|a| a.id == id);
-            match (
-                w.attachments.iter().find(|a| a.id == id),
-                w.messages.iter().find(of),
-            ) {
-                (Some(a), _) => (
-                    a.conversation_id.map(|c| c.db()),
-                    a.message_id.map(|m| m.db()),
-                ),
-                (None, Some(m)) => (Some(m.conversation_id().db()), Some(m.id().db())),
-                (None, None) => (None, None),
-            }
-        }
-        Subject::Conversation(id) => (Some(id.db()), None),
-        Subject::Contact(_)
-        | Subject::Group(_)
-        | Subject::Report(_)
-        | Subject::MessagesMarkedRead(_) => (None, None),
-    };
-    About {
-        subject,
-        conversation,
-        message,
-    }
-}
-
-fn payload(render: &dyn PayloadRenderer, event: &Event, w: &Written<'_>) -> Result<Payload> {
-    if event.kind.is_deletion() {
-        return Ok(Payload::Shared(
-            render.deleted(subject_uuid(&event.subject)),
-        ));
-    }
-    let missing = || {
-        inconsistent(format!(
-            "the write made no object for its {} event",
-            event.kind
-        ))
-    };
-    let shared = match event.subject {
-        Subject::Message(id) => render.message(
-            w.messages
-                .iter()
-                .find(|m| m.id() == id)
-                .ok_or_else(missing)?,
-        ),
-        Subject::Attachment(id) => render.attachment(
-            w.attachments
-                .iter()
-                .chain(w.messages.iter().flat_map(|m| m.attachments()))
-                .find(|a| a.id == id)
-                .ok_or_else(missing)?,
-        ),
-        Subject::Group(_) => render.group(w.group.ok_or_else(missing)?),
-        Subject::Contact(_) => render.contact(w.contact.ok_or_else(missing)?),
-        Subject::Report(_) => render.report(w.report.ok_or_else(missing)?),
-        Subject::Conversation(_) => {
-            let view = w.view.ok_or_else(missing)?;
-            if w.shared_only {
-                return Ok(Payload::SharedAnd {
-                    shared: render.conversation_shared(&view.conversation),
-                    own: (view.viewer.db(), render.conversation(view)),
-                });
-            }
-            let actor = render.conversation(view);
-            if let Some(views) = w.member_views {
-                let each = views
-                    .iter()
-                    .map(|v| (v.viewer.db(), render.conversation(v)))
-                    .collect();
-                return Ok(Payload::Each { actor, each });
-            }
-            actor
-        }
-        Subject::MessagesMarkedRead(_) => {
-            return Err(inconsistent(
-                "messages marked read must be expanded by their write".into(),
-            ))
-        }
-    };
-    Ok(Payload::Shared(shared))
-}
-
-/// `events` with each `Subject::MessagesMarkedRead` event replaced by
-/// one `message.updated` per message in `marked`, each with its own
-/// new id (none when `marked` is empty).
-pub(super) fn expand_marked_read(events: Vec<Event>, marked: &[MessageId]) -> Vec<Event> {
-    let mut out = Vec::with_capacity(events.len() + marked.len());
-    for e in events {
-        if let Subject::MessagesMarkedRead(_) = e.subject {
-            out.extend(marked.iter().map(|m| Event {
-                id: EventId::from_uuid(Uuid::now_v7()),
-                kind: EventType::MessageUpdated,
-                subject: Subject::Message(*m),
-                ..e.clone()
-            }));
-        } else {
-            out.push(e);
-        }
-    }
-    out
-}
-
+/// An event inserted, and its position.
 #[derive(QueryableByName)]
-struct Placed {
+pub struct Placed {
     #[diesel(sql_type = IdSql)]
     id: DbId,
     #[diesel(sql_type = BigInt)]
@@ -243,9 +65,12 @@ struct Placed {
 }
 
 /// Inserts the events; returns each one's position.
-fn insert_events(conn: &mut Conn, events: &[(&Event, &str, About)]) -> Result<HashMap<DbId, i64>> {
+fn insert_events<B: SqlBackend>(
+    conn: &mut B::Conn,
+    events: &[(&Event, &str, About)],
+) -> Result<HashMap<DbId, i64>> {
     let mut placed = HashMap::with_capacity(events.len());
-    let columns = if Backend::event_position(0).is_some() {
+    let columns = if B::event_position(0).is_some() {
         "id, position, type, actor_id, created_at, payload, \
          subject_id, conversation_id, message_id"
     } else {
@@ -256,7 +81,7 @@ fn insert_events(conn: &mut Conn, events: &[(&Event, &str, About)]) -> Result<Ha
         sql.push(&format!("INSERT INTO events ({columns}) VALUES "));
         for (i, (e, payload, about)) in chunk.iter().enumerate() {
             let id = sql.id(e.id.as_uuid().db());
-            let position = Backend::event_position(n * EVENTS_PER_INSERT + i)
+            let position = B::event_position(n * EVENTS_PER_INSERT + i)
                 .map(|p| format!("{p}, "))
                 .unwrap_or_default();
             let kind = sql.bind(Bind::Text(e.kind.name().to_owned()));
@@ -276,7 +101,7 @@ fn insert_events(conn: &mut Conn, events: &[(&Event, &str, About)]) -> Result<Ha
             ));
         }
         sql.push(" RETURNING id, position");
-        let rows: Vec<Placed> = sql.query::<Db>().load(conn)?;
+        let rows: Vec<Placed> = conn.load_rows(sql.query::<B::Db>())?;
         placed.extend(rows.into_iter().map(|p| (p.id, p.position)));
     }
     Ok(placed)
@@ -365,8 +190,8 @@ fn groups_of(sql: &mut Sql, audience: &Audience) -> Option<String> {
 
 /// Inserts every recipient of `events` (already inserted, at
 /// `placed`): one statement, more only past [`MAX_BINDS`].
-fn insert_recipients(
-    conn: &mut Conn,
+fn insert_recipients<B: SqlBackend>(
+    conn: &mut B::Conn,
     events: &[Event],
     payloads: &[Payload],
     placed: &HashMap<DbId, i64>,
@@ -438,10 +263,10 @@ fn insert_recipients(
             ));
         }
         if group_sql.binds() > MAX_BINDS {
-            run_groups(conn, std::mem::take(&mut group_sql), &mut group_arms)?;
+            run_groups::<B>(conn, std::mem::take(&mut group_sql), &mut group_arms)?;
         }
         if sql.binds() > MAX_BINDS {
-            run_recipients(conn, std::mem::take(&mut sql), "", &mut arms, &[])?;
+            run_recipients::<B>(conn, std::mem::take(&mut sql), "", &mut arms, &[])?;
         }
     }
     // On PostgreSQL the group rows ride on the recipients' statement
@@ -449,7 +274,7 @@ fn insert_recipients(
     // write's audience costs one statement, as it did before groups
     // were read by group.
     let mut prefix = String::new();
-    if Backend::DATA_MODIFYING_WITH
+    if B::DATA_MODIFYING_WITH
         && !group_arms.is_empty()
         && !arms.is_empty()
         && rows.is_empty()
@@ -465,7 +290,7 @@ fn insert_recipients(
         let room = MAX_BINDS.saturating_sub(sql.binds()) / 4;
         let end = rows.len().min(start + room.max(1));
         let sql = std::mem::take(&mut sql);
-        run_recipients(
+        run_recipients::<B>(
             conn,
             sql,
             &std::mem::take(&mut prefix),
@@ -474,7 +299,7 @@ fn insert_recipients(
         )?;
         start = end;
     }
-    run_groups(conn, group_sql, &mut group_arms)
+    run_groups::<B>(conn, group_sql, &mut group_arms)
 }
 
 /// The `INSERT INTO event_groups` of `arms`.
@@ -486,20 +311,24 @@ fn groups_insert(arms: &[String]) -> String {
 }
 
 /// One `INSERT INTO event_groups` of `arms` (taken).
-fn run_groups(conn: &mut Conn, mut sql: Sql, arms: &mut Vec<String>) -> Result<()> {
+fn run_groups<B: SqlBackend>(
+    conn: &mut B::Conn,
+    mut sql: Sql,
+    arms: &mut Vec<String>,
+) -> Result<()> {
     let parts = std::mem::take(arms);
     if parts.is_empty() {
         return Ok(());
     }
     sql.push(&groups_insert(&parts));
-    sql.query::<Db>().execute(conn)?;
+    conn.exec(sql.query::<B::Db>())?;
     Ok(())
 }
 
 /// One `INSERT INTO event_recipients` of `arms` (taken) and `rows`,
 /// after `prefix` (a `WITH` of the statement's own, or nothing).
-fn run_recipients(
-    conn: &mut Conn,
+fn run_recipients<B: SqlBackend>(
+    conn: &mut B::Conn,
     mut sql: Sql,
     prefix: &str,
     arms: &mut Vec<String>,
@@ -530,14 +359,14 @@ fn run_recipients(
         parts.join(" UNION ALL ")
     );
     sql.push(&text);
-    sql.query::<Db>().execute(conn)?;
+    conn.exec(sql.query::<B::Db>())?;
     Ok(())
 }
 
 /// Writes `events` with their payloads rendered by `render` from
 /// `written`, and their recipients.
-pub(super) fn write_events(
-    conn: &mut Conn,
+pub fn write_events<B: SqlBackend>(
+    conn: &mut B::Conn,
     events: &[Event],
     render: &dyn PayloadRenderer,
     written: &Written<'_>,
@@ -554,18 +383,22 @@ pub(super) fn write_events(
         .zip(&payloads)
         .map(|(e, p)| (e, p.actor(), about(e, written)))
         .collect();
-    let placed = insert_events(conn, &rows)?;
-    insert_recipients(conn, events, &payloads, &placed)
+    let placed = insert_events::<B>(conn, &rows)?;
+    insert_recipients::<B>(conn, events, &payloads, &placed)
 }
 
 /// Writes the outbox (see [`write_events`]).
-pub(super) fn write(conn: &mut Conn, outbox: &Outbox, written: &Written<'_>) -> Result<()> {
-    write_events(conn, &outbox.events, &*outbox.render, written)
+pub fn write<B: SqlBackend>(
+    conn: &mut B::Conn,
+    outbox: &Outbox,
+    written: &Written<'_>,
+) -> Result<()> {
+    write_events::<B>(conn, &outbox.events, &*outbox.render, written)
 }
 
 /// Whose earlier events a deletion [`scrub`]s.
 #[derive(Clone, Copy)]
-pub(super) enum Deleted {
+pub enum Deleted {
     /// A message, of this conversation.
     Message { conversation: DbId, message: DbId },
     /// A conversation: its own events, its messages' and their
@@ -611,7 +444,7 @@ impl Deleted {
 /// recipients' own payloads go. Found by the index on
 /// `(conversation_id, message_id)`: the cost follows the object's
 /// events, never the table. Called in the deletion's transaction;
-/// its own `*.deleted` event names no content ([`About`]), so it
+/// its own `*.deleted` event names no content (`payload::About`), so it
 /// keeps its `{"id"}`.
 ///
 /// Own payloads exist only for a conversation's own events (each
@@ -619,7 +452,7 @@ impl Deleted {
 /// deletion looks for them, among its events without a message,
 /// and first: they are found through the events' columns, which the
 /// scrub clears. A message's deletion is one statement.
-pub(super) fn scrub(conn: &mut Conn, deleted: Deleted) -> Result<()> {
+pub fn scrub<B: SqlBackend>(conn: &mut B::Conn, deleted: Deleted) -> Result<()> {
     if !matches!(deleted, Deleted::Message { .. }) {
         let mut sql = Sql::default();
         let which = deleted.events(&mut sql);
@@ -628,7 +461,7 @@ pub(super) fn scrub(conn: &mut Conn, deleted: Deleted) -> Result<()> {
              WHERE payload IS NOT NULL AND position IN ( \
                  SELECT position FROM events WHERE {which} AND message_id IS NULL)"
         ));
-        sql.query::<Db>().execute(conn)?;
+        conn.exec(sql.query::<B::Db>())?;
     }
     let mut sql = Sql::default();
     let which = deleted.events(&mut sql);
@@ -636,10 +469,17 @@ pub(super) fn scrub(conn: &mut Conn, deleted: Deleted) -> Result<()> {
         "UPDATE events SET payload = {SCRUBBED}, conversation_id = NULL, message_id = NULL \
          WHERE {which}"
     ));
-    sql.query::<Db>().execute(conn)?;
+    conn.exec(sql.query::<B::Db>())?;
     Ok(())
 }
 
 /// A scrubbed event's payload, from its row: `{"id":"<subject
 /// id>","deleted":true}` (an id's text needs no JSON escaping).
-pub(crate) const SCRUBBED: &str = r#"'{"id":"' || CAST(subject_id AS TEXT) || '","deleted":true}'"#;
+pub const SCRUBBED: &str = r#"'{"id":"' || CAST(subject_id AS TEXT) || '","deleted":true}'"#;
+
+/// Every statement of the outbox that needs more of a connection than
+/// its backend's raw statements ([`crate::run`]): the events' insert,
+/// which returns their positions.
+pub trait OutboxStatements<Db: Backend>: Run<RawQuery<Db>, Placed> {}
+
+impl<Db: Backend, C> OutboxStatements<Db> for C where C: Run<RawQuery<Db>, Placed> {}

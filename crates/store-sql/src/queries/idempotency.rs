@@ -22,19 +22,19 @@
 
 use confab_domain::Timestamp;
 use confab_ports::{ClaimOutcome, ClaimRequest, Completion, KeyClaim, StoreError, StoredResponse};
-use diesel::prelude::*;
 use diesel::sql_types::Bool;
+use diesel::{Connection, OptionalExtension};
 
-use super::{Backend, Conn, Db, Result};
-use confab_store_sql::error::Error;
-use confab_store_sql::id::DbId;
-use confab_store_sql::rows::DbKey;
-use confab_store_sql::schema::idempotency_keys as keys;
-use confab_store_sql::schema::idempotency_quota as quota;
-use confab_store_sql::SqlBackend as _;
+use crate::error::Error;
+use crate::id::DbId;
+use crate::queries::Result;
+use crate::rows::DbKey;
+use crate::run::{Exec, Run};
+use crate::SqlBackend;
 
-/// The row of a key as a claim reads it back.
-type KeyRow = (String, Option<i32>, Option<String>, Option<String>);
+pub mod statements;
+
+use statements::{self as s, Claimed, KeyRow, NewKey};
 
 /// What claiming a key as a new one came to.
 enum Fresh {
@@ -48,15 +48,18 @@ enum Fresh {
     Live,
 }
 
-pub(crate) fn claim_key(conn: &mut Conn, request: ClaimRequest) -> Result<ClaimOutcome> {
-    if Backend::DATA_MODIFYING_WITH {
-        return claim(conn, &request, claim_new_in_one_statement);
+/// Claims the request's key (see the module docs).
+pub fn claim_key<B: SqlBackend>(conn: &mut B::Conn, request: ClaimRequest) -> Result<ClaimOutcome> {
+    if B::DATA_MODIFYING_WITH {
+        return claim::<B>(conn, &request, claim_new_in_one_statement::<B>);
     }
     // The new key and its count commit together or not at all.
-    let claimed = conn.transaction(|c| match claim(c, &request, claim_new_in_steps)? {
-        ClaimOutcome::QuotaExceeded => Err(refused()),
-        outcome => Ok(outcome),
-    });
+    let claimed = conn.transaction(
+        |c| match claim::<B>(c, &request, claim_new_in_steps::<B>)? {
+            ClaimOutcome::QuotaExceeded => Err(refused()),
+            outcome => Ok(outcome),
+        },
+    );
     match claimed {
         Err(e) if is_refused(&e) => Ok(ClaimOutcome::QuotaExceeded),
         other => other,
@@ -72,12 +75,15 @@ fn is_refused(e: &Error) -> bool {
     matches!(e, Error::Db(diesel::result::Error::RollbackTransaction))
 }
 
+/// A way of claiming a key as a new one.
+type ClaimNew<C> = fn(&mut C, &ClaimRequest) -> Result<Fresh>;
+
 /// Claims the key as a new one with `new`, else settles it as a
 /// stored one.
-fn claim(
-    conn: &mut Conn,
+fn claim<B: SqlBackend>(
+    conn: &mut B::Conn,
     request: &ClaimRequest,
-    new: fn(&mut Conn, &ClaimRequest) -> Result<Fresh>,
+    new: ClaimNew<B::Conn>,
 ) -> Result<ClaimOutcome> {
     // A row may vanish between the statements below (its holder
     // released it); trying again settles it.
@@ -87,7 +93,7 @@ fn claim(
             Fresh::OverQuota => return Ok(ClaimOutcome::QuotaExceeded),
             Fresh::Live => {}
         }
-        if let Some(outcome) = claim_stored(conn, request)? {
+        if let Some(outcome) = claim_stored::<B>(conn, request)? {
             return Ok(outcome);
         }
     }
@@ -105,8 +111,11 @@ fn quota_max(request: &ClaimRequest) -> i64 {
 /// one under the quota (the counter's row lock orders concurrent
 /// claims of the contact) and only then stores it, or takes over
 /// an expired one.
-fn claim_new_in_one_statement(conn: &mut Conn, request: &ClaimRequest) -> Result<Fresh> {
-    use confab_store_sql::raw::{marker, Bind, Shape};
+fn claim_new_in_one_statement<B: SqlBackend>(
+    conn: &mut B::Conn,
+    request: &ClaimRequest,
+) -> Result<Fresh> {
+    use crate::raw::{marker, Bind, Shape};
     static SHAPE: std::sync::OnceLock<Shape> = std::sync::OnceLock::new();
     let shape = SHAPE.get_or_init(|| {
         let [contact, key, expired_before, day, max, fingerprint, holder, now, locked] =
@@ -155,9 +164,8 @@ fn claim_new_in_one_statement(conn: &mut Conn, request: &ClaimRequest) -> Result
         Bind::Int(request.now.micros()),
         Bind::Int(request.locked_until.micros()),
     ];
-    let (new, counted, claimed): (bool, bool, bool) = shape
-        .typed::<Db, (Bool, Bool, Bool)>(binds)
-        .get_result(conn)?;
+    let (new, counted, claimed): Claimed =
+        conn.get_row(shape.typed::<B::Db, (Bool, Bool, Bool)>(binds))?;
     Ok(match (new, counted, claimed) {
         (true, true, true) => Fresh::Claimed,
         (false, _, _) => Fresh::Live,
@@ -165,11 +173,12 @@ fn claim_new_in_one_statement(conn: &mut Conn, request: &ClaimRequest) -> Result
         // since this statement's snapshot: then this is its retry
         // (409 or a replay), not a new key past the quota.
         (true, false, _) => {
-            let live = keys::table
-                .filter(keys::contact_id.eq(contact))
-                .filter(keys::key.eq(&request.claim.key))
-                .filter(keys::created_at.ge(request.expired_before.micros()));
-            if diesel::select(diesel::dsl::exists(live)).get_result(conn)? {
+            let live = s::key_is_live(
+                contact,
+                request.claim.key.clone(),
+                request.expired_before.micros(),
+            );
+            if conn.get_row(live)? {
                 Fresh::Live
             } else {
                 Fresh::OverQuota
@@ -178,13 +187,7 @@ fn claim_new_in_one_statement(conn: &mut Conn, request: &ClaimRequest) -> Result
         // Counted, but a concurrent claim stored the key first
         // (after this statement's snapshot): not new after all.
         (true, true, false) => {
-            diesel::update(
-                quota::table
-                    .filter(quota::day.eq(day))
-                    .filter(quota::contact_id.eq(contact)),
-            )
-            .set(quota::used.eq(quota::used - 1))
-            .execute(conn)?;
+            conn.exec(s::uncount_key(day, contact))?;
             Fresh::Live
         }
     })
@@ -193,33 +196,17 @@ fn claim_new_in_one_statement(conn: &mut Conn, request: &ClaimRequest) -> Result
 /// SQLite, inside the claim's transaction: stores the key (or takes
 /// over an expired one), which takes the database's write lock,
 /// then counts it; past the quota the transaction rolls back.
-fn claim_new_in_steps(conn: &mut Conn, request: &ClaimRequest) -> Result<Fresh> {
+fn claim_new_in_steps<B: SqlBackend>(conn: &mut B::Conn, request: &ClaimRequest) -> Result<Fresh> {
     let contact = request.claim.contact_id.db();
-    // `DO UPDATE ... WHERE` (diesel's `FilterDsl` on an upsert,
-    // which `QueryDsl` does not name).
-    use diesel::query_dsl::methods::FilterDsl;
-    let insert = diesel::insert_into(keys::table)
-        .values((
-            keys::contact_id.eq(contact),
-            keys::key.eq(&request.claim.key),
-            keys::fingerprint.eq(&request.fingerprint),
-            keys::claim.eq(DbId::from(request.claim.holder)),
-            keys::created_at.eq(request.now.micros()),
-            keys::locked_until.eq(request.locked_until.micros()),
-        ))
-        .on_conflict((keys::contact_id, keys::key))
-        .do_update()
-        .set((
-            keys::fingerprint.eq(&request.fingerprint),
-            keys::claim.eq(DbId::from(request.claim.holder)),
-            keys::created_at.eq(request.now.micros()),
-            keys::locked_until.eq(request.locked_until.micros()),
-            keys::status.eq(None::<i32>),
-            keys::location.eq(None::<String>),
-            keys::body.eq(None::<String>),
-        ));
-    let stored = FilterDsl::filter(insert, keys::created_at.lt(request.expired_before.micros()))
-        .execute(conn)?;
+    let stored = conn.exec(s::insert_key::<B::Db>(NewKey {
+        contact,
+        key: request.claim.key.clone(),
+        fingerprint: request.fingerprint.clone(),
+        holder: DbId::from(request.claim.holder),
+        now: request.now.micros(),
+        locked_until: request.locked_until.micros(),
+        expired_before: request.expired_before.micros(),
+    })?)?;
     if stored == 0 {
         return Ok(Fresh::Live);
     }
@@ -227,16 +214,7 @@ fn claim_new_in_steps(conn: &mut Conn, request: &ClaimRequest) -> Result<Fresh> 
     if max == 0 {
         return Ok(Fresh::OverQuota);
     }
-    let count = diesel::insert_into(quota::table)
-        .values((
-            quota::day.eq(request.quota_day()),
-            quota::contact_id.eq(contact),
-            quota::used.eq(1_i64),
-        ))
-        .on_conflict((quota::day, quota::contact_id))
-        .do_update()
-        .set(quota::used.eq(quota::used + 1));
-    let counted = FilterDsl::filter(count, quota::used.lt(max)).execute(conn)?;
+    let counted = conn.exec(s::count_key::<B::Db>(request.quota_day(), contact, max)?)?;
     Ok(if counted == 1 {
         Fresh::Claimed
     } else {
@@ -248,28 +226,24 @@ fn claim_new_in_steps(conn: &mut Conn, request: &ClaimRequest) -> Result<Fresh> 
 /// before it answered (the holder died), only for the same request,
 /// whose retry this is; else what it holds. `None` when the row
 /// went away meanwhile (its holder released it).
-fn claim_stored(conn: &mut Conn, request: &ClaimRequest) -> Result<Option<ClaimOutcome>> {
+fn claim_stored<B: SqlBackend>(
+    conn: &mut B::Conn,
+    request: &ClaimRequest,
+) -> Result<Option<ClaimOutcome>> {
     let contact = request.claim.contact_id.db();
-    let this = keys::table
-        .filter(keys::contact_id.eq(contact))
-        .filter(keys::key.eq(&request.claim.key));
-    let abandoned = keys::status
-        .is_null()
-        .and(keys::locked_until.le(request.now.micros()))
-        .and(keys::fingerprint.eq(&request.fingerprint));
-    let taken = diesel::update(this.filter(abandoned))
-        .set((
-            keys::claim.eq(DbId::from(request.claim.holder)),
-            keys::created_at.eq(request.now.micros()),
-            keys::locked_until.eq(request.locked_until.micros()),
-        ))
-        .execute(conn)?;
+    let taken = conn.exec(s::take_over_key(
+        contact,
+        request.claim.key.clone(),
+        request.now.micros(),
+        request.fingerprint.clone(),
+        DbId::from(request.claim.holder),
+        request.locked_until.micros(),
+    ))?;
     if taken == 1 {
         return Ok(Some(ClaimOutcome::Claimed));
     }
-    let row: Option<KeyRow> = this
-        .select((keys::fingerprint, keys::status, keys::location, keys::body))
-        .first(conn)
+    let row: Option<KeyRow> = conn
+        .get_row(s::key_state(contact, request.claim.key.clone()))
         .optional()?;
     let Some((stored, status, location, body)) = row else {
         return Ok(None);
@@ -290,28 +264,27 @@ fn claim_stored(conn: &mut Conn, request: &ClaimRequest) -> Result<Option<ClaimO
 
 /// Stores `response` for the key `claim` holds; `false` when the claim
 /// is no longer held (taken over, or already answered).
-fn store_response(conn: &mut Conn, claim: &KeyClaim, response: &StoredResponse) -> Result<bool> {
-    let updated = diesel::update(
-        keys::table
-            .filter(keys::contact_id.eq(claim.contact_id.db()))
-            .filter(keys::key.eq(&claim.key))
-            .filter(keys::claim.eq(DbId::from(claim.holder)))
-            .filter(keys::status.is_null()),
-    )
-    .set((
-        keys::status.eq(i32::from(response.code)),
-        keys::location.eq(&response.location),
-        keys::body.eq(&response.body),
-    ))
-    .execute(conn)?;
+fn store_response<B: SqlBackend>(
+    conn: &mut B::Conn,
+    claim: &KeyClaim,
+    response: &StoredResponse,
+) -> Result<bool> {
+    let updated = conn.exec(s::answer_key(
+        claim.contact_id.db(),
+        claim.key.clone(),
+        DbId::from(claim.holder),
+        i32::from(response.code),
+        response.location.clone(),
+        response.body.clone(),
+    ))?;
     Ok(updated == 1)
 }
 
 /// Inside a write's transaction, when the write protects a key:
 /// stores the response rendered from what was `written`, or fails
 /// with `ClaimLost` so that the transaction rolls back.
-pub(crate) fn complete<T: 'static>(
-    conn: &mut Conn,
+pub fn complete<B: SqlBackend, T: 'static>(
+    conn: &mut B::Conn,
     completion: Option<Completion<T>>,
     written: &T,
 ) -> Result<()> {
@@ -319,54 +292,54 @@ pub(crate) fn complete<T: 'static>(
         return Ok(());
     };
     let (claim, response) = completion.render(written);
-    if store_response(conn, &claim, &response)? {
+    if store_response::<B>(conn, &claim, &response)? {
         Ok(())
     } else {
         Err(Error::Store(StoreError::ClaimLost))
     }
 }
 
-pub(crate) fn complete_key(
-    conn: &mut Conn,
+/// Stores the response for the key `claim` holds; `false` when it is no
+/// longer held.
+pub fn complete_key<B: SqlBackend>(
+    conn: &mut B::Conn,
     claim: KeyClaim,
     response: StoredResponse,
 ) -> Result<bool> {
-    store_response(conn, &claim, &response)
+    store_response::<B>(conn, &claim, &response)
 }
 
-pub(crate) fn key_answered(
-    conn: &mut Conn,
+/// Whether `contact` has an answered key `key` made at `since` or later.
+pub fn key_answered<B: SqlBackend>(
+    conn: &mut B::Conn,
     contact: confab_domain::ContactId,
     key: &str,
     since: Timestamp,
 ) -> Result<bool> {
-    let found: i64 = keys::table
-        .filter(keys::contact_id.eq(contact.db()))
-        .filter(keys::key.eq(key))
-        .filter(keys::status.is_not_null())
-        .filter(keys::created_at.ge(since.micros()))
-        .count()
-        .get_result(conn)?;
+    let found: i64 = conn.get_row(s::answered_keys(
+        contact.db(),
+        key.to_owned(),
+        since.micros(),
+    ))?;
     Ok(found > 0)
 }
 
-pub(crate) fn release_key(conn: &mut Conn, claim: KeyClaim) -> Result<()> {
-    diesel::delete(
-        keys::table
-            .filter(keys::contact_id.eq(claim.contact_id.db()))
-            .filter(keys::key.eq(&claim.key))
-            .filter(keys::claim.eq(DbId::from(claim.holder)))
-            .filter(keys::status.is_null()),
-    )
-    .execute(conn)?;
+/// Deletes the key `claim` holds, not yet answered (its request failed).
+pub fn release_key<B: SqlBackend>(conn: &mut B::Conn, claim: KeyClaim) -> Result<()> {
+    conn.exec(s::delete_held_key(
+        claim.contact_id.db(),
+        claim.key,
+        DbId::from(claim.holder),
+    ))?;
     Ok(())
 }
 
-pub(crate) fn prune_keys(conn: &mut Conn, before: Timestamp) -> Result<u64> {
-    let deleted =
-        diesel::delete(keys::table.filter(keys::created_at.lt(before.micros()))).execute(conn)?;
+/// Deletes the keys made before `before`, and the quota counters of the
+/// days before its day; how many keys it deleted.
+pub fn prune_keys<B: SqlBackend>(conn: &mut B::Conn, before: Timestamp) -> Result<u64> {
+    let deleted = conn.exec(s::delete_keys_before(before.micros()))?;
     // No claim counts against the days before `before`'s any more.
     let day = before.secs().div_euclid(ClaimRequest::SECS_PER_DAY);
-    diesel::delete(quota::table.filter(quota::day.lt(day))).execute(conn)?;
+    conn.exec(s::delete_quota_before(day))?;
     Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
 }
