@@ -358,6 +358,7 @@ impl Application {
         let webhook_policy = web::Data::new(routes::admin::WebhookPolicy::new(
             options.webhook_allow_private,
         ));
+        let document = web::Data::new(routes::docs::Document::new(crate::http::openapi::document));
         let metrics_server = match &options.metrics_listen {
             Some(addrs) => Some(metrics_server(addrs, &metrics, &service)?),
             None => None,
@@ -404,6 +405,7 @@ impl Application {
                 .app_data(proxies.clone())
                 .app_data(webhook_policy.clone())
                 .app_data(links.clone())
+                .app_data(document.clone())
                 .app_data(web::Data::new(routes::MetricsElsewhere(metrics_private)))
                 .configure(routes::configure)
                 .configure(|cfg| routes::webapp::configure(cfg, web_app.as_ref()))

@@ -15,6 +15,11 @@ use confab_service::{
 };
 use sha2::{Digest as _, Sha256};
 
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::Required;
+use utoipa::IntoParams;
+
 use crate::http::error::{ApiError, IDEMPOTENCY_KEY};
 
 /// The header on a replayed answer.
@@ -127,6 +132,35 @@ fn quota_spent(max: u32, retry_after_secs: u64) -> HttpResponse {
 
 fn mime_json() -> HeaderValue {
     HeaderValue::from_static("application/json")
+}
+
+/// The `Idempotency-Key` header, in the `params(...)` of the operations
+/// that honour it (a retry with the same key and parameters replays the
+/// first answer). Only those list it: an operation that would ignore the
+/// key must not promise a safe retry. The errors a key can bring (409, 422,
+/// the daily quota's 429) are added with it by `add_v1_errors` of the OpenAPI document.
+pub struct IdempotencyKeyHeader;
+
+impl IntoParams for IdempotencyKeyHeader {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let key = ParameterBuilder::new()
+            .name(IDEMPOTENCY_KEY)
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "makes retrying safe: the first answer is kept 24 h per caller and key and \
+                 replayed to a retry of the same request (with `Idempotent-Replayed: true`)",
+            ))
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .min_length(Some(1))
+                    .max_length(Some(255))
+                    .pattern(Some("^[\\x20-\\x7E]+$")),
+            ))
+            .build();
+        vec![key]
+    }
 }
 
 /// The request's `Idempotency-Key`, when it has one.

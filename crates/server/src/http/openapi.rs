@@ -5,14 +5,14 @@
 //! operation can give are added here, once.
 
 use actix_web::http::Method;
-use utoipa::openapi::path::{HttpMethod, Operation, Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{HttpMethod, Operation, ParameterIn};
 use utoipa::openapi::response::{Response, ResponseBuilder};
 use utoipa::openapi::schema::{ComponentsBuilder, ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
-    ContentBuilder, Header, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Ref, RefOr, Required, Tag,
+    ContentBuilder, Header, InfoBuilder, OpenApi, OpenApiBuilder, Paths, Ref, RefOr, Tag,
 };
-use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::http::error::{ErrorBody, IDEMPOTENCY_KEY};
 use crate::http::routes::{self, V1};
@@ -143,36 +143,8 @@ pub fn served_routes() -> Vec<(String, String)> {
         .collect()
 }
 
-/// The `Idempotency-Key` header, in the `params(...)` of the operations
-/// that honour it (a retry with the same key and parameters replays the
-/// first answer). Only those list it: an operation that would ignore the
-/// key must not promise a safe retry. The errors a key can bring (409, 422,
-/// the daily quota's 429) are added with it by [`add_v1_errors`].
-pub struct IdempotencyKey;
-
-impl IntoParams for IdempotencyKey {
-    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
-        let key = ParameterBuilder::new()
-            .name(IDEMPOTENCY_KEY)
-            .parameter_in(ParameterIn::Header)
-            .required(Required::False)
-            .description(Some(
-                "makes retrying safe: the first answer is kept 24 h per caller and key and \
-                 replayed to a retry of the same request (with `Idempotent-Replayed: true`)",
-            ))
-            .schema(Some(
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .min_length(Some(1))
-                    .max_length(Some(255))
-                    .pattern(Some("^[\\x20-\\x7E]+$")),
-            ))
-            .build();
-        vec![key]
-    }
-}
-
-/// Whether the operation lists [`IdempotencyKey`].
+/// Whether the operation lists
+/// [`IdempotencyKeyHeader`](crate::http::idempotency::IdempotencyKeyHeader).
 fn takes_idempotency_key(operation: &Operation) -> bool {
     operation.parameters.iter().flatten().any(|p| {
         matches!(p, RefOr::T(p) if p.name == IDEMPOTENCY_KEY

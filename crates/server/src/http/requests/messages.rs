@@ -5,9 +5,11 @@ use confab_domain::{
     FileType, FileUrl, Filename, MessageId, MessageText, NewAttachment, Page, PageLimit,
     ReactionName, SearchQuery,
 };
-use confab_service::{is_public_address, AttachmentInput, UrlHost};
+use confab_service::{is_public_address, AttachmentInput, SendMessage, UrlHost};
 
-use super::{boolean, id, ids, int, optional, reader, request, shape, text, Field, Flatten};
+use super::{
+    boolean, id, ids, int, keyed, optional, or_else, reader, request, shape, text, Field, Flatten,
+};
 use crate::http::error::ApiError;
 use crate::http::params::{Malformed, Params};
 
@@ -49,11 +51,15 @@ request! {
 }
 
 request! {
-    /// `POST /v1/messages`.
-    pub struct SendMessageIn {
+    /// `POST /v1/messages`: read straight into the service's command.
+    pub struct SendMessageIn(SendMessage) {
         conversation_id: ConversationId = id(Malformed::NotFound),
-        /// Absent: a message that is only its attachments (at least one).
-        message: Option<MessageText> = optional(text(shape::message_text, MessageText::new)),
+        /// `message` on the wire; absent: a message that is only its
+        /// attachments (at least one).
+        text: MessageText = keyed(
+            "message",
+            or_else(text(shape::message_text, MessageText::new), MessageText::none),
+        ),
         attachments: Vec<AttachmentInput> = attachments(),
         /// The message it quotes (of the same conversation).
         reply_to_id: Option<MessageId> = optional(id(Malformed::Invalid)),
@@ -63,6 +69,16 @@ request! {
         /// Members of the conversation it mentions (at most 50).
         mentions: Vec<ContactId> = ids(),
     }
+    then text_or_attachment;
+}
+
+/// A message without text needs an attachment (docs/api.md "Files and
+/// attachments"): without either, the text is what is missing.
+fn text_or_attachment(send: &SendMessage) -> Result<(), ApiError> {
+    if send.text.is_none() && send.attachments.is_empty() {
+        return Err(ApiError::missing("message"));
+    }
+    Ok(())
 }
 
 request! {
@@ -197,7 +213,8 @@ mod tests {
         let req = send(&format!(
             "conversation_id={ID}&message=hi&attachments[0][file_url]=https://x.test/a&attachments[0][filename]=a.txt"
         ))
-        .expect("ok");
+        .expect("ok")
+        .0;
         assert_eq!(req.attachments.len(), 1);
         let AttachmentInput::Link(a) = &req.attachments[0] else {
             panic!("a link");
@@ -208,8 +225,9 @@ mod tests {
         let req = send(&format!(
             "conversation_id={ID}&attachments[0][id]={ID}&attachments[1][file_url]=https://x.test/a&attachments[1][filename]=a"
         ))
-        .expect("ok");
-        assert_eq!(req.message, None);
+        .expect("ok")
+        .0;
+        assert!(req.text.is_none());
         assert!(matches!(req.attachments[0], AttachmentInput::Upload(_)));
         assert!(matches!(req.attachments[1], AttachmentInput::Link(_)));
     }

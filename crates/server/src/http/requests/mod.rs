@@ -147,9 +147,63 @@ impl<R: FromParams> Field<R> for Flatten {
     }
 }
 
+/// A field read from a key other than its name: the service's command
+/// says `text` where the wire says `message`.
+pub struct Keyed<F> {
+    key: &'static str,
+    field: F,
+}
+
+/// The field read by `field` from the parameter `key`.
+pub fn keyed<T>(key: &'static str, field: impl Field<T>) -> Keyed<impl Field<T>> {
+    Keyed { key, field }
+}
+
+impl<T, F: Field<T>> Field<T> for Keyed<F> {
+    fn knows(&self, _name: &str, key: &str) -> bool {
+        self.field.knows(self.key, key)
+    }
+
+    fn take(self, p: &mut Params, _name: &'static str) -> Result<T, ApiError> {
+        self.field.take(p, self.key)
+    }
+
+    fn describe(&self, _name: &'static str, shape: &mut Shape) {
+        self.field.describe(self.key, shape);
+    }
+}
+
+/// A field that may be absent, `absent()` standing in for it then.
+pub struct OrElse<F, T> {
+    field: Optional<F>,
+    absent: fn() -> T,
+}
+
+/// `field` when given, else `absent()`.
+pub fn or_else<T>(field: impl Field<T>, absent: fn() -> T) -> impl Field<T> {
+    OrElse {
+        field: Optional(field),
+        absent,
+    }
+}
+
+impl<T, F: Field<T>> Field<T> for OrElse<F, T> {
+    fn take(self, p: &mut Params, name: &'static str) -> Result<T, ApiError> {
+        Ok(self.field.take(p, name)?.unwrap_or_else(self.absent))
+    }
+
+    fn describe(&self, name: &'static str, shape: &mut Shape) {
+        self.field.describe(name, shape);
+    }
+}
+
 /// Declares a request struct and its [`FromParams`]: each field is named
-/// once, as `key: Type = reader`, and its name is its key. Values are
-/// judged in field order.
+/// once, as `key: Type = reader`, and its name is its key (unless its
+/// reader is [`keyed`]). Values are judged in field order.
+///
+/// `pub struct Name(Command) { ... } then check;` reads the fields straight
+/// into the service's command `Command` (whose fields they are, all of
+/// them), then `check`s what no single field can judge alone.
 macro_rules! request {
     (
         $(#[$meta:meta])*
@@ -173,6 +227,38 @@ macro_rules! request {
             ) -> ::std::result::Result<Self, $crate::http::error::ApiError> {
                 $( let $field = $crate::http::requests::Field::<$ty>::take($read, p, stringify!($field))?; )+
                 Ok(Self { $( $field, )+ })
+            }
+
+            fn describe(shape: &mut $crate::http::requests::Shape) {
+                $( $crate::http::requests::Field::<$ty>::describe(&$read, stringify!($field), shape); )+
+            }
+        }
+
+        $crate::http::requests::documented!($name);
+    };
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident($command:ident) {
+            $( $(#[$field_meta:meta])* $field:ident : $ty:ty = $read:expr ),+ $(,)?
+        }
+        then $check:expr;
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub struct $name(pub $command);
+
+        impl $crate::http::requests::FromParams for $name {
+            fn knows(key: &str) -> bool {
+                false $( || $crate::http::requests::Field::<$ty>::knows(&$read, stringify!($field), key) )+
+            }
+
+            fn take(
+                p: &mut $crate::http::params::Params,
+            ) -> ::std::result::Result<Self, $crate::http::error::ApiError> {
+                $( let $field: $ty = $crate::http::requests::Field::<$ty>::take($read, p, stringify!($field))?; )+
+                let command = $command { $( $field, )+ };
+                $check(&command)?;
+                Ok(Self(command))
             }
 
             fn describe(shape: &mut $crate::http::requests::Shape) {

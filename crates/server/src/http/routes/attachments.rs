@@ -103,7 +103,7 @@ async fn list(
 /// counts in the caller's quota of stored bytes until deleted.
 #[utoipa::path(
     post, path = "/v1/attachments", tag = "attachments", operation_id = "upload_attachment",
-    params(crate::http::openapi::IdempotencyKey),
+    params(crate::http::idempotency::IdempotencyKeyHeader),
     request_body(content((UploadForm = "multipart/form-data"))),
     responses(
         (

@@ -131,7 +131,7 @@ async fn blocked(
     post, path = "/v1/contacts/{id}/block", tag = "contacts", operation_id = "block_contact",
     params(
         ("id" = String, Path, description = "the contact to block"),
-        crate::http::openapi::IdempotencyKey,
+        crate::http::idempotency::IdempotencyKeyHeader,
     ),
     request_body(description = "no parameters (an empty body)", content(
         (NoParams = "application/x-www-form-urlencoded"),

@@ -65,7 +65,7 @@ async fn list(
 /// exactly one of them.
 #[utoipa::path(
     post, path = "/v1/conversations", tag = "conversations", operation_id = "create_conversation",
-    params(crate::http::openapi::IdempotencyKey),
+    params(crate::http::idempotency::IdempotencyKeyHeader),
     request_body(content(
         (CreateConversationIn = "application/x-www-form-urlencoded"),
         (CreateConversationIn = "application/json"),

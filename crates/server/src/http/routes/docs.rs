@@ -10,7 +10,6 @@ use utoipa_swagger_ui::Config;
 
 use super::{endpoint, Endpoint};
 use crate::http::error::ApiError;
-use crate::http::openapi;
 
 /// Where the document is served; the page loads it from there.
 pub const OPENAPI_PATH: &str = "/openapi.json";
@@ -30,10 +29,30 @@ pub fn endpoints() -> Vec<Endpoint> {
     responses((status = 200, description = "the OpenAPI document", content_type = "application/json",
         body = Object)),
 )]
-async fn openapi_json() -> HttpResponse {
-    // Built once: the routes cannot change while the process runs.
-    static DOCUMENT: OnceLock<utoipa::openapi::OpenApi> = OnceLock::new();
-    HttpResponse::Ok().json(DOCUMENT.get_or_init(openapi::document))
+async fn openapi_json(document: web::Data<Document>) -> HttpResponse {
+    HttpResponse::Ok().json(document.get())
+}
+
+/// The OpenAPI document this route serves, built the first time it is
+/// asked for and kept: the routes cannot change while the process runs.
+/// The document is built from the list of routes (this one among them), so
+/// its builder is handed in by whoever assembles the application.
+pub struct Document {
+    build: fn() -> utoipa::openapi::OpenApi,
+    built: OnceLock<utoipa::openapi::OpenApi>,
+}
+
+impl Document {
+    pub fn new(build: fn() -> utoipa::openapi::OpenApi) -> Self {
+        Self {
+            build,
+            built: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> &utoipa::openapi::OpenApi {
+        self.built.get_or_init(self.build)
+    }
 }
 
 /// The documentation page (a redirect to it).

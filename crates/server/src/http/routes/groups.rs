@@ -50,7 +50,7 @@ async fn list(
 /// Create a group; the caller becomes its owner and a member.
 #[utoipa::path(
     post, path = "/v1/groups", tag = "groups", operation_id = "create_group",
-    params(crate::http::openapi::IdempotencyKey),
+    params(crate::http::idempotency::IdempotencyKeyHeader),
     request_body(content(
         (CreateGroupIn = "application/x-www-form-urlencoded"),
         (CreateGroupIn = "application/json"),

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Cursor, Page, Timestamp};
-use confab_domain::{Message, MessageId, MessageText, ReactionName};
-use confab_service::{MessageList, MessageUpdate, SearchFilter, SendMessage, StoredResponse};
+use confab_domain::{Message, MessageId, ReactionName};
+use confab_service::{MessageList, MessageUpdate, SearchFilter, StoredResponse};
 
 use super::{created_text, endpoint, no_content, ok_json, ok_text, path_id, Endpoint};
 use crate::http::auth::Caller;
@@ -153,7 +153,7 @@ async fn search(
 /// Send a message to a conversation; the caller is the sender.
 #[utoipa::path(
     post, path = "/v1/messages", tag = "messages", operation_id = "send_message",
-    params(crate::http::openapi::IdempotencyKey),
+    params(crate::http::idempotency::IdempotencyKeyHeader),
     request_body(content(
         (SendMessageIn = "application/x-www-form-urlencoded"),
         (SendMessageIn = "application/json"),
@@ -176,31 +176,8 @@ async fn send(
     service: Service,
     caller: Caller,
     http: HttpRequest,
-    Input(req): Input<SendMessageIn>,
+    Input(SendMessageIn(send)): Input<SendMessageIn>,
 ) -> Result<HttpResponse, ApiError> {
-    let SendMessageIn {
-        conversation_id,
-        message: text,
-        attachments,
-        reply_to_id,
-        parent_id,
-        mentions,
-    } = req;
-    // A message without text needs an attachment (docs/api.md "Files and attachments"):
-    // without either, the text is what is missing.
-    let text = match text {
-        Some(text) => text,
-        None if attachments.is_empty() => return Err(ApiError::missing("message")),
-        None => MessageText::none(),
-    };
-    let send = SendMessage {
-        conversation_id,
-        text,
-        attachments,
-        reply_to_id,
-        parent_id,
-        mentions,
-    };
     // The message's JSON is written once, for its event, and is also the
     // answer (kept for the idempotency key, and sent).
     let once = Arc::new(RenderedOnce::new(links_of(&http)));

@@ -31,7 +31,7 @@ pub fn endpoints() -> Vec<Endpoint> {
 /// report (200).
 #[utoipa::path(
     post, path = "/v1/reports", tag = "reports", operation_id = "file_report",
-    params(crate::http::openapi::IdempotencyKey),
+    params(crate::http::idempotency::IdempotencyKeyHeader),
     request_body(content(
         (FileReportIn = "application/x-www-form-urlencoded"),
         (FileReportIn = "application/json"),
