@@ -557,11 +557,7 @@ fn test_files_are_told_from_source_files() {
     assert!(is_test_file(Path::new(
         "crates/domain/src/message/tests.rs"
     )));
-    assert!(is_test_file(Path::new(
-        "crates/server/src/http/wire_tests.rs"
-    )));
+    assert!(is_test_file(Path::new("crates/http/src/wire_tests.rs")));
     assert!(!is_test_file(Path::new("crates/domain/src/message.rs")));
-    assert!(!is_test_file(Path::new(
-        "crates/server/src/http/requests/mod.rs"
-    )));
+    assert!(!is_test_file(Path::new("crates/http/src/requests/mod.rs")));
 }
