@@ -217,24 +217,9 @@ macro_rules! request {
             $( $(#[$field_meta])* pub $field: $ty, )+
         }
 
-        impl $crate::requests::FromParams for $name {
-            fn knows(key: &str) -> bool {
-                false $( || $crate::requests::Field::<$ty>::knows(&$read, stringify!($field), key) )+
-            }
-
-            fn take(
-                p: &mut $crate::params::Params,
-            ) -> ::std::result::Result<Self, $crate::error::ApiError> {
-                $( let $field = $crate::requests::Field::<$ty>::take($read, p, stringify!($field))?; )+
-                Ok(Self { $( $field, )+ })
-            }
-
-            fn describe(shape: &mut $crate::requests::Shape) {
-                $( $crate::requests::Field::<$ty>::describe(&$read, stringify!($field), shape); )+
-            }
-        }
-
-        $crate::requests::documented!($name);
+        $crate::requests::request!(@read $name [ $( $field: $ty = $read ),+ ] {
+            Ok(Self { $( $field, )+ })
+        });
     };
     (
         $(#[$meta:meta])*
@@ -247,6 +232,15 @@ macro_rules! request {
         #[derive(Debug)]
         pub struct $name(pub $command);
 
+        $crate::requests::request!(@read $name [ $( $field: $ty = $read ),+ ] {
+            let command = $command { $( $field, )+ };
+            $check(&command)?;
+            Ok(Self(command))
+        });
+    };
+    // The keys, the values in field order (each read into a local named
+    // like its field, from which `$build` makes the request) and the shape.
+    (@read $name:ident [ $( $field:ident : $ty:ty = $read:expr ),+ ] $build:block) => {
         impl $crate::requests::FromParams for $name {
             fn knows(key: &str) -> bool {
                 false $( || $crate::requests::Field::<$ty>::knows(&$read, stringify!($field), key) )+
@@ -256,9 +250,7 @@ macro_rules! request {
                 p: &mut $crate::params::Params,
             ) -> ::std::result::Result<Self, $crate::error::ApiError> {
                 $( let $field: $ty = $crate::requests::Field::<$ty>::take($read, p, stringify!($field))?; )+
-                let command = $command { $( $field, )+ };
-                $check(&command)?;
-                Ok(Self(command))
+                $build
             }
 
             fn describe(shape: &mut $crate::requests::Shape) {

@@ -13,7 +13,7 @@ use confab_service::{
 };
 use uuid::Uuid;
 
-use super::{endpoint, no_content, ok, ok_json, path_id, Endpoint};
+use super::{endpoint, no_content, ok, ok_json, page_json, path_id, Endpoint};
 use crate::auth::Server;
 use crate::dto::{
     ContactDto, ConversationMemberDto, DeliveryDto, JobDto, ListDto, MintedTokenDto, TokenDto,
@@ -135,11 +135,9 @@ async fn list_contacts(
     let contacts = service
         .list_contacts(username.as_ref().map(|u| u.as_str()), page)
         .await?;
-    Ok(ok_json(wire::list(
-        contacts.has_more,
-        &contacts.items,
-        |out, c| wire::write_contact(out, c, Viewer::Operator),
-    )))
+    Ok(page_json(&contacts, |out, c| {
+        wire::write_contact(out, c, Viewer::Operator)
+    }))
 }
 
 /// Get one contact.
@@ -332,11 +330,9 @@ async fn list_tokens(
     let id: ContactId = path_id(&path)?;
     let ListTokensIn { page } = req;
     let tokens = service.list_tokens(id, page).await?;
-    Ok(ok_json(wire::list(
-        tokens.has_more,
-        &tokens.items,
-        |out, t| serde_json::to_writer(out, &TokenDto::from(t)),
-    )))
+    Ok(page_json(&tokens, |out, t| {
+        serde_json::to_writer(out, &TokenDto::from(t))
+    }))
 }
 
 /// Revoke every token of a contact (signs out every device); their open
@@ -396,11 +392,7 @@ async fn conversation_members(
     let id: ConversationId = path_id(&path)?;
     let ListConversationMembersIn { page } = req;
     let members = service.conversation_members(id, page).await?;
-    Ok(ok_json(wire::list(
-        members.has_more,
-        &members.items,
-        write_conversation_member,
-    )))
+    Ok(page_json(&members, write_conversation_member))
 }
 
 /// `{"contact": {...}, "is_muted": bool, "unread_count": n}`.
@@ -533,9 +525,7 @@ async fn list_deliveries(
     let attempts = service
         .list_deliveries(WebhookId::from_uuid(id), page)
         .await?;
-    Ok(ok_json(wire::list(
-        attempts.has_more,
-        &attempts.items,
-        |out, d| serde_json::to_writer(out, &DeliveryDto::from(d)),
-    )))
+    Ok(page_json(&attempts, |out, d| {
+        serde_json::to_writer(out, &DeliveryDto::from(d))
+    }))
 }

@@ -6,7 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Block, ContactId, ContactProfilePatch, Viewer};
 use confab_service::{Made, StoredResponse};
 
-use super::{endpoint, made_json, no_content, ok_json, path_id, Endpoint};
+use super::{endpoint, made_json, no_content, ok_json, page_json, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{BlockDto, ContactDto, ListDto};
 use crate::error::{ApiError, ErrorBody};
@@ -118,11 +118,9 @@ async fn blocked(
     let ListBlockedIn { page } = req;
     let blocks = service.blocks(&caller.0, page).await?;
     let viewer = caller.viewer();
-    Ok(ok_json(wire::list(
-        blocks.has_more,
-        &blocks.items,
-        |out, b| wire::write_block(out, b, viewer),
-    )))
+    Ok(page_json(&blocks, |out, b| {
+        wire::write_block(out, b, viewer)
+    }))
 }
 
 /// Block a contact: neither of you writes to the other in your direct

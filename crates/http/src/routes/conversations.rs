@@ -6,7 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{ConversationId, ConversationView};
 use confab_service::{ConversationFilter, ConversationTarget, Finished, StoredResponse};
 
-use super::{created, endpoint, no_content, ok, ok_json, path_id, Endpoint};
+use super::{created, endpoint, no_content, ok, page_json, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{ConversationDto, ListDto};
 use crate::error::{ApiError, ErrorBody};
@@ -54,11 +54,9 @@ async fn list(
         group_id,
     };
     let conversations = service.list_conversations(&caller.0, filter, page).await?;
-    Ok(ok_json(wire::list(
-        conversations.has_more,
-        &conversations.items,
-        |out, view| wire::write_serialized(out, &ConversationDto::from(view)),
-    )))
+    Ok(page_json(&conversations, |out, view| {
+        wire::write_serialized(out, &ConversationDto::from(view))
+    }))
 }
 
 /// Start a conversation: with `contact_id` (direct) or `group_id` (group),

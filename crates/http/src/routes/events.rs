@@ -7,14 +7,13 @@ use confab_domain::EventId;
 use confab_service::Confab;
 use utoipa::ToSchema;
 
-use super::{endpoint, ok_json, Endpoint};
+use super::{endpoint, page_json, Endpoint};
 use crate::auth::{bearer_token, Actor, Caller, TicketStream};
 use crate::dto::ListDto;
 use crate::error::{ApiError, ErrorBody};
 use crate::requests::events::EventsIn;
 use crate::requests::{Input, NoParams};
 use crate::service::Service;
-use crate::wire;
 use confab_delivery::events::{open_stream, write_event, Hub, StreamSlots};
 
 pub fn endpoints() -> Vec<Endpoint> {
@@ -102,10 +101,10 @@ async fn events(
         }
         let limit = limit.unwrap_or_default();
         let page = service.list_events(&caller.0, after, limit).await?;
-        return Ok(ok_json(wire::list(page.has_more, &page.items, |out, e| {
+        return Ok(page_json(&page, |out, e| {
             write_event(out, e, &e.payload);
             Ok(())
-        })));
+        }));
     }
     if limit.is_some() {
         return Err(ApiError::invalid(

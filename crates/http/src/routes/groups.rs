@@ -5,7 +5,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{Group, GroupId, Viewer};
 use confab_service::{GroupUpdate, NewGroupRequest, StoredResponse};
 
-use super::{created_json, endpoint, no_content, ok_json, path_id, Endpoint};
+use super::{created_json, endpoint, no_content, ok_json, page_json, path_id, Endpoint};
 use crate::auth::Caller;
 use crate::dto::{GroupDto, GroupMemberDto, ListDto};
 use crate::error::{ApiError, ErrorBody};
@@ -40,11 +40,9 @@ async fn list(
     let ListGroupsIn { page } = req;
     let groups = service.list_groups(&caller.0, page).await?;
     let viewer = caller.viewer();
-    Ok(ok_json(wire::list(
-        groups.has_more,
-        &groups.items,
-        |out, g| wire::write_group(out, g, viewer),
-    )))
+    Ok(page_json(&groups, |out, g| {
+        wire::write_group(out, g, viewer)
+    }))
 }
 
 /// Create a group; the caller becomes its owner and a member.
@@ -137,11 +135,9 @@ async fn members(
     let ListMembersIn { page } = req;
     let members = service.group_members(&caller.0, id, page).await?;
     let viewer = caller.viewer();
-    Ok(ok_json(wire::list(
-        members.has_more,
-        &members.items,
-        |out, m| wire::write_member(out, m, viewer),
-    )))
+    Ok(page_json(&members, |out, m| {
+        wire::write_member(out, m, viewer)
+    }))
 }
 
 /// Rename, describe, make or unmake admins (owner); add members and

@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::from_fn;
 use actix_web::{web, HttpResponse, Resource, Route};
+use confab_domain::Paged;
 use confab_service::StoredResponse;
 use serde::Serialize;
 use utoipa::openapi::path::{HttpMethod, Operation};
@@ -211,6 +212,15 @@ fn ok_json(body: serde_json::Result<Vec<u8>>) -> HttpResponse {
         // this is not expected.
         Err(e) => HttpResponse::from_error(actix_web::error::JsonPayloadError::Serialize(e)),
     }
+}
+
+/// A 200 with one page of a list, each item written by `write`: the one
+/// shape of every list answer (`{"has_more": ..., "data": [...]}`).
+fn page_json<T>(
+    page: &Paged<T>,
+    write: impl FnMut(&mut Vec<u8>, &T) -> serde_json::Result<()>,
+) -> HttpResponse {
+    ok_json(crate::wire::list(page.has_more, &page.items, write))
 }
 
 /// A 200 with this JSON, already written.

@@ -6,7 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use confab_domain::{NewReport, Report, ReportId};
 use confab_service::{Made, StoredResponse};
 
-use super::{endpoint, made_json, ok_json, path_id, Endpoint};
+use super::{endpoint, made_json, ok_json, page_json, path_id, Endpoint};
 use crate::auth::{Caller, Server};
 use crate::dto::{AdminReportDto, ListDto, ReportDto};
 use crate::error::{ApiError, ErrorBody};
@@ -113,11 +113,9 @@ async fn admin_list(
 ) -> Result<HttpResponse, ApiError> {
     let ListReportsIn { status, page } = req;
     let reports = service.admin_reports(status, page).await?;
-    Ok(ok_json(wire::list(
-        reports.has_more,
-        &reports.items,
-        |out, r| wire::write_report(out, r, true),
-    )))
+    Ok(page_json(&reports, |out, r| {
+        wire::write_report(out, r, true)
+    }))
 }
 
 /// One report.
