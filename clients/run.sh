@@ -8,7 +8,7 @@
 # headless Chromium, loading the client from the binary itself (its
 # built-in copy at /app/, CONFAB_WEB_APP=true).
 #
-# The server embeds the web client's build from crates/server/webapp/
+# The server embeds the web client's build from crates/http/webapp/
 # (committed, so that `cargo build` needs no Node); this script fails when
 # those files differ by a byte from the build of the current sources. To
 # refresh them: `node build.mjs --embed` in clients/web (after this script
@@ -128,7 +128,7 @@ build_web() {
 }
 # The copy the binary embeds is the build of these sources, byte for byte;
 # and the build is deterministic (a second one gives the same bytes).
-EMBEDDED="$HERE/../crates/server/webapp"
+EMBEDDED="$HERE/../crates/http/webapp"
 embedded_is_current() {
     local file ok=0
     mkdir -p "$WORK/first-build"
@@ -140,13 +140,13 @@ embedded_is_current() {
             ok=1
         fi
         if ! cmp -s "$WEB/dist/$file" "$EMBEDDED/$file"; then
-            echo "clients: crates/server/webapp/$file is not the build of clients/web's sources;" \
+            echo "clients: crates/http/webapp/$file is not the build of clients/web's sources;" \
                 "run 'node build.mjs --embed' in clients/web and commit it" >&2
             ok=1
         fi
     done
     [ "$(ls "$EMBEDDED" | sort | tr '\n' ' ')" = "app.css app.js index.html " ] || {
-        echo "clients: crates/server/webapp/ holds other files than the build's three" >&2
+        echo "clients: crates/http/webapp/ holds other files than the build's three" >&2
         ok=1
     }
     return "$ok"

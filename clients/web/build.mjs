@@ -6,7 +6,7 @@
 // good while index.html itself is revalidated.
 //
 // The same three files are built into the server binary (served at /app/
-// with CONFAB_WEB_APP=true) from crates/server/webapp/, where they are
+// with CONFAB_WEB_APP=true) from crates/http/webapp/, where they are
 // committed so that `cargo build` needs no Node. `node build.mjs --embed`
 // (npm run embed) refreshes that copy; clients/run.sh fails when it
 // differs from a fresh build. The build is deterministic: same sources,
@@ -21,7 +21,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const out = join(here, "dist");
 /** The files the server embeds, and where. */
 export const FILES = ["index.html", "app.js", "app.css"];
-export const EMBEDDED = join(here, "..", "..", "crates", "server", "webapp");
+export const EMBEDDED = join(here, "..", "..", "crates", "http", "webapp");
 
 await rm(out, { recursive: true, force: true });
 await mkdir(out, { recursive: true });

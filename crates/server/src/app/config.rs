@@ -9,90 +9,28 @@ use anyhow::bail;
 use tracing_subscriber::EnvFilter;
 
 use crate::app::telemetry::LogFormat;
-use crate::delivery::events::{HubOptions, StreamSlots};
-use crate::http::client_addr::TrustedProxies;
-use crate::http::ratelimit::{Quota, RateLimits};
+use confab_delivery::events::{HubOptions, StreamSlots};
+use confab_http::client_addr::TrustedProxies;
+use confab_http::ratelimit::{Quota, RateLimits};
+
+mod database;
+use database::{parse_listen_database, parse_pooler};
+pub use database::{Database, DatabaseConfig, ListenUrl, Pooler};
+
+use parse::{
+    limit_parser, parse_database, parse_listen, parse_log_filter, parse_max_connections,
+    parse_max_group_members, parse_max_streams, parse_max_upload_bytes, parse_metrics_listen,
+    parse_pool_size, parse_public_url, parse_synchronous, parse_trusted_proxies, parse_web_app,
+    seconds_parser,
+};
+
+pub(crate) use parse::parse_allow_private;
 
 mod cors;
 mod search;
 use cors::parse_cors_origins;
 pub use cors::CorsOrigins;
 pub use search::SearchSettings;
-
-/// Where the data lives (`DATABASE_URL`).
-#[derive(Clone, PartialEq, Eq)]
-pub enum Database {
-    /// A PostgreSQL connection URL (may hold a password: never printed).
-    Postgres(String),
-    /// The path of an SQLite database file.
-    Sqlite(String),
-}
-
-impl Database {
-    /// The file used when `DATABASE_URL` is unset.
-    pub const DEFAULT_SQLITE_FILE: &'static str = "confab.db";
-
-    /// Reads a `DATABASE_URL` value:
-    /// - unset: SQLite file `confab.db` in the working directory;
-    /// - `postgres://...` or `postgresql://...`: PostgreSQL, the URL as is;
-    /// - `sqlite://path`, `sqlite:path` or a plain file path: SQLite;
-    /// - empty, or any other scheme (`mysql://...`): an error naming
-    ///   `DATABASE_URL`.
-    pub fn from_env_value(value: Option<&str>) -> anyhow::Result<Database> {
-        let Some(value) = value else {
-            return Ok(Self::Sqlite(Self::DEFAULT_SQLITE_FILE.to_owned()));
-        };
-        let value = value.trim();
-        if value.is_empty() {
-            bail!("DATABASE_URL is empty: unset it to use {}, or give a postgres:// URL or an SQLite file path", Self::DEFAULT_SQLITE_FILE);
-        }
-        let lower = value.to_ascii_lowercase();
-        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
-            return Ok(Self::Postgres(value.to_owned()));
-        }
-        let sqlite_path = if lower.starts_with("sqlite://") {
-            Some(&value["sqlite://".len()..])
-        } else if lower.starts_with("sqlite:") {
-            Some(&value["sqlite:".len()..])
-        } else {
-            None
-        };
-        if let Some(path) = sqlite_path {
-            if path.is_empty() {
-                bail!("DATABASE_URL {value:?} names no SQLite file");
-            }
-            return Ok(Self::Sqlite(path.to_owned()));
-        }
-        if let Some(scheme) = url_scheme(value) {
-            bail!(
-                "DATABASE_URL has the unsupported scheme {scheme:?}: use postgres://..., sqlite:<path> or a file path"
-            );
-        }
-        Ok(Self::Sqlite(value.to_owned()))
-    }
-}
-
-/// The scheme of something shaped like a URL (`x:` with a scheme of at
-/// least two characters, so that a Windows drive letter is still a path).
-fn url_scheme(value: &str) -> Option<&str> {
-    let (scheme, _) = value.split_once(':')?;
-    let mut chars = scheme.chars();
-    let first = chars.next()?;
-    let ok = scheme.len() >= 2
-        && first.is_ascii_alphabetic()
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    ok.then_some(scheme)
-}
-
-impl fmt::Debug for Database {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            // The URL may carry a password.
-            Self::Postgres(_) => f.write_str("Postgres(<redacted>)"),
-            Self::Sqlite(path) => f.debug_tuple("Sqlite").field(path).finish(),
-        }
-    }
-}
 
 /// What every command reads from its environment (or the same options on
 /// its command line): where the data lives, how to reach it, and logging.
@@ -182,85 +120,6 @@ impl Common {
             listen_url: self.listen_database_url.clone().map(|u| u.0),
             search_connections: None,
         })
-    }
-}
-
-/// Where the data lives and how to reach it.
-#[derive(Clone)]
-pub struct DatabaseConfig {
-    /// `DATABASE_URL`.
-    pub database: Database,
-    /// `CONFAB_DB_POOLER`.
-    pub pooler: Pooler,
-    /// `CONFAB_LISTEN_DATABASE_URL` (may hold a password: never printed).
-    pub listen_url: Option<String>,
-    /// `CONFAB_SEARCH_CONNECTIONS`: searches that run at once, each on a
-    /// connection of their own; `None`: the store's default.
-    pub search_connections: Option<u32>,
-}
-
-impl fmt::Debug for DatabaseConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The URLs may carry passwords.
-        f.debug_struct("DatabaseConfig")
-            .field("database", &self.database)
-            .field("pooler", &self.pooler)
-            .field(
-                "listen_url",
-                &self.listen_url.as_ref().map(|_| "<redacted>"),
-            )
-            .field("search_connections", &self.search_connections)
-            .finish()
-    }
-}
-
-impl DatabaseConfig {
-    /// `DATABASE_URL` alone: no pooler, LISTEN over the same URL.
-    pub fn direct(database: Database) -> Self {
-        DatabaseConfig {
-            database,
-            pooler: Pooler::None,
-            listen_url: None,
-            search_connections: None,
-        }
-    }
-}
-
-/// What sits between confab and PostgreSQL (`CONFAB_DB_POOLER`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Pooler {
-    /// A direct connection (or a pooler in session mode).
-    #[default]
-    None,
-    /// A pooler in transaction mode (PgBouncer's `pool_mode = transaction`).
-    Transaction,
-}
-
-fn parse_pooler(raw: &str) -> Result<Pooler, String> {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "none" | "" => Ok(Pooler::None),
-        "transaction" => Ok(Pooler::Transaction),
-        _ => Err(format!(
-            "CONFAB_DB_POOLER {raw:?} is neither none (a direct connection) nor transaction (PgBouncer's pool_mode=transaction)"
-        )),
-    }
-}
-
-/// `CONFAB_LISTEN_DATABASE_URL`: a `postgres://` URL.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ListenUrl(String);
-
-impl fmt::Debug for ListenUrl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The URL may carry a password.
-        f.write_str("ListenUrl(<redacted>)")
-    }
-}
-
-fn parse_listen_database(raw: &str) -> Result<ListenUrl, String> {
-    match Database::from_env_value(Some(raw)) {
-        Ok(Database::Postgres(url)) => Ok(ListenUrl(url)),
-        _ => Err("CONFAB_LISTEN_DATABASE_URL is not a postgres:// URL".to_owned()),
     }
 }
 
@@ -608,151 +467,11 @@ impl Settings {
     }
 }
 
-/// `CONFAB_MAX_STREAMS_PER_CONTACT`: 1 to 1000.
-fn parse_max_streams(raw: &str) -> Result<usize, String> {
-    match raw.trim().parse::<usize>() {
-        Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "CONFAB_MAX_STREAMS_PER_CONTACT {raw:?} is not a whole number of streams from 1 to 1000"
-        )),
-    }
-}
-
-/// `CONFAB_MAX_CONNECTIONS`: at least 1 (the open-file limit is checked at
-/// startup, where it is known).
-fn parse_max_connections(raw: &str) -> Result<usize, String> {
-    match raw.trim().parse::<usize>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "CONFAB_MAX_CONNECTIONS {raw:?} is not a whole number of connections, at least 1"
-        )),
-    }
-}
-
-fn parse_trusted_proxies(raw: &str) -> Result<TrustedProxies, String> {
-    raw.parse()
-        .map_err(|e| format!("CONFAB_TRUSTED_PROXIES: {e}"))
-}
-
-fn parse_metrics_listen(raw: &str) -> Result<Listen, String> {
-    parse_listen(raw).map_err(|e| e.replacen("CONFAB_LISTEN", "CONFAB_METRICS_LISTEN", 1))
-}
-
-pub(crate) fn parse_allow_private(raw: &str) -> Result<bool, String> {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" => Ok(true),
-        "false" | "0" | "no" | "" => Ok(false),
-        _ => Err(format!(
-            "CONFAB_WEBHOOK_ALLOW_PRIVATE {raw:?} is not true or false"
-        )),
-    }
-}
-
-fn parse_web_app(raw: &str) -> Result<bool, String> {
-    parse_allow_private(raw).map_err(|_| format!("CONFAB_WEB_APP {raw:?} is not true or false"))
-}
-
-fn parse_database(raw: &str) -> Result<Database, String> {
-    Database::from_env_value(Some(raw)).map_err(|e| e.to_string())
-}
-
 /// `CONFAB_LISTEN` as given and the addresses it resolved to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listen {
     pub given: String,
     pub addrs: Vec<SocketAddr>,
-}
-
-fn parse_listen(raw: &str) -> Result<Listen, String> {
-    let given = raw.trim();
-    let error = |why: String| {
-        format!(
-            "CONFAB_LISTEN {raw:?} is not an address like 127.0.0.1:8080 or localhost:8080: {why}"
-        )
-    };
-    let addrs: Vec<SocketAddr> = given
-        .to_socket_addrs()
-        .map_err(|e| error(e.to_string()))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(error("it resolves to no address".to_owned()));
-    }
-    Ok(Listen {
-        given: given.to_owned(),
-        addrs,
-    })
-}
-
-fn parse_log_filter(raw: &str) -> Result<String, String> {
-    EnvFilter::builder()
-        .parse(raw)
-        .map(|_| raw.to_owned())
-        .map_err(|e| {
-            format!("RUST_LOG {raw:?} is not a log filter such as info or confab_server=debug: {e}")
-        })
-}
-
-fn parse_max_upload_bytes(raw: &str) -> Result<u64, String> {
-    match raw.trim().parse::<u64>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "CONFAB_MAX_UPLOAD_BYTES {raw:?} is not a whole number of bytes of at least 1"
-        )),
-    }
-}
-
-fn parse_public_url(raw: &str) -> Result<String, String> {
-    let url = raw.trim().trim_end_matches('/');
-    let ok = (url.starts_with("http://") || url.starts_with("https://"))
-        && reqwest::Url::parse(url).is_ok_and(|u| u.host_str().is_some() && u.query().is_none());
-    if ok {
-        Ok(url.to_owned())
-    } else {
-        Err(format!(
-            "CONFAB_PUBLIC_URL {raw:?} is not an http:// or https:// URL with a host (e.g. https://chat.example.com)"
-        ))
-    }
-}
-
-fn parse_max_group_members(raw: &str) -> Result<u64, String> {
-    match raw.trim().parse::<u64>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!(
-            "CONFAB_MAX_GROUP_MEMBERS {raw:?} is not a whole number of at least 1"
-        )),
-    }
-}
-
-fn limit_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + Clone {
-    move |raw: &str| {
-        raw.trim().parse().map_err(|_| {
-            format!(
-                "{name} {raw:?} is not a whole number from 0 to {} (0: no limit)",
-                u32::MAX
-            )
-        })
-    }
-}
-
-fn seconds_parser(name: &'static str) -> impl Fn(&str) -> Result<u32, String> + Clone {
-    move |raw: &str| {
-        raw.trim().parse().map_err(|_| {
-            format!(
-                "{name} {raw:?} is not a whole number of seconds from 0 to {} (0: no wait)",
-                u32::MAX
-            )
-        })
-    }
-}
-
-/// `CONFAB_DB_POOL_SIZE`: 1 to 1000 connections.
-fn parse_pool_size(raw: &str) -> Result<u32, String> {
-    match raw.trim().parse::<u32>() {
-        Ok(n) if (1..=1000).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "CONFAB_DB_POOL_SIZE {raw:?} is not a whole number of connections from 1 to 1000"
-        )),
-    }
 }
 
 /// Whether an SQLite commit waits for the disk (`CONFAB_SQLITE_SYNCHRONOUS`);
@@ -766,17 +485,7 @@ pub enum Synchronous {
     Normal,
 }
 
-/// `CONFAB_SQLITE_SYNCHRONOUS`: `full` or `normal`, in any case.
-fn parse_synchronous(raw: &str) -> Result<Synchronous, String> {
-    match raw.trim().to_ascii_lowercase().as_str() {
-        "full" => Ok(Synchronous::Full),
-        "normal" => Ok(Synchronous::Normal),
-        _ => Err(format!(
-            "CONFAB_SQLITE_SYNCHRONOUS {raw:?} is neither full (every commit synced) nor normal (synced at checkpoints)"
-        )),
-    }
-}
-
+mod parse;
 pub mod shares;
 #[cfg(test)]
 mod tests;

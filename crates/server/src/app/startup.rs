@@ -23,16 +23,19 @@ pub use crate::app::connections::{ConnectionLimits, HEAD_DEADLINE, PRESSURE_GRAC
 use crate::app::opening;
 pub use crate::app::opening::{Opening, Schema};
 use crate::app::telemetry;
-pub use crate::delivery::events::HubOptions;
-use crate::delivery::events::{Hub, StreamSlots};
-pub use crate::http::client_addr::TrustedProxies;
-use crate::http::error::ApiError;
-use crate::http::links::LinkConfig;
-use crate::http::payloads::WirePayloads;
-use crate::http::ratelimit::Limiter;
-pub use crate::http::ratelimit::{Quota, RateLimits};
-use crate::http::routes;
-use crate::metrics::Metrics;
+pub use confab_delivery::events::HubOptions;
+use confab_delivery::events::{Hub, StreamSlots};
+pub use confab_http::client_addr::TrustedProxies;
+use confab_http::error::ApiError;
+use confab_http::links::LinkConfig;
+use confab_http::payloads::WirePayloads;
+use confab_http::ratelimit::Limiter;
+pub use confab_http::ratelimit::{Quota, RateLimits};
+use confab_http::routes;
+use confab_metrics::Metrics;
+
+mod middleware;
+use middleware::{cors_middleware, json_error_body};
 
 /// Connects to the store, applies pending migrations, returns the service.
 /// Blocking: call it outside async code (or in `spawn_blocking`).
@@ -325,7 +328,7 @@ impl Application {
                 gate.upgrade().map_or((0, 0), |g| g.counts())
             }));
         }
-        crate::delivery::webhooks::spawn_delivery(
+        confab_delivery::webhooks::spawn_delivery(
             service.clone(),
             options.webhook_allow_private,
             metrics.clone(),
@@ -358,6 +361,7 @@ impl Application {
         let webhook_policy = web::Data::new(routes::admin::WebhookPolicy::new(
             options.webhook_allow_private,
         ));
+        let document = web::Data::new(routes::docs::Document::new(confab_http::openapi::document));
         let metrics_server = match &options.metrics_listen {
             Some(addrs) => Some(metrics_server(addrs, &metrics, &service)?),
             None => None,
@@ -404,25 +408,26 @@ impl Application {
                 .app_data(proxies.clone())
                 .app_data(webhook_policy.clone())
                 .app_data(links.clone())
+                .app_data(document.clone())
                 .app_data(web::Data::new(routes::MetricsElsewhere(metrics_private)))
                 .configure(routes::configure)
                 .configure(|cfg| routes::webapp::configure(cfg, web_app.as_ref()))
                 .default_service(web::to(routes::route_not_found))
-                .wrap(from_fn(crate::http::service::with_db_budget))
-                .wrap(from_fn(crate::http::unread_body::keep_with_answer))
+                .wrap(from_fn(confab_http::service::with_db_budget))
+                .wrap(from_fn(confab_http::unread_body::keep_with_answer))
                 .wrap(Condition::new(
                     cors != CorsOrigins::Off,
                     cors_middleware(&cors),
                 ))
                 .wrap(ErrorHandlers::new().default_handler(json_error_body))
-                .wrap(crate::http::headers::security_headers())
+                .wrap(confab_http::headers::security_headers())
                 .wrap(Compress::default())
                 .wrap(from_fn(crate::app::connections::keep_shares))
                 .wrap(from_fn(telemetry::observe))
         })
         .on_connect(move |conn, ext| crate::app::connections::on_connect(&gate, conn, ext))
         .max_connections(connections.per_worker())
-        .client_disconnect_timeout(crate::http::unread_body::LINGER)
+        .client_disconnect_timeout(confab_http::unread_body::LINGER)
         .listen(listener)
         .context("cannot listen")?
         .run();
@@ -498,7 +503,7 @@ fn metrics_server(
         App::new()
             .app_data(metrics.clone())
             .app_data(service.clone())
-            .route("/metrics", web::get().to(crate::metrics::scrape_route))
+            .route("/metrics", web::get().to(confab_metrics::scrape_route))
             .default_service(web::to(routes::route_not_found))
     })
     .workers(1)
@@ -529,92 +534,4 @@ async fn shutdown_requested() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-}
-
-/// CORS for the configured origins: the headers a client sends and reads
-/// (bearer auth, idempotency, request ids, rate limits, `Location`).
-/// Requests from other origins are served without CORS headers (the
-/// browser then keeps the answer from the page) rather than refused, so
-/// that clients outside browsers are unaffected.
-fn cors_middleware(origins: &CorsOrigins) -> Cors {
-    let mut cors = Cors::default()
-        .allowed_methods(["GET", "POST", "PUT", "PATCH", "DELETE"])
-        .allowed_headers([
-            header::AUTHORIZATION,
-            header::CONTENT_TYPE,
-            header::HeaderName::from_static("idempotency-key"),
-            // A fetch()-based event stream client resuming.
-            header::HeaderName::from_static("last-event-id"),
-            crate::http::request_id::HEADER,
-        ])
-        .expose_headers([
-            header::LOCATION,
-            header::RETRY_AFTER,
-            header::HeaderName::from_static("ratelimit-limit"),
-            header::HeaderName::from_static("ratelimit-remaining"),
-            header::HeaderName::from_static("ratelimit-reset"),
-            crate::http::request_id::HEADER,
-            header::HeaderName::from_static("idempotent-replayed"),
-        ])
-        .max_age(3600)
-        .block_on_origin_mismatch(false);
-    match origins {
-        CorsOrigins::Off => {}
-        CorsOrigins::Any => cors = cors.allow_any_origin().send_wildcard(),
-        CorsOrigins::Some(list) => {
-            for origin in list {
-                cors = cors.allowed_origin(origin);
-            }
-        }
-    }
-    cors
-}
-
-/// Rewrites an error response that did not come from [`ApiError`] (actix's
-/// own errors, actix-cors refusals) into the contract's JSON shape, so no
-/// response ever carries a plain-text error body. The headers set so far
-/// (CORS, `Allow`, ...) are kept, but those describing the old body; a
-/// server error's original text goes to the log line as its cause.
-fn json_error_body<B: MessageBody + 'static>(
-    res: ServiceResponse<B>,
-) -> actix_web::Result<ErrorHandlerResponse<B>> {
-    let is_json = res
-        .response()
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|ct| ct == HeaderValue::from_static("application/json"));
-    if is_json {
-        return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
-    }
-    let status = res.status();
-    let (req, old) = res.into_parts();
-    let mut error = ApiError::for_status(status);
-    // A preflight actix-cors refused (an origin, method or header not
-    // allowed): the request is forbidden, not malformed (docs/api.md "Requests and answers").
-    let preflight = req.method() == actix_web::http::Method::OPTIONS
-        && req.headers().contains_key(header::ORIGIN)
-        && req
-            .headers()
-            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD);
-    if preflight && status == actix_web::http::StatusCode::BAD_REQUEST {
-        error = ApiError::forbidden(
-            "this cross-origin request is not allowed: its origin, method or headers \
-             are not among those CONFAB_CORS_ORIGINS allows",
-        );
-    }
-    if let (true, Some(e)) = (status.is_server_error(), old.error()) {
-        error = error.with_cause(e);
-    }
-    let mut body = HttpResponse::from_error(error);
-    for (name, value) in old.headers() {
-        if !matches!(
-            *name,
-            header::CONTENT_TYPE | header::CONTENT_LENGTH | header::CONTENT_ENCODING
-        ) {
-            body.headers_mut().append(name.clone(), value.clone());
-        }
-    }
-    let res: ServiceResponse<EitherBody<B, BoxBody>> =
-        ServiceResponse::new(req, body).map_into_right_body();
-    Ok(ErrorHandlerResponse::Response(res))
 }

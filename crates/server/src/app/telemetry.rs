@@ -19,10 +19,10 @@ use confab_domain::ContactId;
 use tracing::Instrument;
 use tracing_subscriber::EnvFilter;
 
-use crate::http::auth::{Actor, Caller};
-use crate::http::error::ApiError;
-use crate::http::request_id::{self, RequestId};
-use crate::metrics::{Metrics, UNMATCHED};
+use confab_http::auth::{Actor, Caller};
+use confab_http::error::ApiError;
+use confab_http::request_id::{self, RequestId};
+use confab_metrics::{Metrics, UNMATCHED};
 
 /// How log lines are written (`CONFAB_LOG_FORMAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -140,7 +140,7 @@ pub async fn observe(
                 if let Some(value) = id_value.clone() {
                     headers.insert(request_id::HEADER, value);
                 }
-                crate::http::headers::add_security_headers(headers);
+                confab_http::headers::add_security_headers(headers);
                 res
             });
             Err(e)
