@@ -425,5 +425,4 @@ fn opt_secs(out: &mut Vec<u8>, t: Option<Timestamp>) -> serde_json::Result<()> {
 }
 
 #[cfg(test)]
-#[path = "wire_tests.rs"]
 mod tests;
