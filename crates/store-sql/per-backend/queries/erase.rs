@@ -432,25 +432,26 @@ pub(crate) fn erase_redact_batch(
     limit: u32,
 ) -> Result<bool> {
     let x = contact.db();
-    let username: Option<String> = contacts::table
+    let found: Option<(String, i64)> = contacts::table
         .find(x)
-        .select(contacts::username)
+        .select((contacts::username, contacts::created_at))
         .first(conn)
         .optional()?;
-    let Some(username) = username else {
+    let Some((username, created)) = found else {
         return Ok(false);
     };
-    let (events_from, answers_from) = redacted_to(conn, x)?;
-    let answers_begun: Option<Option<i64>> = jobs::table
+    let marks: Option<(Option<i64>, Option<i64>)> = jobs::table
         .find(DbId::from(job))
-        .select(jobs::answers_done_to)
+        .select((jobs::events_done_to, jobs::answers_done_to))
         .first(conn)
         .optional()?;
-    let Some(answers_begun) = answers_begun else {
+    let Some((events_to, answers_to)) = marks else {
         return Ok(false);
     };
-    let (pass, from) = match answers_begun {
-        None => (Pass::Events, events_from),
+    // Nothing created before the contact can show it.
+    let answers_from = answers_to.unwrap_or(created).max(created);
+    let (pass, from) = match answers_to {
+        None => (Pass::Events, events_to.unwrap_or(created).max(created)),
         Some(_) => (Pass::Answers, answers_from),
     };
     // The `created_at` of the batch's last row, when there are more.
